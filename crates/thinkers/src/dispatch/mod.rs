@@ -1,0 +1,238 @@
+//! The dispatcher: the one door every job goes through.
+//!
+//! [`Dispatcher::submit`] (for a root job) and the [`crate::job::JobContext`] doors (for children)
+//! pass through the *submission door*, which assigns the job id, links the parent and workflow,
+//! seals the parent's [`ScopeGuard`] onto the child, stamps the step ordinal and records the start
+//! row. The job then runs on its own task through the attempt loop in [`run`]:
+//!
+//! 1. ask the job for its requirements (fresh each attempt);
+//! 2. wait for [`Admission`] to grant them (FIFO per budget, never over a limit);
+//! 3. execute with the granted [`crate::job::Resources`], under the job's timeout, with panics
+//!    caught;
+//! 4. settle the permit (reconcile used tokens, release concurrency);
+//! 5. on a retry signal, loop: throttling waits and re-admits, a correction re-runs the same
+//!    instance at once, a truncation escalation re-runs once at the ceiling, a transient failure
+//!    backs off. Each has its own bound; none is ever recorded as a failure.
+//!
+//! Cancelling a job (through its [`JobHandle`]) cancels every descendant; their permits are
+//! released as their tasks unwind. Every job's end is recorded, failed and cancelled ones
+//! included.
+
+mod admission;
+mod budget;
+mod handle;
+mod run;
+mod services;
+
+pub use admission::{Admission, Permit};
+pub use budget::{BudgetStore, Lease, Limits, MemoryBudgets, Rate, RateObservation, Reservation};
+pub use handle::JobHandle;
+pub use services::Services;
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::job::context::JobNode;
+use crate::job::{Job, JobContext, ScopeGuard};
+use crate::record::{JobStart, NoopRecorder, Recorder};
+
+/// Bounds and waits of the attempt loop. Each retry kind has its own bound.
+#[derive(Debug, Clone)]
+pub struct DispatchConfig {
+    /// Attempts of one job, all kinds together.
+    pub max_attempts: u32,
+    /// Throttling waits of one job.
+    pub max_throttles: u32,
+    /// Transient-failure retries of one job.
+    pub max_transient_retries: u32,
+    /// The wait after a throttle that named no retry-after (doubled each time).
+    pub throttle_backoff: Duration,
+    /// The first backoff after a transient failure (doubled each time).
+    pub transient_backoff: Duration,
+}
+
+impl Default for DispatchConfig {
+    fn default() -> Self {
+        Self {
+            max_attempts: 32,
+            max_throttles: 8,
+            max_transient_retries: 3,
+            throttle_backoff: Duration::from_secs(1),
+            transient_backoff: Duration::from_millis(200),
+        }
+    }
+}
+
+pub(crate) struct DispatcherInner {
+    pub(crate) admission: Admission,
+    pub(crate) recorder: Arc<dyn Recorder>,
+    pub(crate) services: Services,
+    pub(crate) config: DispatchConfig,
+}
+
+/// Runs jobs: admission, retries, timeouts, cancellation, recording. Cheap to clone.
+#[derive(Clone)]
+pub struct Dispatcher {
+    pub(crate) inner: Arc<DispatcherInner>,
+}
+
+impl std::fmt::Debug for Dispatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatcher")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Dispatcher`].
+pub struct DispatcherBuilder {
+    store: Arc<dyn BudgetStore>,
+    recorder: Arc<dyn Recorder>,
+    services: Services,
+    config: DispatchConfig,
+}
+
+impl std::fmt::Debug for DispatcherBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DispatcherBuilder").finish_non_exhaustive()
+    }
+}
+
+impl Default for DispatcherBuilder {
+    fn default() -> Self {
+        Self {
+            store: Arc::new(MemoryBudgets::new()),
+            recorder: Arc::new(NoopRecorder),
+            services: Services::default(),
+            config: DispatchConfig::default(),
+        }
+    }
+}
+
+impl DispatcherBuilder {
+    /// Use this budget store (default: in-process [`MemoryBudgets`]).
+    #[must_use]
+    pub fn budgets(mut self, store: Arc<dyn BudgetStore>) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// Configure a budget's limits.
+    #[must_use]
+    pub fn budget(self, name: &str, limits: Limits) -> Self {
+        self.store.configure(name, limits);
+        self
+    }
+
+    /// Record through this recorder (default: none).
+    #[must_use]
+    pub fn recorder(mut self, recorder: Arc<dyn Recorder>) -> Self {
+        self.recorder = recorder;
+        self
+    }
+
+    /// Register a shared service jobs can look up by type.
+    #[must_use]
+    pub fn service<T: Send + Sync + 'static>(mut self, service: Arc<T>) -> Self {
+        self.services.insert(service);
+        self
+    }
+
+    /// Replace the retry bounds.
+    #[must_use]
+    pub fn config(mut self, config: DispatchConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Build the dispatcher.
+    pub fn build(self) -> Dispatcher {
+        Dispatcher {
+            inner: Arc::new(DispatcherInner {
+                admission: Admission::new(self.store),
+                recorder: self.recorder,
+                services: self.services,
+                config: self.config,
+            }),
+        }
+    }
+}
+
+impl Dispatcher {
+    /// A builder.
+    pub fn builder() -> DispatcherBuilder {
+        DispatcherBuilder::default()
+    }
+
+    /// Submit a root job: it starts a new workflow whose id is the job's id.
+    pub fn submit<J: Job>(&self, job: J) -> JobHandle<J::Output> {
+        self.spawn(job, None, None, None)
+    }
+
+    /// Submit a root job in a scope (identity axes, read-only binding).
+    pub fn submit_scoped<J: Job>(&self, job: J, scope: ScopeGuard) -> JobHandle<J::Output> {
+        self.spawn(job, None, None, Some(Arc::new(scope)))
+    }
+
+    /// Submit a root job and wait for its output.
+    pub async fn run<J: Job>(&self, job: J) -> crate::Result<J::Output> {
+        self.submit(job).await
+    }
+
+    /// The admission gate.
+    pub fn admission(&self) -> &Admission {
+        &self.inner.admission
+    }
+
+    /// The recorder.
+    pub fn recorder(&self) -> &Arc<dyn Recorder> {
+        &self.inner.recorder
+    }
+
+    /// Shared services.
+    pub fn services(&self) -> &Services {
+        &self.inner.services
+    }
+
+    /// The retry bounds.
+    pub fn config(&self) -> &DispatchConfig {
+        &self.inner.config
+    }
+
+    /// The submission door.
+    pub(crate) fn spawn<J: Job>(
+        &self,
+        job: J,
+        parent: Option<&JobContext>,
+        ordinal: Option<u32>,
+        scope: Option<Arc<ScopeGuard>>,
+    ) -> JobHandle<J::Output> {
+        let class: Cow<'static, str> = job.class();
+        let scope = scope
+            .or_else(|| parent.map(|p| p.node.scope.clone()))
+            .unwrap_or_default();
+        let cancel = parent.map_or_else(CancellationToken::new, |p| p.node.cancel.child_token());
+        let node = Arc::new(JobNode::new(
+            class,
+            parent,
+            ordinal,
+            scope,
+            self.clone(),
+            cancel,
+        ));
+        self.inner.recorder.job_started(JobStart {
+            id: node.id,
+            parent: node.parent,
+            workflow: node.workflow,
+            class: node.class.to_string(),
+            ordinal,
+            started_at_ms: crate::record::now_ms(),
+        });
+        let cx = JobContext { node };
+        let task = tokio::spawn(run::run(job, cx.clone()));
+        JobHandle::new(cx, task)
+    }
+}

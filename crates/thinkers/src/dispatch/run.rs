@@ -1,0 +1,167 @@
+//! The attempt loop of one job. See the module docs of [`crate::dispatch`].
+
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use futures::FutureExt;
+
+use crate::Result;
+use crate::error::{Error, RetrySignal};
+use crate::job::{AttemptInfo, Job, JobContext, Requirements, Resources};
+use crate::record::{JobEnd, JobStatus, now_ms};
+
+pub(crate) async fn run<J: Job>(mut job: J, cx: JobContext) -> Result<J::Output> {
+    let mut attempt = AttemptInfo::default();
+    let token = cx.node.cancel.clone();
+    let outcome = tokio::select! {
+        biased;
+        () = token.cancelled() => Err(Error::Cancelled),
+        r = attempts(&mut job, &cx, &mut attempt) => r,
+    };
+    let (status, kind, message) = match &outcome {
+        Ok(_) => (JobStatus::Succeeded, None, None),
+        Err(Error::Cancelled) => (JobStatus::Cancelled, Some("cancelled"), None),
+        Err(e @ Error::Timeout(_)) => (JobStatus::TimedOut, Some("timeout"), Some(e.to_string())),
+        Err(e) => (
+            JobStatus::Failed,
+            Some(e.kind().as_str()),
+            Some(e.to_string()),
+        ),
+    };
+    if let Some(msg) = &message {
+        tracing::debug!(job = %cx.id(), class = cx.class(), error = %msg, "job ended without output");
+    }
+    cx.dispatcher().recorder().job_finished(JobEnd {
+        id: cx.id(),
+        status,
+        error_kind: kind.map(str::to_owned),
+        error: message,
+        ended_at_ms: now_ms(),
+        attempts: attempt.number,
+    });
+    outcome
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-text payload".to_owned()
+    }
+}
+
+fn backoff(base: Duration, n: u32, salt: u128) -> Duration {
+    let exp = base.saturating_mul(1 << n.min(10));
+    // Up to 25% jitter, derived from the job id so retries of many jobs spread out.
+    let jitter_permille = (salt % 250) as u32;
+    exp + exp * jitter_permille / 1000
+}
+
+async fn attempts<J: Job>(
+    job: &mut J,
+    cx: &JobContext,
+    attempt: &mut AttemptInfo,
+) -> Result<J::Output> {
+    let dispatcher = cx.dispatcher().clone();
+    let config = dispatcher.config();
+    let salt = cx.id().0.as_u128();
+    loop {
+        attempt.number += 1;
+        if attempt.number > config.max_attempts {
+            return Err(Error::AttemptsExhausted {
+                attempts: attempt.number - 1,
+                last: "the attempt bound was reached".into(),
+            });
+        }
+        let mut req = Requirements::new(*attempt);
+        let prepared =
+            std::panic::catch_unwind(AssertUnwindSafe(|| job.requirements(&mut req, cx)));
+        match prepared {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(p) => {
+                return Err(Error::system(
+                    format!("requirements of {}", cx.class()),
+                    format!("panicked: {}", panic_message(p.as_ref())),
+                ));
+            }
+        }
+        let permit = dispatcher.admission().acquire(req.into_items()).await?;
+        let res = Resources::new(permit, *attempt);
+        let timeout = job.timeout();
+        let exec = AssertUnwindSafe(job.execute(&res, cx)).catch_unwind();
+        let result = match timeout {
+            Some(limit) => match tokio::time::timeout(limit, exec).await {
+                Ok(r) => r,
+                Err(_) => Ok(Err(Error::Timeout(limit))),
+            },
+            None => exec.await,
+        };
+        res.settle();
+        let signal = match result {
+            Ok(Ok(out)) => return Ok(out),
+            Ok(Err(Error::Retry(signal))) => signal,
+            Ok(Err(e)) => return Err(e),
+            Err(p) => {
+                return Err(Error::system(
+                    format!("execute of {}", cx.class()),
+                    format!("panicked: {}", panic_message(p.as_ref())),
+                ));
+            }
+        };
+        tracing::debug!(job = %cx.id(), class = cx.class(), %signal, "retry signal");
+        match signal {
+            RetrySignal::Throttled {
+                budget,
+                retry_after,
+            } => {
+                attempt.throttles += 1;
+                if attempt.throttles > config.max_throttles {
+                    return Err(exhausted(attempt, "throttled too many times"));
+                }
+                let wait = retry_after.unwrap_or_else(|| {
+                    backoff(config.throttle_backoff, attempt.throttles - 1, salt)
+                });
+                if let Some(b) = &budget {
+                    dispatcher.admission().store().pause(b, wait);
+                }
+                tokio::time::sleep(wait).await;
+            }
+            RetrySignal::Correction { reason } => {
+                attempt.corrections += 1;
+                if attempt.corrections > job.max_corrections() {
+                    return Err(exhausted(
+                        attempt,
+                        &format!("correction bound reached: {reason}"),
+                    ));
+                }
+            }
+            RetrySignal::TruncationEscalation => {
+                if attempt.escalated {
+                    return Err(exhausted(
+                        attempt,
+                        "the answer was truncated even at the output ceiling",
+                    ));
+                }
+                attempt.escalated = true;
+            }
+            RetrySignal::Transient { service, detail } => {
+                attempt.transient_retries += 1;
+                if attempt.transient_retries > config.max_transient_retries {
+                    return Err(Error::external(service, "request", detail));
+                }
+                let n = attempt.transient_retries - 1;
+                tokio::time::sleep(backoff(config.transient_backoff, n, salt)).await;
+            }
+        }
+    }
+}
+
+fn exhausted(attempt: &AttemptInfo, last: &str) -> Error {
+    Error::AttemptsExhausted {
+        attempts: attempt.number,
+        last: last.to_owned(),
+    }
+}

@@ -1,0 +1,215 @@
+//! The context a job runs in, and the step-ordinal contract for the children it submits.
+//!
+//! Every child a doer spawns carries its position in the doer's execution order, stored in the
+//! child's metadata under [`META_ITERATION`] and in its job row, so the trajectory can be rebuilt:
+//!
+//! * sequential children are numbered by call order: [`JobContext::submit_in_step`] claims the next
+//!   ordinal and stamps it, so back-to-back calls get 1, 2, 3;
+//! * children that share a parent and an ordinal ran in parallel: claim one ordinal with
+//!   [`JobContext::next_step`], then submit each parallel child with
+//!   [`JobContext::submit_in_current_step`];
+//! * a raw [`JobContext::submit`] leaves the ordinal unset, so the child has no place in the
+//!   trajectory. It exists for infrastructure; doers use the step helpers.
+//!
+//! A thinker does the same automatically: each turn claims one ordinal, and the turn's model call
+//! and every tool call of that turn share it.
+//!
+//! The trajectory is a tree: walk parent links depth-first and order each parent's children by
+//! (ordinal, start time).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio_util::sync::CancellationToken;
+
+use super::{Job, JobId, ScopeGuard};
+use crate::Result;
+use crate::dispatch::{Dispatcher, JobHandle, Services};
+
+/// The metadata key under which a child's step ordinal is stored.
+pub const META_ITERATION: &str = "iteration";
+
+pub(crate) struct JobNode {
+    pub(crate) id: JobId,
+    pub(crate) parent: Option<JobId>,
+    pub(crate) workflow: JobId,
+    pub(crate) class: Cow<'static, str>,
+    pub(crate) ordinal: Option<u32>,
+    pub(crate) scope: Arc<ScopeGuard>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) dispatcher: Dispatcher,
+    step: AtomicU32,
+    metadata: Mutex<BTreeMap<String, serde_json::Value>>,
+}
+
+impl JobNode {
+    pub(crate) fn new(
+        class: Cow<'static, str>,
+        parent: Option<&JobContext>,
+        ordinal: Option<u32>,
+        scope: Arc<ScopeGuard>,
+        dispatcher: Dispatcher,
+        cancel: CancellationToken,
+    ) -> Self {
+        let id = JobId::new();
+        let mut metadata = BTreeMap::new();
+        if let Some(n) = ordinal {
+            metadata.insert(META_ITERATION.to_owned(), serde_json::Value::from(n));
+        }
+        Self {
+            id,
+            parent: parent.map(JobContext::id),
+            workflow: parent.map_or(id, JobContext::workflow),
+            class,
+            ordinal,
+            scope,
+            cancel,
+            dispatcher,
+            step: AtomicU32::new(0),
+            metadata: Mutex::new(metadata),
+        }
+    }
+}
+
+/// The context of one running job: its identity, lineage, scope, metadata and the doors through
+/// which it submits children. Cheap to clone.
+#[derive(Clone)]
+pub struct JobContext {
+    pub(crate) node: Arc<JobNode>,
+}
+
+impl std::fmt::Debug for JobContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobContext")
+            .field("id", &self.node.id)
+            .field("class", &self.node.class)
+            .field("ordinal", &self.node.ordinal)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JobContext {
+    /// This job's id.
+    pub fn id(&self) -> JobId {
+        self.node.id
+    }
+
+    /// The parent's id, if this job has a parent.
+    pub fn parent(&self) -> Option<JobId> {
+        self.node.parent
+    }
+
+    /// The workflow this job belongs to (the root job's id).
+    pub fn workflow(&self) -> JobId {
+        self.node.workflow
+    }
+
+    /// The job class.
+    pub fn class(&self) -> &str {
+        &self.node.class
+    }
+
+    /// This job's step ordinal under its parent, if it was stamped.
+    pub fn ordinal(&self) -> Option<u32> {
+        self.node.ordinal
+    }
+
+    /// The sealed scope this job runs in.
+    pub fn scope(&self) -> &ScopeGuard {
+        &self.node.scope
+    }
+
+    /// The dispatcher running this job.
+    pub fn dispatcher(&self) -> &Dispatcher {
+        &self.node.dispatcher
+    }
+
+    /// Shared services registered with the dispatcher (catalog, model clients, stores…).
+    pub fn services(&self) -> &Services {
+        self.node.dispatcher.services()
+    }
+
+    /// Whether this job (or an ancestor) was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.node.cancel.is_cancelled()
+    }
+
+    /// Resolves when this job (or an ancestor) is cancelled.
+    pub async fn cancelled(&self) {
+        self.node.cancel.cancelled().await;
+    }
+
+    /// A metadata value.
+    pub fn metadata(&self, key: &str) -> Option<serde_json::Value> {
+        self.lock_meta().get(key).cloned()
+    }
+
+    /// Every metadata value.
+    pub fn metadata_all(&self) -> BTreeMap<String, serde_json::Value> {
+        self.lock_meta().clone()
+    }
+
+    /// Publish a metadata value on this job (for example a report).
+    pub fn set_metadata(&self, key: impl Into<String>, value: serde_json::Value) {
+        self.lock_meta().insert(key.into(), value);
+    }
+
+    fn lock_meta(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, serde_json::Value>> {
+        self.node
+            .metadata
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Claim the next step ordinal (1 for the first call) and return it.
+    pub fn next_step(&self) -> u32 {
+        self.node.step.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// The last ordinal claimed (0 when none has been).
+    pub fn current_step(&self) -> u32 {
+        self.node.step.load(Ordering::Relaxed)
+    }
+
+    /// Submit a child as the next sequential step: claims a new ordinal and stamps it.
+    pub fn submit_in_step<J: Job>(&self, job: J) -> JobHandle<J::Output> {
+        let n = self.next_step();
+        self.dispatcher().spawn(job, Some(self), Some(n), None)
+    }
+
+    /// Submit a child in the step last claimed with [`JobContext::next_step`]: every child
+    /// submitted this way until the next claim shares the ordinal, meaning they ran in parallel.
+    /// If no step was claimed yet, the first one is claimed.
+    pub fn submit_in_current_step<J: Job>(&self, job: J) -> JobHandle<J::Output> {
+        let mut n = self.current_step();
+        if n == 0 {
+            n = self.next_step();
+        }
+        self.dispatcher().spawn(job, Some(self), Some(n), None)
+    }
+
+    /// Submit a child with no ordinal. The child has no place in the trajectory; doers use
+    /// [`JobContext::submit_in_step`] or [`JobContext::submit_in_current_step`] instead.
+    pub fn submit<J: Job>(&self, job: J) -> JobHandle<J::Output> {
+        self.dispatcher().spawn(job, Some(self), None, None)
+    }
+
+    /// Submit a child in the current step under a narrower scope (an added axis, read-only on).
+    /// A widening is refused before anything is submitted.
+    pub fn submit_narrowed<J: Job>(
+        &self,
+        job: J,
+        scope: ScopeGuard,
+    ) -> Result<JobHandle<J::Output>> {
+        let scope = self.scope().narrow_to(scope)?;
+        let mut n = self.current_step();
+        if n == 0 {
+            n = self.next_step();
+        }
+        Ok(self
+            .dispatcher()
+            .spawn(job, Some(self), Some(n), Some(Arc::new(scope))))
+    }
+}

@@ -1,0 +1,203 @@
+//! What a job asks admission for, and what it is granted.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::dispatch::{Limits, Permit};
+
+/// Where an attempt stands in its retry budgets. Handed to `requirements` and `execute`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AttemptInfo {
+    /// 1 for the first attempt.
+    pub number: u32,
+    /// Correction signals honoured so far.
+    pub corrections: u32,
+    /// Throttling waits so far.
+    pub throttles: u32,
+    /// Transient-failure retries so far.
+    pub transient_retries: u32,
+    /// Whether this attempt runs under the truncation escalation (output budget at the ceiling).
+    pub escalated: bool,
+}
+
+/// A model seat: one call to one catalog entry, priced from the exact body that goes on the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seat {
+    /// The catalog entry id.
+    pub entry: String,
+    /// The admission budget the entry's limits live in (conventionally `model:<entry>`).
+    pub budget: String,
+    /// Input tokens counted from the exact request body.
+    pub input_tokens: u64,
+    /// The output budget booked (the call's max tokens).
+    pub output_tokens: u64,
+    /// The reasoning budget booked.
+    pub reasoning_tokens: u64,
+}
+
+impl Seat {
+    /// The budget name for a catalog entry.
+    pub fn budget_for(entry: &str) -> String {
+        format!("model:{entry}")
+    }
+
+    /// Tokens this seat reserves.
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens + self.reasoning_tokens
+    }
+}
+
+/// One thing a job needs admitted.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Requirement {
+    /// A model seat.
+    Seat(Seat),
+    /// One slot of a named resource budget (for example `service:pubmed`): one request against its
+    /// rate and one unit of its concurrency.
+    Resource {
+        /// The budget name.
+        budget: String,
+        /// Limits to configure the budget with if the deployment has not configured it.
+        default_limits: Option<Limits>,
+    },
+}
+
+impl Requirement {
+    /// What this requirement asks of its budget.
+    pub fn ask(&self) -> Ask {
+        match self {
+            Self::Seat(seat) => Ask {
+                budget: seat.budget.clone(),
+                tokens: seat.total_tokens(),
+                requests: 1,
+                slots: 1,
+            },
+            Self::Resource { budget, .. } => Ask {
+                budget: budget.clone(),
+                tokens: 0,
+                requests: 1,
+                slots: 1,
+            },
+        }
+    }
+}
+
+/// The amounts one requirement takes from one budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ask {
+    /// The budget name.
+    pub budget: String,
+    /// Tokens against the budget's token rate.
+    pub tokens: u64,
+    /// Requests against the budget's request rate.
+    pub requests: u32,
+    /// Units of the budget's concurrency.
+    pub slots: u32,
+}
+
+/// What one attempt of a job needs admitted. Filled by [`crate::job::Job::requirements`].
+#[derive(Debug, Default)]
+pub struct Requirements {
+    attempt: AttemptInfo,
+    items: Vec<Requirement>,
+}
+
+impl Requirements {
+    /// Requirements for an attempt.
+    pub fn new(attempt: AttemptInfo) -> Self {
+        Self {
+            attempt,
+            items: Vec::new(),
+        }
+    }
+
+    /// The attempt being prepared (its number, whether it is escalated…).
+    pub fn attempt(&self) -> AttemptInfo {
+        self.attempt
+    }
+
+    /// Ask for a model seat.
+    pub fn seat(&mut self, seat: Seat) -> &mut Self {
+        self.items.push(Requirement::Seat(seat));
+        self
+    }
+
+    /// Ask for one slot of a named resource budget.
+    pub fn resource(
+        &mut self,
+        budget: impl Into<String>,
+        default_limits: Option<Limits>,
+    ) -> &mut Self {
+        self.items.push(Requirement::Resource {
+            budget: budget.into(),
+            default_limits,
+        });
+        self
+    }
+
+    /// Add any requirement.
+    pub fn push(&mut self, r: Requirement) -> &mut Self {
+        self.items.push(r);
+        self
+    }
+
+    /// What has been asked so far.
+    pub fn items(&self) -> &[Requirement] {
+        &self.items
+    }
+
+    /// Whether nothing has been asked.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    pub(crate) fn into_items(self) -> Vec<Requirement> {
+        self.items
+    }
+}
+
+/// What one attempt was granted: the admission permit and the attempt's place in its retry
+/// budgets. Dropping it releases the reservation.
+#[derive(Debug)]
+pub struct Resources {
+    permit: Permit,
+    attempt: AttemptInfo,
+    seat_usage: AtomicU64,
+}
+
+const UNREPORTED: u64 = u64::MAX;
+
+impl Resources {
+    pub(crate) fn new(permit: Permit, attempt: AttemptInfo) -> Self {
+        Self {
+            permit,
+            attempt,
+            seat_usage: AtomicU64::new(UNREPORTED),
+        }
+    }
+
+    /// The attempt these resources were granted for.
+    pub fn attempt(&self) -> AttemptInfo {
+        self.attempt
+    }
+
+    /// The model seat granted, if the job asked for one.
+    pub fn seat(&self) -> Option<&Seat> {
+        self.permit.requirements().iter().find_map(|r| match r {
+            Requirement::Seat(s) => Some(s),
+            Requirement::Resource { .. } => None,
+        })
+    }
+
+    /// Report the tokens the seat really used (as the provider reported them). When the job ends
+    /// the reservation is reconciled with this figure and any surplus is given back. A job that
+    /// never reports keeps its whole reservation booked, the conservative choice.
+    pub fn report_seat_usage(&self, tokens: u64) {
+        self.seat_usage.store(tokens, Ordering::Relaxed);
+    }
+
+    pub(crate) fn settle(self) {
+        let used = self.seat_usage.load(Ordering::Relaxed);
+        let used = (used != UNREPORTED).then_some(used);
+        self.permit.settle(used);
+    }
+}

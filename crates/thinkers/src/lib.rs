@@ -1,0 +1,56 @@
+//! # thinkers
+//!
+//! A runtime for LLM-driven software built from three kinds of job:
+//!
+//! * **tools** — typed input, typed output; may hold resources such as a model seat
+//!   ([`tool`]);
+//! * **doers** — coded orchestration: Rust code that submits jobs, waits, branches and loops
+//!   ([`job::Doer`]);
+//! * **thinkers** — model-driven orchestration (later modules).
+//!
+//! All of them run under one [`Dispatcher`], which admits work against real provider limits
+//! ([`dispatch::Admission`]), retries what is retryable, records every job ([`record`]) and
+//! carries scope — identity axes and the read-only binding — from parent to child
+//! ([`job::ScopeGuard`]).
+//!
+//! ## A first doer
+//!
+//! ```no_run
+//! use thinkers::prelude::*;
+//!
+//! # async fn demo() -> thinkers::Result<()> {
+//! let dispatcher = Dispatcher::builder().build();
+//! let total = dispatcher
+//!     .run(doer("sum", |cx| async move {
+//!         let a = cx.submit_in_step(doer("one", |_| async { Ok(1) })).await?;
+//!         let b = cx.submit_in_step(doer("two", |_| async { Ok(2) })).await?;
+//!         Ok(a + b)
+//!     }))
+//!     .await?;
+//! assert_eq!(total, 3);
+//! # Ok(()) }
+//! ```
+//!
+//! ## Feature flags
+//!
+//! * `sqlite` (default) — the SQLite store and recorder through sqlx.
+//! * `openai`, `anthropic` (default) — provider dialects.
+//! * `test-utils` — test doubles for downstream crates.
+//! * `full` — everything.
+
+pub mod dispatch;
+pub mod error;
+pub mod job;
+pub mod record;
+
+pub use dispatch::{Dispatcher, JobHandle};
+pub use error::{Error, ErrorKind, Result, RetrySignal};
+
+/// The names most programs need.
+pub mod prelude {
+    pub use crate::dispatch::{Dispatcher, JobHandle, Limits, Rate};
+    pub use crate::error::{Error, Result};
+    pub use crate::job::{
+        Doer, Job, JobContext, Orchestrator, Requirements, Resources, ScopeGuard, doer,
+    };
+}

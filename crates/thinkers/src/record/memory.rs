@@ -1,0 +1,96 @@
+//! An in-memory recorder for tests and in-process inspection.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::{JobEnd, JobStart, JobStatus, LlmRun, Recorder};
+use crate::job::JobId;
+
+/// A stored job row: the start row merged with its end row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRow {
+    /// What the submission door wrote.
+    pub start: JobStart,
+    /// What the end wrote, once the job ended.
+    pub end: Option<JobEnd>,
+}
+
+impl JobRow {
+    /// The job's status (running until its end row arrives).
+    pub fn status(&self) -> JobStatus {
+        self.end.as_ref().map_or(JobStatus::Running, |e| e.status)
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    order: Vec<JobId>,
+    jobs: HashMap<JobId, JobRow>,
+    runs: Vec<LlmRun>,
+}
+
+/// Keeps every row in memory. Cheap to clone; clones share the rows.
+#[derive(Clone, Default)]
+pub struct MemoryRecorder {
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl std::fmt::Debug for MemoryRecorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryRecorder").finish_non_exhaustive()
+    }
+}
+
+impl MemoryRecorder {
+    /// A new, empty recorder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Every job row, in submission order.
+    pub fn jobs(&self) -> Vec<JobRow> {
+        let g = self.lock();
+        g.order
+            .iter()
+            .filter_map(|id| g.jobs.get(id).cloned())
+            .collect()
+    }
+
+    /// One job row.
+    pub fn job(&self, id: JobId) -> Option<JobRow> {
+        self.lock().jobs.get(&id).cloned()
+    }
+
+    /// Every model-call row, in arrival order.
+    pub fn llm_runs(&self) -> Vec<LlmRun> {
+        self.lock().runs.clone()
+    }
+}
+
+impl Recorder for MemoryRecorder {
+    fn job_started(&self, row: JobStart) {
+        let mut g = self.lock();
+        g.order.push(row.id);
+        g.jobs.insert(
+            row.id,
+            JobRow {
+                start: row,
+                end: None,
+            },
+        );
+    }
+
+    fn job_finished(&self, row: JobEnd) {
+        if let Some(job) = self.lock().jobs.get_mut(&row.id) {
+            job.end = Some(row);
+        }
+    }
+
+    fn llm_run(&self, row: LlmRun) {
+        self.lock().runs.push(row);
+    }
+}

@@ -1,0 +1,159 @@
+//! What the runtime records: job rows and model-call rows, through the [`Recorder`] trait.
+//!
+//! The dispatcher calls the recorder at the submission door ([`Recorder::job_started`]) and when a
+//! job ends ([`Recorder::job_finished`]); the model layer calls [`Recorder::llm_run`] once per model
+//! call. Recorder methods must not block: a store-backed recorder queues rows and writes them in
+//! batches on its own task. [`Recorder::flush`] waits until everything queued so far is durable.
+//!
+//! Implementations: [`NoopRecorder`] (recording off), [`MemoryRecorder`] (tests, in-process
+//! inspection) and the SQLite recorder in [`crate::store`].
+
+mod memory;
+
+pub use memory::MemoryRecorder;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+use crate::job::JobId;
+
+/// How a job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    /// Submitted and not yet finished.
+    Running,
+    /// Returned an output.
+    Succeeded,
+    /// Failed with an error.
+    Failed,
+    /// Cancelled (itself or an ancestor).
+    Cancelled,
+    /// Exceeded its timeout.
+    TimedOut,
+}
+
+impl JobStatus {
+    /// The stable name stored in records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::TimedOut => "timed_out",
+        }
+    }
+
+    /// Parse a stored name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "running" => Self::Running,
+            "succeeded" => Self::Succeeded,
+            "failed" => Self::Failed,
+            "cancelled" => Self::Cancelled,
+            "timed_out" => Self::TimedOut,
+            _ => return None,
+        })
+    }
+}
+
+/// The row written at the submission door.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobStart {
+    /// The job's id.
+    pub id: JobId,
+    /// The parent job, if any.
+    pub parent: Option<JobId>,
+    /// The root of the job's workflow (the root job's own id).
+    pub workflow: JobId,
+    /// The job class (for records and sizing).
+    pub class: String,
+    /// The step ordinal under the parent, if stamped.
+    pub ordinal: Option<u32>,
+    /// Submission time, milliseconds since the Unix epoch.
+    pub started_at_ms: i64,
+}
+
+/// The row update written when a job ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobEnd {
+    /// The job's id.
+    pub id: JobId,
+    /// How it ended.
+    pub status: JobStatus,
+    /// The error kind, when it did not succeed.
+    pub error_kind: Option<String>,
+    /// The error message, when it did not succeed.
+    pub error: Option<String>,
+    /// End time, milliseconds since the Unix epoch.
+    pub ended_at_ms: i64,
+    /// How many attempts ran (retries included).
+    pub attempts: u32,
+}
+
+/// One model call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct LlmRun {
+    /// The job that made the call.
+    pub job: JobId,
+    /// The workflow the job belongs to.
+    pub workflow: JobId,
+    /// The class of the job that made the call (for sizing).
+    pub class: String,
+    /// The catalog entry id.
+    pub entry: String,
+    /// The provider's model name.
+    pub model: String,
+    /// Input tokens the provider reported.
+    pub input_tokens: u64,
+    /// Output tokens the provider reported.
+    pub output_tokens: u64,
+    /// Reasoning tokens the provider reported (part of or beside output, per provider).
+    pub reasoning_tokens: u64,
+    /// Cached input tokens the provider reported.
+    pub cached_tokens: u64,
+    /// Output tokens booked for the call (the declared output size, as max tokens).
+    pub output_budget: u64,
+    /// Wall latency of the call in milliseconds.
+    pub latency_ms: u64,
+    /// The provider's stop reason, normalised (`end_turn`, `tool_use`, `max_tokens`, …).
+    pub stop_reason: String,
+    /// Cost in the entry's currency.
+    pub cost: f64,
+    /// The entry's currency (ISO code).
+    pub currency: String,
+    /// When the call ended, milliseconds since the Unix epoch.
+    pub at_ms: i64,
+    /// Whether this call was a truncation escalation re-run.
+    pub escalated: bool,
+}
+
+/// Receives the runtime's records. Methods must not block.
+pub trait Recorder: Send + Sync + 'static {
+    /// A job passed the submission door.
+    fn job_started(&self, row: JobStart);
+    /// A job ended.
+    fn job_finished(&self, row: JobEnd);
+    /// A model call completed (successfully or not).
+    fn llm_run(&self, row: LlmRun);
+    /// Wait until every row queued so far is stored.
+    fn flush(&self) -> BoxFuture<'_, crate::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// A recorder that records nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoopRecorder;
+
+impl Recorder for NoopRecorder {
+    fn job_started(&self, _row: JobStart) {}
+    fn job_finished(&self, _row: JobEnd) {}
+    fn llm_run(&self, _row: LlmRun) {}
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
