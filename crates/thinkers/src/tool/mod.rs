@@ -1,0 +1,132 @@
+//! Tools: typed jobs a model (or code) can call by name.
+//!
+//! Authors implement [`Tool`]: a snake_case name, a description, an input type whose JSON Schema
+//! the model sees, an output type, and whether the tool is read-only. At the registry boundary a
+//! tool is an object-safe [`ToolProvider`], which turns a model's JSON arguments into a job. The
+//! provider for a Rust tool type is [`TypedToolProvider`]; MCP servers and dynamic tools implement
+//! [`ToolProvider`] directly.
+//!
+//! **Read-only.** [`ToolProvider::read_only`] defaults to `false`: nothing is assumed read-only
+//! unless it says so. A provider that wraps another must forward the flag (the blanket impls for
+//! `&P`, `Box<P>` and `Arc<P>` do); [`admit_call`] is the check that refuses a non-read-only tool
+//! under a read-only scope, whatever a palette says.
+//!
+//! **Arguments.** Arguments that do not fit the input type are refused with
+//! [`crate::Error::InvalidInput`] naming the parameter by its path in the schema (`query`,
+//! `filters.year`, `ids[2]`) and what is wrong, never with a panic.
+
+mod provider;
+mod registry;
+
+pub use provider::{ToolCallContext, ToolOutput, ToolProvider, TypedToolProvider, admit_call};
+pub use registry::ToolRegistry;
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::Result;
+use crate::job::{Job, JobContext, Requirements, Resources};
+
+/// A typed tool.
+pub trait Tool: Send + Sync + 'static {
+    /// The snake_case name the model calls the tool by.
+    const NAME: &'static str;
+    /// The input; its JSON Schema is what the model sees.
+    type Input: DeserializeOwned + JsonSchema + Send + Sync + 'static;
+    /// The output, serialised back to the model.
+    type Output: Serialize + JsonSchema + Send + Sync + 'static;
+
+    /// What the tool does, for the model.
+    fn description(&self) -> Cow<'static, str>;
+
+    /// Whether the tool has no side effects. Defaults to `false`.
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    /// What a call needs admitted (for example a slot of `service:pubmed`).
+    fn requirements(&self, input: &Self::Input, req: &mut Requirements) -> Result<()> {
+        let _ = (input, req);
+        Ok(())
+    }
+
+    /// A bound on one attempt of a call.
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Run the tool.
+    fn call(
+        &self,
+        input: &Self::Input,
+        cx: &ToolContext<'_>,
+    ) -> impl Future<Output = Result<Self::Output>> + Send;
+}
+
+/// What a tool call runs with.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolContext<'a> {
+    /// The job context of the call (lineage, scope, services, child submission).
+    pub job: &'a JobContext,
+    /// The resources admitted for this attempt.
+    pub resources: &'a Resources,
+}
+
+/// One call of a [`Tool`] as a job.
+pub struct ToolJob<T: Tool> {
+    tool: Arc<T>,
+    input: T::Input,
+}
+
+impl<T: Tool> std::fmt::Debug for ToolJob<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolJob")
+            .field("tool", &T::NAME)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Tool> ToolJob<T> {
+    /// A call of `tool` with `input`.
+    pub fn new(tool: Arc<T>, input: T::Input) -> Self {
+        Self { tool, input }
+    }
+}
+
+impl<T: Tool> Job for ToolJob<T> {
+    type Output = T::Output;
+
+    fn class(&self) -> Cow<'static, str> {
+        Cow::Borrowed(T::NAME)
+    }
+
+    fn requirements(&mut self, req: &mut Requirements, _cx: &JobContext) -> Result<()> {
+        self.tool.requirements(&self.input, req)
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.tool.timeout()
+    }
+
+    async fn execute(&mut self, res: &Resources, cx: &JobContext) -> Result<T::Output> {
+        let tcx = ToolContext {
+            job: cx,
+            resources: res,
+        };
+        self.tool.call(&self.input, &tcx).await
+    }
+}
+
+/// Whether `name` is snake_case (lowercase ASCII letters, digits and underscores, starting with a
+/// letter), the spelling tool names have on the wire.
+pub fn is_snake_case(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}

@@ -1,0 +1,238 @@
+//! The object-safe tool boundary: [`ToolProvider`] and the provider for Rust tool types.
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Tool, ToolJob};
+use crate::job::{BoxJob, Job, JobContext, Requirements, Resources, ScopeGuard};
+use crate::{Error, Result};
+
+/// A tool call's result: the JSON the model sees and the typed value for code (artifacts).
+#[derive(Clone)]
+pub struct ToolOutput {
+    /// The output as JSON.
+    pub json: Value,
+    /// The typed output, for code that knows its type.
+    pub typed: Arc<dyn Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for ToolOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolOutput")
+            .field("json", &self.json)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolOutput {
+    /// The typed output, if it is a `T`.
+    pub fn downcast<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.typed.downcast_ref::<T>()
+    }
+}
+
+/// Where a tool call is made from: what the provider may inherit from the caller.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ToolCallContext {
+    /// The caller's pin, if the caller is pinned to one catalog entry.
+    pub parent_pin: Option<String>,
+}
+
+/// A source of one tool, at the registry boundary: describes it and turns JSON arguments into a
+/// job.
+pub trait ToolProvider: Send + Sync + 'static {
+    /// The snake_case name.
+    fn name(&self) -> &str;
+    /// What the tool does.
+    fn description(&self) -> &str;
+    /// The JSON Schema of the arguments.
+    fn input_schema(&self) -> &Value;
+    /// Whether the tool has no side effects. Defaults to `false`: MCP servers and dynamic tools
+    /// cannot establish it, so they are never read-only. A wrapping provider forwards it.
+    fn read_only(&self) -> bool {
+        false
+    }
+    /// Build the job for one call.
+    fn instantiate(&self, arguments: Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>>;
+}
+
+macro_rules! forward_provider {
+    ($($ty:ty),*) => {$(
+        impl<P: ToolProvider + ?Sized> ToolProvider for $ty {
+            fn name(&self) -> &str { (**self).name() }
+            fn description(&self) -> &str { (**self).description() }
+            fn input_schema(&self) -> &Value { (**self).input_schema() }
+            fn read_only(&self) -> bool { (**self).read_only() }
+            fn instantiate(&self, arguments: Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
+                (**self).instantiate(arguments, cx)
+            }
+        }
+    )*};
+}
+forward_provider!(Box<P>, Arc<P>);
+
+/// The admission check for one tool call, beside argument validation: under a read-only scope a
+/// tool that is not read-only is refused, whatever the palette offered. The refusal is correctable
+/// (the caller can choose another tool) and names the tool.
+pub fn admit_call(provider: &dyn ToolProvider, scope: &ScopeGuard) -> Result<()> {
+    if scope.is_read_only() && !provider.read_only() {
+        tracing::warn!(
+            tool = provider.name(),
+            "refused a non-read-only tool under a read-only scope"
+        );
+        return Err(Error::invalid_input(
+            "tool",
+            Some(provider.name().to_owned()),
+            "this tool has side effects and the current scope is read-only; use a read-only tool",
+        ));
+    }
+    Ok(())
+}
+
+/// The provider for a Rust [`Tool`] type (the seed's class-backed provider).
+pub struct TypedToolProvider<T: Tool> {
+    tool: Arc<T>,
+    description: Cow<'static, str>,
+    schema: Value,
+}
+
+impl<T: Tool> std::fmt::Debug for TypedToolProvider<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TypedToolProvider")
+            .field("name", &T::NAME)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Tool> TypedToolProvider<T> {
+    /// Wrap a tool. The input schema is generated once here.
+    pub fn new(tool: T) -> Self {
+        let schema = schemars::schema_for!(T::Input);
+        let schema = serde_json::to_value(schema).unwrap_or(Value::Null);
+        Self {
+            description: tool.description(),
+            tool: Arc::new(tool),
+            schema,
+        }
+    }
+
+    /// The wrapped tool.
+    pub fn tool(&self) -> &Arc<T> {
+        &self.tool
+    }
+
+    /// Decode arguments into the input type, naming the parameter that does not fit.
+    pub fn decode(&self, arguments: Value) -> Result<T::Input> {
+        decode_arguments::<T::Input>(arguments)
+    }
+}
+
+/// Decode tool arguments, refusing a misfit with an error that names the parameter by its path and
+/// the value the caller sent there.
+pub(crate) fn decode_arguments<I: serde::de::DeserializeOwned>(arguments: Value) -> Result<I> {
+    let arguments = if arguments.is_null() {
+        Value::Object(serde_json::Map::new())
+    } else {
+        arguments
+    };
+    let snapshot = arguments.clone();
+    serde_path_to_error::deserialize::<_, I>(arguments).map_err(|e| {
+        let inner = e.inner().to_string();
+        let mut path = e.path().to_string();
+        let mut value = value_at(&snapshot, e.path()).map(|v| truncate(&v.to_string(), 200));
+        // serde reports a missing field at the parent; name the field itself, which has no value.
+        if let Some(field) = inner
+            .strip_prefix("missing field `")
+            .and_then(|s| s.split('`').next())
+        {
+            path = if path == "." {
+                field.to_owned()
+            } else {
+                format!("{path}.{field}")
+            };
+            value = None;
+        }
+        let path = if path == "." {
+            "arguments".to_owned()
+        } else {
+            path
+        };
+        let reason = inner.split(" at line ").next().unwrap_or(&inner).to_owned();
+        Error::invalid_input(path, value, reason)
+    })
+}
+
+fn value_at<'v>(root: &'v Value, path: &serde_path_to_error::Path) -> Option<&'v Value> {
+    use serde_path_to_error::Segment;
+    let mut cur = root;
+    for seg in path.iter() {
+        cur = match seg {
+            Segment::Seq { index } => cur.get(*index)?,
+            Segment::Map { key } => cur.get(key.as_str())?,
+            Segment::Enum { .. } | Segment::Unknown => return Some(cur),
+        };
+    }
+    Some(cur)
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// A typed tool call erased to a [`ToolOutput`].
+struct ErasedToolJob<T: Tool>(ToolJob<T>);
+
+impl<T: Tool> Job for ErasedToolJob<T> {
+    type Output = ToolOutput;
+    fn class(&self) -> Cow<'static, str> {
+        self.0.class()
+    }
+    fn requirements(&mut self, req: &mut Requirements, cx: &JobContext) -> Result<()> {
+        self.0.requirements(req, cx)
+    }
+    fn timeout(&self) -> Option<std::time::Duration> {
+        self.0.timeout()
+    }
+    async fn execute(&mut self, res: &Resources, cx: &JobContext) -> Result<ToolOutput> {
+        let out = self.0.execute(res, cx).await?;
+        let json = serde_json::to_value(&out)
+            .map_err(|e| Error::system(format!("output of tool {}", T::NAME), e.to_string()))?;
+        Ok(ToolOutput {
+            json,
+            typed: Arc::new(out),
+        })
+    }
+}
+
+impl<T: Tool> ToolProvider for TypedToolProvider<T> {
+    fn name(&self) -> &str {
+        T::NAME
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn input_schema(&self) -> &Value {
+        &self.schema
+    }
+    fn read_only(&self) -> bool {
+        self.tool.read_only()
+    }
+    fn instantiate(&self, arguments: Value, _cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
+        let input = self.decode(arguments)?;
+        Ok(BoxJob::new(ErasedToolJob(ToolJob::new(
+            self.tool.clone(),
+            input,
+        ))))
+    }
+}

@@ -1,0 +1,82 @@
+//! Scope travels from parent to child and can only narrow.
+
+use thinkers::ErrorKind;
+use thinkers::job::{ScopeGuard, doer};
+
+use crate::support::dispatcher;
+
+#[tokio::test]
+async fn grandchild_of_read_only_ticket_bound_job_inherits_both() {
+    let (d, _) = dispatcher();
+    let scope = ScopeGuard::unbound()
+        .with_axis("ticket", "T-42")
+        .read_only();
+    let h = d.submit_scoped(
+        doer("root", |cx| async move {
+            cx.submit_in_step(doer("child", |cx| async move {
+                cx.submit_in_step(doer(
+                    "grandchild",
+                    |cx| async move { Ok(cx.scope().clone()) },
+                ))
+                .await
+            }))
+            .await
+        }),
+        scope.clone(),
+    );
+    let seen = h.await.unwrap();
+    assert!(seen.is_read_only());
+    assert_eq!(seen.axis("ticket"), Some("T-42"));
+    assert_eq!(seen, scope);
+}
+
+#[tokio::test]
+async fn a_descendant_cannot_widen_its_scope() {
+    let (d, rec) = dispatcher();
+    let scope = ScopeGuard::unbound()
+        .with_axis("ticket", "T-42")
+        .read_only();
+    let h = d.submit_scoped(
+        doer("root", |cx| async move {
+            let grand = cx
+                .submit_in_step(doer("child", |cx| async move {
+                    // Dropping read-only is refused.
+                    let writable = ScopeGuard::unbound().with_axis("ticket", "T-42");
+                    let e1 = cx
+                        .submit_narrowed(doer("w", |_| async { Ok(()) }), writable)
+                        .unwrap_err();
+                    // Rebinding the ticket is refused.
+                    let other = ScopeGuard::unbound().with_axis("ticket", "T-7").read_only();
+                    let e2 = cx
+                        .submit_narrowed(doer("w", |_| async { Ok(()) }), other)
+                        .unwrap_err();
+                    // Narrowing (adding an axis) is allowed and inherited further down.
+                    let narrower = cx.scope().clone().with_axis("tenant", "acme");
+                    let inner = cx
+                        .submit_narrowed(
+                            doer("narrow", |cx| async move {
+                                cx.submit_in_step(doer("leaf", |cx| async move {
+                                    Ok(cx.scope().clone())
+                                }))
+                                .await
+                            }),
+                            narrower,
+                        )?
+                        .await?;
+                    Ok((e1, e2, inner))
+                }))
+                .await?;
+            Ok(grand)
+        }),
+        scope,
+    );
+    let (e1, e2, leaf) = h.await.unwrap();
+    assert_eq!(e1.kind(), ErrorKind::InvalidInput);
+    assert!(e1.to_string().contains("read_only"), "{e1}");
+    assert!(e2.to_string().contains("scope.ticket"), "{e2}");
+    assert!(leaf.is_read_only());
+    assert_eq!(leaf.axis("ticket"), Some("T-42"));
+    assert_eq!(leaf.axis("tenant"), Some("acme"));
+    // Nothing was submitted for the refused widenings.
+    assert!(!rec.jobs().iter().any(|r| r.start.class == "w"));
+}
