@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what the tests need, then runs every test of the workspace.
+# This is the README's test command, and the one .ci/run calls.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\n==> %s\n' "$*"; }
+
+# Python SDKs for the wire-compatibility tests (the official openai and anthropic clients talk to
+# thinkers-sim). Installed into a project venv so nothing leaks into the system.
+setup_python() {
+    if [ ! -x .venv/bin/python ]; then
+        log "creating .venv"
+        python3 -m venv .venv
+    fi
+    if ! .venv/bin/python -c 'import openai, anthropic' 2>/dev/null; then
+        log "installing the official openai and anthropic SDKs"
+        .venv/bin/pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
+    fi
+    export THINKERS_TEST_PYTHON="$PWD/.venv/bin/python"
+}
+
+if [ -f scripts/requirements-test.txt ]; then
+    setup_python
+fi
+
+log "cargo test (workspace, all targets)"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+cargo test --workspace --all-targets --locked
+log "doc tests"
+cargo test --workspace --doc --locked
