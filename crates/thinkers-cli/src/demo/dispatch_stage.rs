@@ -1,0 +1,117 @@
+//! The dispatcher stage of the demo: a doer that fans out, gets throttled, corrects itself and
+//! survives a failing child.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use thinkers::job::{doer, Job, JobContext, JobId, Resources};
+use thinkers::{Dispatcher, Error, Result};
+
+/// A stand-in for a slow lookup.
+struct FetchSource {
+    name: &'static str,
+    millis: u64,
+}
+
+impl Job for FetchSource {
+    type Output = String;
+    fn class(&self) -> Cow<'static, str> {
+        "fetch_source".into()
+    }
+    async fn execute(&mut self, _: &Resources, _: &JobContext) -> Result<String> {
+        tokio::time::sleep(Duration::from_millis(self.millis)).await;
+        Ok(format!("{} ({} ms)", self.name, self.millis))
+    }
+}
+
+/// A call whose provider throttles the first attempt.
+struct RateLimitedCall {
+    attempts: u32,
+}
+
+impl Job for RateLimitedCall {
+    type Output = u32;
+    fn class(&self) -> Cow<'static, str> {
+        "rate_limited_call".into()
+    }
+    async fn execute(&mut self, _: &Resources, _: &JobContext) -> Result<u32> {
+        self.attempts += 1;
+        if self.attempts == 1 {
+            return Err(Error::throttled(None, Some(Duration::from_millis(300))));
+        }
+        Ok(self.attempts)
+    }
+}
+
+/// A job whose first answer does not parse; it asks to be re-run on its grown state.
+struct SelfCorrecting {
+    transcript: Vec<String>,
+}
+
+impl Job for SelfCorrecting {
+    type Output = Vec<String>;
+    fn class(&self) -> Cow<'static, str> {
+        "self_correcting_parse".into()
+    }
+    async fn execute(&mut self, _: &Resources, _: &JobContext) -> Result<Vec<String>> {
+        if self.transcript.is_empty() {
+            self.transcript.push("answer 1: not JSON".into());
+            return Err(Error::correction("the answer was not JSON"));
+        }
+        self.transcript.push("answer 2: {\"ok\": true}".into());
+        Ok(self.transcript.clone())
+    }
+}
+
+/// A service that is down.
+struct FlakyService;
+
+impl Job for FlakyService {
+    type Output = ();
+    fn class(&self) -> Cow<'static, str> {
+        "flaky_service".into()
+    }
+    async fn execute(&mut self, _: &Resources, _: &JobContext) -> Result<()> {
+        Err(Error::external("inventory", "lookup", "HTTP 503 Service Unavailable"))
+    }
+}
+
+pub(crate) async fn run(dispatcher: &Dispatcher) -> anyhow::Result<JobId> {
+    let bar = ProgressBar::new_spinner().with_style(
+        ProgressStyle::with_template("{spinner} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(80));
+    bar.set_message("running the dispatcher stage");
+    let handle = dispatcher.submit(doer("demo_workflow", |cx| async move {
+        // Step 1: three lookups in parallel, sharing one ordinal.
+        cx.next_step();
+        let fetches: Vec<_> = [("glossary", 120), ("tickets", 80), ("wiki", 150)]
+            .into_iter()
+            .map(|(name, millis)| cx.submit_in_current_step(FetchSource { name, millis }))
+            .collect();
+        let mut sources = Vec::new();
+        for f in fetches {
+            sources.push(f.await?);
+        }
+        // Step 2: throttled once, then admitted again.
+        let attempts = cx.submit_in_step(RateLimitedCall { attempts: 0 }).await?;
+        // Step 3: corrected once, the same instance re-run.
+        let transcript = cx.submit_in_step(SelfCorrecting { transcript: Vec::new() }).await?;
+        // Step 4: a failure the doer survives.
+        let failure = cx.submit_in_step(FlakyService).await.err();
+        Ok((sources, attempts, transcript, failure))
+    }));
+    let workflow = handle.id();
+    let (sources, attempts, transcript, failure) = handle.await?;
+    bar.finish_and_clear();
+    println!("Dispatcher stage");
+    println!("  fan-out (one step, in parallel): {}", sources.join(", "));
+    println!("  throttled call succeeded on attempt {attempts}");
+    println!("  corrected job: {}", transcript.join(" → "));
+    match failure {
+        Some(e) => println!("  failed child, recorded and survived: {e}"),
+        None => println!("  the failing child unexpectedly succeeded"),
+    }
+    Ok(workflow)
+}

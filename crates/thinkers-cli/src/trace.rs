@@ -1,0 +1,46 @@
+//! `thinkers trace`: print a stored workflow's trajectory, or list recent workflows.
+
+use std::path::Path;
+
+use anyhow::{bail, Context as _};
+use comfy_table::Table;
+use thinkers::job::JobId;
+use thinkers::record::trajectory::Trajectory;
+use thinkers::store::SqliteStore;
+
+pub(crate) async fn run(workflow: Option<&str>, list: bool, db: &Path) -> anyhow::Result<()> {
+    if !db.exists() {
+        bail!("no database at {} (run `thinkers demo` first, or pass --db)", db.display());
+    }
+    let store = SqliteStore::open(db)
+        .await
+        .with_context(|| format!("opening {}", db.display()))?;
+    if list || workflow.is_none() {
+        let rows = store.list_workflows(20).await?;
+        if rows.is_empty() {
+            println!("no workflows recorded in {}", db.display());
+            return Ok(());
+        }
+        let mut table = Table::new();
+        table.set_header(["workflow", "root class", "started", "status", "jobs"]);
+        for w in rows {
+            let started = chrono::DateTime::from_timestamp_millis(w.started_at_ms)
+                .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+                .unwrap_or_default();
+            table.add_row([
+                w.workflow.to_string(),
+                w.root_class,
+                started,
+                w.status.as_str().to_owned(),
+                w.job_count.to_string(),
+            ]);
+        }
+        println!("{table}");
+        return Ok(());
+    }
+    let id = workflow.unwrap_or_default();
+    let id = JobId::parse(id).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let jobs = store.workflow_jobs(id).await?;
+    print!("{}", Trajectory::build(jobs).render());
+    Ok(())
+}
