@@ -10,8 +10,10 @@
 //! * children without an ordinal (submitted through a raw door) come after, by start time;
 //! * the job id (a time-ordered uuid v7) breaks the remaining ties, so the order is total.
 //!
-//! A job whose parent is not among the rows is treated as a root. Rows whose parent links form a
-//! cycle (only corrupt data can do that) are still shown, each cycle broken at its earliest job.
+//! A job whose parent is not among the rows is treated as a root; roots are ordered by start
+//! time (an orphan's ordinal counts steps of a parent that is not shown). Rows whose parent
+//! links form a cycle (only corrupt data can do that) are still shown, each cycle broken at its
+//! earliest job.
 //!
 //! The rows come from any store through [`JobRecord`]: the SQLite store returns them directly and
 //! [`MemoryRecorder::records`] converts what an in-memory recorder holds.
@@ -152,7 +154,11 @@ impl Trajectory {
             }
         }
         let order = |a: &usize, b: &usize| rows[*a].sibling_order(&rows[*b]);
-        roots.sort_by(order);
+        let by_start = |a: &usize, b: &usize| {
+            let (a, b) = (&rows[*a], &rows[*b]);
+            (a.started_at_ms, a.id).cmp(&(b.started_at_ms, b.id))
+        };
+        roots.sort_by(by_start);
         for list in &mut children {
             list.sort_by(order);
         }
@@ -172,7 +178,7 @@ impl Trajectory {
         if placed.len() < n {
             // Only rows in a parent cycle are left; break each cycle at its earliest job.
             let mut rest: Vec<usize> = (0..n).filter(|&i| !visited[i]).collect();
-            rest.sort_by(order);
+            rest.sort_by(by_start);
             for i in rest {
                 if !visited[i] {
                     walk(i, true, &children, &mut visited, &mut placed);
