@@ -123,19 +123,19 @@ impl SqliteStore {
 
 impl RecordStore for SqliteStore {
     fn list_workflows(&self, limit: u32) -> BoxFuture<'_, Result<Vec<WorkflowSummary>>> {
-        Box::pin(SqliteStore::list_workflows(self, limit))
+        Box::pin(Self::list_workflows(self, limit))
     }
 
     fn workflow_jobs(&self, workflow: JobId) -> BoxFuture<'_, Result<Vec<JobRecord>>> {
-        Box::pin(SqliteStore::workflow_jobs(self, workflow))
+        Box::pin(Self::workflow_jobs(self, workflow))
     }
 
     fn job(&self, id: JobId) -> BoxFuture<'_, Result<Option<JobRecord>>> {
-        Box::pin(SqliteStore::job(self, id))
+        Box::pin(Self::job(self, id))
     }
 
     fn llm_runs(&self, filter: LlmRunFilter) -> BoxFuture<'_, Result<Vec<LlmRun>>> {
-        Box::pin(async move { SqliteStore::llm_runs(self, &filter).await })
+        Box::pin(async move { Self::llm_runs(self, &filter).await })
     }
 }
 

@@ -46,7 +46,7 @@ impl SqliteStore {
     pub async fn open(target: &str) -> Result<Self> {
         let target = target.trim();
         let memory = is_memory(target);
-        let options = if memory {
+        let options = if target == ":memory:" {
             SqliteConnectOptions::from_str("sqlite::memory:")
                 .map_err(|e| invalid_target(target, &e))?
         } else if target.starts_with("sqlite:") {
@@ -110,8 +110,13 @@ impl SqliteStore {
     }
 }
 
+/// Whether `target` names an in-memory database (`:memory:`, `sqlite::memory:`,
+/// `sqlite://:memory:`, or a URL with `mode=memory`).
 fn is_memory(target: &str) -> bool {
-    matches!(target, ":memory:" | "sqlite::memory:" | "sqlite://:memory:")
+    target == ":memory:"
+        || target.starts_with("sqlite::memory:")
+        || target.starts_with("sqlite://:memory:")
+        || (target.starts_with("sqlite:") && target.contains("mode=memory"))
 }
 
 fn invalid_target(target: &str, err: &sqlx::Error) -> Error {

@@ -113,7 +113,7 @@ async fn migrations_apply_on_a_fresh_file_in_wal_mode() -> Result<()> {
 
 #[tokio::test]
 async fn open_accepts_memory_forms_and_refuses_an_empty_target() -> Result<()> {
-    for target in ["sqlite::memory:", ":memory:"] {
+    for target in ["sqlite::memory:", ":memory:", "sqlite://:memory:"] {
         let store = SqliteStore::open(target).await?;
         assert_eq!(count(&store, "jobs").await?, 0);
     }
@@ -362,6 +362,16 @@ async fn an_unknown_workflow_is_invalid_input_naming_the_id() -> Result<()> {
         }
         other => anyhow::bail!("unexpected {other:?}"),
     }
+    // The same through the backend-neutral trait.
+    let dyn_store: Arc<dyn RecordStore> = Arc::new(store);
+    let err = dyn_store
+        .workflow_jobs(unknown)
+        .await
+        .err()
+        .context("unknown")?;
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert!(dyn_store.list_workflows(5).await?.is_empty());
+    assert_eq!(dyn_store.job(unknown).await?, None);
     Ok(())
 }
 
