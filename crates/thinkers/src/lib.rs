@@ -42,6 +42,7 @@ pub mod dispatch;
 pub mod error;
 pub mod job;
 pub mod record;
+pub mod store;
 pub mod tool;
 
 pub use dispatch::{Dispatcher, JobHandle};

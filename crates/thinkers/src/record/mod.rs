@@ -9,8 +9,10 @@
 //! inspection) and the SQLite recorder in [`crate::store`].
 
 mod memory;
+pub mod trajectory;
 
-pub use memory::MemoryRecorder;
+pub use memory::{JobRow, MemoryRecorder};
+pub use trajectory::{JobRecord, Trajectory, TrajectoryEntry};
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,152 @@
+//! Durable records: job rows and model-call rows in a database, and the queries that read them
+//! back (`thinkers trace`, sizing from history).
+//!
+//! The embedded default is one SQLite file ([`DEFAULT_DB_PATH`]) opened through
+//! [`SqliteStore::open`], which applies the embedded migrations. Writing goes through
+//! [`SqliteRecorder`], a [`crate::record::Recorder`] that never blocks the dispatcher: rows are
+//! queued and a background task writes them in batches, one transaction per batch.
+//! Reading goes through [`RecordStore`], the backend-neutral query trait, so a PostgreSQL store
+//! for multi-worker deployments can be added beside SQLite without touching its callers.
+//!
+//! **API boundary:** nothing outside this module names sqlx; the SQLite parts are behind the
+//! `sqlite` cargo feature.
+//!
+//! Guarantees of the SQLite recorder:
+//!
+//! * every row queued before a call to [`crate::record::Recorder::flush`] is committed when that
+//!   flush returns `Ok`; a flush returns an error when rows queued since the previous flush could
+//!   not be written;
+//! * a transient "database is busy/locked" failure retries the whole batch with backoff before
+//!   giving up; rows that are finally given up on are logged and counted
+//!   ([`SqliteRecorder::failed_rows`]), never silently lost;
+//! * a job's end row is never lost because it reached the store before the start row: both are
+//!   upserts of the same row;
+//! * rows still queued when the tokio runtime shuts down are lost: flush before exiting.
+//!
+//! The file is opened in WAL mode with `synchronous = NORMAL`: a committed batch survives a crash
+//! of the process; the last batches before a power loss may not.
+
+#[cfg(feature = "sqlite")]
+mod query;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+#[cfg(all(test, feature = "sqlite"))]
+mod tests;
+#[cfg(feature = "sqlite")]
+mod writer;
+
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteStore;
+#[cfg(feature = "sqlite")]
+pub use writer::SqliteRecorder;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+use crate::Result;
+use crate::job::JobId;
+use crate::record::{JobRecord, JobStatus, LlmRun};
+
+/// Where the embedded store lives unless the caller names another file.
+pub const DEFAULT_DB_PATH: &str = "thinkers.db";
+
+/// One workflow as listed by [`RecordStore::list_workflows`]: its root job and its size.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkflowSummary {
+    /// The workflow's id (its root job's id).
+    pub workflow: JobId,
+    /// The class of the root job.
+    pub root_class: String,
+    /// When the root job was submitted, milliseconds since the Unix epoch.
+    pub started_at_ms: i64,
+    /// When the root job ended, if it has.
+    pub ended_at_ms: Option<i64>,
+    /// How the root job ended ([`JobStatus::Running`] while it runs).
+    pub status: JobStatus,
+    /// How many jobs the workflow holds, the root included.
+    pub job_count: u64,
+}
+
+/// Which model-call rows [`RecordStore::llm_runs`] returns. Every condition set must hold;
+/// the default matches every row.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LlmRunFilter {
+    /// Only calls made within this workflow.
+    pub workflow: Option<JobId>,
+    /// Only calls made by this job.
+    pub job: Option<JobId>,
+    /// Only calls made by jobs of this class.
+    pub class: Option<String>,
+    /// Only calls to this catalog entry.
+    pub entry: Option<String>,
+    /// Only calls that ended at or after this time (milliseconds since the Unix epoch).
+    pub since_ms: Option<i64>,
+    /// At most this many rows (the earliest ones).
+    pub limit: Option<u32>,
+}
+
+impl LlmRunFilter {
+    /// A filter matching every row.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Only calls made within `workflow`.
+    #[must_use]
+    pub fn workflow(mut self, workflow: JobId) -> Self {
+        self.workflow = Some(workflow);
+        self
+    }
+
+    /// Only calls made by `job`.
+    #[must_use]
+    pub fn job(mut self, job: JobId) -> Self {
+        self.job = Some(job);
+        self
+    }
+
+    /// Only calls made by jobs of `class`.
+    #[must_use]
+    pub fn class(mut self, class: impl Into<String>) -> Self {
+        self.class = Some(class.into());
+        self
+    }
+
+    /// Only calls to the catalog entry `entry`.
+    #[must_use]
+    pub fn entry(mut self, entry: impl Into<String>) -> Self {
+        self.entry = Some(entry.into());
+        self
+    }
+
+    /// Only calls that ended at or after `at_ms`.
+    #[must_use]
+    pub fn since_ms(mut self, at_ms: i64) -> Self {
+        self.since_ms = Some(at_ms);
+        self
+    }
+
+    /// At most `limit` rows.
+    #[must_use]
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+}
+
+/// Reads recorded jobs and model calls back, whatever the backend.
+pub trait RecordStore: Send + Sync + 'static {
+    /// The most recent workflows first, at most `limit` of them.
+    fn list_workflows(&self, limit: u32) -> BoxFuture<'_, Result<Vec<WorkflowSummary>>>;
+
+    /// Every job of a workflow, by start time. An unknown workflow is an
+    /// [`crate::Error::InvalidInput`] naming the id.
+    fn workflow_jobs(&self, workflow: JobId) -> BoxFuture<'_, Result<Vec<JobRecord>>>;
+
+    /// One job, if its start was recorded.
+    fn job(&self, id: JobId) -> BoxFuture<'_, Result<Option<JobRecord>>>;
+
+    /// The model calls matching `filter`, in the order they ended.
+    fn llm_runs(&self, filter: LlmRunFilter) -> BoxFuture<'_, Result<Vec<LlmRun>>>;
+}
