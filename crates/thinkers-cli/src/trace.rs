@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context as _};
+use anyhow::{Context as _, bail};
 use comfy_table::Table;
 use thinkers::job::JobId;
 use thinkers::record::trajectory::Trajectory;
@@ -10,9 +10,12 @@ use thinkers::store::SqliteStore;
 
 pub(crate) async fn run(workflow: Option<&str>, list: bool, db: &Path) -> anyhow::Result<()> {
     if !db.exists() {
-        bail!("no database at {} (run `thinkers demo` first, or pass --db)", db.display());
+        bail!(
+            "no database at {} (run `thinkers demo` first, or pass --db)",
+            db.display()
+        );
     }
-    let store = SqliteStore::open(db)
+    let store = SqliteStore::open(&db.to_string_lossy())
         .await
         .with_context(|| format!("opening {}", db.display()))?;
     if list || workflow.is_none() {

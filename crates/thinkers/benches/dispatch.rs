@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cpu_time::ProcessTime;
-use thinkers::dispatch::Limits;
-use thinkers::job::{doer, Job, JobContext, Requirements, Resources};
-use thinkers::record::{NoopRecorder, Recorder};
 use thinkers::Dispatcher;
+use thinkers::dispatch::Limits;
+use thinkers::job::{Job, JobContext, Requirements, Resources};
+use thinkers::record::{NoopRecorder, Recorder};
 
 struct Noop;
 impl Job for Noop {
@@ -44,7 +44,11 @@ impl Job for Pending {
 
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     pages * 4096
 }
 
@@ -81,14 +85,8 @@ async fn pending_memory(n: usize) -> f64 {
         .build();
     // Hold the only slot so every other job stays pending in admission.
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let holder = d.submit(doer("holder", move |_cx| {
-        let rx = rx;
-        async move {
-            let _ = rx.await;
-            Ok(())
-        }
-    }));
-    let _ = holder;
+    let holder = d.submit(Holder(Some(rx)));
+    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     let before = rss_bytes();
     let handles: Vec<_> = (0..n).map(|_| d.submit(Pending)).collect();
     // Let every job reach its admission wait.
@@ -98,18 +96,29 @@ async fn pending_memory(n: usize) -> f64 {
     }
     let after = rss_bytes();
     drop(tx);
+    holder.await.unwrap();
     for h in handles {
-        h.abort_on_drop_hint();
+        h.await.unwrap();
     }
     (after.saturating_sub(before)) as f64 / n as f64
 }
 
-trait Hint {
-    fn abort_on_drop_hint(self);
-}
-impl<T> Hint for thinkers::JobHandle<T> {
-    fn abort_on_drop_hint(self) {
-        self.cancel();
+/// Holds the gate's only slot until told to let go.
+struct Holder(Option<tokio::sync::oneshot::Receiver<()>>);
+impl Job for Holder {
+    type Output = ();
+    fn class(&self) -> std::borrow::Cow<'static, str> {
+        "holder".into()
+    }
+    fn requirements(&mut self, req: &mut Requirements, _: &JobContext) -> thinkers::Result<()> {
+        req.resource("service:gate", None);
+        Ok(())
+    }
+    async fn execute(&mut self, _: &Resources, _: &JobContext) -> thinkers::Result<()> {
+        if let Some(rx) = self.0.take() {
+            let _ = rx.await;
+        }
+        Ok(())
     }
 }
 
@@ -126,7 +135,10 @@ fn main() {
     rt.block_on(async {
         let wall = Instant::now();
         println!("dispatcher overhead (CPU µs per no-op job, submit to completion)");
-        println!("{:<34} {:>12} {:>16}", "recorder", "1 in flight", "10,000 in flight");
+        println!(
+            "{:<34} {:>12} {:>16}",
+            "recorder", "1 in flight", "10,000 in flight"
+        );
         let off = dispatcher(Arc::new(NoopRecorder));
         // Warm up.
         sequential(&off, 2_000).await;
@@ -147,5 +159,12 @@ fn main() {
 }
 
 async fn sqlite_recorders() -> Vec<(&'static str, Arc<dyn Recorder>)> {
-    Vec::new()
+    let dir = std::env::temp_dir().join(format!("thinkers-bench-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join("bench.db");
+    let store = thinkers::store::SqliteStore::open(&path.to_string_lossy())
+        .await
+        .unwrap();
+    let rec = thinkers::store::SqliteRecorder::new(&store).unwrap();
+    vec![("sqlite (batched, flushed at the end)", Arc::new(rec))]
 }

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use thinkers::job::{doer, Job, JobContext, JobId, Resources};
+use thinkers::job::{Job, JobContext, JobId, Resources, doer};
 use thinkers::{Dispatcher, Error, Result};
 
 /// A stand-in for a slow lookup.
@@ -73,13 +73,18 @@ impl Job for FlakyService {
         "flaky_service".into()
     }
     async fn execute(&mut self, _: &Resources, _: &JobContext) -> Result<()> {
-        Err(Error::external("inventory", "lookup", "HTTP 503 Service Unavailable"))
+        Err(Error::external(
+            "inventory",
+            "lookup",
+            "HTTP 503 Service Unavailable",
+        ))
     }
 }
 
 pub(crate) async fn run(dispatcher: &Dispatcher) -> anyhow::Result<JobId> {
     let bar = ProgressBar::new_spinner().with_style(
-        ProgressStyle::with_template("{spinner} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        ProgressStyle::with_template("{spinner} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
     bar.enable_steady_tick(Duration::from_millis(80));
     bar.set_message("running the dispatcher stage");
@@ -97,7 +102,11 @@ pub(crate) async fn run(dispatcher: &Dispatcher) -> anyhow::Result<JobId> {
         // Step 2: throttled once, then admitted again.
         let attempts = cx.submit_in_step(RateLimitedCall { attempts: 0 }).await?;
         // Step 3: corrected once, the same instance re-run.
-        let transcript = cx.submit_in_step(SelfCorrecting { transcript: Vec::new() }).await?;
+        let transcript = cx
+            .submit_in_step(SelfCorrecting {
+                transcript: Vec::new(),
+            })
+            .await?;
         // Step 4: a failure the doer survives.
         let failure = cx.submit_in_step(FlakyService).await.err();
         Ok((sources, attempts, transcript, failure))

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context as _;
+use thinkers::Dispatcher;
 use thinkers::record::Recorder;
 use thinkers::store::{SqliteRecorder, SqliteStore};
-use thinkers::Dispatcher;
 
 /// Options of `thinkers demo`.
 #[derive(Debug, clap::Args)]
@@ -21,21 +21,30 @@ pub(crate) struct DemoArgs {
 
 pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let wall = Instant::now();
-    let store = SqliteStore::open(&args.db)
+    let store = SqliteStore::open(&args.db.to_string_lossy())
         .await
         .with_context(|| format!("opening the database {}", args.db.display()))?;
-    let recorder: Arc<dyn Recorder> = Arc::new(SqliteRecorder::new(store.clone()));
+    let recorder: Arc<dyn Recorder> = Arc::new(SqliteRecorder::new(&store)?);
     let dispatcher = Dispatcher::builder().recorder(recorder.clone()).build();
 
-    println!("thinkers demo — offline, recorded in {}\n", args.db.display());
+    println!(
+        "thinkers demo — offline, recorded in {}\n",
+        args.db.display()
+    );
     let workflow = dispatch_stage::run(&dispatcher).await?;
     recorder.flush().await?;
 
     println!("\nTrajectory of workflow {workflow}:");
     let jobs = store.workflow_jobs(workflow).await?;
-    print!("{}", thinkers::record::trajectory::Trajectory::build(jobs).render());
+    print!(
+        "{}",
+        thinkers::record::trajectory::Trajectory::build(jobs).render()
+    );
 
-    println!("\nDone in {:.1} s. Explore what was stored:", wall.elapsed().as_secs_f64());
+    println!(
+        "\nDone in {:.1} s. Explore what was stored:",
+        wall.elapsed().as_secs_f64()
+    );
     let db = args.db.display();
     println!("  cargo run -p thinkers-cli -- trace --list --db {db}");
     println!("  cargo run -p thinkers-cli -- trace {workflow} --db {db}");

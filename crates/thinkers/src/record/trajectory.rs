@@ -297,6 +297,9 @@ fn write_line(out: &mut String, r: &JobRecord) {
         out.push(' ');
         out.push_str(&format_duration(ms));
     }
+    if r.attempts > 1 {
+        let _ = write!(out, " ({} attempts)", r.attempts);
+    }
     if r.status != JobStatus::Succeeded
         && let Some(err) = r.error.as_deref()
     {
@@ -524,6 +527,9 @@ root #- succeeded 5ms
         assert_eq!(records[1].duration_ms(), Some(1_500));
         assert_eq!(records[1].attempts, 2);
         let text = Trajectory::build(records).render();
-        assert_eq!(text, "root #- running\n└─ child #1 failed 1.5s: boom\n");
+        assert_eq!(
+            text,
+            "root #- running\n└─ child #1 failed 1.5s (2 attempts): boom\n"
+        );
     }
 }
