@@ -41,6 +41,7 @@
 pub mod dispatch;
 pub mod error;
 pub mod job;
+pub mod model;
 pub mod record;
 
 pub use dispatch::{Dispatcher, JobHandle};
@@ -53,4 +54,5 @@ pub mod prelude {
     pub use crate::job::{
         Doer, Job, JobContext, Orchestrator, Requirements, Resources, ScopeGuard, doer,
     };
+    pub use crate::model::{Depth, Grade, OutputSize};
 }
