@@ -39,3 +39,61 @@ pub trait ModelDependent {
         router.resolve(self.grade(), self.pin(), budgets)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dispatch::MemoryBudgets;
+    use crate::model::{Catalog, Envelope};
+
+    /// The smallest model-dependent job: a grade and a pin.
+    struct Asker {
+        grade: Grade,
+        pin: Option<String>,
+    }
+
+    impl ModelDependent for Asker {
+        fn grade(&self) -> Grade {
+            self.grade
+        }
+        fn set_grade(&mut self, grade: Grade) {
+            self.grade = grade;
+        }
+        fn pin(&self) -> Option<&str> {
+            self.pin.as_deref()
+        }
+        fn pin_model(&mut self, entry: String) {
+            self.pin = Some(entry);
+        }
+    }
+
+    #[test]
+    fn resolution_follows_grade_then_pin_through_a_trait_object() {
+        let router =
+            ModelRouter::with_headroom_picker(Catalog::bundled(), Envelope::unrestricted());
+        let budgets = MemoryBudgets::new();
+        let mut asker = Asker {
+            grade: Grade::Small,
+            pin: None,
+        };
+        let job: &mut dyn ModelDependent = &mut asker;
+        assert_eq!(
+            job.resolve_entry(&router, &budgets).unwrap().grade(),
+            Grade::Small
+        );
+
+        job.set_grade(Grade::Large);
+        assert_eq!(job.grade(), Grade::Large);
+        assert_eq!(
+            job.resolve_entry(&router, &budgets).unwrap().grade(),
+            Grade::Large
+        );
+
+        job.pin_model("sim-xl-b".to_owned());
+        assert_eq!(job.pin(), Some("sim-xl-b"));
+        assert_eq!(
+            job.resolve_entry(&router, &budgets).unwrap().id(),
+            "sim-xl-b"
+        );
+    }
+}

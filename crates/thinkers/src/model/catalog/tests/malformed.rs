@@ -255,7 +255,12 @@ fn rejects_unknown_output_budget_rungs_and_budgets_above_the_ceiling() {
     assert_invalid(
         &err,
         Problem::BadValue,
-        &["acme-small", "field `output_budgets.standard`", "9000", "8000"],
+        &[
+            "acme-small",
+            "field `output_budgets.standard`",
+            "9000",
+            "8000",
+        ],
     );
 }
 
