@@ -149,6 +149,8 @@ impl Envelope {
 }
 
 #[cfg(test)]
+// A failing test reports by panicking.
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
     use crate::model::Catalog;

@@ -117,21 +117,26 @@ pub enum CatalogError {
         message: String,
     },
     /// A value is wrong.
-    #[error("{source_name}: {location}: field `{field}`{}: {reason}", show_value(.value.as_deref()))]
-    Invalid {
-        /// The source.
-        source_name: String,
-        /// The provider or entry.
-        location: Location,
-        /// The field, dotted for nested keys (`reasoning_tokens.deep`).
-        field: String,
-        /// The offending value as written, when there is one.
-        value: Option<String>,
-        /// What kind of problem.
-        problem: Problem,
-        /// What is wrong, in words.
-        reason: String,
-    },
+    #[error("{0}")]
+    Invalid(Box<InvalidValue>),
+}
+
+/// A wrong value in a catalog, with everything needed to find and fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{source_name}: {location}: field `{field}`{}: {reason}", show_value(.value.as_deref()))]
+pub struct InvalidValue {
+    /// The source.
+    pub source_name: String,
+    /// The provider or entry.
+    pub location: Location,
+    /// The field, dotted for nested keys (`reasoning_tokens.deep`).
+    pub field: String,
+    /// The offending value as written, when there is one.
+    pub value: Option<String>,
+    /// What kind of problem.
+    pub problem: Problem,
+    /// What is wrong, in words.
+    pub reason: String,
 }
 
 fn show_value(value: Option<&str>) -> String {
@@ -142,7 +147,7 @@ impl CatalogError {
     /// The kind of problem, for an invalid value.
     pub fn problem(&self) -> Option<Problem> {
         match self {
-            Self::Invalid { problem, .. } => Some(*problem),
+            Self::Invalid(invalid) => Some(invalid.problem),
             Self::Io { .. } | Self::Syntax { .. } => None,
         }
     }
@@ -150,9 +155,8 @@ impl CatalogError {
     /// The source the error is about.
     pub fn source_name(&self) -> &str {
         match self {
-            Self::Io { source_name, .. }
-            | Self::Syntax { source_name, .. }
-            | Self::Invalid { source_name, .. } => source_name,
+            Self::Io { source_name, .. } | Self::Syntax { source_name, .. } => source_name,
+            Self::Invalid(invalid) => &invalid.source_name,
         }
     }
 }
@@ -168,10 +172,9 @@ impl From<CatalogError> for Error {
                 err.to_string(),
             )
             .with_source(err),
-            CatalogError::Syntax { source_name, .. }
-            | CatalogError::Invalid { source_name, .. } => Self::InvalidInput {
+            CatalogError::Syntax { .. } | CatalogError::Invalid(_) => Self::InvalidInput {
                 parameter: "catalog".to_owned(),
-                value: Some(source_name.clone()),
+                value: Some(err.source_name().to_owned()),
                 reason: err.to_string(),
                 source: Some(Box::new(err)),
             },

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use toml::{Spanned, Value};
 
-use super::error::{CatalogError, Location, Problem};
+use super::error::{CatalogError, InvalidValue, Location, Problem};
 
 /// A catalog table as parsed: each field keeps its position in the text.
 pub(super) type RawTable = BTreeMap<String, Spanned<Value>>;
@@ -73,14 +73,14 @@ impl<'a> Fields<'a> {
             }
             Location::Document => {}
         }
-        CatalogError::Invalid {
+        CatalogError::Invalid(Box::new(InvalidValue {
             source_name: self.source.name.to_owned(),
             location,
             field: field.to_owned(),
             value: value.map(Value::to_string),
             problem,
             reason: reason.into(),
-        }
+        }))
     }
 
     fn wrong_type(&self, field: &str, value: &Value, expected: &str) -> CatalogError {

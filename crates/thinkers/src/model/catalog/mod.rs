@@ -16,13 +16,15 @@ mod fields;
 mod load;
 mod provider;
 #[cfg(test)]
+// A failing test reports by panicking.
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 pub use entry::{Entry, Pricing, Reasoning};
-pub use error::{CatalogError, Location, Problem};
+pub use error::{CatalogError, InvalidValue, Location, Problem};
 pub use provider::{Dialect, Provider, SIM_DEFAULT_KEY, SIM_KEY_ENV, SIM_PLACEHOLDER};
 
 use crate::Result;
@@ -115,13 +117,15 @@ impl Catalog {
     /// Add another catalog's providers and entries (a user's catalog on top of the bundled
     /// one). A provider name or entry id both catalogs define is an error naming it.
     pub fn merge(&mut self, other: Self) -> Result<(), CatalogError> {
-        let duplicate = |location: Location, field: &str, value: &str| CatalogError::Invalid {
-            source_name: other.source.clone(),
-            location,
-            field: field.to_owned(),
-            value: Some(format!("{value:?}")),
-            problem: Problem::Duplicate,
-            reason: format!("already defined by {}", self.source),
+        let duplicate = |location: Location, field: &str, value: &str| {
+            CatalogError::Invalid(Box::new(InvalidValue {
+                source_name: other.source.clone(),
+                location,
+                field: field.to_owned(),
+                value: Some(format!("{value:?}")),
+                problem: Problem::Duplicate,
+                reason: format!("already defined by {}", self.source),
+            }))
         };
         if let Some(name) = other
             .providers

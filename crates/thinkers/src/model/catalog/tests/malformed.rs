@@ -295,15 +295,18 @@ fn errors_carry_the_line_of_the_field() {
         .position(|l| l == "currency = \"EUR\"")
         .unwrap()
         + 1;
-    match &err {
-        CatalogError::Invalid {
-            location: Location::Entry { line: l, index, .. },
-            ..
-        } => {
-            assert_eq!(*l, Some(line));
-            assert_eq!(*index, 1);
+    let CatalogError::Invalid(invalid) = &err else {
+        panic!("unexpected {err}");
+    };
+    assert_eq!(invalid.field, "currency");
+    assert_eq!(invalid.value.as_deref(), Some("\"eur\""));
+    assert_eq!(
+        invalid.location,
+        Location::Entry {
+            id: Some("local-large".into()),
+            index: 1,
+            line: Some(line),
         }
-        other => panic!("unexpected {other}"),
-    }
+    );
     assert!(err.to_string().contains(&format!("(line {line})")), "{err}");
 }
