@@ -1,5 +1,5 @@
 //! Loading a catalog from TOML text: the document's shape, then every provider and entry,
-//! validated field by field (the format is described in the `catalogs/` folder of the crate).
+//! validated field by field. The format is documented in `crates/thinkers/catalogs/README.md`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
