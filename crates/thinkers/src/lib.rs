@@ -41,6 +41,7 @@
 pub mod dispatch;
 pub mod error;
 pub mod job;
+pub mod model;
 pub mod record;
 pub mod store;
 pub mod tool;
@@ -55,4 +56,5 @@ pub mod prelude {
     pub use crate::job::{
         Doer, Job, JobContext, Orchestrator, Requirements, Resources, ScopeGuard, doer,
     };
+    pub use crate::model::{Depth, Grade, OutputSize};
 }

@@ -1,0 +1,219 @@
+//! [`Entry`]: one callable model as the catalog describes it, and what it translates seat words
+//! (depth, output size) into.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::dispatch::{Limits, Rate};
+use crate::job::Seat;
+use crate::model::{Depth, Grade, OutputSize};
+
+/// Prices of one entry, per million tokens, in `currency`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Pricing {
+    /// Per million uncached input tokens.
+    pub input: f64,
+    /// Per million output tokens (reasoning tokens are billed as output).
+    pub output: f64,
+    /// Per million cached input tokens (the input price when the catalog gives none).
+    pub cached: f64,
+    /// ISO 4217 code, three upper-case letters, for example `USD`.
+    pub currency: String,
+}
+
+impl Pricing {
+    /// The cost of one call in [`Pricing::currency`]. `input` counts the uncached input tokens
+    /// only; `cached` the input tokens served from the provider's cache; `output` every emitted
+    /// token, reasoning included.
+    pub fn cost(&self, input: u64, cached: u64, output: u64) -> f64 {
+        (input as f64 * self.input + cached as f64 * self.cached + output as f64 * self.output)
+            / 1_000_000.0
+    }
+}
+
+/// How an entry turns a [`Depth`] into reasoning.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reasoning {
+    /// The model does no separate reasoning.
+    None,
+    /// A reasoning-token budget per depth; a depth the catalog leaves out gets none.
+    Tokens(BTreeMap<Depth, u32>),
+    /// A provider effort name per depth (for example `low`/`medium`/`high`); a depth the catalog
+    /// leaves out sends no effort parameter.
+    Effort(BTreeMap<Depth, String>),
+}
+
+/// One model as the catalog lists it: where it is served, its rung, its limits and prices, and
+/// how it translates a seat's depth and output size into numbers.
+///
+/// Entries are built only by the catalog loader, which validates them, so the invariants below
+/// hold for every entry a program sees: the id is non-empty and unique in its catalog, the
+/// provider exists, the grade is a rung, the context window is positive and at least the output
+/// ceiling, prices are finite and non-negative, and limits are positive when present.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entry {
+    pub(super) id: String,
+    pub(super) provider: String,
+    pub(super) model: String,
+    pub(super) grade: Grade,
+    pub(super) context_window: u32,
+    pub(super) output_ceiling: u32,
+    pub(super) tpm: Option<u64>,
+    pub(super) rpm: Option<u64>,
+    pub(super) concurrency: Option<u32>,
+    pub(super) pricing: Pricing,
+    pub(super) reasoning: Reasoning,
+    pub(super) thinking: bool,
+    pub(super) native_tools: bool,
+    pub(super) open: bool,
+    pub(super) compliance: BTreeMap<String, String>,
+    /// Overrides of the named rungs, indexed like [`OutputSize::RUNGS`].
+    pub(super) output_budgets: [Option<u32>; 4],
+}
+
+impl Entry {
+    /// The unique catalog id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The key of the [`super::Provider`] serving it.
+    pub fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    /// The model name sent on the wire.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// Its rung of the ladder (never `Ceiling`).
+    pub fn grade(&self) -> Grade {
+        self.grade
+    }
+
+    /// The context window in tokens.
+    pub fn context_window(&self) -> u32 {
+        self.context_window
+    }
+
+    /// The most output tokens the model can emit in one call.
+    pub fn output_ceiling(&self) -> u32 {
+        self.output_ceiling
+    }
+
+    /// Tokens per minute the provider allows, if limited.
+    pub fn tpm(&self) -> Option<u64> {
+        self.tpm
+    }
+
+    /// Requests per minute the provider allows, if limited.
+    pub fn rpm(&self) -> Option<u64> {
+        self.rpm
+    }
+
+    /// Calls in flight at once the provider allows, if limited.
+    pub fn concurrency(&self) -> Option<u32> {
+        self.concurrency
+    }
+
+    /// Its prices.
+    pub fn pricing(&self) -> &Pricing {
+        &self.pricing
+    }
+
+    /// How it turns depth into reasoning.
+    pub fn reasoning(&self) -> &Reasoning {
+        &self.reasoning
+    }
+
+    /// Whether it emits native thinking blocks.
+    pub fn thinking(&self) -> bool {
+        self.thinking
+    }
+
+    /// Whether it supports native tool calling; `false` means the text-tool protocol is used.
+    pub fn native_tools(&self) -> bool {
+        self.native_tools
+    }
+
+    /// Whether it is served (open) or only listed (closed, never callable).
+    pub fn is_open(&self) -> bool {
+        self.open
+    }
+
+    /// Its compliance tags, for example `region = "eu"`, checked by the
+    /// [`crate::model::Envelope`].
+    pub fn compliance(&self) -> &BTreeMap<String, String> {
+        &self.compliance
+    }
+
+    /// One compliance tag.
+    pub fn tag(&self, name: &str) -> Option<&str> {
+        self.compliance.get(name).map(String::as_str)
+    }
+
+    /// The entry's own budget for a named rung, when the catalog overrides it.
+    pub fn output_budget(&self, size: OutputSize) -> Option<u32> {
+        let index = OutputSize::RUNGS.iter().position(|r| *r == size)?;
+        self.output_budgets.get(index).copied().flatten()
+    }
+
+    /// The output tokens a seat of `size` books on this entry: the entry's override of the rung
+    /// or the framework value, capped at the output ceiling; `Max` is the ceiling; a raw count
+    /// is capped at the ceiling too.
+    pub fn output_tokens(&self, size: OutputSize) -> u32 {
+        let wanted = match size {
+            OutputSize::Max => self.output_ceiling,
+            OutputSize::Tokens(n) => n,
+            rung => self
+                .output_budget(rung)
+                .or(rung.rung_tokens())
+                .unwrap_or(self.output_ceiling),
+        };
+        wanted.min(self.output_ceiling)
+    }
+
+    /// The reasoning-token budget for `depth`: 0 unless the entry declares token budgets.
+    pub fn reasoning_tokens(&self, depth: Depth) -> u32 {
+        match &self.reasoning {
+            Reasoning::Tokens(map) => map.get(&depth).copied().unwrap_or(0),
+            Reasoning::None | Reasoning::Effort(_) => 0,
+        }
+    }
+
+    /// The provider effort name for `depth`, when the entry declares effort names.
+    pub fn reasoning_effort(&self, depth: Depth) -> Option<&str> {
+        match &self.reasoning {
+            Reasoning::Effort(map) => map.get(&depth).map(String::as_str),
+            Reasoning::None | Reasoning::Tokens(_) => None,
+        }
+    }
+
+    /// The admission budget its calls reserve against (`model:<id>`).
+    pub fn budget_name(&self) -> String {
+        Seat::budget_for(&self.id)
+    }
+
+    /// Its admission limits: `tpm` as tokens per minute, `rpm` as requests per minute, and
+    /// `concurrency`; an absent limit is unlimited.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            tokens: self.tpm.map(Rate::per_minute),
+            requests: self.rpm.map(Rate::per_minute),
+            concurrency: self.concurrency,
+        }
+    }
+
+    /// The cost of one call in the entry's currency; see [`Pricing::cost`].
+    pub fn cost(&self, input: u64, cached: u64, output: u64) -> f64 {
+        self.pricing.cost(input, cached, output)
+    }
+
+    /// Input plus output price per million tokens: the picker's cost tie-break.
+    pub fn list_price(&self) -> f64 {
+        self.pricing.input + self.pricing.output
+    }
+}

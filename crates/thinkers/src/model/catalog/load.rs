@@ -1,0 +1,350 @@
+//! Loading a catalog from TOML text: the document's shape, then every provider and entry,
+//! validated field by field. The format is documented in `crates/thinkers/catalogs/README.md`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Deserialize;
+use toml::{Spanned, Value};
+
+use super::entry::{Entry, Pricing, Reasoning};
+use super::error::{CatalogError, Location, Problem};
+use super::fields::{Fields, RawTable, Source};
+use super::provider::{Dialect, Provider, SIM_PLACEHOLDER};
+use crate::model::{Depth, Grade, OutputSize};
+
+/// The document's top level. Providers and entries are kept as tables so each field can be
+/// checked with its own message.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDocument {
+    #[serde(default)]
+    providers: BTreeMap<String, Spanned<RawTable>>,
+    #[serde(default)]
+    entries: Vec<Spanned<RawTable>>,
+}
+
+/// What a loaded document holds.
+pub(super) struct Loaded {
+    pub(super) providers: BTreeMap<String, Provider>,
+    pub(super) entries: Vec<Entry>,
+}
+
+/// Parse and validate a whole document.
+pub(super) fn load(text: &str, source_name: &str) -> Result<Loaded, CatalogError> {
+    let source = Source {
+        name: source_name,
+        text,
+    };
+    let doc: RawDocument = toml::from_str(text).map_err(|e| {
+        let (line, column) = e.span().map_or((1, 1), |s| source.line_col(s.start));
+        CatalogError::Syntax {
+            source_name: source_name.to_owned(),
+            line,
+            column,
+            message: e.message().to_owned(),
+        }
+    })?;
+
+    let mut providers = BTreeMap::new();
+    for (name, table) in &doc.providers {
+        let line = source.line_col(table.span().start).0;
+        let provider = read_provider(source, name, line, table.get_ref())?;
+        providers.insert(name.clone(), provider);
+    }
+
+    let mut entries: Vec<Entry> = Vec::with_capacity(doc.entries.len());
+    let mut ids = BTreeSet::new();
+    for (index, table) in doc.entries.iter().enumerate() {
+        let line = source.line_col(table.span().start).0;
+        let entry = read_entry(source, index, line, table.get_ref(), &providers, &mut ids)?;
+        entries.push(entry);
+    }
+    Ok(Loaded { providers, entries })
+}
+
+fn read_provider(
+    source: Source<'_>,
+    name: &str,
+    line: usize,
+    table: &RawTable,
+) -> Result<Provider, CatalogError> {
+    let location = Location::Provider {
+        name: name.to_owned(),
+        line: Some(line),
+    };
+    let mut f = Fields::new(source, location, table);
+    let dialect_name = f.required_string("dialect")?;
+    let dialect: Dialect = dialect_name
+        .parse()
+        .map_err(|e: crate::model::ParseNameError| {
+            f.error(
+                "dialect",
+                f.value_of("dialect"),
+                Problem::UnknownDialect,
+                e.to_string(),
+            )
+        })?;
+    let base_url = f.required_string("base_url")?.trim_end_matches('/');
+    let scheme_ok = ["http://", "https://", SIM_PLACEHOLDER]
+        .iter()
+        .any(|p| base_url.starts_with(p));
+    if !scheme_ok {
+        return Err(f.error(
+            "base_url",
+            f.value_of("base_url"),
+            Problem::BadValue,
+            format!("must start with http://, https:// or {SIM_PLACEHOLDER}"),
+        ));
+    }
+    let api_key_env = f.string("api_key_env")?.map(str::to_owned);
+    if api_key_env.is_none() && dialect.requires_key() {
+        return Err(f.error(
+            "api_key_env",
+            None,
+            Problem::Missing,
+            format!("a provider of dialect `{dialect}` needs the name of its API-key variable"),
+        ));
+    }
+    f.finish()?;
+    Ok(Provider {
+        name: name.to_owned(),
+        dialect,
+        base_url: base_url.to_owned(),
+        api_key_env,
+    })
+}
+
+fn read_entry(
+    source: Source<'_>,
+    index: usize,
+    line: usize,
+    table: &RawTable,
+    providers: &BTreeMap<String, Provider>,
+    ids: &mut BTreeSet<String>,
+) -> Result<Entry, CatalogError> {
+    let mut f = Fields::new(
+        source,
+        Location::Entry {
+            id: None,
+            index,
+            line: Some(line),
+        },
+        table,
+    );
+    let id = f.required_string("id")?.to_owned();
+    f.set_location(Location::Entry {
+        id: Some(id.clone()),
+        index,
+        line: Some(line),
+    });
+    if !ids.insert(id.clone()) {
+        return Err(f.error(
+            "id",
+            f.value_of("id"),
+            Problem::Duplicate,
+            "another entry already uses this id",
+        ));
+    }
+
+    let provider = f.required_string("provider")?.to_owned();
+    if !providers.contains_key(&provider) {
+        let known: Vec<&str> = providers.keys().map(String::as_str).collect();
+        return Err(f.error(
+            "provider",
+            f.value_of("provider"),
+            Problem::UnknownProvider,
+            format!(
+                "no such provider; the catalog defines: {}",
+                known.join(", ")
+            ),
+        ));
+    }
+    let model = f.required_string("model")?.to_owned();
+    let grade = read_grade(&mut f)?;
+
+    let context_window = f.required_count("context_window", u64::from(u32::MAX))?;
+    if context_window == 0 {
+        return Err(f.error(
+            "context_window",
+            f.value_of("context_window"),
+            Problem::ZeroContextWindow,
+            "the context window must be at least 1 token",
+        ));
+    }
+    let output_ceiling = f.required_count("output_ceiling", u64::from(u32::MAX))?;
+    if output_ceiling == 0 || output_ceiling > context_window {
+        return Err(f.error(
+            "output_ceiling",
+            f.value_of("output_ceiling"),
+            Problem::BadOutputCeiling,
+            format!("must be from 1 to the context window ({context_window})"),
+        ));
+    }
+
+    let tpm = f.limit("tpm", u64::MAX >> 1)?;
+    let rpm = f.limit("rpm", u64::MAX >> 1)?;
+    let concurrency = f.limit("concurrency", u64::from(u32::MAX))?;
+    let pricing = read_pricing(&mut f)?;
+    let reasoning = read_reasoning(&mut f)?;
+    let thinking = f.boolean("thinking")?.unwrap_or(false);
+    let native_tools = f.boolean("native_tools")?.unwrap_or(true);
+    let open = f.boolean("open")?.unwrap_or(true);
+    let compliance = read_compliance(&mut f)?;
+    let output_budgets = read_output_budgets(&mut f, output_ceiling)?;
+    // The behaviour profile belongs to the simulated provider; the runtime never reads it.
+    f.ignore("sim");
+    f.finish()?;
+
+    Ok(Entry {
+        id,
+        provider,
+        model,
+        grade,
+        // Both were checked against u32::MAX above.
+        context_window: u32::try_from(context_window).unwrap_or(u32::MAX),
+        output_ceiling: u32::try_from(output_ceiling).unwrap_or(u32::MAX),
+        tpm,
+        rpm,
+        concurrency: concurrency.map(|c| u32::try_from(c).unwrap_or(u32::MAX)),
+        pricing,
+        reasoning,
+        thinking,
+        native_tools,
+        open,
+        compliance,
+        output_budgets,
+    })
+}
+
+fn read_grade(f: &mut Fields<'_>) -> Result<Grade, CatalogError> {
+    let name = f.required_string("grade")?;
+    let unknown =
+        |reason: String| f.error("grade", f.value_of("grade"), Problem::UnknownGrade, reason);
+    match name.parse::<Grade>() {
+        Ok(grade) if grade.is_rung() => Ok(grade),
+        Ok(_) => Err(unknown(
+            "`ceiling` is not a rung; an entry must be one of small, medium, large, xl, mega"
+                .to_owned(),
+        )),
+        Err(e) => Err(unknown(e.to_string())),
+    }
+}
+
+fn read_pricing(f: &mut Fields<'_>) -> Result<Pricing, CatalogError> {
+    let input = f.required_price("price_in")?;
+    let output = f.required_price("price_out")?;
+    let cached = f.price("price_cached")?.unwrap_or(input);
+    let currency = f.required_string("currency")?;
+    if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(f.error(
+            "currency",
+            f.value_of("currency"),
+            Problem::BadCurrency,
+            "a currency is an ISO 4217 code of three upper-case letters, for example USD",
+        ));
+    }
+    Ok(Pricing {
+        input,
+        output,
+        cached,
+        currency: currency.to_owned(),
+    })
+}
+
+fn read_reasoning(f: &mut Fields<'_>) -> Result<Reasoning, CatalogError> {
+    let tokens = f.table("reasoning_tokens")?;
+    let effort = f.table("reasoning_effort")?;
+    match (tokens, effort) {
+        (Some(_), Some(_)) => Err(f.error(
+            "reasoning_effort",
+            None,
+            Problem::Conflict,
+            "give either reasoning_tokens or reasoning_effort, not both",
+        )),
+        (Some(pairs), None) => {
+            let mut map = BTreeMap::new();
+            for (key, value) in pairs {
+                let depth = read_depth(f, "reasoning_tokens", key, value)?;
+                let n = f.nested_count("reasoning_tokens", key, value, u64::from(u32::MAX))?;
+                map.insert(depth, u32::try_from(n).unwrap_or(u32::MAX));
+            }
+            Ok(Reasoning::Tokens(map))
+        }
+        (None, Some(pairs)) => {
+            let mut map = BTreeMap::new();
+            for (key, value) in pairs {
+                let depth = read_depth(f, "reasoning_effort", key, value)?;
+                let name = f.nested_string("reasoning_effort", key, value)?;
+                map.insert(depth, name.to_owned());
+            }
+            Ok(Reasoning::Effort(map))
+        }
+        (None, None) => Ok(Reasoning::None),
+    }
+}
+
+fn read_depth(
+    f: &Fields<'_>,
+    field: &str,
+    key: &str,
+    value: &Value,
+) -> Result<Depth, CatalogError> {
+    // Catalog keys are exact: the lower-case names only.
+    Depth::ALL
+        .into_iter()
+        .find(|d| d.as_str() == key)
+        .ok_or_else(|| {
+            let reason = crate::model::ParseNameError::new(
+                "depth",
+                key,
+                &["immediate", "quick", "standard", "thorough"],
+            );
+            f.error(
+                &format!("{field}.{key}"),
+                Some(value),
+                Problem::UnknownDepth,
+                reason.to_string(),
+            )
+        })
+}
+
+fn read_compliance(f: &mut Fields<'_>) -> Result<BTreeMap<String, String>, CatalogError> {
+    let mut tags = BTreeMap::new();
+    for (key, value) in f.table("compliance")?.unwrap_or_default() {
+        let tag = f.nested_string("compliance", key, value)?;
+        tags.insert(key.to_owned(), tag.to_owned());
+    }
+    Ok(tags)
+}
+
+fn read_output_budgets(f: &mut Fields<'_>, ceiling: u64) -> Result<[Option<u32>; 4], CatalogError> {
+    let mut budgets = [None; 4];
+    for (key, value) in f.table("output_budgets")?.unwrap_or_default() {
+        let dotted = format!("output_budgets.{key}");
+        let index = OutputSize::RUNGS
+            .iter()
+            .position(|r| r.name() == Some(key))
+            .ok_or_else(|| {
+                f.error(
+                    &dotted,
+                    Some(value),
+                    Problem::UnknownOutputSize,
+                    "only the rungs verdict, compact, standard and extended can be overridden \
+                     (max is always the output ceiling)",
+                )
+            })?;
+        let n = f.nested_count("output_budgets", key, value, ceiling)?;
+        if n == 0 {
+            return Err(f.error(
+                &dotted,
+                Some(value),
+                Problem::BadValue,
+                "an output budget must be at least 1 token",
+            ));
+        }
+        if let Some(slot) = budgets.get_mut(index) {
+            *slot = u32::try_from(n).ok();
+        }
+    }
+    Ok(budgets)
+}

@@ -1,0 +1,170 @@
+//! [`Provider`]: how to reach an API, and the [`Dialect`] it speaks.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Result;
+use crate::error::Error;
+use crate::model::ParseNameError;
+
+/// The placeholder in a provider's base URL that [`super::Catalog::bind_sim`] replaces with the
+/// running simulated provider's base URL.
+pub const SIM_PLACEHOLDER: &str = "{sim}";
+
+/// The environment variable the bundled catalog's providers read their key from.
+pub const SIM_KEY_ENV: &str = "THINKERS_SIM_KEY";
+
+/// The key used for [`SIM_KEY_ENV`] when that variable is not set. The simulated provider
+/// accepts any key, so the offline demo and the tests need no configuration; set the variable
+/// to exercise a real key check.
+pub const SIM_DEFAULT_KEY: &str = "thinkers-sim-key";
+
+/// The wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dialect {
+    /// OpenAI chat completions (`openai` in catalogs).
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// Anthropic messages (`anthropic`).
+    Anthropic,
+    /// A server speaking the OpenAI chat format, typically local (`openai-compatible`); its API
+    /// key is optional.
+    #[serde(rename = "openai-compatible")]
+    OpenAiCompatible,
+}
+
+const DIALECT_NAMES: &[&str] = &["openai", "anthropic", "openai-compatible"];
+
+impl Dialect {
+    /// The name used in catalogs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenAi => "openai",
+            Self::Anthropic => "anthropic",
+            Self::OpenAiCompatible => "openai-compatible",
+        }
+    }
+
+    /// Whether a provider of this dialect must name an API-key environment variable.
+    pub fn requires_key(self) -> bool {
+        !matches!(self, Self::OpenAiCompatible)
+    }
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Dialect {
+    type Err = ParseNameError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [Self::OpenAi, Self::Anthropic, Self::OpenAiCompatible]
+            .into_iter()
+            .find(|d| d.as_str() == s)
+            .ok_or_else(|| ParseNameError::new("dialect", s, DIALECT_NAMES))
+    }
+}
+
+/// How to reach one provider's API.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Provider {
+    /// The provider's key in the catalog, for example `sim-openai`.
+    pub name: String,
+    /// The wire format it speaks.
+    pub dialect: Dialect,
+    /// The base URL, without a trailing slash. May still hold [`SIM_PLACEHOLDER`] until the
+    /// catalog is bound to a running simulated provider.
+    pub base_url: String,
+    /// The environment variable holding the API key, if the provider needs one.
+    pub api_key_env: Option<String>,
+}
+
+impl Provider {
+    /// Whether the base URL still waits for [`super::Catalog::bind_sim`].
+    pub fn needs_sim(&self) -> bool {
+        self.base_url.contains(SIM_PLACEHOLDER)
+    }
+
+    /// The API key, read from the environment now.
+    ///
+    /// `Ok(None)` when the provider names no variable. [`SIM_KEY_ENV`] falls back to
+    /// [`SIM_DEFAULT_KEY`] when unset; any other unset variable is an error naming it.
+    pub fn api_key(&self) -> Result<Option<String>> {
+        let Some(var) = &self.api_key_env else {
+            return Ok(None);
+        };
+        match std::env::var(var) {
+            Ok(key) => Ok(Some(key)),
+            Err(_) if var == SIM_KEY_ENV => Ok(Some(SIM_DEFAULT_KEY.to_owned())),
+            Err(e) => Err(Error::external(
+                self.name.clone(),
+                "authentication",
+                format!("the API key variable `{var}` is unusable: {e}"),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+// A failing test reports by panicking.
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn provider(env: Option<&str>) -> Provider {
+        Provider {
+            name: "p".into(),
+            dialect: Dialect::OpenAi,
+            base_url: "{sim}/v1".into(),
+            api_key_env: env.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn dialect_names() {
+        for d in [
+            Dialect::OpenAi,
+            Dialect::Anthropic,
+            Dialect::OpenAiCompatible,
+        ] {
+            assert_eq!(d.as_str().parse::<Dialect>().unwrap(), d);
+            let json = serde_json::to_string(&d).unwrap();
+            assert_eq!(json, format!("\"{d}\""));
+        }
+        let err = "gemini".parse::<Dialect>().unwrap_err().to_string();
+        assert!(
+            err.contains("`gemini`") && err.contains("openai-compatible"),
+            "{err}"
+        );
+        assert!(!Dialect::OpenAiCompatible.requires_key());
+        assert!(Dialect::Anthropic.requires_key());
+    }
+
+    #[test]
+    fn keys_come_from_the_environment_with_a_sim_default() {
+        assert_eq!(provider(None).api_key().unwrap(), None);
+        assert!(provider(None).needs_sim());
+        // The sim variable falls back to the documented dummy key unless a test sets it.
+        if std::env::var(SIM_KEY_ENV).is_err() {
+            assert_eq!(
+                provider(Some(SIM_KEY_ENV)).api_key().unwrap().as_deref(),
+                Some(SIM_DEFAULT_KEY)
+            );
+        }
+        let err = provider(Some("THINKERS_TEST_SURELY_UNSET_KEY"))
+            .api_key()
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("THINKERS_TEST_SURELY_UNSET_KEY"),
+            "{err}"
+        );
+        let path = provider(Some("PATH")).api_key().unwrap();
+        assert_eq!(path, std::env::var("PATH").ok());
+    }
+}

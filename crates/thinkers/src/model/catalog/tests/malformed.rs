@@ -1,0 +1,312 @@
+//! One test per malformed case: each error names the file, the provider or entry, the field
+//! and the bad value.
+
+use super::{VALID, assert_invalid, broken};
+use crate::model::catalog::*;
+
+#[test]
+fn rejects_unknown_grade() {
+    let err = broken("grade = \"small\"", "grade = \"huge\"");
+    assert_invalid(
+        &err,
+        Problem::UnknownGrade,
+        &["entry `acme-small`", "field `grade`", "\"huge\"", "mega"],
+    );
+}
+
+#[test]
+fn rejects_ceiling_as_an_entry_grade() {
+    let err = broken("grade = \"small\"", "grade = \"ceiling\"");
+    assert_invalid(
+        &err,
+        Problem::UnknownGrade,
+        &["acme-small", "`grade`", "not a rung"],
+    );
+}
+
+#[test]
+fn rejects_duplicate_id() {
+    let err = broken("id = \"local-large\"", "id = \"acme-small\"");
+    assert_invalid(
+        &err,
+        Problem::Duplicate,
+        &["entry `acme-small`", "field `id`", "already"],
+    );
+}
+
+#[test]
+fn rejects_missing_id_naming_the_index() {
+    let err = broken("id = \"local-large\"\n", "");
+    assert_invalid(&err, Problem::Missing, &["entry #1 (no id)", "field `id`"]);
+}
+
+#[test]
+fn rejects_missing_provider() {
+    let err = broken("provider = \"local\"\n", "");
+    assert_invalid(
+        &err,
+        Problem::Missing,
+        &["entry `local-large`", "field `provider`", "required"],
+    );
+}
+
+#[test]
+fn rejects_unknown_provider() {
+    let err = broken("provider = \"local\"", "provider = \"nowhere\"");
+    assert_invalid(
+        &err,
+        Problem::UnknownProvider,
+        &[
+            "entry `local-large`",
+            "field `provider`",
+            "\"nowhere\"",
+            "acme",
+        ],
+    );
+}
+
+#[test]
+fn rejects_negative_price() {
+    let err = broken("price_out = 2\n", "price_out = -2\n");
+    assert_invalid(
+        &err,
+        Problem::BadPrice,
+        &["entry `acme-small`", "field `price_out`", "-2"],
+    );
+}
+
+#[test]
+fn rejects_non_finite_price() {
+    let err = broken("price_cached = 0.25", "price_cached = nan");
+    assert_invalid(
+        &err,
+        Problem::BadPrice,
+        &["acme-small", "`price_cached`", "nan"],
+    );
+}
+
+#[test]
+fn rejects_zero_context_window() {
+    let err = broken("context_window = 8192", "context_window = 0");
+    assert_invalid(
+        &err,
+        Problem::ZeroContextWindow,
+        &["entry `local-large`", "field `context_window`", "= 0"],
+    );
+}
+
+#[test]
+fn rejects_output_ceiling_above_context_window() {
+    let err = broken("output_ceiling = 2048", "output_ceiling = 9000");
+    assert_invalid(
+        &err,
+        Problem::BadOutputCeiling,
+        &[
+            "entry `local-large`",
+            "field `output_ceiling`",
+            "9000",
+            "8192",
+        ],
+    );
+}
+
+#[test]
+fn rejects_unknown_dialect() {
+    let err = broken("dialect = \"openai-compatible\"", "dialect = \"gemini\"");
+    assert_invalid(
+        &err,
+        Problem::UnknownDialect,
+        &[
+            "provider `local`",
+            "field `dialect`",
+            "\"gemini\"",
+            "anthropic",
+        ],
+    );
+}
+
+#[test]
+fn rejects_bad_currency() {
+    let err = broken("currency = \"EUR\"", "currency = \"euro\"");
+    assert_invalid(
+        &err,
+        Problem::BadCurrency,
+        &["entry `local-large`", "field `currency`", "\"euro\""],
+    );
+}
+
+#[test]
+fn rejects_unknown_depth_in_reasoning_tokens() {
+    let err = broken("thorough = 6000", "deep = 6000");
+    assert_invalid(
+        &err,
+        Problem::UnknownDepth,
+        &[
+            "entry `acme-small`",
+            "field `reasoning_tokens.deep`",
+            "6000",
+            "thorough",
+        ],
+    );
+}
+
+#[test]
+fn rejects_unknown_depth_in_reasoning_effort() {
+    let err = broken("quick = \"low\"", "fast = \"low\"");
+    assert_invalid(
+        &err,
+        Problem::UnknownDepth,
+        &[
+            "entry `local-large`",
+            "field `reasoning_effort.fast`",
+            "\"low\"",
+        ],
+    );
+}
+
+#[test]
+fn rejects_both_reasoning_forms() {
+    let err = broken(
+        "reasoning_effort = {",
+        "reasoning_tokens = { quick = 1 }\nreasoning_effort = {",
+    );
+    assert_invalid(
+        &err,
+        Problem::Conflict,
+        &["entry `local-large`", "reasoning_effort"],
+    );
+}
+
+#[test]
+fn rejects_toml_syntax_errors_with_their_line() {
+    let err = broken("price_in = 0.5", "price_in = 0.5.1");
+    let CatalogError::Syntax {
+        line, source_name, ..
+    } = &err
+    else {
+        panic!("expected a syntax error, got {err}");
+    };
+    assert_eq!(source_name, "broken.toml");
+    let expected = VALID
+        .lines()
+        .position(|l| l.starts_with("price_in = 0.5"))
+        .unwrap()
+        + 1;
+    assert_eq!(*line, expected);
+    assert!(
+        err.to_string()
+            .starts_with(&format!("broken.toml:{expected}:")),
+        "{err}"
+    );
+}
+
+#[test]
+fn rejects_unknown_top_level_keys() {
+    let text = format!("{VALID}\n[model]\nname = \"x\"\n");
+    let err = Catalog::from_toml_str(&text, "broken.toml").unwrap_err();
+    assert!(matches!(err, CatalogError::Syntax { .. }), "{err}");
+    assert!(err.to_string().contains("model"), "{err}");
+}
+
+#[test]
+fn rejects_unknown_entry_fields() {
+    let err = broken("thinking = false", "thinking = false\npirce_in = 3");
+    assert_invalid(
+        &err,
+        Problem::UnknownField,
+        &["entry `acme-small`", "field `pirce_in`"],
+    );
+}
+
+#[test]
+fn rejects_wrong_types() {
+    let err = broken("context_window = 64000", "context_window = \"big\"");
+    assert_invalid(
+        &err,
+        Problem::WrongType,
+        &[
+            "entry `acme-small`",
+            "field `context_window`",
+            "\"big\"",
+            "integer",
+        ],
+    );
+}
+
+#[test]
+fn rejects_a_zero_limit() {
+    let err = broken("rpm = 600", "rpm = 0");
+    assert_invalid(
+        &err,
+        Problem::BadValue,
+        &["acme-small", "field `rpm`", "leave the field out"],
+    );
+}
+
+#[test]
+fn rejects_unknown_output_budget_rungs_and_budgets_above_the_ceiling() {
+    let err = broken("verdict = 300", "max = 300");
+    assert_invalid(
+        &err,
+        Problem::UnknownOutputSize,
+        &["acme-small", "field `output_budgets.max`"],
+    );
+    let err = broken("standard = 6000", "standard = 9000");
+    assert_invalid(
+        &err,
+        Problem::BadValue,
+        &[
+            "acme-small",
+            "field `output_budgets.standard`",
+            "9000",
+            "8000",
+        ],
+    );
+}
+
+#[test]
+fn rejects_a_keyed_dialect_without_a_key_variable() {
+    let err = broken("api_key_env = \"ACME_KEY\"\n", "");
+    assert_invalid(
+        &err,
+        Problem::Missing,
+        &["provider `acme`", "field `api_key_env`", "openai"],
+    );
+}
+
+#[test]
+fn rejects_a_base_url_without_a_scheme() {
+    let err = broken(
+        "base_url = \"http://localhost:8080/v1\"",
+        "base_url = \"localhost:8080\"",
+    );
+    assert_invalid(
+        &err,
+        Problem::BadValue,
+        &["provider `local`", "field `base_url`", "localhost:8080"],
+    );
+}
+
+#[test]
+fn errors_carry_the_line_of_the_field() {
+    let err = broken("currency = \"EUR\"", "currency = \"eur\"");
+    let line = VALID
+        .lines()
+        .position(|l| l == "currency = \"EUR\"")
+        .unwrap()
+        + 1;
+    let CatalogError::Invalid(invalid) = &err else {
+        panic!("unexpected {err}");
+    };
+    assert_eq!(invalid.field, "currency");
+    assert_eq!(invalid.value.as_deref(), Some("\"eur\""));
+    assert_eq!(
+        invalid.location,
+        Location::Entry {
+            id: Some("local-large".into()),
+            index: 1,
+            line: Some(line),
+        }
+    );
+    assert!(err.to_string().contains(&format!("(line {line})")), "{err}");
+}

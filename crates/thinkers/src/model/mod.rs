@@ -1,0 +1,43 @@
+//! Models: the words a seat speaks and the catalog that turns them into a callable entry.
+//!
+//! A seat never names a model. It declares a [`Grade`] (how capable), a [`Depth`] (how much
+//! effort) and an [`OutputSize`] (how much answer); the [`Catalog`] entry that serves the call
+//! translates depth into reasoning tokens or an effort level and the output size into a token
+//! budget capped at the entry's ceiling.
+//!
+//! Choosing the entry is the [`ModelRouter`]'s job:
+//!
+//! 1. [`Grade::Ceiling`] is resolved to the strongest rung the deployment serves
+//!    ([`resolve_ceiling`]: Mega when an open Mega entry lies inside the envelope, else Xl);
+//! 2. a pin names its entry directly, bypassing the picker but never the compliance
+//!    [`Envelope`];
+//! 3. otherwise the [`Picker`] (by default [`HeadroomPicker`]: most admission headroom, then
+//!    cheapest) chooses among the open entries of the rung inside the envelope.
+//!
+//! Jobs that take a seat implement [`ModelDependent`].
+//!
+//! `Depth` and `OutputSize` both have a `Standard` variant. Never import either enum's variants
+//! by name: write `Depth::Standard` and `OutputSize::Standard` so each site says which it means.
+
+pub mod catalog;
+mod dependent;
+mod depth;
+mod envelope;
+mod grade;
+mod output;
+mod parse;
+mod picker;
+mod router;
+
+pub use catalog::{
+    Catalog, CatalogError, Dialect, Entry, Pricing, Provider, Reasoning, SIM_DEFAULT_KEY,
+    SIM_KEY_ENV, SIM_PLACEHOLDER,
+};
+pub use dependent::ModelDependent;
+pub use depth::Depth;
+pub use envelope::{Envelope, EnvelopeRule, EnvelopeViolation};
+pub use grade::Grade;
+pub use output::OutputSize;
+pub use parse::ParseNameError;
+pub use picker::{HeadroomPicker, Picker, cheaper_first, resolve_ceiling};
+pub use router::{ModelRouter, RouteError};
