@@ -296,7 +296,7 @@ impl BudgetStore for MemoryBudgets {
 
     fn release(&self, lease: &Lease) {
         self.with(&lease.budget, |s| {
-            s.in_flight = s.in_flight.saturating_sub(lease.slots)
+            s.in_flight = s.in_flight.saturating_sub(lease.slots);
         });
     }
 

@@ -38,8 +38,20 @@ impl ToolOutput {
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct ToolCallContext {
+    /// The caller's grade, inherited by a model-dependent tool that declares none of its own.
+    pub parent_grade: Option<crate::model::Grade>,
     /// The caller's pin, if the caller is pinned to one catalog entry.
     pub parent_pin: Option<String>,
+}
+
+impl ToolCallContext {
+    /// A context whose caller works at `grade`.
+    pub fn with_grade(grade: crate::model::Grade) -> Self {
+        Self {
+            parent_grade: Some(grade),
+            parent_pin: None,
+        }
+    }
 }
 
 /// A source of one tool, at the registry boundary: describes it and turns JSON arguments into a
