@@ -96,8 +96,32 @@ struct CallsOut<'a> {
 
 /// Rewrite a conversation into the protocol: tool calls become the JSON the model would have
 /// written, tool results become `<tool_result>` text. Other blocks pass through.
+/// Consecutive turns made only of tool results become one turn, as the protocol describes.
 pub(crate) fn to_text_protocol(messages: &[Message]) -> Vec<Message> {
-    messages.iter().map(rewrite).collect()
+    let mut out: Vec<Message> = Vec::with_capacity(messages.len());
+    let mut last_was_results = false;
+    for m in messages {
+        let only_results = m.role == Role::User
+            && !m.content.is_empty()
+            && m
+                .content
+                .iter()
+                .all(|b| matches!(b, ContentBlock::ToolResult { .. }));
+        let rewritten = rewrite(m);
+        match out.last_mut() {
+            Some(prev) if only_results && last_was_results => {
+                if let (Some(ContentBlock::Text { text }), Some(ContentBlock::Text { text: more })) =
+                    (prev.content.last_mut(), rewritten.content.first())
+                {
+                    text.push('\n');
+                    text.push_str(more);
+                }
+            }
+            _ => out.push(rewritten),
+        }
+        last_was_results = only_results;
+    }
+    out
 }
 
 fn rewrite(m: &Message) -> Message {
@@ -122,7 +146,14 @@ fn rewrite(m: &Message) -> Message {
             );
             if !calls.is_empty() {
                 let json = serde_json::to_string(&CallsOut { tool_calls: calls }).unwrap_or_default();
-                out.push(ContentBlock::Text { text: json });
+                match out.last_mut() {
+                    // The model's prose and its call object, one line apart, as one reply text.
+                    Some(ContentBlock::Text { text }) => {
+                        text.push('\n');
+                        text.push_str(&json);
+                    }
+                    _ => out.push(ContentBlock::Text { text: json }),
+                }
             }
         }
         Role::User => {
@@ -379,16 +410,19 @@ mod tests {
                 "get_weather",
                 json!({"city": "Paris"}),
             )]),
-            Message::tool_results(vec![
-                ContentBlock::tool_result("call_1", "get_weather", "11C"),
-                ContentBlock::tool_error("call_2", "get_weather", "no \"city\""),
-            ]),
+            Message::tool_results(vec![ContentBlock::tool_result("call_1", "get_weather", "11C")]),
+            Message::tool_results(vec![ContentBlock::tool_error(
+                "call_2",
+                "get_weather",
+                "no \"city\"",
+            )]),
         ];
         let out = to_text_protocol(&msgs);
         assert_eq!(
             out[0].text(),
             r#"{"tool_calls":[{"name":"get_weather","arguments":{"city":"Paris"}}]}"#
         );
+        assert_eq!(out.len(), 2);
         assert_eq!(
             out[1].text(),
             "<tool_result name=\"get_weather\" id=\"call_1\">11C</tool_result>\n\
