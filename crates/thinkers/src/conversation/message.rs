@@ -181,7 +181,10 @@ impl Message {
 
     /// The text blocks joined, without separators.
     pub fn text(&self) -> String {
-        self.content.iter().filter_map(ContentBlock::as_text).collect()
+        self.content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect()
     }
 
     /// The tool calls of this turn, in order.

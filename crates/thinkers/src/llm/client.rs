@@ -156,7 +156,12 @@ impl ModelClient {
                 err.scrub(v.strip_prefix("Bearer ").unwrap_or(v));
             }
             tracing::debug!(url = %enc.url, status = status.as_u16(), "provider refused a request");
-            return Err(errors::from_status(dialect, status.as_u16(), &err, retry_after));
+            return Err(errors::from_status(
+                dialect,
+                status.as_u16(),
+                &err,
+                retry_after,
+            ));
         }
         let is_sse = resp
             .headers()

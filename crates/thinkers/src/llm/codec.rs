@@ -14,7 +14,11 @@ pub fn encode(target: &WireTarget, req: &ChatRequest) -> Result<EncodedRequest> 
     encode_with(target, req, req.stream)
 }
 
-pub(crate) fn encode_with(target: &WireTarget, req: &ChatRequest, stream: bool) -> Result<EncodedRequest> {
+pub(crate) fn encode_with(
+    target: &WireTarget,
+    req: &ChatRequest,
+    stream: bool,
+) -> Result<EncodedRequest> {
     match target.dialect {
         Dialect::OpenAi | Dialect::OpenAiCompatible => openai::encode::encode(target, req, stream),
         Dialect::Anthropic => anthropic::encode::encode(target, req, stream),

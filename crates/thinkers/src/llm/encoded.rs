@@ -159,7 +159,10 @@ impl Segments {
     }
 
     /// Serialize a body, returning its bytes and the recorded ranges.
-    pub(crate) fn write<T: Serialize>(&self, body: &T) -> crate::Result<(Bytes, Vec<Range<usize>>)> {
+    pub(crate) fn write<T: Serialize>(
+        &self,
+        body: &T,
+    ) -> crate::Result<(Bytes, Vec<Range<usize>>)> {
         self.pos.set(0);
         self.ranges.borrow_mut().clear();
         let mut w = PosWriter {
@@ -196,7 +199,10 @@ mod tests {
         };
         let (bytes, ranges) = seg.write(&body)?;
         assert_eq!(ranges.len(), 2);
-        assert_eq!(&bytes[ranges[0].clone()], br#"{"content":"hi","role":"user"}"#);
+        assert_eq!(
+            &bytes[ranges[0].clone()],
+            br#"{"content":"hi","role":"user"}"#
+        );
         assert_eq!(
             &bytes[ranges[1].clone()],
             br#"{"content":"yo","role":"assistant"}"#

@@ -116,14 +116,21 @@ pub(crate) fn from_status(
     }
     match status {
         429 if err.is("insufficient_quota") => Error::external(service, "quota", detail),
-        429 if err.message.to_ascii_lowercase().contains("request too large") => {
+        429 if err
+            .message
+            .to_ascii_lowercase()
+            .contains("request too large") =>
+        {
             Error::external(service, "request size", detail)
         }
         429 => Error::throttled(None, retry_after),
         400 | 404 | 413 | 422 => Error::InvalidInput {
             parameter: err.param.clone().unwrap_or_else(|| "request".to_owned()),
             value: None,
-            reason: format!("{service} rejected the request (HTTP {status}): {}", err.message),
+            reason: format!(
+                "{service} rejected the request (HTTP {status}): {}",
+                err.message
+            ),
             source: None,
         },
         401 | 403 => Error::external(service, "authentication", detail),
@@ -144,7 +151,10 @@ pub(crate) fn in_stream(dialect: Dialect, seen_event: bool, err: &ProviderError)
         return Error::external(
             service,
             "stream",
-            format!("the stream failed after the answer had started: {}", err.describe()),
+            format!(
+                "the stream failed after the answer had started: {}",
+                err.describe()
+            ),
         );
     }
     if err.is("overloaded_error") || err.is("rate_limit_error") || err.is("rate_limit_exceeded") {
@@ -187,7 +197,9 @@ mod tests {
 
     #[test]
     fn rate_limits_throttle_but_quota_and_size_do_not() {
-        let rl = err(r#"{"error":{"message":"Rate limit reached","type":"tokens","param":null,"code":"rate_limit_exceeded"}}"#);
+        let rl = err(
+            r#"{"error":{"message":"Rate limit reached","type":"tokens","param":null,"code":"rate_limit_exceeded"}}"#,
+        );
         let e = from_status(Dialect::OpenAi, 429, &rl, Some(Duration::from_secs(3)));
         assert_eq!(
             e.retry_signal(),
@@ -196,17 +208,26 @@ mod tests {
                 retry_after: Some(Duration::from_secs(3))
             })
         );
-        let quota = err(r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#);
+        let quota = err(
+            r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#,
+        );
         let e = from_status(Dialect::OpenAi, 429, &quota, None);
         assert_eq!(e.kind(), ErrorKind::ExternalService);
         assert!(e.to_string().contains("quota"));
-        let big = err(r#"{"error":{"message":"Request too large for gpt-4o in organization org-x on tokens per min (TPM)","type":"tokens","code":"rate_limit_exceeded"}}"#);
-        assert_eq!(from_status(Dialect::OpenAi, 429, &big, None).kind(), ErrorKind::ExternalService);
+        let big = err(
+            r#"{"error":{"message":"Request too large for gpt-4o in organization org-x on tokens per min (TPM)","type":"tokens","code":"rate_limit_exceeded"}}"#,
+        );
+        assert_eq!(
+            from_status(Dialect::OpenAi, 429, &big, None).kind(),
+            ErrorKind::ExternalService
+        );
     }
 
     #[test]
     fn anthropic_overload_throttles_whatever_the_status() {
-        let o = err(r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}"#);
+        let o = err(
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}"#,
+        );
         assert_eq!(o.kind.as_deref(), Some("overloaded_error"));
         for status in [529, 503] {
             assert!(matches!(
@@ -221,18 +242,16 @@ mod tests {
         let e = from_status(
             Dialect::OpenAi,
             400,
-            &err(r#"{"error":{"message":"Invalid value: 'sometimes'","type":"invalid_request_error","param":"tool_choice","code":null}}"#),
+            &err(
+                r#"{"error":{"message":"Invalid value: 'sometimes'","type":"invalid_request_error","param":"tool_choice","code":null}}"#,
+            ),
             None,
         );
-        match e {
-            Error::InvalidInput {
-                parameter, reason, ..
-            } => {
-                assert_eq!(parameter, "tool_choice");
-                assert!(reason.contains("Invalid value"));
-            }
-            other => panic!("unexpected {other:?}"),
-        }
+        assert!(
+            matches!(&e, Error::InvalidInput { parameter, reason, .. }
+                if parameter == "tool_choice" && reason.contains("Invalid value")),
+            "{e:?}"
+        );
         let e = from_status(Dialect::Anthropic, 404, &err("not json at all"), None);
         assert!(matches!(e, Error::InvalidInput { ref parameter, .. } if parameter == "request"));
     }
@@ -253,8 +272,14 @@ mod tests {
             ..ProviderError::default()
         };
         assert!(in_stream(Dialect::Anthropic, false, &o).is_retry_signal());
-        assert_eq!(in_stream(Dialect::Anthropic, true, &o).kind(), ErrorKind::ExternalService);
+        assert_eq!(
+            in_stream(Dialect::Anthropic, true, &o).kind(),
+            ErrorKind::ExternalService
+        );
         assert!(transport(Dialect::OpenAi, false, "reset").is_retry_signal());
-        assert_eq!(transport(Dialect::OpenAi, true, "reset").kind(), ErrorKind::ExternalService);
+        assert_eq!(
+            transport(Dialect::OpenAi, true, "reset").kind(),
+            ErrorKind::ExternalService
+        );
     }
 }

@@ -19,7 +19,10 @@ fn get<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
 
 fn number(h: &HeaderMap, name: &str) -> Option<u64> {
     // Azure sends -1 for "unknown"; a negative count means nothing.
-    get(h, name)?.parse::<i64>().ok().and_then(|n| u64::try_from(n).ok())
+    get(h, name)?
+        .parse::<i64>()
+        .ok()
+        .and_then(|n| u64::try_from(n).ok())
 }
 
 /// Parse a Go-style duration (`1h2m3.5s`, `6m0s`, `250ms`, `0.1s`, `12us`).
@@ -123,7 +126,10 @@ pub(crate) fn retry_after(h: &HeaderMap, now: SystemTime) -> Option<Duration> {
 
 /// The provider's view of our rate-limit budget, if it sent one.
 pub(crate) fn rate_observation(h: &HeaderMap, now: SystemTime) -> Option<RateObservation> {
-    let [(remaining_tokens, tokens_reset), (remaining_requests, requests_reset)] = buckets(h, now);
+    let [
+        (remaining_tokens, tokens_reset),
+        (remaining_requests, requests_reset),
+    ] = buckets(h, now);
     let obs = RateObservation {
         remaining_tokens,
         tokens_reset,
@@ -160,7 +166,10 @@ mod tests {
         assert_eq!(go_duration("1s"), Some(Duration::from_secs(1)));
         assert_eq!(go_duration("250ms"), Some(Duration::from_millis(250)));
         assert_eq!(go_duration("0.1s"), Some(Duration::from_millis(100)));
-        assert_eq!(go_duration("1h2m3.5s"), Some(Duration::from_millis(3_723_500)));
+        assert_eq!(
+            go_duration("1h2m3.5s"),
+            Some(Duration::from_millis(3_723_500))
+        );
         assert_eq!(go_duration("soon"), None);
         assert_eq!(go_duration(""), None);
     }
@@ -212,7 +221,10 @@ mod tests {
         );
         let h = headers(&[
             ("anthropic-ratelimit-input-tokens-remaining", "80000"),
-            ("anthropic-ratelimit-input-tokens-reset", "2025-08-21T12:40:59Z"),
+            (
+                "anthropic-ratelimit-input-tokens-reset",
+                "2025-08-21T12:40:59Z",
+            ),
             ("anthropic-ratelimit-tokens-remaining", "96000"),
             ("anthropic-ratelimit-tokens-reset", "2025-08-21T12:41:00Z"),
             ("anthropic-ratelimit-requests-remaining", "999"),
@@ -220,8 +232,17 @@ mod tests {
         ]);
         let obs = rate_observation(&h, now);
         assert_eq!(obs.and_then(|o| o.remaining_tokens), Some(96_000));
-        assert_eq!(obs.and_then(|o| o.tokens_reset), Some(Duration::from_secs(60)));
-        assert_eq!(obs.and_then(|o| o.requests_reset), Some(Duration::from_secs(30)));
-        assert_eq!(rate_observation(&headers(&[("x-ratelimit-remaining-tokens", "-1")]), now), None);
+        assert_eq!(
+            obs.and_then(|o| o.tokens_reset),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(
+            obs.and_then(|o| o.requests_reset),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            rate_observation(&headers(&[("x-ratelimit-remaining-tokens", "-1")]), now),
+            None
+        );
     }
 }

@@ -85,7 +85,10 @@ pub struct ToolCallView<'a> {
 impl ChatResponse {
     /// The text blocks joined, without separators.
     pub fn text(&self) -> String {
-        self.content.iter().filter_map(ContentBlock::as_text).collect()
+        self.content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect()
     }
 
     /// The tool calls, in order.
@@ -161,12 +164,18 @@ mod tests {
     #[test]
     fn tool_turn_is_decided_by_content() {
         let calls = vec![ContentBlock::tool_call("a", "t", json!({}))];
-        assert_eq!(settle_stop(StopReason::EndTurn, &calls), StopReason::ToolUse);
+        assert_eq!(
+            settle_stop(StopReason::EndTurn, &calls),
+            StopReason::ToolUse
+        );
         assert_eq!(
             settle_stop(StopReason::Other("x".into()), &calls),
             StopReason::ToolUse
         );
-        assert_eq!(settle_stop(StopReason::MaxTokens, &calls), StopReason::MaxTokens);
+        assert_eq!(
+            settle_stop(StopReason::MaxTokens, &calls),
+            StopReason::MaxTokens
+        );
         assert_eq!(settle_stop(StopReason::ToolUse, &[]), StopReason::EndTurn);
     }
 

@@ -110,7 +110,10 @@ fn strict_in_place(v: &mut Value) {
         return;
     }
     let required: Vec<String> = match m.get("required") {
-        Some(Value::Array(r)) => r.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect(),
+        Some(Value::Array(r)) => r
+            .iter()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect(),
         _ => Vec::new(),
     };
     let mut all = Vec::new();
@@ -160,7 +163,10 @@ fn make_nullable(prop: &mut Value) {
         }
         _ => {
             if let Some(Value::Array(branches)) = m.get_mut("anyOf") {
-                if !branches.iter().any(|b| b.get("type") == Some(&json!("null"))) {
+                if !branches
+                    .iter()
+                    .any(|b| b.get("type") == Some(&json!("null")))
+                {
                     branches.push(json!({"type": "null"}));
                 }
             } else {
@@ -181,7 +187,8 @@ fn close_in_place(v: &mut Value) {
     match v {
         Value::Object(m) => {
             if map_is_object_schema(m) {
-                m.entry("additionalProperties").or_insert(Value::Bool(false));
+                m.entry("additionalProperties")
+                    .or_insert(Value::Bool(false));
             }
             m.values_mut().for_each(close_in_place);
         }
@@ -210,7 +217,8 @@ mod tests {
         });
         let mut out = openai_strict(&s);
         // The order of `required` follows the map's iteration order; compare it as a set.
-        let mut required: Vec<String> = serde_json::from_value(out["required"].take()).unwrap_or_default();
+        let mut required: Vec<String> =
+            serde_json::from_value(out["required"].take()).unwrap_or_default();
         required.sort();
         assert_eq!(required, ["city", "tags", "unit", "when"]);
         out["required"] = json!(["city", "unit", "when", "tags"]);

@@ -103,15 +103,16 @@ pub(crate) fn to_text_protocol(messages: &[Message]) -> Vec<Message> {
     for m in messages {
         let only_results = m.role == Role::User
             && !m.content.is_empty()
-            && m
-                .content
+            && m.content
                 .iter()
                 .all(|b| matches!(b, ContentBlock::ToolResult { .. }));
         let rewritten = rewrite(m);
         match out.last_mut() {
             Some(prev) if only_results && last_was_results => {
-                if let (Some(ContentBlock::Text { text }), Some(ContentBlock::Text { text: more })) =
-                    (prev.content.last_mut(), rewritten.content.first())
+                if let (
+                    Some(ContentBlock::Text { text }),
+                    Some(ContentBlock::Text { text: more }),
+                ) = (prev.content.last_mut(), rewritten.content.first())
                 {
                     text.push('\n');
                     text.push_str(more);
@@ -145,7 +146,8 @@ fn rewrite(m: &Message) -> Message {
                     .cloned(),
             );
             if !calls.is_empty() {
-                let json = serde_json::to_string(&CallsOut { tool_calls: calls }).unwrap_or_default();
+                let json =
+                    serde_json::to_string(&CallsOut { tool_calls: calls }).unwrap_or_default();
                 match out.last_mut() {
                     // The model's prose and its call object, one line apart, as one reply text.
                     Some(ContentBlock::Text { text }) => {
@@ -200,8 +202,7 @@ fn render_result(call_id: &str, name: &str, content: &str, is_error: bool) -> St
 /// is a final answer. Ids are minted from `next_call_number` on.
 pub(crate) fn parse_reply(text: &str, next_call_number: usize) -> Option<Vec<ContentBlock>> {
     let trimmed = text.trim();
-    if let Some(calls) = parse_payload(strip_fence(trimmed).unwrap_or(trimmed), next_call_number)
-    {
+    if let Some(calls) = parse_payload(strip_fence(trimmed).unwrap_or(trimmed), next_call_number) {
         return Some(calls);
     }
     // Lenient path: prose around exactly one fenced block holding the call object.
@@ -301,7 +302,11 @@ impl TextGate {
     }
 
     /// Deliver what the final content says: the calls, or the held text.
-    pub(crate) fn finish(&mut self, content: &[ContentBlock], on_delta: &mut dyn FnMut(StreamDelta)) {
+    pub(crate) fn finish(
+        &mut self,
+        content: &[ContentBlock],
+        on_delta: &mut dyn FnMut(StreamDelta),
+    ) {
         let calls: Vec<_> = content
             .iter()
             .filter_map(|b| match b {
@@ -349,8 +354,13 @@ mod tests {
     #[test]
     fn the_tool_list_sits_between_marker_lines_as_a_json_array() -> anyhow::Result<()> {
         let s = render_system("Be terse.", &[tool()], &ToolChoice::Auto, None);
-        let start = s.find("\n<tools>\n").ok_or_else(|| anyhow::anyhow!("no <tools>"))? + 9;
-        let end = s.find("\n</tools>").ok_or_else(|| anyhow::anyhow!("no </tools>"))?;
+        let start = s
+            .find("\n<tools>\n")
+            .ok_or_else(|| anyhow::anyhow!("no <tools>"))?
+            + 9;
+        let end = s
+            .find("\n</tools>")
+            .ok_or_else(|| anyhow::anyhow!("no </tools>"))?;
         let list: Vec<Value> = serde_json::from_str(&s[start..end])?;
         assert_eq!(list[0]["name"], "get_weather");
         assert_eq!(list[0]["parameters"]["required"], json!(["city"]));
@@ -370,7 +380,10 @@ mod tests {
             .nth(1)
             .and_then(|r| r.split("\n</response_schema>").next())
             .ok_or_else(|| anyhow::anyhow!("no block"))?;
-        assert_eq!(serde_json::from_str::<Value>(inner)?, json!({"type": "object"}));
+        assert_eq!(
+            serde_json::from_str::<Value>(inner)?,
+            json!({"type": "object"})
+        );
         assert!(!s.contains("<tools>"));
         Ok(())
     }
@@ -410,7 +423,11 @@ mod tests {
                 "get_weather",
                 json!({"city": "Paris"}),
             )]),
-            Message::tool_results(vec![ContentBlock::tool_result("call_1", "get_weather", "11C")]),
+            Message::tool_results(vec![ContentBlock::tool_result(
+                "call_1",
+                "get_weather",
+                "11C",
+            )]),
             Message::tool_results(vec![ContentBlock::tool_error(
                 "call_2",
                 "get_weather",
@@ -437,7 +454,10 @@ mod tests {
         g.text("  {\"tool_", &mut |d| seen.push(d));
         g.text("calls\": []}", &mut |d| seen.push(d));
         assert!(seen.is_empty());
-        g.finish(&[ContentBlock::tool_call("call_1", "a", json!({}))], &mut |d| seen.push(d));
+        g.finish(
+            &[ContentBlock::tool_call("call_1", "a", json!({}))],
+            &mut |d| seen.push(d),
+        );
         assert_eq!(seen.len(), 2);
 
         let mut seen = Vec::new();
@@ -448,7 +468,10 @@ mod tests {
         g.finish(&[ContentBlock::text(" Hello world")], &mut |d| seen.push(d));
         assert_eq!(
             seen,
-            vec![StreamDelta::Text(" Hello".into()), StreamDelta::Text(" world".into())]
+            vec![
+                StreamDelta::Text(" Hello".into()),
+                StreamDelta::Text(" world".into())
+            ]
         );
     }
 }

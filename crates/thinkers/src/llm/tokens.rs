@@ -87,7 +87,9 @@ impl TokenCounter {
 
     /// Count the tokens of a text (no cache).
     pub fn count_str(&self, text: &str) -> u64 {
-        tiktoken_rs::o200k_base_singleton().encode_ordinary(text).len() as u64
+        tiktoken_rs::o200k_base_singleton()
+            .encode_ordinary(text)
+            .len() as u64
     }
 
     /// Count the tokens of bytes (invalid UTF-8 is replaced; no cache).

@@ -41,7 +41,9 @@ impl WireUsage {
         self.cache_creation_input_tokens = later
             .cache_creation_input_tokens
             .or(self.cache_creation_input_tokens);
-        self.cache_read_input_tokens = later.cache_read_input_tokens.or(self.cache_read_input_tokens);
+        self.cache_read_input_tokens = later
+            .cache_read_input_tokens
+            .or(self.cache_read_input_tokens);
         if later.output_tokens_details.is_some() {
             self.output_tokens_details = later.output_tokens_details;
         }
@@ -176,7 +178,11 @@ pub(crate) fn decode(plan: &DecodePlan, body: &[u8]) -> Result<ChatResponse> {
     Ok(ChatResponse {
         content,
         stop,
-        usage: wire.usage.as_ref().map(WireUsage::to_usage).unwrap_or_default(),
+        usage: wire
+            .usage
+            .as_ref()
+            .map(WireUsage::to_usage)
+            .unwrap_or_default(),
         model: wire.model.unwrap_or_default(),
         logprobs: None,
     })

@@ -126,7 +126,11 @@ struct Body<'a> {
 }
 
 /// Render the request for an Anthropic target.
-pub(crate) fn encode(target: &WireTarget, req: &ChatRequest, stream: bool) -> Result<EncodedRequest> {
+pub(crate) fn encode(
+    target: &WireTarget,
+    req: &ChatRequest,
+    stream: bool,
+) -> Result<EncodedRequest> {
     let text_tools = !target.native_tools;
     let offers_tools = !req.tools.is_empty();
     let tools_in_prompt = text_tools && offers_tools && req.tool_choice != ToolChoice::None;
@@ -135,7 +139,12 @@ pub(crate) fn encode(target: &WireTarget, req: &ChatRequest, stream: bool) -> Re
     let system: Cow<'_, str> = if text_tools || schema_in_prompt {
         let tools = if text_tools { &req.tools[..] } else { &[] };
         let schema = req.response.as_ref().filter(|_| schema_in_prompt);
-        Cow::Owned(text_tools::render_system(&req.system, tools, &req.tool_choice, schema))
+        Cow::Owned(text_tools::render_system(
+            &req.system,
+            tools,
+            &req.tool_choice,
+            schema,
+        ))
     } else {
         Cow::Borrowed(req.system.as_str())
     };
@@ -197,7 +206,8 @@ pub(crate) fn encode(target: &WireTarget, req: &ChatRequest, stream: bool) -> Re
         Reasoning::Effort(e) => Some(e.as_str()),
         _ => None,
     };
-    let output_config = (effort.is_some() || format.is_some()).then_some(OutputConfig { effort, format });
+    let output_config =
+        (effort.is_some() || format.is_some()).then_some(OutputConfig { effort, format });
 
     let body = Body {
         model: &target.model,
@@ -288,7 +298,10 @@ fn block<'a>(b: &'a ContentBlock, thinking: bool) -> Option<Block<'a>> {
             content,
             is_error: *is_error,
         },
-        ContentBlock::Image { media_type, source: s } => Block::Image {
+        ContentBlock::Image {
+            media_type,
+            source: s,
+        } => Block::Image {
             source: source(media_type, s),
         },
         ContentBlock::File {
@@ -309,7 +322,11 @@ fn turns(history: &[Message], thinking: bool) -> Vec<Turn<'_>> {
             Role::User => "user",
             Role::Assistant => "assistant",
         };
-        let blocks: Vec<Block<'_>> = m.content.iter().filter_map(|b| block(b, thinking)).collect();
+        let blocks: Vec<Block<'_>> = m
+            .content
+            .iter()
+            .filter_map(|b| block(b, thinking))
+            .collect();
         if blocks.is_empty() {
             continue;
         }

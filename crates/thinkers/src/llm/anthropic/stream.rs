@@ -35,19 +35,23 @@ struct MessageDelta {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Delta {
-    TextDelta {
+    #[serde(rename = "text_delta")]
+    Text {
         #[serde(default)]
         text: String,
     },
-    ThinkingDelta {
+    #[serde(rename = "thinking_delta")]
+    Thinking {
         #[serde(default)]
         thinking: String,
     },
-    SignatureDelta {
+    #[serde(rename = "signature_delta")]
+    Signature {
         #[serde(default)]
         signature: String,
     },
-    InputJsonDelta {
+    #[serde(rename = "input_json_delta")]
+    InputJson {
         #[serde(default)]
         partial_json: String,
     },
@@ -154,7 +158,10 @@ impl AnthropicStream {
             .iter()
             .take_while(|(i, _)| *i != index)
             .filter(|(_, p)| {
-                matches!(p, Partial::ToolUse { .. } | Partial::Done(ContentBlock::ToolCall { .. }))
+                matches!(
+                    p,
+                    Partial::ToolUse { .. } | Partial::Done(ContentBlock::ToolCall { .. })
+                )
             })
             .count()
     }
@@ -249,29 +256,29 @@ impl AnthropicStream {
             return;
         };
         match (block, delta) {
-            (Partial::Done(ContentBlock::Text { text }), Delta::TextDelta { text: t }) => {
+            (Partial::Done(ContentBlock::Text { text }), Delta::Text { text: t }) => {
                 text.push_str(&t);
                 on_delta(StreamDelta::Text(t));
             }
             (
                 Partial::Done(ContentBlock::Thinking { thinking, .. }),
-                Delta::ThinkingDelta { thinking: t },
+                Delta::Thinking { thinking: t },
             ) => {
                 thinking.push_str(&t);
                 on_delta(StreamDelta::Thinking(t));
             }
             (
                 Partial::Done(ContentBlock::Thinking { signature, .. }),
-                Delta::SignatureDelta { signature: s },
+                Delta::Signature { signature: s },
             ) => signature.push_str(&s),
-            (Partial::ToolUse { json, .. }, Delta::InputJsonDelta { partial_json }) => {
-                if !partial_json.is_empty() {
-                    json.push_str(&partial_json);
-                    on_delta(StreamDelta::ToolCallArguments {
-                        index: position,
-                        fragment: partial_json,
-                    });
-                }
+            (Partial::ToolUse { json, .. }, Delta::InputJson { partial_json })
+                if !partial_json.is_empty() =>
+            {
+                json.push_str(&partial_json);
+                on_delta(StreamDelta::ToolCallArguments {
+                    index: position,
+                    fragment: partial_json,
+                });
             }
             _ => {}
         }

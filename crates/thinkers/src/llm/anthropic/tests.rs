@@ -4,7 +4,10 @@ use serde_json::{Value, json};
 
 use crate::conversation::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::tests::fixtures::{self, CANARY_KEY, decode_sse, plan};
-use crate::llm::{ChatRequest, DecodePlan, Dialect, Reasoning, StopReason, StreamDelta, ToolChoice, decode, encode};
+use crate::llm::{
+    ChatRequest, DecodePlan, Dialect, Reasoning, StopReason, StreamDelta, ToolChoice, decode,
+    encode,
+};
 use crate::{Error, ErrorKind, RetrySignal};
 
 fn encode_json(req: &ChatRequest, thinking: bool, native: bool) -> anyhow::Result<(String, Value)> {
@@ -12,7 +15,10 @@ fn encode_json(req: &ChatRequest, thinking: bool, native: bool) -> anyhow::Resul
         .with_thinking(thinking)
         .with_native_tools(native);
     let enc = encode(&t, req)?;
-    Ok((enc.body_str().to_owned(), serde_json::from_slice(&enc.body)?))
+    Ok((
+        enc.body_str().to_owned(),
+        serde_json::from_slice(&enc.body)?,
+    ))
 }
 
 /// A signature and thinking text with characters that a careless re-encoding would change.
@@ -33,8 +39,14 @@ fn thinking_round() -> ChatRequest {
         ContentBlock::tool_call("toolu_01", "get_weather", json!({"city": "Boston"})),
         ContentBlock::tool_call("toolu_02", "get_time", json!({"city": "Boston"})),
     ]);
-    r.messages[2] = Message::tool_results(vec![ContentBlock::tool_result("toolu_01", "get_weather", "11C")]);
-    r.messages[3] = Message::tool_results(vec![ContentBlock::tool_error("toolu_02", "get_time", "down")]);
+    r.messages[2] = Message::tool_results(vec![ContentBlock::tool_result(
+        "toolu_01",
+        "get_weather",
+        "11C",
+    )]);
+    r.messages[3] = Message::tool_results(vec![ContentBlock::tool_error(
+        "toolu_02", "get_time", "down",
+    )]);
     r.reasoning = Reasoning::Tokens(2048);
     r.max_output_tokens = 4096;
     r
@@ -62,7 +74,10 @@ fn tools_body() -> anyhow::Result<()> {
     let (body, v) = encode_json(&req, false, true)?;
     insta::assert_snapshot!(body);
     assert_eq!(v["tool_choice"], json!({"type": "any"}));
-    assert_eq!(v["tools"][0]["input_schema"], fixtures::weather_tool().parameters);
+    assert_eq!(
+        v["tools"][0]["input_schema"],
+        fixtures::weather_tool().parameters
+    );
     Ok(())
 }
 
@@ -71,7 +86,10 @@ fn thinking_round_body_keeps_blocks_verbatim_and_batches_results() -> anyhow::Re
     let (body, v) = encode_json(&thinking_round(), true, true)?;
     insta::assert_snapshot!(body);
     let assistant = &v["messages"][1];
-    assert_eq!(assistant["content"][0], json!({"type": "thinking", "thinking": THOUGHT, "signature": SIGNATURE}));
+    assert_eq!(
+        assistant["content"][0],
+        json!({"type": "thinking", "thinking": THOUGHT, "signature": SIGNATURE})
+    );
     assert_eq!(assistant["content"][1]["type"], "redacted_thinking");
     assert_eq!(assistant["content"][3]["type"], "tool_use");
     // The two result turns travel as one user turn, results first, then the follow-up.
@@ -86,7 +104,10 @@ fn thinking_round_body_keeps_blocks_verbatim_and_batches_results() -> anyhow::Re
     assert_eq!(kinds, ["tool_result", "tool_result", "text"]);
     assert_eq!(results["content"][1]["is_error"], true);
     assert!(results["content"][0].get("is_error").is_none());
-    assert_eq!(v["thinking"], json!({"type": "enabled", "budget_tokens": 2048}));
+    assert_eq!(
+        v["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2048})
+    );
     assert_eq!(v["max_tokens"], 4096 + 2048);
     Ok(())
 }
@@ -101,10 +122,21 @@ fn thinking_survives_a_decode_encode_round_trip_byte_identical() -> anyhow::Resu
         ],
         "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 5}});
     let raw = answer.to_string();
-    let r = decode(&DecodePlan { stream: false, ..plan(Dialect::Anthropic, false) }, raw.as_bytes())?;
+    let r = decode(
+        &DecodePlan {
+            stream: false,
+            ..plan(Dialect::Anthropic, false)
+        },
+        raw.as_bytes(),
+    )?;
     let mut req = fixtures::with_tools();
     req.messages.push(r.to_message());
-    req.messages.push(Message::tool_results(vec![ContentBlock::tool_result("toolu_9", "get_weather", "ok")]));
+    req.messages
+        .push(Message::tool_results(vec![ContentBlock::tool_result(
+            "toolu_9",
+            "get_weather",
+            "ok",
+        )]));
     req.reasoning = Reasoning::Tokens(1500);
     let (body, v) = encode_json(&req, true, true)?;
     // The strings come back exactly as the provider sent them, in the original order, first.
@@ -133,7 +165,10 @@ fn thinking_budget_is_raised_and_forced_choice_falls_back() -> anyhow::Result<()
     // blocks are not sent.
     let (_, v) = encode_json(&req, false, true)?;
     assert!(v.get("thinking").is_none());
-    assert_eq!(v["tool_choice"], json!({"type": "tool", "name": "get_weather"}));
+    assert_eq!(
+        v["tool_choice"],
+        json!({"type": "tool", "name": "get_weather"})
+    );
     let (_, v) = encode_json(&thinking_round(), false, true)?;
     assert_eq!(v["messages"][1]["content"][0]["type"], "text");
     Ok(())
@@ -147,7 +182,10 @@ fn structured_output_and_effort_body() -> anyhow::Result<()> {
     insta::assert_snapshot!(body);
     assert_eq!(v["output_config"]["effort"], "high");
     assert_eq!(v["output_config"]["format"]["type"], "json_schema");
-    assert_eq!(v["output_config"]["format"]["schema"]["additionalProperties"], false);
+    assert_eq!(
+        v["output_config"]["format"]["schema"]["additionalProperties"],
+        false
+    );
     Ok(())
 }
 
@@ -222,7 +260,10 @@ fn decodes_answers_with_usage_unknown_blocks_and_stop_reasons() -> anyhow::Resul
     assert_eq!(r.text(), "Let me check.");
     assert_eq!(r.tool_calls()[0].id, "toolu_01D7");
     assert_eq!(r.usage.input, 472 + 100 + 1800);
-    assert_eq!((r.usage.cached, r.usage.cache_creation, r.usage.reasoning), (1800, 100, 60));
+    assert_eq!(
+        (r.usage.cached, r.usage.cache_creation, r.usage.reasoning),
+        (1800, 100, 60)
+    );
     for (wire, stop) in [
         ("end_turn", StopReason::EndTurn),
         ("max_tokens", StopReason::MaxTokens),
@@ -234,8 +275,12 @@ fn decodes_answers_with_usage_unknown_blocks_and_stop_reasons() -> anyhow::Resul
         let b = json!({"type": "message", "model": "m", "content": [{"type": "text", "text": "x"}], "stop_reason": wire});
         assert_eq!(decode(&whole(), b.to_string().as_bytes())?.stop, stop);
     }
-    let overloaded = br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
-    assert!(matches!(decode(&whole(), overloaded), Err(Error::Retry(RetrySignal::Throttled { .. }))));
+    let overloaded =
+        br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    assert!(matches!(
+        decode(&whole(), overloaded),
+        Err(Error::Retry(RetrySignal::Throttled { .. }))
+    ));
     Ok(())
 }
 
@@ -326,10 +371,24 @@ async fn decodes_a_thinking_and_tool_stream() -> anyhow::Result<()> {
             StreamDelta::Thinking("Let me".into()),
             StreamDelta::Thinking(" think.".into()),
             StreamDelta::Text("Checking.".into()),
-            StreamDelta::ToolCallStart { index: 0, id: "toolu_1".into(), name: "get_weather".into() },
-            StreamDelta::ToolCallArguments { index: 0, fragment: "{\"city\": \"Pa".into() },
-            StreamDelta::ToolCallArguments { index: 0, fragment: "ris\"}".into() },
-            StreamDelta::ToolCallStart { index: 1, id: "toolu_2".into(), name: "get_time".into() },
+            StreamDelta::ToolCallStart {
+                index: 0,
+                id: "toolu_1".into(),
+                name: "get_weather".into()
+            },
+            StreamDelta::ToolCallArguments {
+                index: 0,
+                fragment: "{\"city\": \"Pa".into()
+            },
+            StreamDelta::ToolCallArguments {
+                index: 0,
+                fragment: "ris\"}".into()
+            },
+            StreamDelta::ToolCallStart {
+                index: 1,
+                id: "toolu_2".into(),
+                name: "get_time".into()
+            },
         ]
     );
     Ok(())
@@ -337,7 +396,10 @@ async fn decodes_a_thinking_and_tool_stream() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn an_error_event_inside_a_200_stream_is_an_error() {
-    let start = STREAM.split("event: content_block_start").next().unwrap_or_default();
+    let start = STREAM
+        .split("event: content_block_start")
+        .next()
+        .unwrap_or_default();
     let sse = format!(
         "{start}event: error\ndata: {{\"type\":\"error\",\"error\":{{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}}}\n\n"
     );
@@ -346,7 +408,10 @@ async fn an_error_event_inside_a_200_stream_is_an_error() {
     assert_eq!(r.err().map(|e| e.kind()), Some(ErrorKind::ExternalService));
     let sse = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
     let (r, _) = decode_sse(plan(Dialect::Anthropic, false), sse).await;
-    assert!(matches!(r, Err(Error::Retry(RetrySignal::Throttled { .. }))));
+    assert!(matches!(
+        r,
+        Err(Error::Retry(RetrySignal::Throttled { .. }))
+    ));
     // A stream cut off before message_delta is incomplete.
     let (r, _) = decode_sse(plan(Dialect::Anthropic, false), start).await;
     assert_eq!(r.err().map(|e| e.kind()), Some(ErrorKind::ExternalService));

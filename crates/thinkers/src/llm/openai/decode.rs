@@ -193,11 +193,19 @@ pub(crate) fn decode(plan: &DecodePlan, body: &[u8]) -> Result<ChatResponse> {
         return Err(Error::external(service, "response", error_message(e)));
     }
     let Some(choice) = wire.choices.into_iter().next() else {
-        return Err(Error::external(service, "response", "the answer had no choices"));
+        return Err(Error::external(
+            service,
+            "response",
+            "the answer had no choices",
+        ));
     };
     let msg = choice.message.unwrap_or_default();
     let mut content = Vec::new();
-    if let Some(r) = msg.reasoning_content.or(msg.reasoning).filter(|r| !r.is_empty()) {
+    if let Some(r) = msg
+        .reasoning_content
+        .or(msg.reasoning)
+        .filter(|r| !r.is_empty())
+    {
         content.push(ContentBlock::Thinking {
             thinking: r,
             signature: String::new(),
@@ -227,7 +235,11 @@ pub(crate) fn decode(plan: &DecodePlan, body: &[u8]) -> Result<ChatResponse> {
     Ok(ChatResponse {
         content,
         stop,
-        usage: wire.usage.as_ref().map(WireUsage::to_usage).unwrap_or_default(),
+        usage: wire
+            .usage
+            .as_ref()
+            .map(WireUsage::to_usage)
+            .unwrap_or_default(),
         model: wire.model.unwrap_or_default(),
         logprobs: choice
             .logprobs

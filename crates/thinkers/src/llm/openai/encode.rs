@@ -129,7 +129,11 @@ struct Body<'a> {
 }
 
 /// Render the request for an OpenAI or OpenAI-compatible target.
-pub(crate) fn encode(target: &WireTarget, req: &ChatRequest, stream: bool) -> Result<EncodedRequest> {
+pub(crate) fn encode(
+    target: &WireTarget,
+    req: &ChatRequest,
+    stream: bool,
+) -> Result<EncodedRequest> {
     let compat = target.dialect == Dialect::OpenAiCompatible;
     let text_tools = !target.native_tools;
     let offers_tools = !req.tools.is_empty();
@@ -140,7 +144,12 @@ pub(crate) fn encode(target: &WireTarget, req: &ChatRequest, stream: bool) -> Re
     let system: Cow<'_, str> = if text_tools || schema_in_prompt {
         let tools = if text_tools { &req.tools[..] } else { &[] };
         let schema = req.response.as_ref().filter(|_| schema_in_prompt);
-        Cow::Owned(text_tools::render_system(&req.system, tools, &req.tool_choice, schema))
+        Cow::Owned(text_tools::render_system(
+            &req.system,
+            tools,
+            &req.tool_choice,
+            schema,
+        ))
     } else {
         Cow::Borrowed(req.system.as_str())
     };

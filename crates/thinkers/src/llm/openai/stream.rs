@@ -119,7 +119,11 @@ impl OpenAiStream {
         }
         let service = self.plan.dialect.as_str();
         let chunk: WireChunk = serde_json::from_str(data).map_err(|e| {
-            Error::external(service, "stream", format!("an event was not valid JSON: {e}"))
+            Error::external(
+                service,
+                "stream",
+                format!("an event was not valid JSON: {e}"),
+            )
         })?;
         if let Some(e) = &chunk.error {
             return Err(in_stream(
@@ -149,7 +153,11 @@ impl OpenAiStream {
         let Some(delta) = choice.delta else {
             return Ok(());
         };
-        if let Some(r) = delta.reasoning_content.or(delta.reasoning).filter(|r| !r.is_empty()) {
+        if let Some(r) = delta
+            .reasoning_content
+            .or(delta.reasoning)
+            .filter(|r| !r.is_empty())
+        {
             self.thinking.push_str(&r);
             on_delta(StreamDelta::Thinking(r));
         }
@@ -177,8 +185,8 @@ impl OpenAiStream {
                 .filter(|&p| {
                     // A different id at an index whose call is already whole: a new call.
                     let c = &self.calls[p];
-                    let complete = c.whole.is_some()
-                        || serde_json::from_str::<Value>(&c.arguments).is_ok();
+                    let complete =
+                        c.whole.is_some() || serde_json::from_str::<Value>(&c.arguments).is_ok();
                     !(id.as_ref().is_some_and(|id| *id != c.id) && complete)
                 }),
             None if id.is_some() || f.name.is_some() => None,
@@ -188,9 +196,8 @@ impl OpenAiStream {
             Some(p) => p,
             None => {
                 let position = self.calls.len();
-                let id = id
-                    .clone()
-                    .unwrap_or_else(|| format!("call_{}", self.plan.next_call_number + position));
+                let id =
+                    id.unwrap_or_else(|| format!("call_{}", self.plan.next_call_number + position));
                 let name = f.name.clone().unwrap_or_default();
                 on_delta(StreamDelta::ToolCallStart {
                     index: position,

@@ -38,7 +38,10 @@ fn tools_body_is_strict_and_streams_with_usage() -> anyhow::Result<()> {
     assert_eq!(v["reasoning_effort"], "medium");
     let params = &v["tools"][0]["function"]["parameters"];
     assert_eq!(params["additionalProperties"], false);
-    assert_eq!(params["properties"]["unit"]["type"], json!(["string", "null"]));
+    assert_eq!(
+        params["properties"]["unit"]["type"],
+        json!(["string", "null"])
+    );
     assert_eq!(v["tools"][0]["function"]["strict"], true);
     Ok(())
 }
@@ -58,7 +61,11 @@ fn structured_output_body() -> anyhow::Result<()> {
     assert_eq!(rf["type"], "json_schema");
     assert_eq!(rf["json_schema"]["strict"], true);
     assert_eq!(rf["json_schema"]["schema"]["additionalProperties"], false);
-    assert!(rf["json_schema"]["schema"]["properties"]["note"].get("maxLength").is_none());
+    assert!(
+        rf["json_schema"]["schema"]["properties"]["note"]
+            .get("maxLength")
+            .is_none()
+    );
     Ok(())
 }
 
@@ -99,7 +106,12 @@ fn openai_compatible_body() -> anyhow::Result<()> {
     // Without a key, no authorization header.
     let mut keyless = t;
     keyless.api_key = None;
-    assert!(encode(&keyless, &req)?.headers.iter().all(|h| h.name() != "authorization"));
+    assert!(
+        encode(&keyless, &req)?
+            .headers
+            .iter()
+            .all(|h| h.name() != "authorization")
+    );
     Ok(())
 }
 
@@ -110,7 +122,10 @@ fn the_key_travels_only_in_the_redacted_header() -> anyhow::Result<()> {
     assert!(!format!("{enc:?}").contains(CANARY_KEY));
     assert!(!format!("{:?}", fixtures::target(Dialect::OpenAi)).contains(CANARY_KEY));
     let auth = enc.headers.iter().find(|h| h.name() == "authorization");
-    assert_eq!(auth.map(|h| h.raw_value().to_owned()), Some(format!("Bearer {CANARY_KEY}")));
+    assert_eq!(
+        auth.map(|h| h.raw_value().to_owned()),
+        Some(format!("Bearer {CANARY_KEY}"))
+    );
     assert_eq!(enc.url, "https://api.example.invalid/v1/chat/completions");
     Ok(())
 }
@@ -202,9 +217,14 @@ fn decodes_text_refusal_truncation_and_unknown_reasons() -> anyhow::Result<()> {
     let r = decode(&p, text.as_bytes())?;
     assert_eq!(r.stop, StopReason::MaxTokens);
     assert_eq!(r.text(), "Hello");
-    assert!(matches!(&r.content[0], ContentBlock::Thinking { thinking, .. } if thinking == "think"));
+    assert!(
+        matches!(&r.content[0], ContentBlock::Thinking { thinking, .. } if thinking == "think")
+    );
     let lp = r.logprobs.unwrap_or_default();
-    assert_eq!(lp[0].top, vec![("Hello".to_owned(), -0.1), ("Hi".to_owned(), -2.5)]);
+    assert_eq!(
+        lp[0].top,
+        vec![("Hello".to_owned(), -0.1), ("Hi".to_owned(), -2.5)]
+    );
 
     let refusal = r#"{"choices":[{"message":{"content":null,"refusal":"I can't help with that."},"finish_reason":"stop"}]}"#;
     let r = decode(&p, refusal.as_bytes())?;
@@ -229,7 +249,10 @@ fn decode_failures_are_typed() {
     let e = decode(&p, br#"{"choices":[]}"#);
     assert!(matches!(e, Err(Error::ExternalService { .. })));
     let e = decode(&p, b"<html>");
-    assert!(matches!(e, Err(Error::Retry(RetrySignal::Transient { .. }))));
+    assert!(matches!(
+        e,
+        Err(Error::Retry(RetrySignal::Transient { .. }))
+    ));
 }
 
 #[test]
@@ -248,11 +271,18 @@ fn text_tool_answers_decode_like_native_ones() -> anyhow::Result<()> {
     assert_eq!(r.stop, StopReason::ToolUse);
     assert_eq!(
         r.content,
-        vec![ContentBlock::tool_call("call_3", "get_weather", json!({"city": "Oslo"}))]
+        vec![ContentBlock::tool_call(
+            "call_3",
+            "get_weather",
+            json!({"city": "Oslo"})
+        )]
     );
     let body = json!({"model": "m", "choices": [{"message": {"content": "{\"answer\": 1}"}, "finish_reason": "stop"}]});
     let r = decode(&p, body.to_string().as_bytes())?;
-    assert_eq!((r.stop.clone(), r.text()), (StopReason::EndTurn, "{\"answer\": 1}".to_owned()));
+    assert_eq!(
+        (r.stop.clone(), r.text()),
+        (StopReason::EndTurn, "{\"answer\": 1}".to_owned())
+    );
     Ok(())
 }
 
@@ -302,7 +332,10 @@ async fn decodes_the_verified_stream_capture() -> anyhow::Result<()> {
             _ => None,
         })
         .collect();
-    assert_eq!(args, "{\"location\":\"San Francisco\",\"unit\":\"fahrenheit\"}");
+    assert_eq!(
+        args,
+        "{\"location\":\"San Francisco\",\"unit\":\"fahrenheit\"}"
+    );
     Ok(())
 }
 
@@ -342,7 +375,10 @@ async fn stream_errors_and_early_ends_are_reported() {
     assert_eq!(r.err().map(|e| e.kind()), Some(ErrorKind::ExternalService));
     let sse = "data: {\"error\":{\"message\":\"busy\",\"type\":\"server_error\"}}\n\n";
     let (r, _) = decode_sse(plan(Dialect::OpenAi, false), sse).await;
-    assert!(matches!(r, Err(Error::Retry(RetrySignal::Transient { .. }))));
+    assert!(matches!(
+        r,
+        Err(Error::Retry(RetrySignal::Transient { .. }))
+    ));
     let sse = "data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\n";
     let (r, _) = decode_sse(plan(Dialect::OpenAi, false), sse).await;
     assert_eq!(r.err().map(|e| e.kind()), Some(ErrorKind::ExternalService));
@@ -356,7 +392,10 @@ async fn streamed_text_tool_calls_are_held_back_and_delivered_as_calls() -> anyh
     let (r, deltas) = decode_sse(plan(Dialect::OpenAi, true), sse).await;
     let r = r?;
     assert_eq!(r.stop, StopReason::ToolUse);
-    assert_eq!(r.content, vec![ContentBlock::tool_call("call_1", "get_time", json!({}))]);
+    assert_eq!(
+        r.content,
+        vec![ContentBlock::tool_call("call_1", "get_time", json!({}))]
+    );
     assert!(!deltas.iter().any(|d| matches!(d, StreamDelta::Text(_))));
     assert!(matches!(&deltas[0], StreamDelta::ToolCallStart { name, .. } if name == "get_time"));
     Ok(())

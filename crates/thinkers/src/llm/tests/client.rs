@@ -64,14 +64,18 @@ async fn serve(script: Script) -> anyhow::Result<(String, Arc<Mutex<Seen>>)> {
                 Err(why) => Err(std::io::Error::other(why)),
             });
             // A pause before each later chunk lets the earlier ones reach the client first.
-            let paced = futures::StreamExt::then(futures::stream::iter(chunks.enumerate()), |(i, c)| async move {
-                if i > 0 {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                c
-            });
+            let paced = futures::StreamExt::then(
+                futures::stream::iter(chunks.enumerate()),
+                |(i, c)| async move {
+                    if i > 0 {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    c
+                },
+            );
             let mut resp = Response::new(Body::from_stream(paced));
-            *resp.status_mut() = StatusCode::from_u16(script.status).unwrap_or(StatusCode::IM_A_TEAPOT);
+            *resp.status_mut() =
+                StatusCode::from_u16(script.status).unwrap_or(StatusCode::IM_A_TEAPOT);
             for (k, v) in script.headers {
                 if let Ok(v) = v.parse() {
                     resp.headers_mut().insert(k, v);
@@ -89,7 +93,8 @@ async fn serve(script: Script) -> anyhow::Result<(String, Arc<Mutex<Seen>>)> {
 }
 
 fn openai(base: &str) -> WireTarget {
-    WireTarget::new(Dialect::OpenAi, format!("{base}/v1"), "gpt-x").with_key(ApiKey::new(CANARY_KEY))
+    WireTarget::new(Dialect::OpenAi, format!("{base}/v1"), "gpt-x")
+        .with_key(ApiKey::new(CANARY_KEY))
 }
 
 fn anthropic(base: &str) -> WireTarget {
@@ -98,7 +103,11 @@ fn anthropic(base: &str) -> WireTarget {
 
 async fn fail(script: Script, dialect: Dialect) -> anyhow::Result<Error> {
     let (base, _) = serve(script).await?;
-    let target = if dialect == Dialect::Anthropic { anthropic(&base) } else { openai(&base) };
+    let target = if dialect == Dialect::Anthropic {
+        anthropic(&base)
+    } else {
+        openai(&base)
+    };
     let client = ModelClient::new()?;
     match client.send(&target, &fixtures::plain()).await {
         Ok(o) => anyhow::bail!("expected a failure, got {:?}", o.response),
@@ -132,14 +141,18 @@ async fn sends_the_encoded_bytes_and_reads_rate_headers() -> anyhow::Result<()> 
     assert_eq!(out.response.text(), "Sunny.");
     assert_eq!(out.response.stop, StopReason::EndTurn);
     assert_eq!(out.response.usage.input, 20);
-    let rate = out.rate.ok_or_else(|| anyhow::anyhow!("no rate observation"))?;
+    let rate = out
+        .rate
+        .ok_or_else(|| anyhow::anyhow!("no rate observation"))?;
     assert_eq!(rate.remaining_tokens, Some(1000));
     assert_eq!(rate.tokens_reset, Some(Duration::from_secs(1)));
     assert_eq!(rate.remaining_requests, Some(9));
     let seen = seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
     assert_eq!(seen.bodies[0], enc.body);
     assert_eq!(
-        seen.headers[0].get("authorization").and_then(|v| v.to_str().ok()),
+        seen.headers[0]
+            .get("authorization")
+            .and_then(|v| v.to_str().ok()),
         Some(format!("Bearer {CANARY_KEY}").as_str())
     );
     Ok(())
@@ -148,14 +161,33 @@ async fn sends_the_encoded_bytes_and_reads_rate_headers() -> anyhow::Result<()> 
 #[tokio::test]
 async fn throttling_reads_each_kind_of_wait() -> anyhow::Result<()> {
     let rl = r#"{"error":{"message":"Rate limit reached for gpt-x","type":"tokens","param":null,"code":"rate_limit_exceeded"}}"#;
-    let e = fail(Script::new(429, rl).header("retry-after-ms", "1500").header("retry-after", "9"), Dialect::OpenAi).await?;
+    let e = fail(
+        Script::new(429, rl)
+            .header("retry-after-ms", "1500")
+            .header("retry-after", "9"),
+        Dialect::OpenAi,
+    )
+    .await?;
     assert_eq!(throttled_after(&e), Some(Some(Duration::from_millis(1500))));
-    let e = fail(Script::new(429, rl).header("retry-after", "7"), Dialect::OpenAi).await?;
+    let e = fail(
+        Script::new(429, rl).header("retry-after", "7"),
+        Dialect::OpenAi,
+    )
+    .await?;
     assert_eq!(throttled_after(&e), Some(Some(Duration::from_secs(7))));
-    let date = (chrono::Utc::now() + chrono::Duration::seconds(30)).format("%a, %d %b %Y %H:%M:%S GMT").to_string();
-    let e = fail(Script::new(429, rl).header("retry-after", date), Dialect::OpenAi).await?;
+    let date = (chrono::Utc::now() + chrono::Duration::seconds(30))
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string();
+    let e = fail(
+        Script::new(429, rl).header("retry-after", date),
+        Dialect::OpenAi,
+    )
+    .await?;
     let wait = throttled_after(&e).flatten().unwrap_or_default();
-    assert!((Duration::from_secs(27)..=Duration::from_secs(30)).contains(&wait), "{wait:?}");
+    assert!(
+        (Duration::from_secs(27)..=Duration::from_secs(30)).contains(&wait),
+        "{wait:?}"
+    );
     let e = fail(
         Script::new(429, rl)
             .header("x-ratelimit-remaining-tokens", "0")
@@ -176,22 +208,41 @@ async fn throttling_reads_each_kind_of_wait() -> anyhow::Result<()> {
     )
     .await?;
     let wait = throttled_after(&e).flatten().unwrap_or_default();
-    assert!((Duration::from_secs(17)..=Duration::from_secs(20)).contains(&wait), "{wait:?}");
+    assert!(
+        (Duration::from_secs(17)..=Duration::from_secs(20)).contains(&wait),
+        "{wait:?}"
+    );
     Ok(())
 }
 
 #[tokio::test]
 async fn overload_server_errors_and_bad_requests_map_to_their_kinds() -> anyhow::Result<()> {
-    let overloaded = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    let overloaded =
+        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
     let e = fail(Script::new(529, overloaded), Dialect::Anthropic).await?;
     assert_eq!(throttled_after(&e), Some(None));
-    let e = fail(Script::new(500, r#"{"type":"error","error":{"type":"api_error","message":"Internal"}}"#), Dialect::Anthropic).await?;
-    assert!(matches!(e, Error::Retry(RetrySignal::Transient { ref service, .. }) if service == "anthropic"));
-    let e = fail(Script::new(502, "<html>bad gateway</html>").header("content-type", "text/html"), Dialect::OpenAi).await?;
+    let e = fail(
+        Script::new(
+            500,
+            r#"{"type":"error","error":{"type":"api_error","message":"Internal"}}"#,
+        ),
+        Dialect::Anthropic,
+    )
+    .await?;
+    assert!(
+        matches!(e, Error::Retry(RetrySignal::Transient { ref service, .. }) if service == "anthropic")
+    );
+    let e = fail(
+        Script::new(502, "<html>bad gateway</html>").header("content-type", "text/html"),
+        Dialect::OpenAi,
+    )
+    .await?;
     assert!(matches!(e, Error::Retry(RetrySignal::Transient { .. })));
     let bad = r#"{"error":{"message":"Invalid type for 'max_completion_tokens'","type":"invalid_request_error","param":"max_completion_tokens","code":"invalid_type"}}"#;
     match fail(Script::new(400, bad), Dialect::OpenAi).await? {
-        Error::InvalidInput { parameter, reason, .. } => {
+        Error::InvalidInput {
+            parameter, reason, ..
+        } => {
             assert_eq!(parameter, "max_completion_tokens");
             assert!(reason.contains("Invalid type"), "{reason}");
         }
@@ -205,19 +256,27 @@ async fn overload_server_errors_and_bad_requests_map_to_their_kinds() -> anyhow:
 }
 
 #[tokio::test]
-async fn authentication_and_quota_failures_are_final_and_never_show_the_key() -> anyhow::Result<()> {
+async fn authentication_and_quota_failures_are_final_and_never_show_the_key() -> anyhow::Result<()>
+{
     let echo: &'static str = Box::leak(
         format!(r#"{{"error":{{"message":"Incorrect API key provided: {CANARY_KEY}.","type":"invalid_request_error","code":"invalid_api_key"}}}}"#)
             .into_boxed_str(),
     );
     match fail(Script::new(401, echo), Dialect::OpenAi).await? {
         Error::ExternalService { service, step, .. } => {
-            assert_eq!((service.as_str(), step.as_str()), ("openai", "authentication"));
+            assert_eq!(
+                (service.as_str(), step.as_str()),
+                ("openai", "authentication")
+            );
         }
         other => anyhow::bail!("unexpected {other:?}"),
     }
     let quota = r#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
-    let e = fail(Script::new(429, quota).header("retry-after", "1"), Dialect::OpenAi).await?;
+    let e = fail(
+        Script::new(429, quota).header("retry-after", "1"),
+        Dialect::OpenAi,
+    )
+    .await?;
     assert_eq!(e.kind(), ErrorKind::ExternalService);
     assert!(!e.is_retry_signal());
     Ok(())
@@ -228,15 +287,26 @@ async fn timeouts_and_refused_connections_are_transient() -> anyhow::Result<()> 
     let mut slow = Script::new(200, OK_BODY);
     slow.delay = Duration::from_secs(3);
     let (base, _) = serve(slow).await?;
-    let client = ModelClient::builder().request_timeout(Duration::from_millis(300)).build()?;
+    let client = ModelClient::builder()
+        .request_timeout(Duration::from_millis(300))
+        .build()?;
     let e = client.send(&openai(&base), &fixtures::plain()).await.err();
-    assert!(matches!(e, Some(Error::Retry(RetrySignal::Transient { .. }))), "{e:?}");
+    assert!(
+        matches!(e, Some(Error::Retry(RetrySignal::Transient { .. }))),
+        "{e:?}"
+    );
     let closed = {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         l.local_addr()?
     };
-    let e = client.send(&openai(&format!("http://{closed}")), &fixtures::plain()).await.err();
-    assert!(matches!(e, Some(Error::Retry(RetrySignal::Transient { .. }))), "{e:?}");
+    let e = client
+        .send(&openai(&format!("http://{closed}")), &fixtures::plain())
+        .await
+        .err();
+    assert!(
+        matches!(e, Some(Error::Retry(RetrySignal::Transient { .. }))),
+        "{e:?}"
+    );
     Ok(())
 }
 
@@ -254,7 +324,13 @@ async fn streams_deltas_over_http() -> anyhow::Result<()> {
         .await?;
     assert_eq!(out.response.text(), "Hello");
     assert_eq!(out.response.usage.output, 2);
-    assert_eq!(deltas, vec![StreamDelta::Text("Hel".into()), StreamDelta::Text("lo".into())]);
+    assert_eq!(
+        deltas,
+        vec![
+            StreamDelta::Text("Hel".into()),
+            StreamDelta::Text("lo".into())
+        ]
+    );
     let seen = seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
     let sent: serde_json::Value = serde_json::from_slice(&seen.bodies[0])?;
     assert_eq!(sent["stream"], true);
@@ -266,7 +342,9 @@ async fn streams_deltas_over_http() -> anyhow::Result<()> {
 async fn a_stream_that_breaks_after_an_event_is_not_replayed() -> anyhow::Result<()> {
     let mut script = Script::new(200, "").sse();
     script.body = vec![
-        Ok("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"function\":{\"name\":\"get_weather\",\"arguments\":\"\"}}]}}]}\n\n"),
+        Ok(
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"function\":{\"name\":\"get_weather\",\"arguments\":\"\"}}]}}]}\n\n",
+        ),
         Err("connection reset"),
     ];
     let (base, _) = serve(script).await?;
@@ -274,7 +352,10 @@ async fn a_stream_that_breaks_after_an_event_is_not_replayed() -> anyhow::Result
         .send_streaming(&openai(&base), &fixtures::with_tools(), |_| {})
         .await
         .err();
-    assert!(matches!(e, Some(Error::ExternalService { ref step, .. }) if step == "stream"), "{e:?}");
+    assert!(
+        matches!(e, Some(Error::ExternalService { ref step, .. }) if step == "stream"),
+        "{e:?}"
+    );
 
     let anthropic_sse = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-x\",\"usage\":{\"input_tokens\":3}}}\n\n\
 event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
@@ -303,10 +384,22 @@ async fn a_server_that_ignores_stream_still_answers() -> anyhow::Result<()> {
 async fn max_tokens_is_not_an_error_here() -> anyhow::Result<()> {
     let body = r#"{"type":"message","model":"claude-x","content":[{"type":"text","text":"Partial"}],"stop_reason":"max_tokens","usage":{"input_tokens":5,"output_tokens":16}}"#;
     let (base, seen) = serve(Script::new(200, body)).await?;
-    let out = ModelClient::new()?.send(&anthropic(&base), &fixtures::plain()).await?;
+    let out = ModelClient::new()?
+        .send(&anthropic(&base), &fixtures::plain())
+        .await?;
     assert_eq!(out.response.stop, StopReason::MaxTokens);
     let seen = seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
-    assert_eq!(seen.headers[0].get("x-api-key").and_then(|v| v.to_str().ok()), Some(CANARY_KEY));
-    assert_eq!(seen.headers[0].get("anthropic-version").and_then(|v| v.to_str().ok()), Some("2023-06-01"));
+    assert_eq!(
+        seen.headers[0]
+            .get("x-api-key")
+            .and_then(|v| v.to_str().ok()),
+        Some(CANARY_KEY)
+    );
+    assert_eq!(
+        seen.headers[0]
+            .get("anthropic-version")
+            .and_then(|v| v.to_str().ok()),
+        Some("2023-06-01")
+    );
     Ok(())
 }

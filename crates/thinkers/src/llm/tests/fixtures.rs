@@ -45,7 +45,10 @@ pub(crate) fn time_tool() -> ToolSpec {
 }
 
 pub(crate) fn plain() -> ChatRequest {
-    ChatRequest::new("You are terse.", vec![Message::user_text("Weather in Boston?")])
+    ChatRequest::new(
+        "You are terse.",
+        vec![Message::user_text("Weather in Boston?")],
+    )
 }
 
 pub(crate) fn with_tools() -> ChatRequest {
@@ -60,19 +63,25 @@ pub(crate) fn tool_round() -> ChatRequest {
     let mut r = with_tools();
     r.messages.push(Message::assistant(vec![
         ContentBlock::text("Checking."),
-        ContentBlock::tool_call("call_a1", "get_weather", json!({"city": "Boston", "unit": null})),
+        ContentBlock::tool_call(
+            "call_a1",
+            "get_weather",
+            json!({"city": "Boston", "unit": null}),
+        ),
         ContentBlock::tool_call("call_a2", "get_time", json!({"city": "Boston"})),
     ]));
-    r.messages.push(Message::tool_results(vec![ContentBlock::tool_result(
-        "call_a1",
-        "get_weather",
-        "{\"temp_c\": 11}",
-    )]));
-    r.messages.push(Message::tool_results(vec![ContentBlock::tool_error(
-        "call_a2",
-        "get_time",
-        "time service unavailable",
-    )]));
+    r.messages
+        .push(Message::tool_results(vec![ContentBlock::tool_result(
+            "call_a1",
+            "get_weather",
+            "{\"temp_c\": 11}",
+        )]));
+    r.messages
+        .push(Message::tool_results(vec![ContentBlock::tool_error(
+            "call_a2",
+            "get_time",
+            "time service unavailable",
+        )]));
     r.messages.push(Message::user_text("And tomorrow?"));
     r
 }

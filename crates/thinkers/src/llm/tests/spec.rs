@@ -58,7 +58,12 @@ fn collect_properties(spec: &Value, schema: &Value, out: &mut BTreeSet<String>) 
         out.extend(props.keys().cloned());
     }
     for key in ["allOf", "anyOf"] {
-        for part in schema.get(key).and_then(Value::as_array).into_iter().flatten() {
+        for part in schema
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             collect_properties(spec, part, out);
         }
     }
@@ -75,7 +80,11 @@ fn openai_bodies_validate_against_the_specification() -> anyhow::Result<()> {
     let validator = jsonschema::draft202012::new(&root)
         .map_err(|e| anyhow::anyhow!("the specification did not compile: {e}"))?;
     let mut known = BTreeSet::new();
-    collect_properties(&spec, &spec["components"]["schemas"]["CreateChatCompletionRequest"], &mut known);
+    collect_properties(
+        &spec,
+        &spec["components"]["schemas"]["CreateChatCompletionRequest"],
+        &mut known,
+    );
     assert!(known.contains("max_completion_tokens") && known.contains("tools"));
 
     let mut streaming = fixtures::everything();
@@ -92,11 +101,18 @@ fn openai_bodies_validate_against_the_specification() -> anyhow::Result<()> {
         ("reasoning", Dialect::OpenAi, true, reasoning),
         ("structured", Dialect::OpenAi, true, fixtures::structured()),
         ("text tools", Dialect::OpenAi, false, text_tools),
-        ("compatible", Dialect::OpenAiCompatible, true, fixtures::everything()),
+        (
+            "compatible",
+            Dialect::OpenAiCompatible,
+            true,
+            fixtures::everything(),
+        ),
     ];
     let mut bad = Vec::new();
     for (name, dialect, native, req) in cases {
-        let target = fixtures::target(dialect).with_native_tools(native).with_thinking(true);
+        let target = fixtures::target(dialect)
+            .with_native_tools(native)
+            .with_thinking(true);
         let body: Value = serde_json::from_slice(&encode(&target, &req)?.body)?;
         for e in validator.iter_errors(&body) {
             bad.push(format!("{name}: {e} at {}", e.instance_path()));
@@ -110,7 +126,9 @@ fn openai_bodies_validate_against_the_specification() -> anyhow::Result<()> {
     assert!(bad.is_empty(), "{bad:#?}");
 
     // The validator is not vacuous: a wrong value fails.
-    let mut wrong: Value = serde_json::from_slice(&encode(&fixtures::target(Dialect::OpenAi), &fixtures::with_tools())?.body)?;
+    let mut wrong: Value = serde_json::from_slice(
+        &encode(&fixtures::target(Dialect::OpenAi), &fixtures::with_tools())?.body,
+    )?;
     wrong["tool_choice"] = json!("sometimes");
     assert!(!validator.is_valid(&wrong));
     Ok(())
