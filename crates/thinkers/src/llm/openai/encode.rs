@@ -244,7 +244,11 @@ fn render_tools<'a>(
         (ToolChoice::Required, _) => json!("required"),
         (ToolChoice::Tool(name), false) => json!({"type": "function", "function": {"name": name}}),
         (ToolChoice::Tool(name), true) => {
-            offered.retain(|t| &t.name == name);
+            // Offer only the named tool, unless it is not among the tools at all (then the
+            // choice cannot narrow anything and every tool stays).
+            if offered.iter().any(|t| &t.name == name) {
+                offered.retain(|t| &t.name == name);
+            }
             json!("required")
         }
     };

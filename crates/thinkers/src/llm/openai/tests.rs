@@ -103,6 +103,11 @@ fn openai_compatible_body() -> anyhow::Result<()> {
     assert_eq!(v["tools"].as_array().map(Vec::len), Some(1));
     assert!(v["tools"][0]["function"].get("strict").is_none());
     assert!(v.get("response_format").is_none());
+    // A named tool that is not offered cannot narrow the list.
+    let mut unknown = req.clone();
+    unknown.tool_choice = ToolChoice::Tool("nope".into());
+    let v = json_body(&encode(&t, &unknown)?)?;
+    assert_eq!(v["tools"].as_array().map(Vec::len), Some(2));
     // Without a key, no authorization header.
     let mut keyless = t;
     keyless.api_key = None;

@@ -403,3 +403,23 @@ async fn max_tokens_is_not_an_error_here() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn text_protocol_tools_look_native_to_the_caller() -> anyhow::Result<()> {
+    let body = r#"{"model":"local","choices":[{"message":{"role":"assistant","content":"{\"tool_calls\":[{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Lima\"}}]}"},"finish_reason":"stop"}]}"#;
+    let (base, seen) = serve(Script::new(200, body)).await?;
+    let target = WireTarget::new(Dialect::OpenAiCompatible, format!("{base}/v1"), "local")
+        .with_native_tools(false);
+    let out = ModelClient::new()?
+        .send(&target, &fixtures::tool_round())
+        .await?;
+    assert_eq!(out.response.stop, StopReason::ToolUse);
+    let calls = out.response.tool_calls();
+    assert_eq!((calls[0].id, calls[0].name), ("call_3", "get_weather"));
+    assert_eq!(calls[0].arguments, &json!({"city": "Lima"}));
+    let seen = seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+    let sent: serde_json::Value = serde_json::from_slice(&seen.bodies[0])?;
+    assert!(sent.get("tools").is_none());
+    assert!(seen.headers[0].get("authorization").is_none());
+    Ok(())
+}
