@@ -24,8 +24,6 @@ if [ -f scripts/requirements-test.txt ]; then
     setup_python
 fi
 
-log "cargo test (workspace, all targets)"
+log "cargo test --workspace (unit, integration and doc tests)"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
-cargo test --workspace --all-targets --locked
-log "doc tests"
-cargo test --workspace --doc --locked
+cargo test --workspace --locked

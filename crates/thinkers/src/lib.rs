@@ -38,9 +38,11 @@
 //! * `test-utils` — test doubles for downstream crates.
 //! * `full` — everything.
 
+pub mod conversation;
 pub mod dispatch;
 pub mod error;
 pub mod job;
+pub mod llm;
 pub mod model;
 pub mod record;
 pub mod store;

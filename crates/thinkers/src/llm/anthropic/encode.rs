@@ -1,0 +1,346 @@
+//! Render a [`ChatRequest`] as an Anthropic Messages body.
+//!
+//! * Consecutive turns of one role are merged (the provider merges them anyway), so consecutive
+//!   tool results travel in one user turn, ahead of any other block of that turn.
+//! * An assistant turn sends its thinking and redacted-thinking blocks first, unchanged and in
+//!   their order, then the rest. Thinking blocks are sent only to a target with thinking support
+//!   and only when they carry a signature (reasoning decoded from other providers has none).
+//! * `Reasoning::Tokens(n)` on a thinking target becomes `thinking: {type: enabled,
+//!   budget_tokens}` with the budget raised to at least 1,024; thinking counts toward
+//!   `max_tokens`, so `max_tokens` is the answer budget plus the thinking budget (which keeps the
+//!   budget below `max_tokens`, as required). A forced tool choice cannot be combined with
+//!   thinking and falls back to `auto`.
+//! * `Reasoning::Effort` becomes `output_config.effort`; a structured answer becomes
+//!   `output_config.format` (objects closed by `llm::strict`), unless text-protocol tools are in
+//!   play, in which case the schema goes into the system prompt.
+
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{API_VERSION, MIN_THINKING_BUDGET};
+use crate::Result;
+use crate::conversation::{ContentBlock, MediaSource, Message, Role};
+use crate::llm::encoded::{DecodePlan, EncodedRequest, Header, Segments, Tracked};
+use crate::llm::request::{ChatRequest, Reasoning, ToolChoice};
+use crate::llm::target::WireTarget;
+use crate::llm::{strict, text_tools};
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Source<'a> {
+    Base64 { media_type: &'a str, data: &'a str },
+    Url { url: &'a str },
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block<'a> {
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
+    Text {
+        text: &'a str,
+    },
+    Image {
+        source: Source<'a>,
+    },
+    Document {
+        source: Source<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        title: Option<&'a str>,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: Cow<'a, Value>,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+impl Block<'_> {
+    /// The order inside a turn: tool results lead a user turn, thinking leads an assistant turn.
+    fn rank(&self) -> u8 {
+        match self {
+            Self::Thinking { .. } | Self::RedactedThinking { .. } | Self::ToolResult { .. } => 0,
+            _ => 1,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Turn<'a> {
+    role: &'static str,
+    content: Vec<Block<'a>>,
+}
+
+#[derive(Serialize)]
+struct Tool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: Cow<'a, Value>,
+}
+
+#[derive(Serialize)]
+struct Thinking {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    budget_tokens: u32,
+}
+
+#[derive(Serialize)]
+struct OutputConfig<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    effort: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<Tracked<'a, Value>>,
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<Tracked<'a, Cow<'a, str>>>,
+    messages: Vec<Tracked<'a, Turn<'a>>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Tracked<'a, Tool<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Thinking>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<OutputConfig<'a>>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+}
+
+/// Render the request for an Anthropic target.
+pub(crate) fn encode(
+    target: &WireTarget,
+    req: &ChatRequest,
+    stream: bool,
+) -> Result<EncodedRequest> {
+    let text_tools = !target.native_tools;
+    let offers_tools = !req.tools.is_empty();
+    let tools_in_prompt = text_tools && offers_tools && req.tool_choice != ToolChoice::None;
+    let schema_in_prompt = req.response.is_some() && tools_in_prompt;
+
+    let system: Cow<'_, str> = if text_tools || schema_in_prompt {
+        let tools = if text_tools { &req.tools[..] } else { &[] };
+        let schema = req.response.as_ref().filter(|_| schema_in_prompt);
+        Cow::Owned(text_tools::render_system(
+            &req.system,
+            tools,
+            &req.tool_choice,
+            schema,
+        ))
+    } else {
+        Cow::Borrowed(req.system.as_str())
+    };
+
+    let rewritten;
+    let history: &[Message] = if text_tools {
+        rewritten = text_tools::to_text_protocol(&req.messages);
+        &rewritten
+    } else {
+        &req.messages
+    };
+
+    let budget = match req.reasoning {
+        Reasoning::Tokens(n) if n > 0 && target.thinking => Some(n.max(MIN_THINKING_BUDGET)),
+        _ => None,
+    };
+
+    let seg = Segments::default();
+    let messages = turns(history, target.thinking)
+        .into_iter()
+        .map(|t| seg.track(t))
+        .collect();
+
+    let (tools, tool_choice) = if text_tools || !offers_tools {
+        (Vec::new(), None)
+    } else {
+        let tools = req
+            .tools
+            .iter()
+            .map(|t| {
+                seg.track(Tool {
+                    name: &t.name,
+                    description: &t.description,
+                    input_schema: if t.parameters.is_object() {
+                        Cow::Borrowed(&t.parameters)
+                    } else {
+                        Cow::Owned(json!({"type": "object", "properties": {}}))
+                    },
+                })
+            })
+            .collect();
+        let choice = match (&req.tool_choice, budget.is_some()) {
+            (ToolChoice::None, _) => json!({"type": "none"}),
+            (ToolChoice::Auto, _) | (_, true) => json!({"type": "auto"}),
+            (ToolChoice::Required, false) => json!({"type": "any"}),
+            (ToolChoice::Tool(name), false) => json!({"type": "tool", "name": name}),
+        };
+        (tools, Some(choice))
+    };
+
+    let format = match &req.response {
+        Some(r) if !schema_in_prompt => Some(seg.track(json!({
+            "type": "json_schema",
+            "schema": strict::closed_objects(&r.schema),
+        }))),
+        _ => None,
+    };
+    let effort = match &req.reasoning {
+        Reasoning::Effort(e) => Some(e.as_str()),
+        _ => None,
+    };
+    let output_config =
+        (effort.is_some() || format.is_some()).then_some(OutputConfig { effort, format });
+
+    let body = Body {
+        model: &target.model,
+        max_tokens: req.max_output_tokens.saturating_add(budget.unwrap_or(0)),
+        system: (!system.is_empty()).then(|| seg.track(system)),
+        messages,
+        tools,
+        tool_choice,
+        thinking: budget.map(|budget_tokens| Thinking {
+            kind: "enabled",
+            budget_tokens,
+        }),
+        output_config,
+        stream,
+    };
+    let (body, segments) = seg.write(&body)?;
+
+    let mut headers = vec![
+        Header::plain("content-type", "application/json"),
+        Header::plain("anthropic-version", API_VERSION),
+    ];
+    if let Some(key) = &target.api_key {
+        headers.push(Header::secret("x-api-key", key.expose_secret()));
+    }
+    Ok(EncodedRequest {
+        url: format!("{}/v1/messages", target.base()),
+        headers,
+        body,
+        segments,
+        plan: DecodePlan {
+            dialect: target.dialect,
+            text_tools: tools_in_prompt,
+            next_call_number: req.tool_calls_so_far() + 1,
+            stream,
+        },
+    })
+}
+
+fn source<'a>(media_type: &'a str, s: &'a MediaSource) -> Source<'a> {
+    match s {
+        MediaSource::Base64(data) => Source::Base64 { media_type, data },
+        MediaSource::Url(url) => Source::Url { url },
+    }
+}
+
+fn tool_input(arguments: &Value) -> Cow<'_, Value> {
+    match arguments {
+        Value::Object(_) => Cow::Borrowed(arguments),
+        // The provider requires an object; arguments that did not parse are sent as the object
+        // they encode when they do, else as an empty object.
+        Value::String(raw) => match serde_json::from_str::<Value>(raw) {
+            Ok(v @ Value::Object(_)) => Cow::Owned(v),
+            _ => Cow::Owned(json!({})),
+        },
+        _ => Cow::Owned(json!({})),
+    }
+}
+
+fn block<'a>(b: &'a ContentBlock, thinking: bool) -> Option<Block<'a>> {
+    Some(match b {
+        ContentBlock::Text { text } if text.is_empty() => return None,
+        ContentBlock::Text { text } => Block::Text { text },
+        ContentBlock::Thinking {
+            thinking: t,
+            signature,
+        } if thinking && !signature.is_empty() => Block::Thinking {
+            thinking: t,
+            signature,
+        },
+        ContentBlock::RedactedThinking { data } if thinking => Block::RedactedThinking { data },
+        ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => return None,
+        ContentBlock::ToolCall {
+            id,
+            name,
+            arguments,
+        } => Block::ToolUse {
+            id,
+            name,
+            input: tool_input(arguments),
+        },
+        ContentBlock::ToolResult {
+            call_id,
+            content,
+            is_error,
+            ..
+        } => Block::ToolResult {
+            tool_use_id: call_id,
+            content,
+            is_error: *is_error,
+        },
+        ContentBlock::Image {
+            media_type,
+            source: s,
+        } => Block::Image {
+            source: source(media_type, s),
+        },
+        ContentBlock::File {
+            media_type,
+            name,
+            source: s,
+        } => Block::Document {
+            source: source(media_type, s),
+            title: name.as_deref(),
+        },
+    })
+}
+
+fn turns(history: &[Message], thinking: bool) -> Vec<Turn<'_>> {
+    let mut out: Vec<Turn<'_>> = Vec::with_capacity(history.len());
+    for m in history {
+        let role = match m.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        let blocks: Vec<Block<'_>> = m
+            .content
+            .iter()
+            .filter_map(|b| block(b, thinking))
+            .collect();
+        if blocks.is_empty() {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if last.role == role => last.content.extend(blocks),
+            _ => out.push(Turn {
+                role,
+                content: blocks,
+            }),
+        }
+    }
+    for t in &mut out {
+        // A stable sort keeps the original order within each rank.
+        t.content.sort_by_key(Block::rank);
+    }
+    out
+}

@@ -1,0 +1,220 @@
+//! A request rendered to its exact bytes, ready to count and to send.
+//!
+//! Encoding is a pure step separate from sending, so a caller can count the tokens of the very
+//! bytes that will go on the wire (for its admission reservation) and then send exactly those
+//! bytes. The body also records the byte ranges of its large, stable parts (the system content,
+//! each message, each tool, the answer schema) so `llm::tokens::TokenCounter` can count it
+//! incrementally.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::ops::Range;
+
+use bytes::Bytes;
+use serde::{Serialize, Serializer};
+
+use crate::Error;
+use crate::llm::target::Dialect;
+
+/// One HTTP header of an encoded request. A secret header's value never shows in `Debug`.
+#[derive(Clone)]
+pub struct Header {
+    name: &'static str,
+    value: String,
+    secret: bool,
+}
+
+impl Header {
+    pub(crate) fn plain(name: &'static str, value: impl Into<String>) -> Self {
+        Self {
+            name,
+            value: value.into(),
+            secret: false,
+        }
+    }
+
+    pub(crate) fn secret(name: &'static str, value: impl Into<String>) -> Self {
+        Self {
+            name,
+            value: value.into(),
+            secret: true,
+        }
+    }
+
+    /// The header's name.
+    pub fn name(&self) -> &str {
+        self.name
+    }
+
+    /// The header's value, unless it is a secret (an API key).
+    pub fn value(&self) -> Option<&str> {
+        (!self.secret).then_some(self.value.as_str())
+    }
+
+    /// Whether the value is a secret.
+    pub fn is_secret(&self) -> bool {
+        self.secret
+    }
+
+    pub(crate) fn raw_value(&self) -> &str {
+        &self.value
+    }
+}
+
+impl fmt::Debug for Header {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.secret {
+            write!(f, "{}: <redacted>", self.name)
+        } else {
+            write!(f, "{}: {:?}", self.name, self.value)
+        }
+    }
+}
+
+/// How the answer to an encoded request must be decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodePlan {
+    /// The wire format of the answer.
+    pub dialect: Dialect,
+    /// Whether tools were offered through the text protocol (tool calls are then parsed from the
+    /// answer's text).
+    pub text_tools: bool,
+    /// The number the next minted tool-call id starts from (`call_<n>`).
+    pub next_call_number: usize,
+    /// Whether the answer is streamed.
+    pub stream: bool,
+}
+
+/// A request rendered to its exact bytes.
+#[derive(Debug, Clone)]
+pub struct EncodedRequest {
+    /// The endpoint.
+    pub url: String,
+    /// The headers, keys included (redacted in `Debug`).
+    pub headers: Vec<Header>,
+    /// The JSON body.
+    pub body: Bytes,
+    /// Byte ranges of the body's stable parts (system content, each message, each tool, the
+    /// answer schema), in order. The bytes outside them are framing.
+    pub segments: Vec<Range<usize>>,
+    /// How to decode the answer.
+    pub plan: DecodePlan,
+}
+
+impl EncodedRequest {
+    /// The body as text (it is always JSON).
+    pub fn body_str(&self) -> &str {
+        std::str::from_utf8(&self.body).unwrap_or("")
+    }
+}
+
+/// Records where tracked values land in a serialized body.
+#[derive(Debug, Default)]
+pub(crate) struct Segments {
+    pos: Cell<usize>,
+    ranges: RefCell<Vec<Range<usize>>>,
+}
+
+/// A value whose byte range in the body is recorded when it is serialized.
+pub(crate) struct Tracked<'a, T> {
+    value: T,
+    segments: &'a Segments,
+}
+
+impl<T: Serialize> Serialize for Tracked<'_, T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // serde_json writes straight into the writer, so the writer's position before and after
+        // is exactly the value's byte range.
+        let start = self.segments.pos.get();
+        let ok = self.value.serialize(s)?;
+        let end = self.segments.pos.get();
+        self.segments.ranges.borrow_mut().push(start..end);
+        Ok(ok)
+    }
+}
+
+struct PosWriter<'a> {
+    buf: Vec<u8>,
+    pos: &'a Cell<usize>,
+}
+
+impl std::io::Write for PosWriter<'_> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        self.pos.set(self.buf.len());
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Segments {
+    /// Wrap a value so its range is recorded.
+    pub(crate) fn track<T: Serialize>(&self, value: T) -> Tracked<'_, T> {
+        Tracked {
+            value,
+            segments: self,
+        }
+    }
+
+    /// Serialize a body, returning its bytes and the recorded ranges.
+    pub(crate) fn write<T: Serialize>(
+        &self,
+        body: &T,
+    ) -> crate::Result<(Bytes, Vec<Range<usize>>)> {
+        self.pos.set(0);
+        self.ranges.borrow_mut().clear();
+        let mut w = PosWriter {
+            buf: Vec::with_capacity(1024),
+            pos: &self.pos,
+        };
+        serde_json::to_writer(&mut w, body).map_err(|e| {
+            Error::system("llm request encoding", "the body did not serialize").with_source(e)
+        })?;
+        let mut ranges = self.ranges.take();
+        ranges.sort_by_key(|r| r.start);
+        Ok((Bytes::from(w.buf), ranges))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tracked_ranges_cover_exactly_their_values() -> anyhow::Result<()> {
+        let seg = Segments::default();
+        #[derive(Serialize)]
+        struct Body<'a> {
+            model: &'a str,
+            messages: Vec<Tracked<'a, serde_json::Value>>,
+        }
+        let body = Body {
+            model: "m",
+            messages: vec![
+                seg.track(serde_json::json!({"role": "user", "content": "hi"})),
+                seg.track(serde_json::json!({"role": "assistant", "content": "yo"})),
+            ],
+        };
+        let (bytes, ranges) = seg.write(&body)?;
+        assert_eq!(ranges.len(), 2);
+        assert_eq!(
+            &bytes[ranges[0].clone()],
+            br#"{"content":"hi","role":"user"}"#
+        );
+        assert_eq!(
+            &bytes[ranges[1].clone()],
+            br#"{"content":"yo","role":"assistant"}"#
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn secret_headers_are_redacted() {
+        let h = Header::secret("authorization", "Bearer sk-CANARY");
+        assert!(!format!("{h:?}").contains("CANARY"));
+        assert_eq!(h.value(), None);
+        assert_eq!(Header::plain("a", "b").value(), Some("b"));
+    }
+}

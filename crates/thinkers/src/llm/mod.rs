@@ -1,0 +1,45 @@
+//! Talking to model providers.
+//!
+//! A [`ChatRequest`] (provider-agnostic: system content, [`crate::conversation::Message`]s, tools,
+//! an answer shape, budgets) is rendered for a [`WireTarget`] by its dialect into an
+//! [`EncodedRequest`] — the exact bytes — which [`ModelClient`] sends; the answer comes back as a
+//! [`ChatResponse`] of the same shape whichever dialect ran.
+//!
+//! Dialects (only these modules know provider wire JSON):
+//!
+//! * OpenAI Chat Completions (`openai`), strict tools and answers;
+//! * OpenAI-compatible servers — Ollama, vLLM, llama.cpp — through the same module with a
+//!   conservative profile and lenient decoding;
+//! * Anthropic Messages (`anthropic`), with thinking blocks kept verbatim;
+//! * the text-based tool protocol (`text_tools`) layered on any of them for models without
+//!   native tools: tools in the system prompt, JSON tool calls in the reply, ids minted by the
+//!   runtime.
+//!
+//! Provider schema constraints are handled in one place ([`strict`]); provider failures map onto
+//! the error hierarchy in one place (`errors`); token counting for reservations lives in
+//! [`tokens`].
+
+mod anthropic;
+pub mod client;
+mod codec;
+pub mod encoded;
+mod errors;
+mod headers;
+mod openai;
+pub mod request;
+pub mod response;
+pub mod strict;
+pub mod target;
+mod text_tools;
+pub mod tokens;
+
+#[cfg(test)]
+mod tests;
+
+pub use client::{ModelClient, ModelClientBuilder, SendOutcome};
+pub use codec::{StreamDecoder, decode, encode};
+pub use encoded::{DecodePlan, EncodedRequest, Header};
+pub use request::{ChatRequest, Reasoning, ResponseSchema, ToolChoice, ToolSpec};
+pub use response::{ChatResponse, StopReason, StreamDelta, TokenLogprob, ToolCallView, Usage};
+pub use target::{ApiKey, Dialect, WireTarget};
+pub use tokens::TokenCounter;

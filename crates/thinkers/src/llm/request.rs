@@ -1,0 +1,107 @@
+//! What the runtime asks of a model, before any dialect renders it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::conversation::{ContentBlock, Message};
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The tool's name (snake_case on the wire).
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// The JSON Schema of the tool's arguments (an object schema). Dialects adapt it where a
+    /// provider constrains schemas (see `llm::strict`).
+    pub parameters: Value,
+}
+
+/// Whether and which tools the model must call.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// The model must not call tools.
+    None,
+    /// The model must call at least one tool.
+    Required,
+    /// The model must call this tool.
+    Tool(String),
+}
+
+/// A requested answer shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResponseSchema {
+    /// A short name for the shape (`[a-zA-Z0-9_-]`, as OpenAI requires).
+    pub name: String,
+    /// The JSON Schema of the answer.
+    pub schema: Value,
+}
+
+/// How much the model should reason before answering.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reasoning {
+    /// No explicit reasoning request.
+    #[default]
+    Off,
+    /// A reasoning budget in tokens (Anthropic `thinking.budget_tokens`; mapped to an effort
+    /// level on OpenAI).
+    Tokens(u32),
+    /// A provider effort level such as `low`, `medium`, `high`.
+    Effort(String),
+}
+
+/// One call to a model, independent of the provider.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// The system content (the conversation's objective). Empty means none.
+    pub system: String,
+    /// The turns, oldest first.
+    pub messages: Vec<Message>,
+    /// The tools offered.
+    pub tools: Vec<ToolSpec>,
+    /// Whether and which tools must be called. Ignored when no tools are offered.
+    pub tool_choice: ToolChoice,
+    /// A required answer shape, if any.
+    pub response: Option<ResponseSchema>,
+    /// The output budget of the visible answer. On Anthropic with a thinking budget, the wire
+    /// `max_tokens` is this plus the budget (thinking counts toward `max_tokens` there).
+    pub max_output_tokens: u32,
+    /// How much to reason.
+    pub reasoning: Reasoning,
+    /// Whether to stream the answer (server-sent events).
+    pub stream: bool,
+    /// Ask for token log-probabilities with this many alternatives per token (OpenAI family).
+    pub logprobs: Option<u8>,
+}
+
+impl ChatRequest {
+    /// A request with a system content and turns, no tools, 4,096 output tokens.
+    pub fn new(system: impl Into<String>, messages: Vec<Message>) -> Self {
+        Self {
+            system: system.into(),
+            messages,
+            tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
+            response: None,
+            max_output_tokens: 4096,
+            reasoning: Reasoning::Off,
+            stream: false,
+            logprobs: None,
+        }
+    }
+
+    /// How many tool calls the conversation already holds (the text-tool fallback mints the
+    /// next ids after them, so ids stay unique within a conversation).
+    pub fn tool_calls_so_far(&self) -> usize {
+        self.messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter(|b| matches!(b, ContentBlock::ToolCall { .. }))
+            .count()
+    }
+}

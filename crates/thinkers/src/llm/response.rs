@@ -1,0 +1,201 @@
+//! What a model answered, after any dialect decoded it.
+//!
+//! The shape is the same whichever dialect ran and whether tools were native or text-based.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::conversation::{ContentBlock, Message, Role};
+
+/// Why the model stopped.
+///
+/// A turn that carries tool calls is [`StopReason::ToolUse`] whatever the provider's own reason
+/// said (local servers report `stop`), except when the provider says the output budget ran out:
+/// then it stays [`StopReason::MaxTokens`], because a cut-off call cannot be trusted and the caller
+/// should escalate the budget. Unknown reasons become [`StopReason::Other`], never an error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// A natural end of the answer.
+    EndTurn,
+    /// The model called tools.
+    ToolUse,
+    /// The output budget ran out. Not an error at this layer: the caller decides on escalation.
+    MaxTokens,
+    /// The model or a provider filter refused.
+    Refusal,
+    /// A stop sequence matched.
+    StopSequence,
+    /// Anything else the provider said (for example Anthropic `pause_turn`).
+    Other(String),
+}
+
+/// Token usage of one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// All input tokens, cached and cache-written ones included.
+    pub input: u64,
+    /// Output tokens, reasoning included.
+    pub output: u64,
+    /// The reasoning part of `output`.
+    pub reasoning: u64,
+    /// The part of `input` read from the provider's prompt cache.
+    pub cached: u64,
+    /// The part of `input` written to the provider's prompt cache.
+    pub cache_creation: u64,
+}
+
+/// The log-probability of one output token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenLogprob {
+    /// The token.
+    pub token: String,
+    /// Its log-probability.
+    pub logprob: f64,
+    /// The most likely alternatives with theirs.
+    pub top: Vec<(String, f64)>,
+}
+
+/// A model's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatResponse {
+    /// What the model said, in order: thinking, text, tool calls.
+    pub content: Vec<ContentBlock>,
+    /// Why it stopped.
+    pub stop: StopReason,
+    /// Tokens used.
+    pub usage: Usage,
+    /// The model that answered, as the provider named it.
+    pub model: String,
+    /// Token log-probabilities, when requested and provided.
+    pub logprobs: Option<Vec<TokenLogprob>>,
+}
+
+/// A borrowed view of one tool call of an answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ToolCallView<'a> {
+    /// The call id.
+    pub id: &'a str,
+    /// The tool name.
+    pub name: &'a str,
+    /// The arguments.
+    pub arguments: &'a Value,
+}
+
+impl ChatResponse {
+    /// The text blocks joined, without separators.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect()
+    }
+
+    /// The tool calls, in order.
+    pub fn tool_calls(&self) -> Vec<ToolCallView<'_>> {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                } => Some(ToolCallView {
+                    id,
+                    name,
+                    arguments,
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The answer as an assistant turn, to append to the conversation.
+    pub fn to_message(&self) -> Message {
+        Message::new(Role::Assistant, self.content.clone())
+    }
+}
+
+/// One increment of a streamed answer, handed to the caller as it arrives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StreamDelta {
+    /// More answer text.
+    Text(String),
+    /// More reasoning text.
+    Thinking(String),
+    /// A tool call begins.
+    ToolCallStart {
+        /// The call's position in the answer's tool calls.
+        index: usize,
+        /// The call id.
+        id: String,
+        /// The tool name.
+        name: String,
+    },
+    /// A fragment of a tool call's JSON arguments (fragments concatenate to the whole).
+    ToolCallArguments {
+        /// The call's position in the answer's tool calls.
+        index: usize,
+        /// The fragment.
+        fragment: String,
+    },
+}
+
+/// The stop reason once the content is known: a tool turn is decided by content.
+pub(crate) fn settle_stop(stop: StopReason, content: &[ContentBlock]) -> StopReason {
+    let has_calls = content
+        .iter()
+        .any(|b| matches!(b, ContentBlock::ToolCall { .. }));
+    match stop {
+        StopReason::MaxTokens => StopReason::MaxTokens,
+        _ if has_calls => StopReason::ToolUse,
+        // A provider that said tool_calls but sent none: nothing to run, so it is an end.
+        StopReason::ToolUse => StopReason::EndTurn,
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tool_turn_is_decided_by_content() {
+        let calls = vec![ContentBlock::tool_call("a", "t", json!({}))];
+        assert_eq!(
+            settle_stop(StopReason::EndTurn, &calls),
+            StopReason::ToolUse
+        );
+        assert_eq!(
+            settle_stop(StopReason::Other("x".into()), &calls),
+            StopReason::ToolUse
+        );
+        assert_eq!(
+            settle_stop(StopReason::MaxTokens, &calls),
+            StopReason::MaxTokens
+        );
+        assert_eq!(settle_stop(StopReason::ToolUse, &[]), StopReason::EndTurn);
+    }
+
+    #[test]
+    fn helpers_collect_text_and_calls() {
+        let r = ChatResponse {
+            content: vec![
+                ContentBlock::text("a"),
+                ContentBlock::tool_call("c1", "t", json!({"x": 1})),
+                ContentBlock::text("b"),
+            ],
+            stop: StopReason::ToolUse,
+            usage: Usage::default(),
+            model: "m".into(),
+            logprobs: None,
+        };
+        assert_eq!(r.text(), "ab");
+        let calls = r.tool_calls();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].id, "c1");
+        assert_eq!(calls[0].arguments["x"], 1);
+    }
+}

@@ -1,0 +1,154 @@
+//! Where a call goes: the dialect, the endpoint, the model and the key.
+//!
+//! [`WireTarget`] is deliberately small and independent of the catalog: whoever picks a catalog
+//! entry builds one from it.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A provider wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Dialect {
+    /// OpenAI Chat Completions (`{base_url}/chat/completions`).
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// Anthropic Messages (`{base_url}/v1/messages`).
+    #[serde(rename = "anthropic")]
+    Anthropic,
+    /// An OpenAI-compatible local server (Ollama, vLLM, llama.cpp): the OpenAI format rendered
+    /// conservatively and decoded leniently.
+    #[serde(rename = "openai-compatible")]
+    OpenAiCompatible,
+}
+
+impl Dialect {
+    /// The dialect's name as the catalog spells it; also the service name in errors.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenAi => "openai",
+            Self::Anthropic => "anthropic",
+            Self::OpenAiCompatible => "openai-compatible",
+        }
+    }
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A provider API key. Its `Debug` and `Display` never show the secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wrap a secret.
+    pub fn new(secret: impl Into<String>) -> Self {
+        Self(secret.into())
+    }
+
+    /// The secret itself, for the one place that puts it in a header.
+    pub fn expose_secret(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+impl fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// Everything the client needs to reach one model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireTarget {
+    /// The wire format.
+    pub dialect: Dialect,
+    /// The base URL: for the OpenAI family it includes the version (`…/v1`); for Anthropic it is
+    /// the host root (the dialect appends `/v1/messages`).
+    pub base_url: String,
+    /// The model name sent on the wire.
+    pub model: String,
+    /// The key, if the provider needs one (optional for local servers).
+    pub api_key: Option<ApiKey>,
+    /// Whether the model calls tools natively; `false` selects the text-based tool protocol.
+    pub native_tools: bool,
+    /// Whether the model supports native thinking (Anthropic thinking blocks, OpenAI reasoning).
+    pub thinking: bool,
+}
+
+impl WireTarget {
+    /// A target with native tools, no thinking and no key.
+    pub fn new(dialect: Dialect, base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            dialect,
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+            native_tools: true,
+            thinking: false,
+        }
+    }
+
+    /// The same target with a key.
+    #[must_use]
+    pub fn with_key(mut self, key: ApiKey) -> Self {
+        self.api_key = Some(key);
+        self
+    }
+
+    /// The same target with native tools on or off.
+    #[must_use]
+    pub fn with_native_tools(mut self, native: bool) -> Self {
+        self.native_tools = native;
+        self
+    }
+
+    /// The same target with thinking on or off.
+    #[must_use]
+    pub fn with_thinking(mut self, thinking: bool) -> Self {
+        self.thinking = thinking;
+        self
+    }
+
+    /// The base URL without a trailing slash.
+    pub(crate) fn base(&self) -> &str {
+        self.base_url.trim_end_matches('/')
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_never_shows_in_debug_or_display() {
+        let key = ApiKey::new("sk-CANARY-123456");
+        let t = WireTarget::new(Dialect::OpenAi, "http://x/v1", "m").with_key(key.clone());
+        for s in [
+            format!("{key:?}"),
+            format!("{key}"),
+            format!("{t:?}"),
+            format!("{t:#?}"),
+        ] {
+            assert!(!s.contains("CANARY"), "{s}");
+        }
+        assert_eq!(key.expose_secret(), "sk-CANARY-123456");
+    }
+
+    #[test]
+    fn dialect_names_match_the_catalog() -> anyhow::Result<()> {
+        let d: Dialect = serde_json::from_str("\"openai-compatible\"")?;
+        assert_eq!(d, Dialect::OpenAiCompatible);
+        assert_eq!(Dialect::Anthropic.to_string(), "anthropic");
+        Ok(())
+    }
+}
