@@ -5,39 +5,8 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
 
-/// A provider wire format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Dialect {
-    /// OpenAI Chat Completions (`{base_url}/chat/completions`).
-    #[serde(rename = "openai")]
-    OpenAi,
-    /// Anthropic Messages (`{base_url}/v1/messages`).
-    #[serde(rename = "anthropic")]
-    Anthropic,
-    /// An OpenAI-compatible local server (Ollama, vLLM, llama.cpp): the OpenAI format rendered
-    /// conservatively and decoded leniently.
-    #[serde(rename = "openai-compatible")]
-    OpenAiCompatible,
-}
-
-impl Dialect {
-    /// The dialect's name as the catalog spells it; also the service name in errors.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::OpenAi => "openai",
-            Self::Anthropic => "anthropic",
-            Self::OpenAiCompatible => "openai-compatible",
-        }
-    }
-}
-
-impl fmt::Display for Dialect {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::model::Dialect;
 
 /// A provider API key. Its `Debug` and `Display` never show the secret.
 #[derive(Clone, PartialEq, Eq)]
