@@ -21,12 +21,13 @@ pub const FAULT_HEADER: &str = "x-sim-fault";
 #[serde(rename_all = "snake_case")]
 pub enum FaultKind {
     /// HTTP 500 with the provider's server-error body.
+    #[serde(rename = "http_500")]
     Http500,
     /// Anthropic: HTTP 529 `overloaded_error`; OpenAI: HTTP 503 with a server-error body.
-    #[serde(alias = "overloaded")]
+    #[serde(rename = "overloaded_529", alias = "overloaded")]
     Overloaded529,
     /// HTTP 429 with the provider's rate-limit body and headers, whatever the real budget says.
-    #[serde(alias = "rate_limit")]
+    #[serde(rename = "rate_limit_429", alias = "rate_limit")]
     RateLimit429,
     /// Accept the request and never answer (the handler sleeps far past any client timeout).
     Hang,

@@ -266,6 +266,7 @@ impl Generator<'_> {
             count = count.min(prefix.len());
         }
         let saved_label = self.label.clone();
+        let saved_good = self.good;
         let mut out: Vec<Value> = Vec::with_capacity(count);
         let contains = map.get("contains").cloned();
         let mut attempts = 0;
@@ -286,11 +287,14 @@ impl Generator<'_> {
             };
             let item = self.generate(&schema);
             if unique && out.contains(&item) {
+                // Weak generation is repetitive by design; vary the next attempt.
+                self.good = true;
                 continue;
             }
             out.push(item);
         }
         self.label = saved_label;
+        self.good = saved_good;
         Value::Array(out)
     }
 

@@ -4,7 +4,9 @@
 //! that matches the whole unanchored expression also matches the anchored one, since the
 //! generated string *is* the whole match), and every character class is narrowed to printable
 //! ASCII when it has any, so `\d`, `\w` and `.` give the characters an ECMA-262 validator expects.
-//! The HIR is then sampled with `rand_regex`.
+//! The HIR is then sampled with `rand_regex`, and each sample is checked against the original
+//! pattern (unanchored search, as JSON Schema specifies) with the `regex` crate, so dropped
+//! assertions such as `\b` cannot let a wrong sample through.
 
 use rand::Rng;
 use rand::rngs::StdRng;
@@ -26,10 +28,12 @@ pub(crate) fn sample(
         .parse(pattern)
         .ok()?;
     let generator = rand_regex::Regex::with_hir(ascii_only(&hir), MAX_REPEAT).ok()?;
+    let checker = regex::Regex::new(pattern).ok()?;
     for _ in 0..32 {
         let candidate: String = rng.sample(&generator);
         let len = candidate.chars().count();
-        if len >= min_len && max_len.is_none_or(|max| len <= max) {
+        if len >= min_len && max_len.is_none_or(|max| len <= max) && checker.is_match(&candidate)
+        {
             return Some(candidate);
         }
     }
@@ -76,7 +80,7 @@ mod tests {
     #[test]
     fn samples_match_anchored_patterns_in_ascii() {
         let mut rng = StdRng::seed_from_u64(1);
-        for pattern in [r"^\d{3}-[A-Z]{2}$", r"^[a-z_]+\.\w{2,4}$", r"^.{4}\b.{2}$", r"ab|cd"] {
+        for pattern in [r"^\d{3}-[A-Z]{2}$", r"^[a-z_]+\.\w{2,4}$", r"^\w{4}\b.{2}$", r"ab|cd"] {
             let matcher = regex_lite(pattern);
             for _ in 0..20 {
                 let s = sample(pattern, 0, None, &mut rng).unwrap();
