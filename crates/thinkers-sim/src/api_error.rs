@@ -36,9 +36,12 @@ pub(crate) enum ApiError {
     /// 529 (Anthropic) / 503 (OpenAI).
     Overloaded,
     /// 429 because a limit was exceeded.
-    RateLimited { model: String, refusal: Refusal },
+    RateLimited {
+        model: String,
+        refusal: Box<Refusal>,
+    },
     /// 429 served as a fault, with the current window state when the model has limits.
-    RateLimitFault { state: Option<RateState> },
+    RateLimitFault { state: Option<Box<RateState>> },
 }
 
 impl ApiError {
@@ -166,7 +169,7 @@ impl ApiError {
                 let retry = (!refusal.too_large).then_some(refusal.retry_after);
                 (Some(refusal.state), retry)
             }
-            Self::RateLimitFault { state } => (*state, Some(Duration::from_secs(1))),
+            Self::RateLimitFault { state } => (state.as_deref().copied(), Some(Duration::from_secs(1))),
             _ => (None, None),
         };
         if let Some(state) = state {

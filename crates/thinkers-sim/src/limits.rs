@@ -224,7 +224,7 @@ pub fn go_duration(d: Duration) -> String {
     let hours = total_ms / 3_600_000;
     let minutes = (total_ms / 60_000) % 60;
     let millis = total_ms % 60_000;
-    let seconds = if millis % 1000 == 0 {
+    let seconds = if millis.is_multiple_of(1000) {
         format!("{}", millis / 1000)
     } else {
         let text = format!("{}.{:03}", millis / 1000, millis % 1000);

@@ -124,7 +124,7 @@ mod tests {
         assert_eq!(tools[0].name, "lookup");
         assert_eq!(tools[0].schema["required"][0], "q");
         assert_eq!(response_schema(SYSTEM).unwrap(), Some(json!({"type": "object"})));
-        assert!(tools("no tools here").unwrap().is_empty());
+        assert!(super::tools("no tools here").unwrap().is_empty());
         assert!(super::tools("<tools>\nnot json\n</tools>").is_err());
     }
 

@@ -42,8 +42,10 @@ impl Chunker<'_> {
             "model": self.env.model,
             "service_tier": "default",
             "system_fingerprint": FINGERPRINT,
-            "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}]
+            "choices": [{"index": 0, "finish_reason": finish}]
         });
+        chunk["choices"][0]["delta"] = delta;
+        chunk["choices"][0]["logprobs"] = logprobs;
         if self.include_usage {
             chunk["usage"] = Value::Null;
         }

@@ -129,7 +129,7 @@ pub(crate) async fn handle(
                 lock(&shared.stats).record(&slot.model.name, Outcome::RateLimited);
                 return ctx.error(ApiError::RateLimited {
                     model: slot.model.name.clone(),
-                    refusal,
+                    refusal: Box::new(refusal),
                 });
             }
         }
@@ -163,7 +163,9 @@ pub(crate) async fn handle(
         lock(&shared.stats).record(&slot.model.name, Outcome::Fault(kind));
         return match kind {
             FaultKind::Overloaded529 => ctx.error(ApiError::Overloaded),
-            FaultKind::RateLimit429 => ctx.error(ApiError::RateLimitFault { state }),
+            FaultKind::RateLimit429 => ctx.error(ApiError::RateLimitFault {
+                state: state.map(Box::new),
+            }),
             FaultKind::Hang => {
                 tokio::select! {
                     () = tokio::time::sleep(Duration::from_millis(shared.hang_ms)) => {}
