@@ -8,7 +8,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use futures::stream;
+use futures::{StreamExt, stream};
 use rand::Rng;
 use rand::rngs::StdRng;
 use serde_json::Value;
@@ -265,15 +265,17 @@ fn sse(mut headers: HeaderMap, frames: Vec<Bytes>, cut_after: Option<usize>) -> 
             frames.into_iter().map(Ok::<_, std::io::Error>),
         )),
         Some(n) => {
-            let items = frames
-                .into_iter()
-                .take(n)
-                .map(Ok)
-                .chain(std::iter::once(Err(std::io::Error::new(
+            let head = stream::iter(frames.into_iter().take(n).map(Ok));
+            // Pause before breaking the connection so the first events reach the client, as
+            // when a real stream dies midway.
+            let cut = stream::once(async {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                Err(std::io::Error::new(
                     std::io::ErrorKind::ConnectionAborted,
                     "stream cut by a stream_error fault",
-                ))));
-            Body::from_stream(stream::iter(items))
+                ))
+            });
+            Body::from_stream(head.chain(cut))
         }
     };
     (StatusCode::OK, headers, body).into_response()

@@ -21,21 +21,21 @@ fn limited(tpm: u64, rpm: u64) -> SimConfig {
 
 #[tokio::test]
 async fn tpm_exceeded_gets_openai_429_with_headers() {
-    let sim = start(limited(1_000, 100)).await;
+    let sim = start(limited(600, 100)).await;
     let body = json!({"model": "gpt-limited", "max_completion_tokens": 400, "messages": [user("hello there")]});
     let first = openai(&sim, &body).await;
     assert_eq!(first.status, 200, "{}", first.body);
-    assert_eq!(first.header("x-ratelimit-limit-tokens").as_deref(), Some("1000"));
+    assert_eq!(first.header("x-ratelimit-limit-tokens").as_deref(), Some("600"));
     assert_eq!(first.header("x-ratelimit-limit-requests").as_deref(), Some("100"));
     assert_eq!(first.header("x-ratelimit-remaining-requests").as_deref(), Some("99"));
     let used = first.body["usage"]["total_tokens"].as_u64().unwrap();
     let remaining: u64 = first.header("x-ratelimit-remaining-tokens").unwrap().parse().unwrap();
-    assert_eq!(remaining, 1_000 - used, "unused output is given back");
+    assert_eq!(remaining, 600 - used, "unused output is given back");
     assert!(first.header("x-ratelimit-reset-tokens").unwrap().ends_with('s'));
 
-    // Keep asking for 400 output tokens until the window is full.
+    // Keep asking for 400 output tokens until what is left of the window cannot hold them.
     let mut refused = None;
-    for _ in 0..10 {
+    for _ in 0..40 {
         let r = openai(&sim, &body).await;
         if r.status == 429 {
             refused = Some(r);
@@ -47,7 +47,7 @@ async fn tpm_exceeded_gets_openai_429_with_headers() {
     assert_eq!(r.body["error"]["type"], "tokens");
     assert_eq!(r.body["error"]["code"], "rate_limit_exceeded");
     assert!(r.body["error"]["param"].is_null());
-    assert!(r.body["error"]["message"].as_str().unwrap().contains("tokens per min (TPM): Limit 1000"));
+    assert!(r.body["error"]["message"].as_str().unwrap().contains("tokens per min (TPM): Limit 600"));
     let retry: u64 = r.header("retry-after").unwrap().parse().unwrap();
     assert!((1..=60).contains(&retry));
     let retry_ms: u64 = r.header("retry-after-ms").unwrap().parse().unwrap();
