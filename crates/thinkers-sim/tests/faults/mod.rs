@@ -22,7 +22,7 @@ fn answer_schema() -> Value {
         "properties": {"summary": {"type": "string"}, "score": {"type": "integer", "minimum": 0, "maximum": 10}}})
 }
 
-fn claude(extra: Value) -> Value {
+fn claude(extra: &Value) -> Value {
     let mut body = json!({"model": "claude-sim", "max_tokens": 1024, "messages": [user("Give me the summary")]});
     for (k, v) in extra.as_object().unwrap() {
         body[k] = v.clone();
@@ -37,14 +37,14 @@ async fn transport_faults_in_both_dialects() {
     assert_eq!(r.status, 500);
     assert_openai_schema("ErrorResponse", &r.body);
     assert_eq!(r.body["error"]["type"], "server_error");
-    let r = anthropic_with(&sim, &claude(json!({})), &[("x-sim-fault", "http_500")]).await;
+    let r = anthropic_with(&sim, &claude(&json!({})), &[("x-sim-fault", "http_500")]).await;
     assert_eq!(r.status, 500);
     assert_eq!(r.body["error"]["type"], "api_error");
 
     let r = openai_with(&sim, &structured("gpt-sim"), &[("x-sim-fault", "overloaded_529")]).await;
     assert_eq!(r.status, 503);
     assert_eq!(r.body["error"]["type"], "server_error");
-    let r = anthropic_with(&sim, &claude(json!({})), &[("x-sim-fault", "overloaded_529")]).await;
+    let r = anthropic_with(&sim, &claude(&json!({})), &[("x-sim-fault", "overloaded_529")]).await;
     assert_eq!(r.status, 529);
     assert_eq!(r.body["error"]["type"], "overloaded_error");
 
@@ -53,7 +53,7 @@ async fn transport_faults_in_both_dialects() {
     assert_eq!(r.body["error"]["code"], "rate_limit_exceeded");
     assert_eq!(r.header("retry-after").as_deref(), Some("1"));
     assert_eq!(r.header("retry-after-ms").as_deref(), Some("1000"));
-    let r = anthropic_with(&sim, &claude(json!({})), &[("x-sim-fault", "rate_limit_429")]).await;
+    let r = anthropic_with(&sim, &claude(&json!({})), &[("x-sim-fault", "rate_limit_429")]).await;
     assert_eq!(r.status, 429);
     assert_eq!(r.body["error"]["type"], "rate_limit_error");
 
@@ -96,7 +96,7 @@ async fn content_faults_reshape_the_answer() {
     assert_eq!(r.body["choices"][0]["finish_reason"], "length");
     assert!(serde_json::from_str::<Value>(&content(&r)).is_err(), "cut mid-JSON: {}", content(&r));
     assert!(content(&r).starts_with('{'));
-    let r = anthropic_with(&sim, &claude(json!({})), &[("x-sim-fault", "truncate")]).await;
+    let r = anthropic_with(&sim, &claude(&json!({})), &[("x-sim-fault", "truncate")]).await;
     assert_eq!(r.body["stop_reason"], "max_tokens");
 
     let r = openai_with(&sim, &structured("gpt-sim"), &[("x-sim-fault", "malformed_json")]).await;
@@ -122,7 +122,7 @@ async fn content_faults_reshape_the_answer() {
     assert!(!is_valid(&weather_schema(), &args), "{args}");
 
     let claude_tools = json!({"tools": [{"name": "get_weather", "input_schema": weather_schema()}]});
-    let r = anthropic_with(&sim, &claude(claude_tools), &[("x-sim-fault", "invalid_tool_args")]).await;
+    let r = anthropic_with(&sim, &claude(&claude_tools), &[("x-sim-fault", "invalid_tool_args")]).await;
     let block = r.body["content"].as_array().unwrap().iter().find(|b| b["type"] == "tool_use").unwrap().clone();
     assert!(!is_valid(&weather_schema(), &block["input"]));
 
@@ -135,7 +135,7 @@ async fn content_faults_reshape_the_answer() {
 #[tokio::test]
 async fn stream_errors_break_the_stream() {
     let sim = start_default().await;
-    let mut body = claude(json!({"stream": true}));
+    let mut body = claude(&json!({"stream": true}));
     body["messages"] = json!([user("tell me a long story about streams and errors in them")]);
     let (events, _) = anthropic_stream(&sim, &body, &[("x-sim-fault", "stream_error")]).await;
     let last = events.last().unwrap();
@@ -178,8 +178,8 @@ async fn injected_rules_are_consumed_per_model() {
     let pending: Value = resp.json().await.unwrap();
     assert_eq!(pending["pending"].as_array().unwrap().len(), 2);
     assert_eq!(pending["pending"][0]["kind"], "overloaded_529");
-    assert_eq!(anthropic(&sim, &claude(json!({}))).await.status, 529);
-    let shaped = anthropic(&sim, &claude(json!({}))).await;
+    assert_eq!(anthropic(&sim, &claude(&json!({}))).await.status, 529);
+    let shaped = anthropic(&sim, &claude(&json!({}))).await;
     assert!(serde_json::from_str::<Value>(shaped.body["content"][0]["text"].as_str().unwrap()).unwrap().is_string());
     let bad = client()
         .post(format!("{}/sim/faults", sim.base_url()))
