@@ -29,7 +29,9 @@ pub enum FaultKind {
     /// HTTP 429 with the provider's rate-limit body and headers, whatever the real budget says.
     #[serde(rename = "rate_limit_429", alias = "rate_limit")]
     RateLimit429,
-    /// Accept the request and never answer (the handler sleeps far past any client timeout).
+    /// Accept the request and do not answer for the configuration's `hang_ms` (five minutes by
+    /// default, far past any sensible client timeout), then answer 500. Shutting the sim down
+    /// ends hanging requests at once.
     Hang,
     /// The answer is cut halfway (mid-JSON when JSON is due) and ends with
     /// `finish_reason: "length"` / `stop_reason: "max_tokens"`.

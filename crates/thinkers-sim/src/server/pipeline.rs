@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use super::state::{ModelSlot, Shared, lock};
 use crate::api_error::ApiError;
 use crate::exchange::{AnswerFormat, Dialect, Exchange};
-use crate::fault::{FAULT_HEADER, FaultKind};
+use crate::fault::{FAULT_HEADER, FaultKind, UnknownFaultKind};
 use crate::limits::RateState;
 use crate::plan::{self, PlanContext};
 use crate::seeding::ordinal_rng;
@@ -137,7 +137,16 @@ pub(crate) async fn handle(
         None
     };
 
-    let fault = choose_fault(&shared, &slot, &headers, &exchange, &mut rng);
+    let fault = match choose_fault(&shared, &slot, &headers, &exchange, &mut rng) {
+        Ok(fault) => fault,
+        Err(e) => {
+            lock(&shared.stats).record(&slot.model.name, Outcome::Invalid);
+            return ctx.error(ApiError::invalid(
+                format!("{e} in the {FAULT_HEADER} header"),
+                None,
+            ));
+        }
+    };
     let [min, max] = slot.profile.latency_ms;
     let latency = if max > min {
         rng.random_range(min..=max)
@@ -282,21 +291,19 @@ fn sse(mut headers: HeaderMap, frames: Vec<Bytes>, cut_after: Option<usize>) -> 
 }
 
 /// Picks this request's fault: header first, then an injected rule, then the profile's rates.
+/// A header naming no known kind is an error, so a typo cannot silently disable a test's fault.
 fn choose_fault(
     shared: &Shared,
     slot: &ModelSlot,
     headers: &HeaderMap,
     exchange: &Exchange,
     rng: &mut StdRng,
-) -> Option<FaultKind> {
+) -> Result<Option<FaultKind>, UnknownFaultKind> {
     if let Some(value) = header_str(headers, FAULT_HEADER) {
-        match value.parse::<FaultKind>() {
-            Ok(kind) => return Some(kind),
-            Err(e) => tracing::warn!(error = %e, "ignoring the x-sim-fault header"),
-        }
+        return value.parse::<FaultKind>().map(Some);
     }
     if let Some(kind) = lock(&shared.faults).take(&slot.model.name) {
-        return Some(kind);
+        return Ok(Some(kind));
     }
     // Roll every rate, in a fixed order, so one request's rolls never depend on which kinds apply.
     let mut chosen = None;
@@ -307,7 +314,7 @@ fn choose_fault(
             chosen = Some(kind);
         }
     }
-    chosen
+    Ok(chosen)
 }
 
 /// Whether a randomly rolled fault makes sense for this request.

@@ -57,6 +57,10 @@ async fn transport_faults_in_both_dialects() {
     assert_eq!(r.status, 429);
     assert_eq!(r.body["error"]["type"], "rate_limit_error");
 
+    let typo = openai_with(&sim, &structured("gpt-sim"), &[("x-sim-fault", "http_5000")]).await;
+    assert_eq!(typo.status, 400);
+    assert!(typo.body["error"]["message"].as_str().unwrap().contains("http_5000"));
+
     let stats = sim.stats();
     assert_eq!(stats.totals.faults, 6);
     assert_eq!(stats.totals.faults_by_kind[&FaultKind::Overloaded529], 2);
