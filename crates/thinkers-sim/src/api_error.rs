@@ -70,69 +70,74 @@ impl ApiError {
     }
 
     fn openai_body(&self) -> Value {
-        let (message, kind, param, code): (String, &str, Option<String>, Option<&str>) =
-            match self {
-                Self::Invalid { message, param } => {
-                    (message.clone(), "invalid_request_error", param.clone(), None)
-                }
-                Self::MissingKey => (
-                    "You didn't provide an API key. You need to provide your API key in an \
+        let (message, kind, param, code): (String, &str, Option<String>, Option<&str>) = match self
+        {
+            Self::Invalid { message, param } => (
+                message.clone(),
+                "invalid_request_error",
+                param.clone(),
+                None,
+            ),
+            Self::MissingKey => (
+                "You didn't provide an API key. You need to provide your API key in an \
                      Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
-                        .into(),
-                    "invalid_request_error",
-                    None,
-                    None,
-                ),
-                Self::MissingVersion => (
-                    "anthropic-version: header is required".into(),
-                    "invalid_request_error",
-                    None,
-                    None,
-                ),
-                Self::ModelNotFound(model) => (
-                    format!("The model `{model}` does not exist or you do not have access to it."),
-                    "invalid_request_error",
-                    None,
-                    Some("model_not_found"),
-                ),
-                Self::Server => (
-                    "The server had an error while processing your request. Sorry about that!"
-                        .into(),
-                    "server_error",
-                    None,
-                    None,
-                ),
-                Self::Overloaded => (
-                    "The engine is currently overloaded, please try again later.".into(),
-                    "server_error",
-                    None,
-                    None,
-                ),
-                Self::RateLimited { model, refusal } => (
-                    openai_rate_message(model, refusal),
-                    match refusal.kind {
-                        LimitKind::Requests => "requests",
-                        LimitKind::Tokens => "tokens",
-                    },
-                    None,
-                    Some("rate_limit_exceeded"),
-                ),
-                Self::RateLimitFault { .. } => (
-                    "Rate limit reached (served by the simulated provider as a fault). \
+                    .into(),
+                "invalid_request_error",
+                None,
+                None,
+            ),
+            Self::MissingVersion => (
+                "anthropic-version: header is required".into(),
+                "invalid_request_error",
+                None,
+                None,
+            ),
+            Self::ModelNotFound(model) => (
+                format!("The model `{model}` does not exist or you do not have access to it."),
+                "invalid_request_error",
+                None,
+                Some("model_not_found"),
+            ),
+            Self::Server => (
+                "The server had an error while processing your request. Sorry about that!".into(),
+                "server_error",
+                None,
+                None,
+            ),
+            Self::Overloaded => (
+                "The engine is currently overloaded, please try again later.".into(),
+                "server_error",
+                None,
+                None,
+            ),
+            Self::RateLimited { model, refusal } => (
+                openai_rate_message(model, refusal),
+                match refusal.kind {
+                    LimitKind::Requests => "requests",
+                    LimitKind::Tokens => "tokens",
+                },
+                None,
+                Some("rate_limit_exceeded"),
+            ),
+            Self::RateLimitFault { .. } => (
+                "Rate limit reached (served by the simulated provider as a fault). \
                      Please try again in 1s."
-                        .into(),
-                    "requests",
-                    None,
-                    Some("rate_limit_exceeded"),
-                ),
-            };
+                    .into(),
+                "requests",
+                None,
+                Some("rate_limit_exceeded"),
+            ),
+        };
         json!({"error": {"message": message, "type": kind, "param": param, "code": code}})
     }
 
     fn anthropic_body(&self, request_id: &str) -> Value {
         let (kind, message): (&str, String) = match self {
             Self::Invalid { message, .. } => ("invalid_request_error", message.clone()),
-            Self::MissingKey => ("authentication_error", "x-api-key header is required".into()),
+            Self::MissingKey => (
+                "authentication_error",
+                "x-api-key header is required".into(),
+            ),
             Self::MissingVersion => (
                 "invalid_request_error",
                 "anthropic-version: header is required".into(),
@@ -169,7 +174,9 @@ impl ApiError {
                 let retry = (!refusal.too_large).then_some(refusal.retry_after);
                 (Some(refusal.state), retry)
             }
-            Self::RateLimitFault { state } => (state.as_deref().copied(), Some(Duration::from_secs(1))),
+            Self::RateLimitFault { state } => {
+                (state.as_deref().copied(), Some(Duration::from_secs(1)))
+            }
             _ => (None, None),
         };
         if let Some(state) = state {

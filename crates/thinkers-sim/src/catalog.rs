@@ -134,7 +134,10 @@ tpm = 1
         assert!(!config.accepts_any_model());
         let a = &config.models[0];
         assert_eq!(a.name, "sim-small-a");
-        assert_eq!((a.tpm, a.rpm, a.output_ceiling), (Some(400_000), Some(1000), 8192));
+        assert_eq!(
+            (a.tpm, a.rpm, a.output_ceiling),
+            (Some(400_000), Some(1000), 8192)
+        );
         let profile = a.profile.as_ref().unwrap();
         assert_eq!(profile.latency_ms, [5, 30]);
         assert_eq!(profile.tool_rounds, 2);

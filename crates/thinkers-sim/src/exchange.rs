@@ -63,13 +63,19 @@ impl Message {
         if self.role == Role::User
             && let Some(text) = self.text()
         {
-            out.extend(text_protocol::tool_results(&text).into_iter().map(|r| r.body));
+            out.extend(
+                text_protocol::tool_results(&text)
+                    .into_iter()
+                    .map(|r| r.body),
+            );
         }
         out
     }
 
     fn has_tool_calls(&self) -> bool {
-        self.parts.iter().any(|p| matches!(p, Part::ToolCall { .. }))
+        self.parts
+            .iter()
+            .any(|p| matches!(p, Part::ToolCall { .. }))
     }
 }
 
@@ -191,9 +197,7 @@ impl Exchange {
             .iter()
             .rev()
             .find(|m| m.role != Role::Assistant)?;
-        last.tool_results()
-            .pop()
-            .or_else(|| last.text())
+        last.tool_results().pop().or_else(|| last.text())
     }
 
     /// Number of messages, for token framing.

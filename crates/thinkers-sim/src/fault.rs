@@ -84,7 +84,11 @@ impl FaultKind {
     pub fn is_transport(self) -> bool {
         matches!(
             self,
-            Self::Http500 | Self::Overloaded529 | Self::RateLimit429 | Self::Hang | Self::StreamError
+            Self::Http500
+                | Self::Overloaded529
+                | Self::RateLimit429
+                | Self::Hang
+                | Self::StreamError
         )
     }
 }

@@ -105,7 +105,9 @@ impl Window {
             remaining_requests: limits
                 .rpm
                 .map_or(u64::MAX, |l| l.saturating_sub(self.events.len() as u64)),
-            remaining_tokens: limits.tpm.map_or(u64::MAX, |l| l.saturating_sub(self.tokens)),
+            remaining_tokens: limits
+                .tpm
+                .map_or(u64::MAX, |l| l.saturating_sub(self.tokens)),
             reset_requests: reset,
             reset_tokens: reset,
         }

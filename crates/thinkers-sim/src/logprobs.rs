@@ -162,7 +162,10 @@ mod tests {
         assert_eq!(top[0]["token"], "opt_b");
         let names: Vec<&str> = top.iter().map(|t| t["token"].as_str().unwrap()).collect();
         assert!(names.contains(&"opt_a") && names.contains(&"opt_c"));
-        let total: f64 = top.iter().map(|t| t["logprob"].as_f64().unwrap().exp()).sum();
+        let total: f64 = top
+            .iter()
+            .map(|t| t["logprob"].as_f64().unwrap().exp())
+            .sum();
         assert!(total <= 1.0);
         assert!(pick["logprob"].as_f64().unwrap() > 0.8f64.ln());
         assert_eq!(pick["bytes"], json!(b"opt_b".to_vec()));

@@ -188,7 +188,9 @@ impl Planner<'_> {
             ToolChoice::Required | ToolChoice::Named(_)
         );
         let wants_round = self.exchange.completed_rounds() < profile.tool_rounds;
-        if !tools.is_empty() && self.exchange.tool_choice != ToolChoice::None && (forced || wants_round)
+        if !tools.is_empty()
+            && self.exchange.tool_choice != ToolChoice::None
+            && (forced || wants_round)
         {
             return Body::ToolCalls(self.tool_round(tools, profile));
         }
@@ -205,7 +207,9 @@ impl Planner<'_> {
                     1
                 };
                 let start = self.rng.random_range(0..tools.len());
-                (0..wanted).map(|i| &tools[(start + i) % tools.len()]).collect()
+                (0..wanted)
+                    .map(|i| &tools[(start + i) % tools.len()])
+                    .collect()
             }
         };
         let hint = self.exchange.last_user_text().map(|t| quote(&t));
@@ -286,7 +290,10 @@ impl Planner<'_> {
             FaultKind::Truncate => {
                 let text = self.final_text();
                 let half = text.chars().count() / 2;
-                (Body::Text(text.chars().take(half.max(1)).collect()), Finish::Length)
+                (
+                    Body::Text(text.chars().take(half.max(1)).collect()),
+                    Finish::Length,
+                )
             }
             FaultKind::MalformedJson => {
                 let text = if self.json_due() {

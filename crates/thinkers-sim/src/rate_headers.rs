@@ -65,7 +65,11 @@ pub(crate) fn insert(headers: &mut HeaderMap, dialect: Dialect, state: &RateStat
         }
         Dialect::Anthropic => {
             if let Some(rpm) = state.limits.rpm {
-                put(headers, "anthropic-ratelimit-requests-limit", &rpm.to_string());
+                put(
+                    headers,
+                    "anthropic-ratelimit-requests-limit",
+                    &rpm.to_string(),
+                );
                 put(
                     headers,
                     "anthropic-ratelimit-requests-remaining",
@@ -90,7 +94,11 @@ pub(crate) fn insert(headers: &mut HeaderMap, dialect: Dialect, state: &RateStat
                         &format!("anthropic-ratelimit-{family}-remaining"),
                         &state.remaining_tokens.to_string(),
                     );
-                    put(headers, &format!("anthropic-ratelimit-{family}-reset"), &reset);
+                    put(
+                        headers,
+                        &format!("anthropic-ratelimit-{family}-reset"),
+                        &reset,
+                    );
                 }
             }
         }
@@ -102,7 +110,11 @@ pub(crate) fn insert_retry_after(headers: &mut HeaderMap, dialect: Dialect, wait
     let secs = wait.as_millis().div_ceil(1000).max(1);
     put(headers, "retry-after", &secs.to_string());
     if dialect == Dialect::OpenAi {
-        put(headers, "retry-after-ms", &wait.as_millis().max(1).to_string());
+        put(
+            headers,
+            "retry-after-ms",
+            &wait.as_millis().max(1).to_string(),
+        );
     }
 }
 
@@ -143,8 +155,13 @@ mod tests {
         insert(&mut h, Dialect::Anthropic, &state());
         assert_eq!(h["anthropic-ratelimit-requests-remaining"], "9");
         assert_eq!(h["anthropic-ratelimit-output-tokens-limit"], "1000");
-        let reset = h["anthropic-ratelimit-tokens-reset"].to_str().unwrap_or_default();
-        assert!(chrono::DateTime::parse_from_rfc3339(reset).is_ok(), "{reset}");
+        let reset = h["anthropic-ratelimit-tokens-reset"]
+            .to_str()
+            .unwrap_or_default();
+        assert!(
+            chrono::DateTime::parse_from_rfc3339(reset).is_ok(),
+            "{reset}"
+        );
         assert!(!h.contains_key("retry-after-ms"));
     }
 }

@@ -180,7 +180,10 @@ impl Script {
             path: path.to_path_buf(),
             source,
         })?;
-        if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
+        if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+        {
             Self::from_json_str(&text)
         } else {
             Self::from_toml_str(&text)

@@ -57,9 +57,8 @@ pub(crate) fn tools(system: &str) -> Result<Vec<ToolSpec>, ProtocolError> {
 pub(crate) fn response_schema(system: &str) -> Result<Option<Value>, ProtocolError> {
     block(system, "response_schema")
         .map(|body| {
-            serde_json::from_str(body).map_err(|e| {
-                ProtocolError(format!("the <response_schema> block is not JSON: {e}"))
-            })
+            serde_json::from_str(body)
+                .map_err(|e| ProtocolError(format!("the <response_schema> block is not JSON: {e}")))
         })
         .transpose()
 }
@@ -78,7 +77,9 @@ pub(crate) fn tool_results(text: &str) -> Vec<TextToolResult> {
     let mut rest = text;
     while let Some(start) = rest.find("<tool_result") {
         let after = &rest[start..];
-        let Some(head_end) = after.find('>') else { break };
+        let Some(head_end) = after.find('>') else {
+            break;
+        };
         let head = &after[..head_end];
         let body_start = head_end + 1;
         let Some(body_len) = after[body_start..].find("</tool_result>") else {
@@ -123,7 +124,10 @@ mod tests {
         assert_eq!(tools.len(), 1);
         assert_eq!(tools[0].name, "lookup");
         assert_eq!(tools[0].schema["required"][0], "q");
-        assert_eq!(response_schema(SYSTEM).unwrap(), Some(json!({"type": "object"})));
+        assert_eq!(
+            response_schema(SYSTEM).unwrap(),
+            Some(json!({"type": "object"}))
+        );
         assert!(super::tools("no tools here").unwrap().is_empty());
         assert!(super::tools("<tools>\nnot json\n</tools>").is_err());
     }

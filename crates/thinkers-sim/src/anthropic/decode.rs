@@ -152,15 +152,27 @@ fn to_message(message: &Value, blocks: &[Value]) -> Result<Message, ApiError> {
         .iter()
         .filter_map(|block| match block_type(block) {
             "text" => Some(Part::Text(
-                block.get("text").and_then(Value::as_str).unwrap_or("").to_owned(),
+                block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
             )),
             "tool_use" => Some(Part::ToolCall {
-                name: block.get("name").and_then(Value::as_str).unwrap_or("").to_owned(),
+                name: block
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
                 arguments: block.get("input").map(Value::to_string).unwrap_or_default(),
             }),
             "tool_result" => Some(Part::ToolResult(text_of(block.get("content")))),
             "thinking" => Some(Part::Thinking(
-                block.get("thinking").and_then(Value::as_str).unwrap_or("").to_owned(),
+                block
+                    .get("thinking")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
             )),
             _ => None,
         })
@@ -190,8 +202,12 @@ fn check_tool_pairing(messages: &[Value], blocks: &[Vec<Value>]) -> Result<(), A
                     "messages.{i}.content: unexpected `tool_use_id` found in `tool_result` blocks: {stray}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
                 )));
             }
-            let first_text = blocks[i].iter().position(|b| block_type(b) != "tool_result");
-            let last_result = blocks[i].iter().rposition(|b| block_type(b) == "tool_result");
+            let first_text = blocks[i]
+                .iter()
+                .position(|b| block_type(b) != "tool_result");
+            let last_result = blocks[i]
+                .iter()
+                .rposition(|b| block_type(b) == "tool_result");
             if let (Some(t), Some(r)) = (first_text, last_result)
                 && t < r
             {
@@ -207,9 +223,16 @@ fn check_tool_pairing(messages: &[Value], blocks: &[Vec<Value>]) -> Result<(), A
             }
             let answered: HashSet<&str> = blocks
                 .get(i + 1)
-                .map(|next| ids_of(next, "tool_result", "tool_use_id").into_iter().collect())
+                .map(|next| {
+                    ids_of(next, "tool_result", "tool_use_id")
+                        .into_iter()
+                        .collect()
+                })
                 .unwrap_or_default();
-            let missing: Vec<&str> = calls.into_iter().filter(|c| !answered.contains(c)).collect();
+            let missing: Vec<&str> = calls
+                .into_iter()
+                .filter(|c| !answered.contains(c))
+                .collect();
             if !missing.is_empty() {
                 return Err(invalid(format!(
                     "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
@@ -251,7 +274,9 @@ fn decode_tools(raw: Option<&Value>, model: &SimModel) -> Result<Vec<ToolSpec>, 
             )));
         }
         let Some(schema) = tool.get("input_schema").filter(|s| s.is_object()) else {
-            return Err(invalid(format!("tools.{i}.custom.input_schema: Field required")));
+            return Err(invalid(format!(
+                "tools.{i}.custom.input_schema: Field required"
+            )));
         };
         out.push(ToolSpec {
             name: name.to_owned(),
@@ -273,7 +298,10 @@ fn decode_tool_choice(
     let Some(choice) = raw.filter(|v| !v.is_null()) else {
         return Ok((ToolChoice::Auto, true));
     };
-    let parallel = choice.get("disable_parallel_tool_use").and_then(Value::as_bool) != Some(true);
+    let parallel = choice
+        .get("disable_parallel_tool_use")
+        .and_then(Value::as_bool)
+        != Some(true);
     let parsed = match choice.get("type").and_then(Value::as_str) {
         Some("auto") => ToolChoice::Auto,
         Some("none") => ToolChoice::None,

@@ -32,7 +32,10 @@ fn pieces(text: &str) -> Vec<String> {
 
 fn fragments(text: &str) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
-    chars.chunks(JSON_FRAGMENT).map(|c| c.iter().collect()).collect()
+    chars
+        .chunks(JSON_FRAGMENT)
+        .map(|c| c.iter().collect())
+        .collect()
 }
 
 /// Every event of the stream. With `error_after` set, the stream stops after that many events
@@ -65,7 +68,10 @@ pub(crate) fn frames(env: &Envelope<'_>, plan: &Plan, error_after: Option<usize>
                     .map(|p| json!({"type": "thinking_delta", "thinking": p}))
                     .collect();
                 deltas.push(json!({"type": "signature_delta", "signature": block["signature"]}));
-                (json!({"type": "thinking", "thinking": "", "signature": ""}), deltas)
+                (
+                    json!({"type": "thinking", "thinking": "", "signature": ""}),
+                    deltas,
+                )
             }
             "tool_use" => {
                 let input = block["input"].to_string();

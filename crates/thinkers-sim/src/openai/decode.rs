@@ -46,7 +46,10 @@ fn invalid(message: impl Into<String>, param: &str) -> ApiError {
 /// Decodes `raw` (already known to name `model`) into an [`Exchange`].
 pub(crate) fn decode(raw: &Value, model: &SimModel, seed: u64) -> Result<Exchange, ApiError> {
     let Some(body) = raw.as_object() else {
-        return Err(ApiError::invalid("The request body must be a JSON object.", None));
+        return Err(ApiError::invalid(
+            "The request body must be a JSON object.",
+            None,
+        ));
     };
     let messages_raw = match body.get("messages") {
         Some(Value::Array(m)) if !m.is_empty() => m,
@@ -109,7 +112,10 @@ pub(crate) fn decode(raw: &Value, model: &SimModel, seed: u64) -> Result<Exchang
         .and_then(Value::as_bool)
         .unwrap_or(false);
 
-    let logprobs = body.get("logprobs").and_then(Value::as_bool).unwrap_or(false);
+    let logprobs = body
+        .get("logprobs")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let top = match body.get("top_logprobs") {
         None | Some(Value::Null) => 0,
         Some(v) => match v.as_u64() {
@@ -276,14 +282,22 @@ fn decode_tools(raw: Option<&Value>, model: &SimModel) -> Result<Vec<ToolSpec>, 
     let list = match raw {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(list)) => list,
-        Some(_) => return Err(invalid("Invalid type for 'tools': expected an array.", "tools")),
+        Some(_) => {
+            return Err(invalid(
+                "Invalid type for 'tools': expected an array.",
+                "tools",
+            ));
+        }
     };
     if list.is_empty() {
         return Ok(Vec::new());
     }
     if !model.native_tools {
         return Err(invalid(
-            format!("Invalid parameter: model '{}' does not support 'tools'.", model.name),
+            format!(
+                "Invalid parameter: model '{}' does not support 'tools'.",
+                model.name
+            ),
             "tools",
         ));
     }
@@ -324,7 +338,9 @@ fn decode_tool_choice(raw: Option<&Value>, tools: &[ToolSpec]) -> Result<ToolCho
             "required" => ToolChoice::Required,
             other => {
                 return Err(invalid(
-                    format!("Invalid value: '{other}'. Supported values are: 'none', 'auto', and 'required'."),
+                    format!(
+                        "Invalid value: '{other}'. Supported values are: 'none', 'auto', and 'required'."
+                    ),
                     "tool_choice",
                 ));
             }
@@ -337,7 +353,9 @@ fn decode_tool_choice(raw: Option<&Value>, tools: &[ToolSpec]) -> Result<ToolCho
                     .unwrap_or_default();
                 if !tools.iter().any(|t| t.name == name) {
                     return Err(invalid(
-                        format!("Invalid value for 'tool_choice': function '{name}' is not one of the tools provided."),
+                        format!(
+                            "Invalid value for 'tool_choice': function '{name}' is not one of the tools provided."
+                        ),
                         "tool_choice",
                     ));
                 }

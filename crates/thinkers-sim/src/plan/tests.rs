@@ -131,7 +131,10 @@ fn budgets_cut_answers_and_cap_reasoning() {
     ex.thinking = true;
     ex.reasoning_effort = Some("max".into());
     let plan = run(&ex, &Profile::default(), None);
-    assert_eq!(plan.reasoning_tokens, 500, "reasoning takes at most half the budget");
+    assert_eq!(
+        plan.reasoning_tokens, 500,
+        "reasoning takes at most half the budget"
+    );
     assert!(plan.output_tokens > plan.reasoning_tokens);
 }
 

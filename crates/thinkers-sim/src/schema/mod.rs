@@ -237,7 +237,10 @@ impl Generator<'_> {
 
     fn gen_array(&mut self, map: &Map<String, Value>) -> Value {
         let min = map.get("minItems").and_then(Value::as_u64).unwrap_or(0) as usize;
-        let max = map.get("maxItems").and_then(Value::as_u64).map(|n| n as usize);
+        let max = map
+            .get("maxItems")
+            .and_then(Value::as_u64)
+            .map(|n| n as usize);
         let unique = map.get("uniqueItems").and_then(Value::as_bool) == Some(true);
         let prefix: Vec<Value> = match (map.get("prefixItems"), map.get("items")) {
             (Some(Value::Array(p)), _) | (None, Some(Value::Array(p))) => p.clone(),
@@ -307,11 +310,19 @@ impl Generator<'_> {
         let mut required: Vec<String> = map
             .get("required")
             .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .map(|r| {
+                r.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
             .unwrap_or_default();
         let extra = map.get("additionalProperties");
         let extra_allowed = extra != Some(&Value::Bool(false));
-        let min_props = map.get("minProperties").and_then(Value::as_u64).unwrap_or(0) as usize;
+        let min_props = map
+            .get("minProperties")
+            .and_then(Value::as_u64)
+            .unwrap_or(0) as usize;
         let max_props = map
             .get("maxProperties")
             .and_then(Value::as_u64)
@@ -381,7 +392,10 @@ impl Generator<'_> {
         }
         let mut n = 1;
         while out.len() < min_props && extra_allowed {
-            let schema = extra.filter(|e| e.is_object()).cloned().unwrap_or(Value::Bool(true));
+            let schema = extra
+                .filter(|e| e.is_object())
+                .cloned()
+                .unwrap_or(Value::Bool(true));
             self.label = Some(format!("extra_{n}"));
             let value = self.generate(&schema);
             out.insert(format!("extra_{n}"), value);

@@ -10,7 +10,9 @@
 
 use rand::Rng;
 use rand::rngs::StdRng;
-use regex_syntax::hir::{Capture, Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Repetition};
+use regex_syntax::hir::{
+    Capture, Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Repetition,
+};
 
 /// The longest repetition `*` and `+` expand to.
 const MAX_REPEAT: u32 = 6;
@@ -32,8 +34,7 @@ pub(crate) fn sample(
     for _ in 0..32 {
         let candidate: String = rng.sample(&generator);
         let len = candidate.chars().count();
-        if len >= min_len && max_len.is_none_or(|max| len <= max) && checker.is_match(&candidate)
-        {
+        if len >= min_len && max_len.is_none_or(|max| len <= max) && checker.is_match(&candidate) {
             return Some(candidate);
         }
     }
@@ -80,7 +81,12 @@ mod tests {
     #[test]
     fn samples_match_anchored_patterns_in_ascii() {
         let mut rng = StdRng::seed_from_u64(1);
-        for pattern in [r"^\d{3}-[A-Z]{2}$", r"^[a-z_]+\.\w{2,4}$", r"^\w{4}\b.{2}$", r"ab|cd"] {
+        for pattern in [
+            r"^\d{3}-[A-Z]{2}$",
+            r"^[a-z_]+\.\w{2,4}$",
+            r"^\w{4}\b.{2}$",
+            r"ab|cd",
+        ] {
             let matcher = regex_lite(pattern);
             for _ in 0..20 {
                 let s = sample(pattern, 0, None, &mut rng).unwrap();

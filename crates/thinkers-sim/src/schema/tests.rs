@@ -94,7 +94,10 @@ fn generated_values_validate_for_many_seeds() {
                         hint: Some("the tool said 42".into()),
                     },
                 );
-                let errors: Vec<String> = v.iter_errors(&sample.value).map(|e| e.to_string()).collect();
+                let errors: Vec<String> = v
+                    .iter_errors(&sample.value)
+                    .map(|e| e.to_string())
+                    .collect();
                 assert!(
                     errors.is_empty(),
                     "seed {seed} good {good}: {} is invalid for {schema}: {errors:?}",
@@ -133,8 +136,18 @@ fn generation_is_deterministic_and_good_values_carry_the_hint() {
         )
         .value
     };
-    assert!(with_hint(true)["summary"].as_str().unwrap().contains("it rained in Paris"));
-    assert!(!with_hint(false)["summary"].as_str().unwrap().contains("Paris"));
+    assert!(
+        with_hint(true)["summary"]
+            .as_str()
+            .unwrap()
+            .contains("it rained in Paris")
+    );
+    assert!(
+        !with_hint(false)["summary"]
+            .as_str()
+            .unwrap()
+            .contains("Paris")
+    );
 }
 
 #[test]
@@ -142,8 +155,24 @@ fn weak_values_sit_lower_than_good_ones() {
     let schema = json!({"type": "integer", "minimum": 0, "maximum": 10});
     for seed in 0..20 {
         let mut rng = StdRng::seed_from_u64(seed);
-        let good = sample_with(&schema, &mut rng, SampleOptions { good: true, hint: None }).value;
-        let weak = sample_with(&schema, &mut rng, SampleOptions { good: false, hint: None }).value;
+        let good = sample_with(
+            &schema,
+            &mut rng,
+            SampleOptions {
+                good: true,
+                hint: None,
+            },
+        )
+        .value;
+        let weak = sample_with(
+            &schema,
+            &mut rng,
+            SampleOptions {
+                good: false,
+                hint: None,
+            },
+        )
+        .value;
         assert!(good.as_i64().unwrap() >= 5, "{good}");
         assert!(weak.as_i64().unwrap() <= 5, "{weak}");
     }

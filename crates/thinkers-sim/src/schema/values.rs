@@ -133,7 +133,10 @@ impl Generator<'_> {
     }
 
     pub(super) fn gen_number(&mut self, map: &Map<String, Value>) -> Value {
-        let step = map.get("multipleOf").and_then(Value::as_f64).filter(|m| *m > 0.0);
+        let step = map
+            .get("multipleOf")
+            .and_then(Value::as_f64)
+            .filter(|m| *m > 0.0);
         let (lo, lo_excl) = float_bound(map, "minimum", "exclusiveMinimum");
         let (hi, hi_excl) = float_bound(map, "maximum", "exclusiveMaximum");
         if let Some(step) = step {
@@ -242,7 +245,11 @@ fn float_bound(map: &Map<String, Value>, inclusive: &str, exclusive: &str) -> (O
             (Some(x), Some(i)) => {
                 let lower = inclusive == "minimum";
                 let excl_tighter = if lower { x >= i } else { x <= i };
-                if excl_tighter { (Some(x), true) } else { (Some(i), false) }
+                if excl_tighter {
+                    (Some(x), true)
+                } else {
+                    (Some(i), false)
+                }
             }
             (Some(x), None) => (Some(x), true),
             (None, i) => (i, false),
@@ -268,12 +275,17 @@ fn snap_to_multiple(value: i64, step: i64, lo: Option<i64>, hi: Option<i64>) -> 
         return up;
     }
     let down = value.div_euclid(step) * step;
-    if lo.is_none_or(|lo| down >= lo) { down } else { up }
+    if lo.is_none_or(|lo| down >= lo) {
+        down
+    } else {
+        up
+    }
 }
 
 fn decimals_of(step: f64) -> i32 {
     let text = format!("{step}");
-    text.split_once('.').map_or(0, |(_, frac)| frac.len() as i32)
+    text.split_once('.')
+        .map_or(0, |(_, frac)| frac.len() as i32)
 }
 
 /// Pads `text` to `min` chars and cuts it to `max` chars.

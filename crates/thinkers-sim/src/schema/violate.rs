@@ -24,7 +24,10 @@ pub fn violate(schema: &Value, rng: &mut StdRng) -> (Value, String) {
     )
     .value;
     let Value::Object(root) = schema else {
-        return (json!("invalid arguments"), "a value of the wrong type".into());
+        return (
+            json!("invalid arguments"),
+            "a value of the wrong type".into(),
+        );
     };
     let root = resolve_refs(schema, root, 0);
     let allowed = types_of(&root);

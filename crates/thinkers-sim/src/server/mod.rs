@@ -38,7 +38,14 @@ async fn chat_completions(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    pipeline::handle(shared, Dialect::OpenAi, "/v1/chat/completions", headers, body).await
+    pipeline::handle(
+        shared,
+        Dialect::OpenAi,
+        "/v1/chat/completions",
+        headers,
+        body,
+    )
+    .await
 }
 
 async fn messages(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {

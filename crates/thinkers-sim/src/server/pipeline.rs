@@ -160,9 +160,8 @@ pub(crate) async fn handle(
         }
     }
     let settle = |output: u64| -> Option<RateState> {
-        admitted.map(|id| {
-            lock(&slot.window).settle(Instant::now(), slot.limits, id, input + output)
-        })
+        admitted
+            .map(|id| lock(&slot.window).settle(Instant::now(), slot.limits, id, input + output))
     };
 
     if let Some(kind) = fault
@@ -321,9 +320,7 @@ fn choose_fault(
 fn applies(kind: FaultKind, exchange: &Exchange) -> bool {
     match kind {
         FaultKind::MalformedJson | FaultKind::WrongShape => exchange.format != AnswerFormat::Text,
-        FaultKind::UnknownTool | FaultKind::InvalidToolArgs => {
-            !exchange.offered_tools().is_empty()
-        }
+        FaultKind::UnknownTool | FaultKind::InvalidToolArgs => !exchange.offered_tools().is_empty(),
         FaultKind::StreamError => exchange.stream,
         FaultKind::Http500
         | FaultKind::Overloaded529

@@ -18,7 +18,9 @@ use crate::stats::{LoggedRequest, Stats, StatsSnapshot};
 
 /// A poisoned lock only means another request panicked mid-update; the counters stay usable.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// One served model.

@@ -39,9 +39,30 @@ async fn stats_reset_and_request_log_over_http() {
     let sim = start(config).await;
     let body = json!({"model": "sim-small", "messages": [user("count me")]});
     assert_eq!(openai(&sim, &body).await.status, 200);
-    assert_eq!(anthropic(&sim, &json!({"model": "sim-small", "max_tokens": 10, "messages": [user("me too")]})).await.status, 200);
-    assert_eq!(openai(&sim, &json!({"model": "not-in-catalog", "messages": [user("x")]})).await.status, 404);
-    assert_eq!(openai(&sim, &json!({"model": "sim-small", "messages": "nope"})).await.status, 400);
+    assert_eq!(
+        anthropic(
+            &sim,
+            &json!({"model": "sim-small", "max_tokens": 10, "messages": [user("me too")]})
+        )
+        .await
+        .status,
+        200
+    );
+    assert_eq!(
+        openai(
+            &sim,
+            &json!({"model": "not-in-catalog", "messages": [user("x")]})
+        )
+        .await
+        .status,
+        404
+    );
+    assert_eq!(
+        openai(&sim, &json!({"model": "sim-small", "messages": "nope"}))
+            .await
+            .status,
+        400
+    );
 
     let http: StatsSnapshot = client()
         .get(format!("{}/sim/stats", sim.base_url()))
@@ -76,7 +97,11 @@ async fn stats_reset_and_request_log_over_http() {
     assert!(chrono::DateTime::parse_from_rfc3339(log[0]["timestamp"].as_str().unwrap()).is_ok());
     assert_eq!(sim.requests().len(), 2);
 
-    let reset = client().post(format!("{}/sim/reset", sim.base_url())).send().await.unwrap();
+    let reset = client()
+        .post(format!("{}/sim/reset", sim.base_url()))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(reset.status().as_u16(), 200);
     assert_eq!(sim.stats(), StatsSnapshot::default());
     assert!(sim.requests().is_empty());
@@ -88,16 +113,34 @@ async fn catalog_profiles_drive_tool_rounds() {
     let tools = json!([weather_tool_openai()]);
     let mut messages = vec![user("weather?")];
     for round in 0..2 {
-        let r = openai(&sim, &json!({"model": "sim-small", "tools": tools, "messages": messages})).await;
-        assert_eq!(r.body["choices"][0]["finish_reason"], "tool_calls", "round {round}");
+        let r = openai(
+            &sim,
+            &json!({"model": "sim-small", "tools": tools, "messages": messages}),
+        )
+        .await;
+        assert_eq!(
+            r.body["choices"][0]["finish_reason"], "tool_calls",
+            "round {round}"
+        );
         let message = r.body["choices"][0]["message"].clone();
         let id = message["tool_calls"][0]["id"].clone();
         messages.push(message);
-        messages.push(json!({"role": "tool", "tool_call_id": id, "content": format!("result {round}")}));
+        messages.push(
+            json!({"role": "tool", "tool_call_id": id, "content": format!("result {round}")}),
+        );
     }
-    let r = openai(&sim, &json!({"model": "sim-small", "tools": tools, "messages": messages})).await;
+    let r = openai(
+        &sim,
+        &json!({"model": "sim-small", "tools": tools, "messages": messages}),
+    )
+    .await;
     assert_eq!(r.body["choices"][0]["finish_reason"], "stop");
-    assert!(r.body["choices"][0]["message"]["content"].as_str().unwrap().contains("result 1"));
+    assert!(
+        r.body["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("result 1")
+    );
 }
 
 #[tokio::test]
@@ -126,7 +169,11 @@ async fn model_list_in_both_shapes() {
         .unwrap();
     assert_eq!(anthropic_list["data"][0]["type"], "model");
     assert_eq!(anthropic_list["has_more"], false);
-    let missing = client().get(format!("{}/v2/whatever", sim.base_url())).send().await.unwrap();
+    let missing = client()
+        .get(format!("{}/v2/whatever", sim.base_url()))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(missing.status().as_u16(), 404);
 }
 
@@ -138,9 +185,13 @@ async fn serve_runs_until_its_shutdown_signal() {
     };
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(thinkers_sim::serve_with_shutdown(SimConfig::default(), addr, async {
-        let _ = stopped.await;
-    }));
+    let server = tokio::spawn(thinkers_sim::serve_with_shutdown(
+        SimConfig::default(),
+        addr,
+        async {
+            let _ = stopped.await;
+        },
+    ));
     let url = format!("http://{addr}/sim/stats");
     let mut up = false;
     for _ in 0..50 {
@@ -152,10 +203,15 @@ async fn serve_runs_until_its_shutdown_signal() {
     }
     assert!(up, "the server answers");
     stop.send(()).unwrap();
-    let result = tokio::time::timeout(std::time::Duration::from_secs(10), server).await.unwrap().unwrap();
+    let result = tokio::time::timeout(std::time::Duration::from_secs(10), server)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(result.is_ok());
     // Binding a taken port fails with a typed error.
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let err = thinkers_sim::serve(SimConfig::default(), taken.local_addr().unwrap()).await.unwrap_err();
+    let err = thinkers_sim::serve(SimConfig::default(), taken.local_addr().unwrap())
+        .await
+        .unwrap_err();
     assert!(matches!(err, thinkers_sim::SimError::Bind { .. }));
 }

@@ -19,9 +19,13 @@ fn thinking_on() -> Value {
 #[tokio::test]
 async fn plain_message_has_the_documented_shape() {
     let sim = start_default().await;
-    let reply = anthropic(&sim, &json!({"model": "claude-sim", "max_tokens": 1024,
+    let reply = anthropic(
+        &sim,
+        &json!({"model": "claude-sim", "max_tokens": 1024,
         "system": [{"type": "text", "text": "Be brief."}],
-        "messages": [user("What is admission?")]})).await;
+        "messages": [user("What is admission?")]}),
+    )
+    .await;
     assert_eq!(reply.status, 200, "{}", reply.body);
     let body = &reply.body;
     assert_eq!(body["type"], "message");
@@ -33,7 +37,12 @@ async fn plain_message_has_the_documented_shape() {
     let content = body["content"].as_array().unwrap();
     assert_eq!(content.len(), 1);
     assert_eq!(content[0]["type"], "text");
-    assert!(content[0]["text"].as_str().unwrap().contains("What is admission?"));
+    assert!(
+        content[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("What is admission?")
+    );
     let usage = &body["usage"];
     assert!(usage["input_tokens"].as_u64().unwrap() > 0);
     assert!(usage["output_tokens"].as_u64().unwrap() > 0);
@@ -67,12 +76,25 @@ async fn headers_and_required_fields_are_checked() {
         .unwrap();
     assert_eq!(resp.status().as_u16(), 400);
 
-    let missing = anthropic(&sim, &json!({"model": "claude-sim", "messages": [user("hi")]})).await;
+    let missing = anthropic(
+        &sim,
+        &json!({"model": "claude-sim", "messages": [user("hi")]}),
+    )
+    .await;
     assert_eq!(missing.status, 400);
     assert_eq!(missing.body["error"]["type"], "invalid_request_error");
-    assert!(missing.body["error"]["message"].as_str().unwrap().contains("max_tokens"));
+    assert!(
+        missing.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_tokens")
+    );
 
-    let unknown = anthropic(&sim, &json!({"model": "claude-nope", "max_tokens": 10, "messages": [user("hi")]})).await;
+    let unknown = anthropic(
+        &sim,
+        &json!({"model": "claude-nope", "max_tokens": 10, "messages": [user("hi")]}),
+    )
+    .await;
     assert_eq!(unknown.status, 404);
     assert_eq!(unknown.body["error"]["type"], "not_found_error");
 }
@@ -81,8 +103,12 @@ async fn headers_and_required_fields_are_checked() {
 async fn tool_use_round_trip() {
     let sim = start_default().await;
     let tools = json!([weather_tool()]);
-    let first = anthropic(&sim, &json!({"model": "claude-sim", "max_tokens": 1024, "tools": tools,
-        "messages": [user("Weather in Oslo?")]})).await;
+    let first = anthropic(
+        &sim,
+        &json!({"model": "claude-sim", "max_tokens": 1024, "tools": tools,
+        "messages": [user("Weather in Oslo?")]}),
+    )
+    .await;
     assert_eq!(first.status, 200, "{}", first.body);
     assert_eq!(first.body["stop_reason"], "tool_use");
     let blocks = first.body["content"].as_array().unwrap();
@@ -107,7 +133,12 @@ async fn tool_use_round_trip() {
         user("x"), {"role": "assistant", "content": blocks}, user("and?")]});
     let reply = anthropic(&sim, &unanswered).await;
     assert_eq!(reply.status, 400);
-    assert!(reply.body["error"]["message"].as_str().unwrap().contains("tool_result"));
+    assert!(
+        reply.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("tool_result")
+    );
     let stray = json!({"model": "claude-sim", "max_tokens": 100, "messages": [
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_x", "content": "r"}]}]});
     assert_eq!(anthropic(&sim, &stray).await.status, 400);
@@ -121,8 +152,12 @@ async fn tool_use_round_trip() {
 async fn thinking_blocks_are_signed_and_verified() {
     let sim = start_default().await;
     let tools = json!([weather_tool()]);
-    let first = anthropic(&sim, &json!({"model": "claude-sim", "max_tokens": 4096, "tools": tools,
-        "thinking": thinking_on(), "messages": [user("Weather in Lima?")]})).await;
+    let first = anthropic(
+        &sim,
+        &json!({"model": "claude-sim", "max_tokens": 4096, "tools": tools,
+        "thinking": thinking_on(), "messages": [user("Weather in Lima?")]}),
+    )
+    .await;
     assert_eq!(first.status, 200, "{}", first.body);
     let blocks = first.body["content"].as_array().unwrap().clone();
     assert_eq!(blocks[0]["type"], "thinking");
@@ -144,12 +179,22 @@ async fn thinking_blocks_are_signed_and_verified() {
     edited[0]["thinking"] = json!("I changed my mind.");
     let reply = anthropic(&sim, &conversation(json!(edited))).await;
     assert_eq!(reply.status, 400);
-    assert!(reply.body["error"]["message"].as_str().unwrap().contains("signature"));
+    assert!(
+        reply.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("signature")
+    );
 
     let dropped = json!([blocks[1]]);
     let reply = anthropic(&sim, &conversation(dropped)).await;
     assert_eq!(reply.status, 400);
-    assert!(reply.body["error"]["message"].as_str().unwrap().contains("thinking"));
+    assert!(
+        reply.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("thinking")
+    );
 
     // A different seed signs differently: its blocks do not verify here.
     let other = start(
@@ -160,8 +205,12 @@ async fn thinking_blocks_are_signed_and_verified() {
             .unwrap(),
     )
     .await;
-    let foreign = anthropic(&other, &json!({"model": "claude-sim", "max_tokens": 4096, "tools": tools,
-        "thinking": thinking_on(), "messages": [user("Weather in Lima?")]})).await;
+    let foreign = anthropic(
+        &other,
+        &json!({"model": "claude-sim", "max_tokens": 4096, "tools": tools,
+        "thinking": thinking_on(), "messages": [user("Weather in Lima?")]}),
+    )
+    .await;
     let foreign_blocks = foreign.body["content"].clone();
     let mut convo = conversation(foreign_blocks.clone());
     convo["messages"][2]["content"][0]["tool_use_id"] = foreign_blocks[1]["id"].clone();
@@ -172,24 +221,48 @@ async fn thinking_blocks_are_signed_and_verified() {
 async fn thinking_rules_match_the_real_api() {
     let sim = start_default().await;
     let tools = json!([weather_tool()]);
-    let forced = anthropic(&sim, &json!({"model": "claude-sim", "max_tokens": 4096, "tools": tools,
-        "tool_choice": {"type": "any"}, "thinking": thinking_on(), "messages": [user("x")]})).await;
+    let forced = anthropic(
+        &sim,
+        &json!({"model": "claude-sim", "max_tokens": 4096, "tools": tools,
+        "tool_choice": {"type": "any"}, "thinking": thinking_on(), "messages": [user("x")]}),
+    )
+    .await;
     assert_eq!(forced.status, 400);
-    let unsupported = anthropic(&sim, &json!({"model": "text-sim", "max_tokens": 4096,
-        "thinking": thinking_on(), "messages": [user("x")]})).await;
+    let unsupported = anthropic(
+        &sim,
+        &json!({"model": "text-sim", "max_tokens": 4096,
+        "thinking": thinking_on(), "messages": [user("x")]}),
+    )
+    .await;
     assert_eq!(unsupported.status, 400);
-    let small_budget = anthropic(&sim, &json!({"model": "claude-sim", "max_tokens": 4096,
-        "thinking": {"type": "enabled", "budget_tokens": 100}, "messages": [user("x")]})).await;
+    let small_budget = anthropic(
+        &sim,
+        &json!({"model": "claude-sim", "max_tokens": 4096,
+        "thinking": {"type": "enabled", "budget_tokens": 100}, "messages": [user("x")]}),
+    )
+    .await;
     assert_eq!(small_budget.status, 400);
-    let over_max = anthropic(&sim, &json!({"model": "claude-sim", "max_tokens": 2048,
-        "thinking": {"type": "enabled", "budget_tokens": 4096}, "messages": [user("x")]})).await;
+    let over_max = anthropic(
+        &sim,
+        &json!({"model": "claude-sim", "max_tokens": 2048,
+        "thinking": {"type": "enabled", "budget_tokens": 4096}, "messages": [user("x")]}),
+    )
+    .await;
     assert_eq!(over_max.status, 400);
-    let adaptive = anthropic(&sim, &json!({"model": "claude-sim", "max_tokens": 4096,
-        "thinking": {"type": "adaptive"}, "messages": [user("x")]})).await;
+    let adaptive = anthropic(
+        &sim,
+        &json!({"model": "claude-sim", "max_tokens": 4096,
+        "thinking": {"type": "adaptive"}, "messages": [user("x")]}),
+    )
+    .await;
     assert_eq!(adaptive.status, 200);
     assert_eq!(adaptive.body["content"][0]["type"], "thinking");
-    let named = anthropic(&sim, &json!({"model": "claude-sim", "max_tokens": 1024, "tools": tools,
-        "tool_choice": {"type": "tool", "name": "get_weather"}, "messages": [user("x")]})).await;
+    let named = anthropic(
+        &sim,
+        &json!({"model": "claude-sim", "max_tokens": 1024, "tools": tools,
+        "tool_choice": {"type": "tool", "name": "get_weather"}, "messages": [user("x")]}),
+    )
+    .await;
     assert_eq!(named.body["content"][0]["name"], "get_weather");
 }
 
@@ -214,7 +287,10 @@ async fn streaming_rebuilds_the_plain_message() {
     let start = events[0].json();
     assert_eq!(start["message"]["content"], json!([]));
     assert!(start["message"]["stop_reason"].is_null());
-    assert_eq!(start["message"]["usage"]["input_tokens"], plain["usage"]["input_tokens"]);
+    assert_eq!(
+        start["message"]["usage"]["input_tokens"],
+        plain["usage"]["input_tokens"]
+    );
 
     let mut blocks: Vec<Value> = Vec::new();
     let mut partial: Vec<String> = Vec::new();
@@ -231,15 +307,25 @@ async fn streaming_rebuilds_the_plain_message() {
                 let delta = &data["delta"];
                 match delta["type"].as_str().unwrap() {
                     "thinking_delta" => {
-                        let t = format!("{}{}", blocks[i]["thinking"].as_str().unwrap(), delta["thinking"].as_str().unwrap());
+                        let t = format!(
+                            "{}{}",
+                            blocks[i]["thinking"].as_str().unwrap(),
+                            delta["thinking"].as_str().unwrap()
+                        );
                         blocks[i]["thinking"] = json!(t);
                     }
                     "signature_delta" => blocks[i]["signature"] = delta["signature"].clone(),
                     "text_delta" => {
-                        let t = format!("{}{}", blocks[i]["text"].as_str().unwrap(), delta["text"].as_str().unwrap());
+                        let t = format!(
+                            "{}{}",
+                            blocks[i]["text"].as_str().unwrap(),
+                            delta["text"].as_str().unwrap()
+                        );
                         blocks[i]["text"] = json!(t);
                     }
-                    "input_json_delta" => partial[i].push_str(delta["partial_json"].as_str().unwrap()),
+                    "input_json_delta" => {
+                        partial[i].push_str(delta["partial_json"].as_str().unwrap());
+                    }
                     other => panic!("unexpected delta {other}"),
                 }
             }
@@ -251,7 +337,10 @@ async fn streaming_rebuilds_the_plain_message() {
             }
             "message_delta" => {
                 assert_eq!(data["delta"]["stop_reason"], plain["stop_reason"]);
-                assert_eq!(data["usage"]["output_tokens"], plain["usage"]["output_tokens"]);
+                assert_eq!(
+                    data["usage"]["output_tokens"],
+                    plain["usage"]["output_tokens"]
+                );
             }
             _ => {}
         }
@@ -264,10 +353,15 @@ async fn structured_output_config_is_followed() {
     let sim = start_default().await;
     let schema = json!({"type": "object", "required": ["title", "year"], "additionalProperties": false,
         "properties": {"title": {"type": "string"}, "year": {"type": "integer", "minimum": 1900, "maximum": 2100}}});
-    let reply = anthropic(&sim, &json!({"model": "claude-sim", "max_tokens": 1024,
+    let reply = anthropic(
+        &sim,
+        &json!({"model": "claude-sim", "max_tokens": 1024,
         "output_config": {"format": {"type": "json_schema", "schema": schema}},
-        "messages": [user("Name a film")]})).await;
+        "messages": [user("Name a film")]}),
+    )
+    .await;
     assert_eq!(reply.status, 200, "{}", reply.body);
-    let value: Value = serde_json::from_str(reply.body["content"][0]["text"].as_str().unwrap()).unwrap();
+    let value: Value =
+        serde_json::from_str(reply.body["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_valid(&schema, &value);
 }

@@ -1,7 +1,9 @@
 //! Text-tool mode, scripted mode and determinism.
 
 use serde_json::{Value, json};
-use thinkers_sim::{Profile, Script, ScriptAnswer, ScriptRule, ScriptToolCall, SimConfig, SimModel};
+use thinkers_sim::{
+    Profile, Script, ScriptAnswer, ScriptRule, ScriptToolCall, SimConfig, SimModel,
+};
 
 use crate::support::*;
 
@@ -14,46 +16,79 @@ fn text_protocol_system() -> String {
         "parameters": {"type": "object", "required": ["term"], "properties": {"term": {"type": "string"}}}}]);
     let schema = json!({"type": "object", "required": ["answer", "cited"], "properties": {
         "answer": {"type": "string"}, "cited": {"type": "boolean"}}});
-    format!("You answer from the glossary.\n<tools>\n{tools}\n</tools>\nAnswer with JSON:\n<response_schema>\n{schema}\n</response_schema>\n")
+    format!(
+        "You answer from the glossary.\n<tools>\n{tools}\n</tools>\nAnswer with JSON:\n<response_schema>\n{schema}\n</response_schema>\n"
+    )
 }
 
 #[tokio::test]
 async fn text_tool_mode_calls_tools_in_text_and_reads_results() {
     let sim = start_default().await;
-    let refused = openai(&sim, &json!({"model": "text-sim", "tools": [weather_tool_openai()],
-        "messages": [user("x")]})).await;
+    let refused = openai(
+        &sim,
+        &json!({"model": "text-sim", "tools": [weather_tool_openai()],
+        "messages": [user("x")]}),
+    )
+    .await;
     assert_eq!(refused.status, 400);
     assert_eq!(refused.body["error"]["param"], "tools");
-    let refused = anthropic(&sim, &json!({"model": "text-sim", "max_tokens": 100,
-        "tools": [{"name": "t", "input_schema": {"type": "object"}}], "messages": [user("x")]})).await;
+    let refused = anthropic(
+        &sim,
+        &json!({"model": "text-sim", "max_tokens": 100,
+        "tools": [{"name": "t", "input_schema": {"type": "object"}}], "messages": [user("x")]}),
+    )
+    .await;
     assert_eq!(refused.status, 400);
 
     let system = text_protocol_system();
-    let first = openai(&sim, &json!({"model": "text-sim", "messages": [
-        {"role": "system", "content": system}, user("What is a seat?")]})).await;
+    let first = openai(
+        &sim,
+        &json!({"model": "text-sim", "messages": [
+        {"role": "system", "content": system}, user("What is a seat?")]}),
+    )
+    .await;
     assert_eq!(first.status, 200, "{}", first.body);
     let choice = &first.body["choices"][0];
     assert_eq!(choice["finish_reason"], "stop");
     assert!(choice["message"].get("tool_calls").is_none());
-    let reply: Value = serde_json::from_str(choice["message"]["content"].as_str().unwrap()).unwrap();
+    let reply: Value =
+        serde_json::from_str(choice["message"]["content"].as_str().unwrap()).unwrap();
     let call = &reply["tool_calls"][0];
     assert_eq!(call["name"], "lookup");
     assert!(call["arguments"]["term"].is_string());
 
-    let results = "<tool_result name=\"lookup\" id=\"t1\">A seat is a reserved model slot.</tool_result>";
-    let second = openai(&sim, &json!({"model": "text-sim", "messages": [
+    let results =
+        "<tool_result name=\"lookup\" id=\"t1\">A seat is a reserved model slot.</tool_result>";
+    let second = openai(
+        &sim,
+        &json!({"model": "text-sim", "messages": [
         {"role": "system", "content": system}, user("What is a seat?"),
-        {"role": "assistant", "content": choice["message"]["content"]}, user(results)]})).await;
-    let content = second.body["choices"][0]["message"]["content"].as_str().unwrap();
+        {"role": "assistant", "content": choice["message"]["content"]}, user(results)]}),
+    )
+    .await;
+    let content = second.body["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap();
     let answer: Value = serde_json::from_str(content).unwrap();
-    assert!(answer["answer"].as_str().unwrap().contains("A seat is a reserved model slot."), "{answer}");
+    assert!(
+        answer["answer"]
+            .as_str()
+            .unwrap()
+            .contains("A seat is a reserved model slot."),
+        "{answer}"
+    );
     assert!(answer["cited"].is_boolean());
 
     // The same protocol through the Anthropic dialect.
-    let first = anthropic(&sim, &json!({"model": "text-sim", "max_tokens": 1024, "system": system,
-        "messages": [user("What is a seat?")]})).await;
+    let first = anthropic(
+        &sim,
+        &json!({"model": "text-sim", "max_tokens": 1024, "system": system,
+        "messages": [user("What is a seat?")]}),
+    )
+    .await;
     assert_eq!(first.body["stop_reason"], "end_turn");
-    let reply: Value = serde_json::from_str(first.body["content"][0]["text"].as_str().unwrap()).unwrap();
+    let reply: Value =
+        serde_json::from_str(first.body["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(reply["tool_calls"][0]["name"], "lookup");
 }
 
@@ -83,25 +118,66 @@ fn scripted_sim_config() -> SimConfig {
 async fn scripted_rules_answer_first_and_fall_back_to_schema_driven() {
     let sim = start(scripted_sim_config()).await;
     let tools = json!([weather_tool_openai()]);
-    let first = openai(&sim, &json!({"model": "gpt-sim", "tools": tools, "messages": [user("what's the weather?")]})).await;
+    let first = openai(
+        &sim,
+        &json!({"model": "gpt-sim", "tools": tools, "messages": [user("what's the weather?")]}),
+    )
+    .await;
     let call = &first.body["choices"][0]["message"]["tool_calls"][0];
     assert_eq!(call["function"]["name"], "get_weather");
-    assert_eq!(call["function"]["arguments"], json!({"city": "Paris", "unit": "c", "days": 1}).to_string());
-    let second = openai(&sim, &json!({"model": "gpt-sim", "tools": tools, "messages": [
+    assert_eq!(
+        call["function"]["arguments"],
+        json!({"city": "Paris", "unit": "c", "days": 1}).to_string()
+    );
+    let second = openai(
+        &sim,
+        &json!({"model": "gpt-sim", "tools": tools, "messages": [
         user("what's the weather?"), first.body["choices"][0]["message"].clone(),
-        {"role": "tool", "tool_call_id": call["id"], "content": "sunny, 24C"}]})).await;
-    assert_eq!(second.body["choices"][0]["message"]["content"], "It is sunny in Paris.");
+        {"role": "tool", "tool_call_id": call["id"], "content": "sunny, 24C"}]}),
+    )
+    .await;
+    assert_eq!(
+        second.body["choices"][0]["message"]["content"],
+        "It is sunny in Paris."
+    );
     // `times = 1` is spent: the same question now gets a schema-driven answer.
-    let third = openai(&sim, &json!({"model": "gpt-sim", "messages": [user("what's the weather?")]})).await;
-    assert!(third.body["choices"][0]["message"]["content"].as_str().unwrap().contains("what's the weather?"));
+    let third = openai(
+        &sim,
+        &json!({"model": "gpt-sim", "messages": [user("what's the weather?")]}),
+    )
+    .await;
+    assert!(
+        third.body["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("what's the weather?")
+    );
     // Model-restricted rules.
-    let json_answer = openai(&sim, &json!({"model": "gpt-sim", "messages": [user("the report please")]})).await;
-    assert_eq!(json_answer.body["choices"][0]["message"]["content"], json!({"status": "done"}).to_string());
-    let other = openai(&sim, &json!({"model": "other", "messages": [user("the report please")]})).await;
-    assert_ne!(other.body["choices"][0]["message"]["content"], json!({"status": "done"}).to_string());
+    let json_answer = openai(
+        &sim,
+        &json!({"model": "gpt-sim", "messages": [user("the report please")]}),
+    )
+    .await;
+    assert_eq!(
+        json_answer.body["choices"][0]["message"]["content"],
+        json!({"status": "done"}).to_string()
+    );
+    let other = openai(
+        &sim,
+        &json!({"model": "other", "messages": [user("the report please")]}),
+    )
+    .await;
+    assert_ne!(
+        other.body["choices"][0]["message"]["content"],
+        json!({"status": "done"}).to_string()
+    );
     // Reset restores the spent budget.
     sim.reset();
-    let again = openai(&sim, &json!({"model": "gpt-sim", "tools": tools, "messages": [user("what's the weather?")]})).await;
+    let again = openai(
+        &sim,
+        &json!({"model": "gpt-sim", "tools": tools, "messages": [user("what's the weather?")]}),
+    )
+    .await;
     assert_eq!(again.body["choices"][0]["finish_reason"], "tool_calls");
 }
 
@@ -109,14 +185,26 @@ async fn scripted_rules_answer_first_and_fall_back_to_schema_driven() {
 async fn scripts_load_from_toml_and_json_files() {
     let dir = tempfile::tempdir().unwrap();
     let toml_path = dir.path().join("script.toml");
-    std::fs::write(&toml_path, "[[rules]]\ncontains = \"ping\"\nanswer = { text = \"pong\" }\n").unwrap();
+    std::fs::write(
+        &toml_path,
+        "[[rules]]\ncontains = \"ping\"\nanswer = { text = \"pong\" }\n",
+    )
+    .unwrap();
     let json_path = dir.path().join("script.json");
-    std::fs::write(&json_path, r#"{"rules": [{"contains": "ping", "answer": {"text": "pong"}}]}"#).unwrap();
+    std::fs::write(
+        &json_path,
+        r#"{"rules": [{"contains": "ping", "answer": {"text": "pong"}}]}"#,
+    )
+    .unwrap();
     let a = Script::from_file(&toml_path).unwrap();
     let b = Script::from_file(&json_path).unwrap();
     assert_eq!(a, b);
     let sim = start(SimConfig::builder().script(a).build().unwrap()).await;
-    let reply = anthropic(&sim, &json!({"model": "any-model", "max_tokens": 50, "messages": [user("ping")]})).await;
+    let reply = anthropic(
+        &sim,
+        &json!({"model": "any-model", "max_tokens": 50, "messages": [user("ping")]}),
+    )
+    .await;
     assert_eq!(reply.body["content"][0]["text"], "pong");
     assert!(Script::from_file(dir.path().join("missing.toml")).is_err());
 }

@@ -112,7 +112,10 @@ impl Sse {
 pub(crate) async fn events(resp: reqwest::Response) -> (Vec<Sse>, bool) {
     assert_eq!(resp.status().as_u16(), 200);
     let content_type = resp.headers()["content-type"].to_str().unwrap().to_owned();
-    assert!(content_type.starts_with("text/event-stream"), "{content_type}");
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "{content_type}"
+    );
     let mut stream = resp.bytes_stream().eventsource();
     let mut out = Vec::new();
     let mut broken = false;
@@ -131,7 +134,11 @@ pub(crate) async fn events(resp: reqwest::Response) -> (Vec<Sse>, bool) {
     (out, broken)
 }
 
-pub(crate) async fn openai_stream(sim: &Sim, body: &Value, extra: &[(&str, &str)]) -> (Vec<Sse>, bool) {
+pub(crate) async fn openai_stream(
+    sim: &Sim,
+    body: &Value,
+    extra: &[(&str, &str)],
+) -> (Vec<Sse>, bool) {
     let mut req = client()
         .post(format!("{}/chat/completions", sim.openai_base_url()))
         .bearer_auth("sk-test")
@@ -142,7 +149,11 @@ pub(crate) async fn openai_stream(sim: &Sim, body: &Value, extra: &[(&str, &str)
     events(req.send().await.unwrap()).await
 }
 
-pub(crate) async fn anthropic_stream(sim: &Sim, body: &Value, extra: &[(&str, &str)]) -> (Vec<Sse>, bool) {
+pub(crate) async fn anthropic_stream(
+    sim: &Sim,
+    body: &Value,
+    extra: &[(&str, &str)],
+) -> (Vec<Sse>, bool) {
     let mut req = client()
         .post(format!("{}/v1/messages", sim.base_url()))
         .header("x-api-key", "sk-ant-test")
@@ -189,8 +200,14 @@ pub(crate) fn assert_valid(schema: &Value, value: &Value) {
         .should_validate_formats(true)
         .build(schema)
         .unwrap();
-    let errors: Vec<String> = validator.iter_errors(value).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{value} is invalid for {schema}: {errors:?}");
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{value} is invalid for {schema}: {errors:?}"
+    );
 }
 
 pub(crate) fn is_valid(schema: &Value, value: &Value) -> bool {
@@ -249,6 +266,12 @@ pub(crate) fn assert_openai_schema(name: &str, value: &Value) {
         "$ref": format!("#/components/schemas/{name}")
     });
     let validator = jsonschema::draft202012::new(&root).unwrap();
-    let errors: Vec<String> = validator.iter_errors(value).map(|e| format!("{e} at {}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "{value} is not a valid {name}: {errors:?}");
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{value} is not a valid {name}: {errors:?}"
+    );
 }
