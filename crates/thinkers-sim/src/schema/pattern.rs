@@ -8,6 +8,9 @@
 //! pattern (unanchored search, as JSON Schema specifies) with the `regex` crate, so dropped
 //! assertions such as `\b` cannot let a wrong sample through.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
 use rand::Rng;
 use rand::rngs::StdRng;
 use regex_syntax::hir::{
@@ -25,20 +28,48 @@ pub(crate) fn sample(
     max_len: Option<usize>,
     rng: &mut StdRng,
 ) -> Option<String> {
-    let hir = regex_syntax::ParserBuilder::new()
-        .build()
-        .parse(pattern)
-        .ok()?;
-    let generator = rand_regex::Regex::with_hir(ascii_only(&hir), MAX_REPEAT).ok()?;
-    let checker = regex::Regex::new(pattern).ok()?;
+    let compiled = compiled(pattern)?;
+    let (generator, checker) = (&compiled.0, &compiled.1);
     for _ in 0..32 {
-        let candidate: String = rng.sample(&generator);
+        let candidate: String = rng.sample(generator);
         let len = candidate.chars().count();
         if len >= min_len && max_len.is_none_or(|max| len <= max) && checker.is_match(&candidate) {
             return Some(candidate);
         }
     }
     None
+}
+
+/// A pattern's generator and checker.
+type Compiled = Arc<(rand_regex::Regex, regex::Regex)>;
+
+/// The most patterns kept compiled; the cache is emptied when it fills.
+const CACHE_SIZE: usize = 256;
+
+/// Compiles `pattern` once: tool schemas are offered again on every turn of a conversation.
+fn compiled(pattern: &str) -> Option<Compiled> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Option<Compiled>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(hit) = cache.get(pattern) {
+        return hit.clone();
+    }
+    let built = build(pattern);
+    if cache.len() >= CACHE_SIZE {
+        cache.clear();
+    }
+    cache.insert(pattern.to_owned(), built.clone());
+    built
+}
+
+fn build(pattern: &str) -> Option<Compiled> {
+    let hir = regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(pattern)
+        .ok()?;
+    let generator = rand_regex::Regex::with_hir(ascii_only(&hir), MAX_REPEAT).ok()?;
+    let checker = regex::Regex::new(pattern).ok()?;
+    Some(Arc::new((generator, checker)))
 }
 
 /// Rewrites a HIR without look-around assertions and with classes narrowed to printable ASCII.

@@ -44,17 +44,22 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .filter(|v| !v.is_empty())
 }
 
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    header_str(headers, "authorization")
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+}
+
+/// OpenAI wants `Authorization: Bearer …`. Anthropic wants `x-api-key` (current official SDKs send
+/// the key as `Authorization: Bearer …`, which the API accepts too) and `anthropic-version`.
 fn authenticate(dialect: Dialect, headers: &HeaderMap) -> Result<(), ApiError> {
     match dialect {
-        Dialect::OpenAi => {
-            let token = header_str(headers, "authorization")
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .map(str::trim)
-                .filter(|t| !t.is_empty());
-            token.map(|_| ()).ok_or(ApiError::MissingKey)
-        }
+        Dialect::OpenAi => bearer(headers).map(|_| ()).ok_or(ApiError::MissingKey),
         Dialect::Anthropic => {
-            header_str(headers, "x-api-key").ok_or(ApiError::MissingKey)?;
+            header_str(headers, "x-api-key")
+                .or_else(|| bearer(headers))
+                .ok_or(ApiError::MissingKey)?;
             header_str(headers, "anthropic-version").ok_or(ApiError::MissingVersion)?;
             Ok(())
         }

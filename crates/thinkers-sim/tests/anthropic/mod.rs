@@ -76,6 +76,17 @@ async fn headers_and_required_fields_are_checked() {
         .unwrap();
     assert_eq!(resp.status().as_u16(), 400);
 
+    // Current official SDKs send the key as a bearer token, which the API accepts.
+    let bearer = client()
+        .post(format!("{}/v1/messages", sim.base_url()))
+        .bearer_auth("sk-ant-test")
+        .header("anthropic-version", "2023-06-01")
+        .json(&json!({"model": "claude-sim", "max_tokens": 10, "messages": [user("hi")]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bearer.status().as_u16(), 200);
+
     let missing = anthropic(
         &sim,
         &json!({"model": "claude-sim", "messages": [user("hi")]}),
