@@ -52,10 +52,19 @@ async fn messages(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
     pipeline::handle(shared, Dialect::Anthropic, "/v1/messages", headers, body).await
 }
 
+async fn count_tokens(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    pipeline::count_tokens(shared, headers, body).await
+}
+
 fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/messages", post(messages))
+        .route("/v1/messages/count_tokens", post(count_tokens))
         .route("/v1/models", get(admin::models))
         .route("/sim/stats", get(admin::stats))
         .route("/sim/reset", post(admin::reset))

@@ -66,6 +66,56 @@ fn authenticate(dialect: Dialect, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
+/// Authenticates, parses the body and finds the model it names.
+fn read_request(
+    shared: &Shared,
+    dialect: Dialect,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(Value, Arc<ModelSlot>), ApiError> {
+    authenticate(dialect, headers)?;
+    let raw: Value = serde_json::from_slice(body).map_err(|e| {
+        ApiError::invalid(
+            format!("We could not parse the JSON body of your request: {e}"),
+            None,
+        )
+    })?;
+    let Some(model_name) = raw.get("model").and_then(Value::as_str) else {
+        return Err(ApiError::invalid(
+            "you must provide a model parameter",
+            Some("model"),
+        ));
+    };
+    let slot = shared
+        .model(model_name)
+        .ok_or_else(|| ApiError::ModelNotFound(model_name.to_owned()))?;
+    Ok((raw, slot))
+}
+
+/// `POST /v1/messages/count_tokens`: the sim's input token count of a Messages body (which needs
+/// no `max_tokens`), checked like a real request. Neither rate limited nor counted in the stats.
+pub(crate) async fn count_tokens(shared: Arc<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    let ctx = Ctx {
+        dialect: Dialect::Anthropic,
+        request_id: format!("req_{}", uuid::Uuid::new_v4().simple()),
+    };
+    let (mut raw, slot) = match read_request(&shared, ctx.dialect, &headers, &body) {
+        Ok(found) => found,
+        Err(e) => return ctx.error(e),
+    };
+    if let Some(body) = raw.as_object_mut() {
+        body.insert("max_tokens".into(), Value::from(slot.model.output_ceiling));
+        body.remove("stream");
+    }
+    match anthropic::decode(&raw, &slot.model, shared.seed, &shared.signer) {
+        Ok(exchange) => axum::Json(serde_json::json!({
+            "input_tokens": tokens::input_tokens(&exchange)
+        }))
+        .into_response(),
+        Err(e) => ctx.error(e),
+    }
+}
+
 /// Handles one request to a model endpoint.
 pub(crate) async fn handle(
     shared: Arc<Shared>,
@@ -78,26 +128,9 @@ pub(crate) async fn handle(
         dialect,
         request_id: format!("req_{}", uuid::Uuid::new_v4().simple()),
     };
-    if let Err(e) = authenticate(dialect, &headers) {
-        return ctx.error(e);
-    }
-    let raw: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => {
-            return ctx.error(ApiError::invalid(
-                format!("We could not parse the JSON body of your request: {e}"),
-                None,
-            ));
-        }
-    };
-    let Some(model_name) = raw.get("model").and_then(Value::as_str) else {
-        return ctx.error(ApiError::invalid(
-            "you must provide a model parameter",
-            Some("model"),
-        ));
-    };
-    let Some(slot) = shared.model(model_name) else {
-        return ctx.error(ApiError::ModelNotFound(model_name.to_owned()));
+    let (raw, slot) = match read_request(&shared, dialect, &headers, &body) {
+        Ok(found) => found,
+        Err(e) => return ctx.error(e),
     };
     let decoded = match dialect {
         Dialect::OpenAi => openai::decode(&raw, &slot.model, shared.seed),

@@ -376,3 +376,31 @@ async fn structured_output_config_is_followed() {
         serde_json::from_str(reply.body["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_valid(&schema, &value);
 }
+
+#[tokio::test]
+async fn count_tokens_uses_the_sims_own_count() {
+    let sim = start_default().await;
+    let body = json!({"model": "claude-sim", "messages": [user("count these words please")]});
+    let resp = client()
+        .post(format!("{}/v1/messages/count_tokens", sim.base_url()))
+        .header("x-api-key", "k")
+        .header("anthropic-version", "2023-06-01")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let counted: Value = resp.json().await.unwrap();
+    let mut full = body.clone();
+    full["max_tokens"] = json!(10);
+    let answered = anthropic(&sim, &full).await;
+    assert_eq!(
+        counted["input_tokens"],
+        answered.body["usage"]["input_tokens"]
+    );
+    assert_eq!(
+        sim.stats().totals.requests,
+        1,
+        "counting is not a model request"
+    );
+}
