@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use super::state::{ModelSlot, Shared, lock};
 use crate::api_error::ApiError;
 use crate::exchange::{AnswerFormat, Dialect, Exchange};
-use crate::fault::{FAULT_HEADER, FaultKind, UnknownFaultKind};
+use crate::fault::{FAULT_HEADER, FaultKind};
 use crate::limits::RateState;
 use crate::plan::{self, PlanContext};
 use crate::seeding::ordinal_rng;
@@ -143,6 +143,18 @@ pub(crate) async fn handle(
             return ctx.error(e);
         }
     };
+    // A header naming no known kind is refused, so a typo cannot silently disable a test's fault.
+    let header_fault = match header_str(&headers, FAULT_HEADER).map(str::parse::<FaultKind>) {
+        None => None,
+        Some(Ok(kind)) => Some(kind),
+        Some(Err(e)) => {
+            lock(&shared.stats).record(&slot.model.name, Outcome::Invalid);
+            return ctx.error(ApiError::invalid(
+                format!("{e} in the {FAULT_HEADER} header"),
+                None,
+            ));
+        }
+    };
     let input = tokens::input_tokens(&exchange);
     if shared.log_bodies {
         lock(&shared.log).push(LoggedRequest {
@@ -175,16 +187,7 @@ pub(crate) async fn handle(
         None
     };
 
-    let fault = match choose_fault(&shared, &slot, &headers, &exchange, &mut rng) {
-        Ok(fault) => fault,
-        Err(e) => {
-            lock(&shared.stats).record(&slot.model.name, Outcome::Invalid);
-            return ctx.error(ApiError::invalid(
-                format!("{e} in the {FAULT_HEADER} header"),
-                None,
-            ));
-        }
-    };
+    let fault = header_fault.or_else(|| choose_fault(&shared, &slot, &exchange, &mut rng));
     let [min, max] = slot.profile.latency_ms;
     let latency = if max > min {
         rng.random_range(min..=max)
@@ -327,20 +330,16 @@ fn sse(mut headers: HeaderMap, frames: Vec<Bytes>, cut_after: Option<usize>) -> 
     (StatusCode::OK, headers, body).into_response()
 }
 
-/// Picks this request's fault: header first, then an injected rule, then the profile's rates.
-/// A header naming no known kind is an error, so a typo cannot silently disable a test's fault.
+/// Picks this request's fault when the header named none: an injected rule first, then the
+/// profile's rates.
 fn choose_fault(
     shared: &Shared,
     slot: &ModelSlot,
-    headers: &HeaderMap,
     exchange: &Exchange,
     rng: &mut StdRng,
-) -> Result<Option<FaultKind>, UnknownFaultKind> {
-    if let Some(value) = header_str(headers, FAULT_HEADER) {
-        return value.parse::<FaultKind>().map(Some);
-    }
+) -> Option<FaultKind> {
     if let Some(kind) = lock(&shared.faults).take(&slot.model.name) {
-        return Ok(Some(kind));
+        return Some(kind);
     }
     // Roll every rate, in a fixed order, so one request's rolls never depend on which kinds apply.
     let mut chosen = None;
@@ -351,7 +350,7 @@ fn choose_fault(
             chosen = Some(kind);
         }
     }
-    Ok(chosen)
+    chosen
 }
 
 /// Whether a randomly rolled fault makes sense for this request.
