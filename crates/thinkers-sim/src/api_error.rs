@@ -1,0 +1,251 @@
+//! Errors the sim serves, rendered in each provider's real shape.
+//!
+//! - OpenAI: `{"error": {"message", "type", "param", "code"}}`, with an `x-request-id` header.
+//! - Anthropic: `{"type": "error", "error": {"type", "message"}, "request_id"}`, with a
+//!   `request-id` header.
+//!
+//! Statuses follow each provider: an overloaded Anthropic answers 529 `overloaded_error`, an
+//! overloaded OpenAI 503 with a `server_error` body.
+
+use std::time::Duration;
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::exchange::Dialect;
+use crate::limits::{LimitKind, RateState, Refusal};
+use crate::rate_headers;
+
+/// An error answer.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ApiError {
+    /// 400: the request is malformed or asks for something the model does not support.
+    Invalid {
+        message: String,
+        param: Option<String>,
+    },
+    /// 401: no API key.
+    MissingKey,
+    /// 400 (Anthropic): no `anthropic-version` header.
+    MissingVersion,
+    /// 404: the model is not served.
+    ModelNotFound(String),
+    /// 500.
+    Server,
+    /// 529 (Anthropic) / 503 (OpenAI).
+    Overloaded,
+    /// 429 because a limit was exceeded.
+    RateLimited {
+        model: String,
+        refusal: Box<Refusal>,
+    },
+    /// 429 served as a fault, with the current window state when the model has limits.
+    RateLimitFault { state: Option<Box<RateState>> },
+}
+
+impl ApiError {
+    /// A 400 naming the offending parameter.
+    pub(crate) fn invalid(message: impl Into<String>, param: Option<&str>) -> Self {
+        Self::Invalid {
+            message: message.into(),
+            param: param.map(str::to_owned),
+        }
+    }
+
+    fn status(&self, dialect: Dialect) -> StatusCode {
+        match (self, dialect) {
+            (Self::Invalid { .. } | Self::MissingVersion, _) => StatusCode::BAD_REQUEST,
+            (Self::MissingKey, _) => StatusCode::UNAUTHORIZED,
+            (Self::ModelNotFound(_), _) => StatusCode::NOT_FOUND,
+            (Self::Server, _) => StatusCode::INTERNAL_SERVER_ERROR,
+            (Self::Overloaded, Dialect::OpenAi) => StatusCode::SERVICE_UNAVAILABLE,
+            (Self::Overloaded, Dialect::Anthropic) => {
+                StatusCode::from_u16(529).unwrap_or(StatusCode::SERVICE_UNAVAILABLE)
+            }
+            (Self::RateLimited { .. } | Self::RateLimitFault { .. }, _) => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
+        }
+    }
+
+    fn openai_body(&self) -> Value {
+        let (message, kind, param, code): (String, &str, Option<String>, Option<&str>) = match self
+        {
+            Self::Invalid { message, param } => (
+                message.clone(),
+                "invalid_request_error",
+                param.clone(),
+                None,
+            ),
+            Self::MissingKey => (
+                "You didn't provide an API key. You need to provide your API key in an \
+                     Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
+                    .into(),
+                "invalid_request_error",
+                None,
+                None,
+            ),
+            Self::MissingVersion => (
+                "anthropic-version: header is required".into(),
+                "invalid_request_error",
+                None,
+                None,
+            ),
+            Self::ModelNotFound(model) => (
+                format!("The model `{model}` does not exist or you do not have access to it."),
+                "invalid_request_error",
+                None,
+                Some("model_not_found"),
+            ),
+            Self::Server => (
+                "The server had an error while processing your request. Sorry about that!".into(),
+                "server_error",
+                None,
+                None,
+            ),
+            Self::Overloaded => (
+                "The engine is currently overloaded, please try again later.".into(),
+                "server_error",
+                None,
+                None,
+            ),
+            Self::RateLimited { model, refusal } => (
+                openai_rate_message(model, refusal),
+                match refusal.kind {
+                    LimitKind::Requests => "requests",
+                    LimitKind::Tokens => "tokens",
+                },
+                None,
+                Some("rate_limit_exceeded"),
+            ),
+            Self::RateLimitFault { .. } => (
+                "Rate limit reached (served by the simulated provider as a fault). \
+                     Please try again in 1s."
+                    .into(),
+                "requests",
+                None,
+                Some("rate_limit_exceeded"),
+            ),
+        };
+        json!({"error": {"message": message, "type": kind, "param": param, "code": code}})
+    }
+
+    fn anthropic_body(&self, request_id: &str) -> Value {
+        let (kind, message): (&str, String) = match self {
+            Self::Invalid { message, .. } => ("invalid_request_error", message.clone()),
+            Self::MissingKey => (
+                "authentication_error",
+                "x-api-key header is required".into(),
+            ),
+            Self::MissingVersion => (
+                "invalid_request_error",
+                "anthropic-version: header is required".into(),
+            ),
+            Self::ModelNotFound(model) => ("not_found_error", format!("model: {model}")),
+            Self::Server => ("api_error", "Internal server error".into()),
+            Self::Overloaded => ("overloaded_error", "Overloaded".into()),
+            Self::RateLimited { refusal, .. } => {
+                ("rate_limit_error", anthropic_rate_message(refusal))
+            }
+            Self::RateLimitFault { .. } => (
+                "rate_limit_error",
+                "This request would exceed the rate limit (served by the simulated provider \
+                 as a fault)."
+                    .into(),
+            ),
+        };
+        json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": request_id})
+    }
+
+    /// The full response: status, body and headers (request id, rate-limit headers on 429).
+    pub(crate) fn into_response_for(self, dialect: Dialect, request_id: &str) -> Response {
+        let status = self.status(dialect);
+        let mut headers = HeaderMap::new();
+        let id_header = match dialect {
+            Dialect::OpenAi => "x-request-id",
+            Dialect::Anthropic => "request-id",
+        };
+        if let Ok(v) = HeaderValue::from_str(request_id) {
+            headers.insert(HeaderName::from_static(id_header), v);
+        }
+        let (state, retry_after) = match &self {
+            Self::RateLimited { refusal, .. } => {
+                let retry = (!refusal.too_large).then_some(refusal.retry_after);
+                (Some(refusal.state), retry)
+            }
+            Self::RateLimitFault { state } => {
+                (state.as_deref().copied(), Some(Duration::from_secs(1)))
+            }
+            _ => (None, None),
+        };
+        if let Some(state) = state {
+            rate_headers::insert(&mut headers, dialect, &state);
+        }
+        if let Some(wait) = retry_after {
+            rate_headers::insert_retry_after(&mut headers, dialect, wait);
+        }
+        let body = match dialect {
+            Dialect::OpenAi => self.openai_body(),
+            Dialect::Anthropic => self.anthropic_body(request_id),
+        };
+        (status, headers, axum::Json(body)).into_response()
+    }
+}
+
+/// "Please try again in …" as OpenAI writes it: `250ms`, `3.89s`.
+fn seconds(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let text = format!("{:.3}", d.as_secs_f64());
+    format!("{}s", text.trim_end_matches('0').trim_end_matches('.'))
+}
+
+fn openai_rate_message(model: &str, refusal: &Refusal) -> String {
+    let limits = refusal.state.limits;
+    match refusal.kind {
+        LimitKind::Requests => format!(
+            "Rate limit reached for {model} in organization org-sim on requests per min (RPM): \
+             Limit {}, Used {}, Requested 1. Please try again in {}.",
+            limits.rpm.unwrap_or_default(),
+            limits.rpm.unwrap_or_default(),
+            seconds(refusal.retry_after)
+        ),
+        LimitKind::Tokens if refusal.too_large => format!(
+            "Request too large for {model} in organization org-sim on tokens per min (TPM): \
+             Limit {}, Requested {}. The input or output tokens must be reduced in order to run \
+             successfully.",
+            limits.tpm.unwrap_or_default(),
+            refusal.requested_tokens
+        ),
+        LimitKind::Tokens => format!(
+            "Rate limit reached for {model} in organization org-sim on tokens per min (TPM): \
+             Limit {}, Used {}, Requested {}. Please try again in {}.",
+            limits.tpm.unwrap_or_default(),
+            refusal.used_tokens,
+            refusal.requested_tokens,
+            seconds(refusal.retry_after)
+        ),
+    }
+}
+
+fn anthropic_rate_message(refusal: &Refusal) -> String {
+    let limits = refusal.state.limits;
+    match refusal.kind {
+        LimitKind::Requests => format!(
+            "This request would exceed your organization's rate limit of {} requests per minute. \
+             Please reduce the prompt length or the maximum tokens requested, or try again later.",
+            limits.rpm.unwrap_or_default()
+        ),
+        LimitKind::Tokens => format!(
+            "This request would exceed your organization's rate limit of {} tokens per minute \
+             (used {}, requested {}). Please reduce the prompt length or the maximum tokens \
+             requested, or try again later.",
+            limits.tpm.unwrap_or_default(),
+            refusal.used_tokens,
+            refusal.requested_tokens
+        ),
+    }
+}

@@ -1,0 +1,223 @@
+//! The HTTP server: the router, the [`Sim`] handle for in-process use, and [`serve`] for running
+//! the sim as a program.
+
+mod admin;
+mod pipeline;
+mod state;
+
+use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::SimConfig;
+use crate::error::{Result, SimError};
+use crate::exchange::Dialect;
+use crate::fault::FaultRule;
+use crate::stats::{LoggedRequest, StatsSnapshot};
+use state::Shared;
+
+/// The largest request body accepted (the Messages API's own limit).
+const BODY_LIMIT: usize = 32 * 1024 * 1024;
+
+/// How long [`Sim::shutdown`] waits for open connections before dropping them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+async fn chat_completions(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    pipeline::handle(
+        shared,
+        Dialect::OpenAi,
+        "/v1/chat/completions",
+        headers,
+        body,
+    )
+    .await
+}
+
+async fn messages(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    pipeline::handle(shared, Dialect::Anthropic, "/v1/messages", headers, body).await
+}
+
+async fn count_tokens(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    pipeline::count_tokens(shared, headers, body).await
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/messages", post(messages))
+        .route("/v1/messages/count_tokens", post(count_tokens))
+        .route("/v1/models", get(admin::models))
+        .route("/sim/stats", get(admin::stats))
+        .route("/sim/reset", post(admin::reset))
+        .route("/sim/faults", post(admin::inject).get(admin::pending))
+        .route("/sim/requests", get(admin::requests))
+        .fallback(admin::not_found)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(shared)
+}
+
+async fn bind(addr: SocketAddr) -> Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| SimError::Bind { addr, source })
+}
+
+fn spawn(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    token: CancellationToken,
+) -> JoinHandle<std::io::Result<()>> {
+    let app = router(shared);
+    tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { token.cancelled().await })
+            .await
+    })
+}
+
+/// A running simulated provider. Dropping the handle stops the server; [`Sim::shutdown`] stops it
+/// and waits for it.
+#[derive(Debug)]
+pub struct Sim {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    token: CancellationToken,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl Sim {
+    /// Validates `config`, binds 127.0.0.1 on its port (a free one when unset) and serves on the
+    /// current tokio runtime.
+    pub async fn start(config: SimConfig) -> Result<Self> {
+        config.validate()?;
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, config.port.unwrap_or(0)));
+        let listener = bind(addr).await?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| SimError::Bind { addr, source })?;
+        let token = CancellationToken::new();
+        let shared = Arc::new(Shared::new(config, token.clone()));
+        let task = spawn(listener, Arc::clone(&shared), token.clone());
+        tracing::debug!(%addr, "thinkers-sim started");
+        Ok(Self {
+            addr,
+            shared,
+            token,
+            task: Some(task),
+        })
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The base URL, for example `http://127.0.0.1:43123` (what Anthropic clients take).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The OpenAI base URL: the base URL followed by `/v1`.
+    pub fn openai_base_url(&self) -> String {
+        format!("{}/v1", self.base_url())
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.shared.stats()
+    }
+
+    /// Resets counters, request log, limit windows, request ordinals, injected faults and script
+    /// use counts.
+    pub fn reset(&self) {
+        self.shared.reset();
+    }
+
+    /// Queues a fault rule.
+    pub fn inject(&self, rule: FaultRule) {
+        self.shared.inject(rule);
+    }
+
+    /// The logged requests (empty unless the configuration sets `log_bodies`).
+    pub fn requests(&self) -> Vec<LoggedRequest> {
+        self.shared.requests()
+    }
+
+    /// Stops accepting requests, cancels hanging ones, and waits (a few seconds at most) for open
+    /// connections to finish.
+    pub async fn shutdown(mut self) -> Result<()> {
+        self.token.cancel();
+        let Some(mut task) = self.task.take() else {
+            return Ok(());
+        };
+        match tokio::time::timeout(SHUTDOWN_GRACE, &mut task).await {
+            Ok(Ok(result)) => result.map_err(SimError::Serve),
+            Ok(Err(join)) => Err(SimError::Serve(std::io::Error::other(join))),
+            Err(_) => {
+                task.abort();
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        self.token.cancel();
+    }
+}
+
+/// Runs a simulated provider on `addr` until ctrl-c, printing the bound address.
+pub async fn serve(config: SimConfig, addr: SocketAddr) -> Result<()> {
+    serve_with_shutdown(config, addr, async {
+        // If the signal cannot be installed the server runs until the process is killed.
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    })
+    .await
+}
+
+/// Runs a simulated provider on `addr` until `signal` completes, printing the bound address.
+pub async fn serve_with_shutdown(
+    config: SimConfig,
+    addr: SocketAddr,
+    signal: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    config.validate()?;
+    let listener = bind(addr).await?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| SimError::Bind { addr, source })?;
+    let token = CancellationToken::new();
+    let shared = Arc::new(Shared::new(config, token.clone()));
+    println!("thinkers-sim listening on http://{bound}");
+    let stopper = token.clone();
+    tokio::spawn(async move {
+        signal.await;
+        stopper.cancel();
+    });
+    spawn(listener, shared, token)
+        .await
+        .map_err(|join| SimError::Serve(std::io::Error::other(join)))?
+        .map_err(SimError::Serve)
+}

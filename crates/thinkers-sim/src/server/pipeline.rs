@@ -1,0 +1,368 @@
+//! The path of one model request, shared by both dialects:
+//! authenticate → parse → find the model → decode and check → log → admit against the limits →
+//! choose a fault → wait the latency → serve a transport fault, or plan and render the answer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::{StreamExt, stream};
+use rand::Rng;
+use rand::rngs::StdRng;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::state::{ModelSlot, Shared, lock};
+use crate::api_error::ApiError;
+use crate::exchange::{AnswerFormat, Dialect, Exchange};
+use crate::fault::{FAULT_HEADER, FaultKind};
+use crate::limits::RateState;
+use crate::plan::{self, PlanContext};
+use crate::seeding::ordinal_rng;
+use crate::stats::{LoggedRequest, Outcome};
+use crate::{anthropic, openai, rate_headers, tokens};
+
+/// A request that got this far, for error answers.
+struct Ctx {
+    dialect: Dialect,
+    request_id: String,
+}
+
+impl Ctx {
+    fn error(&self, error: ApiError) -> Response {
+        error.into_response_for(self.dialect, &self.request_id)
+    }
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    header_str(headers, "authorization")
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+}
+
+/// OpenAI wants `Authorization: Bearer …`. Anthropic wants `x-api-key` (current official SDKs send
+/// the key as `Authorization: Bearer …`, which the API accepts too) and `anthropic-version`.
+fn authenticate(dialect: Dialect, headers: &HeaderMap) -> Result<(), ApiError> {
+    match dialect {
+        Dialect::OpenAi => bearer(headers).map(|_| ()).ok_or(ApiError::MissingKey),
+        Dialect::Anthropic => {
+            header_str(headers, "x-api-key")
+                .or_else(|| bearer(headers))
+                .ok_or(ApiError::MissingKey)?;
+            header_str(headers, "anthropic-version").ok_or(ApiError::MissingVersion)?;
+            Ok(())
+        }
+    }
+}
+
+/// Authenticates, parses the body and finds the model it names.
+fn read_request(
+    shared: &Shared,
+    dialect: Dialect,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(Value, Arc<ModelSlot>), ApiError> {
+    authenticate(dialect, headers)?;
+    let raw: Value = serde_json::from_slice(body).map_err(|e| {
+        ApiError::invalid(
+            format!("We could not parse the JSON body of your request: {e}"),
+            None,
+        )
+    })?;
+    let Some(model_name) = raw.get("model").and_then(Value::as_str) else {
+        return Err(ApiError::invalid(
+            "you must provide a model parameter",
+            Some("model"),
+        ));
+    };
+    let slot = shared
+        .model(model_name)
+        .ok_or_else(|| ApiError::ModelNotFound(model_name.to_owned()))?;
+    Ok((raw, slot))
+}
+
+/// `POST /v1/messages/count_tokens`: the sim's input token count of a Messages body (which needs
+/// no `max_tokens`), checked like a real request. Neither rate limited nor counted in the stats.
+pub(crate) async fn count_tokens(shared: Arc<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    let ctx = Ctx {
+        dialect: Dialect::Anthropic,
+        request_id: format!("req_{}", uuid::Uuid::new_v4().simple()),
+    };
+    let (mut raw, slot) = match read_request(&shared, ctx.dialect, &headers, &body) {
+        Ok(found) => found,
+        Err(e) => return ctx.error(e),
+    };
+    if let Some(body) = raw.as_object_mut() {
+        body.insert("max_tokens".into(), Value::from(slot.model.output_ceiling));
+        body.remove("stream");
+    }
+    match anthropic::decode(&raw, &slot.model, shared.seed, &shared.signer) {
+        Ok(exchange) => axum::Json(serde_json::json!({
+            "input_tokens": tokens::input_tokens(&exchange)
+        }))
+        .into_response(),
+        Err(e) => ctx.error(e),
+    }
+}
+
+/// Handles one request to a model endpoint.
+pub(crate) async fn handle(
+    shared: Arc<Shared>,
+    dialect: Dialect,
+    endpoint: &'static str,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let ctx = Ctx {
+        dialect,
+        request_id: format!("req_{}", uuid::Uuid::new_v4().simple()),
+    };
+    let (raw, slot) = match read_request(&shared, dialect, &headers, &body) {
+        Ok(found) => found,
+        Err(e) => return ctx.error(e),
+    };
+    let decoded = match dialect {
+        Dialect::OpenAi => openai::decode(&raw, &slot.model, shared.seed),
+        Dialect::Anthropic => anthropic::decode(&raw, &slot.model, shared.seed, &shared.signer),
+    };
+    let exchange = match decoded {
+        Ok(exchange) => exchange,
+        Err(e) => {
+            lock(&shared.stats).record(&slot.model.name, Outcome::Invalid);
+            return ctx.error(e);
+        }
+    };
+    // A header naming no known kind is refused, so a typo cannot silently disable a test's fault.
+    let header_fault = match header_str(&headers, FAULT_HEADER).map(str::parse::<FaultKind>) {
+        None => None,
+        Some(Ok(kind)) => Some(kind),
+        Some(Err(e)) => {
+            lock(&shared.stats).record(&slot.model.name, Outcome::Invalid);
+            return ctx.error(ApiError::invalid(
+                format!("{e} in the {FAULT_HEADER} header"),
+                None,
+            ));
+        }
+    };
+    let input = tokens::input_tokens(&exchange);
+    if shared.log_bodies {
+        lock(&shared.log).push(LoggedRequest {
+            model: slot.model.name.clone(),
+            endpoint: endpoint.to_owned(),
+            input_tokens: input,
+            timestamp: chrono::Utc::now().to_rfc3339(),
+            body: raw,
+        });
+    }
+    let ordinal = slot
+        .ordinal
+        .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    let mut rng = ordinal_rng(shared.seed, &slot.model.name, ordinal);
+
+    let admitted = if slot.limits.any() {
+        let reservation = input + exchange.max_output.unwrap_or(0);
+        let result = lock(&slot.window).admit(Instant::now(), slot.limits, reservation);
+        match result {
+            Ok(id) => Some(id),
+            Err(refusal) => {
+                lock(&shared.stats).record(&slot.model.name, Outcome::RateLimited);
+                return ctx.error(ApiError::RateLimited {
+                    model: slot.model.name.clone(),
+                    refusal: Box::new(refusal),
+                });
+            }
+        }
+    } else {
+        None
+    };
+
+    let fault = header_fault.or_else(|| choose_fault(&shared, &slot, &exchange, &mut rng));
+    let [min, max] = slot.profile.latency_ms;
+    let latency = if max > min {
+        rng.random_range(min..=max)
+    } else {
+        min
+    };
+    if latency > 0 {
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(latency)) => {}
+            () = shared.shutdown.cancelled() => {}
+        }
+    }
+    let settle = |output: u64| -> Option<RateState> {
+        admitted
+            .map(|id| lock(&slot.window).settle(Instant::now(), slot.limits, id, input + output))
+    };
+
+    if let Some(kind) = fault
+        && (kind.is_transport() && (kind != FaultKind::StreamError || !exchange.stream))
+    {
+        let state = settle(0);
+        lock(&shared.stats).record(&slot.model.name, Outcome::Fault(kind));
+        return match kind {
+            FaultKind::Overloaded529 => ctx.error(ApiError::Overloaded),
+            FaultKind::RateLimit429 => ctx.error(ApiError::RateLimitFault {
+                state: state.map(Box::new),
+            }),
+            FaultKind::Hang => {
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(shared.hang_ms)) => {}
+                    () = shared.shutdown.cancelled() => {}
+                }
+                ctx.error(ApiError::Server)
+            }
+            _ => ctx.error(ApiError::Server),
+        };
+    }
+
+    let content_fault = fault.filter(|k| !k.is_transport());
+    let mut plan = plan::plan(
+        &exchange,
+        &PlanContext {
+            model: &slot.model,
+            profile: &slot.profile,
+            script: shared.script.as_ref(),
+            fault: content_fault,
+        },
+    );
+    let state = settle(plan.output_tokens);
+    {
+        let mut stats = lock(&shared.stats);
+        stats.record(
+            &slot.model.name,
+            Outcome::Answered {
+                input,
+                output: plan.output_tokens,
+            },
+        );
+        if let Some(kind) = fault {
+            stats.record_content_fault(&slot.model.name, kind);
+        }
+    }
+
+    let mut headers = HeaderMap::new();
+    let id_header = match dialect {
+        Dialect::OpenAi => "x-request-id",
+        Dialect::Anthropic => "request-id",
+    };
+    if let Ok(v) = HeaderValue::from_str(&ctx.request_id) {
+        headers.insert(HeaderName::from_static(id_header), v);
+    }
+    if let Some(state) = &state {
+        rate_headers::insert(&mut headers, dialect, state);
+    }
+    let cut_stream = fault == Some(FaultKind::StreamError);
+    let created = chrono::Utc::now().timestamp();
+    match dialect {
+        Dialect::OpenAi => {
+            let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
+            let env = openai::Envelope {
+                id: &id,
+                created,
+                model: &slot.model.name,
+                input_tokens: input,
+            };
+            if exchange.stream {
+                let frames =
+                    openai::frames(&env, &mut plan, exchange.include_usage, exchange.logprobs);
+                sse(headers, frames, cut_stream.then_some(3))
+            } else {
+                let body = openai::completion(&env, &mut plan, exchange.logprobs);
+                (StatusCode::OK, headers, axum::Json(body)).into_response()
+            }
+        }
+        Dialect::Anthropic => {
+            let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
+            let env = anthropic::Envelope {
+                id: &id,
+                model: &slot.model.name,
+                input_tokens: input,
+                signer: &shared.signer,
+            };
+            if exchange.stream {
+                let frames = anthropic::frames(&env, &plan, cut_stream.then_some(4));
+                sse(headers, frames, None)
+            } else {
+                let body = anthropic::message(&env, &plan);
+                (StatusCode::OK, headers, axum::Json(body)).into_response()
+            }
+        }
+    }
+}
+
+/// A 200 event stream of `frames`; with `cut_after`, the connection is broken after that many
+/// frames instead of ending cleanly.
+fn sse(mut headers: HeaderMap, frames: Vec<Bytes>, cut_after: Option<usize>) -> Response {
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    let body = match cut_after {
+        None => Body::from_stream(stream::iter(
+            frames.into_iter().map(Ok::<_, std::io::Error>),
+        )),
+        Some(n) => {
+            let head = stream::iter(frames.into_iter().take(n).map(Ok));
+            // Pause before breaking the connection so the first events reach the client, as
+            // when a real stream dies midway.
+            let cut = stream::once(async {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionAborted,
+                    "stream cut by a stream_error fault",
+                ))
+            });
+            Body::from_stream(head.chain(cut))
+        }
+    };
+    (StatusCode::OK, headers, body).into_response()
+}
+
+/// Picks this request's fault when the header named none: an injected rule first, then the
+/// profile's rates.
+fn choose_fault(
+    shared: &Shared,
+    slot: &ModelSlot,
+    exchange: &Exchange,
+    rng: &mut StdRng,
+) -> Option<FaultKind> {
+    if let Some(kind) = lock(&shared.faults).take(&slot.model.name) {
+        return Some(kind);
+    }
+    // Roll every rate, in a fixed order, so one request's rolls never depend on which kinds apply.
+    let mut chosen = None;
+    for kind in FaultKind::ALL {
+        let rate = slot.profile.rates.get(&kind).copied().unwrap_or(0.0);
+        let hit = rate > 0.0 && rng.random_bool(rate.clamp(0.0, 1.0));
+        if hit && chosen.is_none() && applies(kind, exchange) {
+            chosen = Some(kind);
+        }
+    }
+    chosen
+}
+
+/// Whether a randomly rolled fault makes sense for this request.
+fn applies(kind: FaultKind, exchange: &Exchange) -> bool {
+    match kind {
+        FaultKind::MalformedJson | FaultKind::WrongShape => exchange.format != AnswerFormat::Text,
+        FaultKind::UnknownTool | FaultKind::InvalidToolArgs => !exchange.offered_tools().is_empty(),
+        FaultKind::StreamError => exchange.stream,
+        FaultKind::Http500
+        | FaultKind::Overloaded529
+        | FaultKind::RateLimit429
+        | FaultKind::Hang
+        | FaultKind::Truncate => true,
+    }
+}

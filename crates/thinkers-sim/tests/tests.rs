@@ -1,0 +1,17 @@
+//! Integration tests of thinkers-sim over real HTTP, one module per topic:
+//! - `openai`: Chat Completions answers, tools, structured output, streaming, logprobs, checks;
+//! - `anthropic`: Messages answers, tools, thinking and signatures, streaming, checks;
+//! - `modes`: text-tool mode, scripted mode, determinism;
+//! - `faults`: every fault kind and every way to trigger one;
+//! - `limits`: TPM/RPM 429s and rate-limit headers, latency;
+//! - `admin`: stats, reset, request log, model list, catalog configuration, `serve`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod admin;
+mod anthropic;
+mod faults;
+mod limits;
+mod modes;
+mod openai;
+mod support;
