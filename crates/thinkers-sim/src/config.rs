@@ -203,6 +203,24 @@ impl Default for SimConfig {
 }
 
 impl SimConfig {
+    /// The same configuration with every random fault rate set to zero and no latency: answers
+    /// stay deterministic and schema-driven, and faults happen only when injected. Tests that
+    /// assert exact behaviour start from this.
+    #[must_use]
+    pub fn calm(mut self) -> Self {
+        for m in &mut self.models {
+            if let Some(p) = &mut m.profile {
+                p.rates = FaultRates::default();
+                p.latency_ms = [0, 0];
+            }
+        }
+        if let Some(p) = &mut self.default_profile {
+            p.rates = FaultRates::default();
+            p.latency_ms = [0, 0];
+        }
+        self
+    }
+
     /// Whether a request naming a model that is not listed is served (see `accept_any_model`).
     pub fn accepts_any_model(&self) -> bool {
         self.accept_any_model.unwrap_or(self.models.is_empty())

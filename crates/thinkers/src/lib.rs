@@ -45,11 +45,13 @@ pub mod job;
 pub mod llm;
 pub mod model;
 pub mod record;
+pub mod runtime;
 pub mod store;
 pub mod tool;
 
 pub use dispatch::{Dispatcher, JobHandle};
 pub use error::{Error, ErrorKind, Result, RetrySignal};
+pub use runtime::{Runtime, RuntimeBuilder};
 
 /// The names most programs need.
 pub mod prelude {

@@ -20,6 +20,7 @@
 //! [`tokens`].
 
 mod anthropic;
+pub mod call;
 pub mod client;
 mod codec;
 pub mod encoded;
@@ -28,6 +29,7 @@ mod headers;
 mod openai;
 pub mod request;
 pub mod response;
+mod services;
 pub mod strict;
 pub mod target;
 mod text_tools;
@@ -36,10 +38,12 @@ pub mod tokens;
 #[cfg(test)]
 mod tests;
 
+pub use call::{BoundSeat, LlmCall, LlmOutcome, converse_bound, require_seat};
 pub use client::{ModelClient, ModelClientBuilder, SendOutcome};
 pub use codec::{StreamDecoder, decode, encode};
 pub use encoded::{DecodePlan, EncodedRequest, Header};
 pub use request::{ChatRequest, Reasoning, ResponseSchema, ToolChoice, ToolSpec};
 pub use response::{ChatResponse, StopReason, StreamDelta, TokenLogprob, ToolCallView, Usage};
+pub use services::ModelServices;
 pub use target::{ApiKey, Dialect, WireTarget};
 pub use tokens::TokenCounter;

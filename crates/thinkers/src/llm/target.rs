@@ -5,7 +5,6 @@
 
 use std::fmt;
 
-
 pub use crate::model::Dialect;
 
 /// A provider API key. Its `Debug` and `Display` never show the secret.

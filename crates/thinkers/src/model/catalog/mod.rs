@@ -32,7 +32,8 @@ use crate::error::Error;
 use crate::model::Grade;
 
 /// The text of the bundled catalog.
-const BUNDLED: &str = include_str!("../../../catalogs/bundled.toml");
+/// The text of the bundled catalog (its providers point at the simulated provider).
+pub const BUNDLED_TOML: &str = include_str!("../../../catalogs/bundled.toml");
 
 /// The source name the bundled catalog reports in errors.
 const BUNDLED_NAME: &str = "bundled.toml";
@@ -73,7 +74,7 @@ impl Catalog {
     /// [`Catalog::bind_sim`] is called. Their key variable is [`SIM_KEY_ENV`], which defaults
     /// to [`SIM_DEFAULT_KEY`].
     pub fn bundled() -> Self {
-        match Self::from_toml_str(BUNDLED, BUNDLED_NAME) {
+        match Self::from_toml_str(BUNDLED_TOML, BUNDLED_NAME) {
             Ok(catalog) => catalog,
             // The bundled text is validated by this crate's tests; should it ever break, an
             // empty catalog makes every resolution fail with a clear message instead of a panic.

@@ -1,0 +1,388 @@
+//! [`LlmCall`]: one model call as a job.
+//!
+//! Per attempt, in `requirements`: resolve the entry (pin or picker, inside the envelope), turn the
+//! seat's words into numbers (output size → max tokens, capped at the entry's ceiling or raised to
+//! it under the truncation escalation; depth → reasoning budget or effort), render the exact
+//! request body, count its tokens, and ask admission for a seat priced from those bytes. In
+//! `execute`: send exactly those bytes, feed the provider's rate-limit headers back to the budget,
+//! reconcile the reservation with the reported usage, calibrate the token counter, record an
+//! LLM-run row with the cost in the entry's currency, and ask for a truncation escalation when
+//! the answer hit its budget on a first attempt.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use super::{
+    ChatRequest, ChatResponse, EncodedRequest, ModelServices, Reasoning, StopReason, StreamDelta,
+};
+use crate::dispatch::RateObservation;
+use crate::error::RetrySignal;
+use crate::job::{Job, JobContext, Requirements, Resources, Seat};
+use crate::model::{Depth, Entry, Grade, ModelDependent, OutputSize, Reasoning as EntryReasoning};
+use crate::record::{LlmRun, now_ms};
+use crate::{Error, Result};
+
+/// What one model call produced.
+#[derive(Debug, Clone)]
+pub struct LlmOutcome {
+    /// The decoded answer.
+    pub response: ChatResponse,
+    /// The catalog entry that served it.
+    pub entry: String,
+    /// The provider's model name.
+    pub model: String,
+    /// Cost in `currency`.
+    pub cost: f64,
+    /// The entry's currency.
+    pub currency: String,
+    /// Whether this was the truncation-escalation attempt (output budget at the ceiling).
+    pub escalated: bool,
+    /// Wall latency of the call.
+    pub latency: Duration,
+    /// Input tokens counted locally from the exact body (before calibration).
+    pub counted_input_tokens: u64,
+}
+
+/// A streaming callback.
+pub type DeltaSink = Box<dyn FnMut(StreamDelta) + Send>;
+
+struct Bound {
+    entry: String,
+    budget: String,
+    model: String,
+    encoded: EncodedRequest,
+    counted: u64,
+    output_budget: u32,
+    escalated: bool,
+}
+
+/// One model call as a job: a seat (grade or pin, depth, output size) and a request.
+pub struct LlmCall {
+    class: Cow<'static, str>,
+    grade: Grade,
+    pin: Option<String>,
+    depth: Depth,
+    output: OutputSize,
+    request: ChatRequest,
+    stream: Option<DeltaSink>,
+    bound: Option<Bound>,
+}
+
+impl std::fmt::Debug for LlmCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmCall")
+            .field("class", &self.class)
+            .field("grade", &self.grade)
+            .field("pin", &self.pin)
+            .field("depth", &self.depth)
+            .field("output", &self.output)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LlmCall {
+    /// A call at `grade` with `output` as its answer budget. Depth is [`Depth::Standard`] until
+    /// set.
+    pub fn new(grade: Grade, output: OutputSize, request: ChatRequest) -> Self {
+        Self {
+            class: Cow::Borrowed("llm_call"),
+            grade,
+            pin: None,
+            depth: Depth::Standard,
+            output,
+            request,
+            stream: None,
+            bound: None,
+        }
+    }
+
+    /// The job class recorded for the call (sizing groups by it). Callers set their own.
+    #[must_use]
+    pub fn class(mut self, class: impl Into<Cow<'static, str>>) -> Self {
+        self.class = class.into();
+        self
+    }
+
+    /// The effort.
+    #[must_use]
+    pub fn depth(mut self, depth: Depth) -> Self {
+        self.depth = depth;
+        self
+    }
+
+    /// Pin the call to one catalog entry.
+    #[must_use]
+    pub fn pinned(mut self, entry: impl Into<String>) -> Self {
+        self.pin = Some(entry.into());
+        self
+    }
+
+    /// Stream the answer, handing each delta to `sink` as it arrives.
+    #[must_use]
+    pub fn streaming(mut self, sink: DeltaSink) -> Self {
+        self.stream = Some(sink);
+        self.request.stream = true;
+        self
+    }
+
+    /// The request (its budgets are filled per attempt).
+    pub fn request(&self) -> &ChatRequest {
+        &self.request
+    }
+
+    /// Mutable access to the request, for callers that grow it between attempts.
+    pub fn request_mut(&mut self) -> &mut ChatRequest {
+        &mut self.request
+    }
+}
+
+impl ModelDependent for LlmCall {
+    fn grade(&self) -> Grade {
+        self.grade
+    }
+    fn set_grade(&mut self, grade: Grade) {
+        self.grade = grade;
+    }
+    fn pin(&self) -> Option<&str> {
+        self.pin.as_deref()
+    }
+    fn pin_model(&mut self, entry: String) {
+        self.pin = Some(entry);
+    }
+}
+
+/// The output tokens a seat books on an entry: the declared size, or the ceiling when escalated.
+pub fn output_budget(entry: &Entry, output: OutputSize, escalated: bool) -> u32 {
+    if escalated {
+        entry.output_ceiling()
+    } else {
+        entry.output_tokens(output)
+    }
+}
+
+/// The reasoning an entry applies at a depth, as a request setting and a token reservation.
+pub fn reasoning_for(entry: &Entry, depth: Depth) -> (Reasoning, u32) {
+    match entry.reasoning() {
+        EntryReasoning::Tokens(_) => {
+            let n = entry.reasoning_tokens(depth);
+            if n == 0 {
+                (Reasoning::Off, 0)
+            } else {
+                (Reasoning::Tokens(n), n)
+            }
+        }
+        EntryReasoning::Effort(_) => match entry.reasoning_effort(depth) {
+            Some(effort) => (
+                Reasoning::Effort(effort.to_owned()),
+                entry.reasoning_tokens(depth),
+            ),
+            None => (Reasoning::Off, 0),
+        },
+        _ => (Reasoning::Off, 0),
+    }
+}
+
+/// Bind a request to an entry for one attempt and ask admission for its seat: the shared
+/// `require_seat` of every model-dependent job. Returns the encoded body and its local count.
+pub fn require_seat(
+    seat: &dyn ModelDependent,
+    depth: Depth,
+    output: OutputSize,
+    request: &mut ChatRequest,
+    req: &mut Requirements,
+    cx: &JobContext,
+) -> Result<BoundSeat> {
+    let services = cx.services().require::<ModelServices>()?;
+    let budgets = cx.dispatcher().admission().store().clone();
+    let entry = seat.resolve_entry(services.router(), budgets.as_ref())?;
+    let escalated = req.attempt().escalated;
+    let output_tokens = output_budget(entry, output, escalated);
+    let (reasoning, reasoning_tokens) = reasoning_for(entry, depth);
+    request.max_output_tokens = output_tokens;
+    request.reasoning = reasoning;
+    let target = services.target(entry)?;
+    let encoded = super::encode(&target, request)?;
+    let counted = services.counter().count_encoded(&encoded);
+    let input_tokens = services.counter().estimate(entry.id(), counted);
+    let budget = entry.budget_name();
+    req.seat(Seat {
+        entry: entry.id().to_owned(),
+        budget: budget.clone(),
+        input_tokens,
+        output_tokens: u64::from(output_tokens),
+        reasoning_tokens: u64::from(reasoning_tokens),
+    });
+    Ok(BoundSeat(Bound {
+        entry: entry.id().to_owned(),
+        budget,
+        model: entry.model().to_owned(),
+        encoded,
+        counted,
+        output_budget: output_tokens,
+        escalated,
+    }))
+}
+
+/// A request bound to an entry for one attempt (see [`require_seat`]).
+pub struct BoundSeat(Bound);
+
+impl std::fmt::Debug for BoundSeat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BoundSeat")
+            .field("entry", &self.0.entry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BoundSeat {
+    /// The entry id.
+    pub fn entry(&self) -> &str {
+        &self.0.entry
+    }
+    /// The exact body that will be sent.
+    pub fn encoded(&self) -> &EncodedRequest {
+        &self.0.encoded
+    }
+}
+
+/// Send a bound request and do the bookkeeping: rate observation, reconciliation, calibration,
+/// the LLM-run row. Returns the outcome; a truncated first attempt becomes a
+/// [`RetrySignal::TruncationEscalation`].
+pub async fn converse_bound(
+    bound: BoundSeat,
+    class: &str,
+    stream: Option<&mut (dyn FnMut(StreamDelta) + Send)>,
+    res: &Resources,
+    cx: &JobContext,
+) -> Result<LlmOutcome> {
+    let b = bound.0;
+    let services = cx.services().require::<ModelServices>()?;
+    let sent = match stream {
+        Some(sink) => {
+            services
+                .client()
+                .send_encoded_streaming(&b.encoded, sink)
+                .await
+        }
+        None => services.client().send_encoded(&b.encoded).await,
+    };
+    let outcome = match sent {
+        Ok(o) => o,
+        Err(Error::Retry(RetrySignal::Throttled {
+            budget: None,
+            retry_after,
+        })) => {
+            return Err(Error::throttled(Some(b.budget), retry_after));
+        }
+        Err(e) => return Err(e),
+    };
+    let store = cx.dispatcher().admission().store();
+    if let Some(obs) = outcome.rate {
+        store.observe(&b.budget, obs);
+    } else {
+        store.observe(&b.budget, RateObservation::default());
+    }
+    let usage = outcome.response.usage;
+    res.report_seat_usage(usage.input + usage.output);
+    services
+        .counter()
+        .calibrate(&b.entry, b.counted, usage.input);
+    let entry = services.router().catalog().entry(&b.entry)?;
+    let cached = usage.cached.min(usage.input);
+    let cost = entry.cost(usage.input - cached, cached, usage.output);
+    let currency = entry.pricing().currency.clone();
+    cx.dispatcher().recorder().llm_run(LlmRun {
+        job: cx.id(),
+        workflow: cx.workflow(),
+        class: class.to_owned(),
+        entry: b.entry.clone(),
+        model: b.model.clone(),
+        input_tokens: usage.input,
+        output_tokens: usage.output,
+        reasoning_tokens: usage.reasoning,
+        cached_tokens: usage.cached,
+        output_budget: u64::from(b.output_budget),
+        latency_ms: u64::try_from(outcome.latency.as_millis()).unwrap_or(u64::MAX),
+        stop_reason: stop_name(&outcome.response.stop).to_owned(),
+        cost,
+        currency: currency.clone(),
+        at_ms: now_ms(),
+        escalated: b.escalated,
+    });
+    if outcome.response.stop == StopReason::MaxTokens && !b.escalated {
+        return Err(Error::Retry(RetrySignal::TruncationEscalation));
+    }
+    Ok(LlmOutcome {
+        response: outcome.response,
+        entry: b.entry,
+        model: b.model,
+        cost,
+        currency,
+        escalated: b.escalated,
+        latency: outcome.latency,
+        counted_input_tokens: b.counted,
+    })
+}
+
+/// The normalised name of a stop reason, as recorded.
+pub fn stop_name(stop: &StopReason) -> &str {
+    match stop {
+        StopReason::EndTurn => "end_turn",
+        StopReason::ToolUse => "tool_use",
+        StopReason::MaxTokens => "max_tokens",
+        StopReason::Refusal => "refusal",
+        StopReason::StopSequence => "stop_sequence",
+        StopReason::Other(s) => s,
+    }
+}
+
+impl Job for LlmCall {
+    type Output = LlmOutcome;
+
+    fn class(&self) -> Cow<'static, str> {
+        self.class.clone()
+    }
+
+    fn requirements(&mut self, req: &mut Requirements, cx: &JobContext) -> Result<()> {
+        let seat = SeatView {
+            grade: self.grade,
+            pin: self.pin.clone(),
+        };
+        let bound = require_seat(&seat, self.depth, self.output, &mut self.request, req, cx)?;
+        self.bound = Some(bound.0);
+        Ok(())
+    }
+
+    async fn execute(&mut self, res: &Resources, cx: &JobContext) -> Result<LlmOutcome> {
+        let bound = self
+            .bound
+            .take()
+            .ok_or_else(|| Error::system("llm_call", "executed without a bound seat"))?;
+        let sink = self
+            .stream
+            .as_mut()
+            .map(|s| s.as_mut() as &mut (dyn FnMut(StreamDelta) + Send));
+        converse_bound(BoundSeat(bound), &self.class, sink, res, cx).await
+    }
+}
+
+/// A grade and pin, for `require_seat` without borrowing the whole job.
+struct SeatView {
+    grade: Grade,
+    pin: Option<String>,
+}
+
+impl ModelDependent for SeatView {
+    fn grade(&self) -> Grade {
+        self.grade
+    }
+    fn set_grade(&mut self, grade: Grade) {
+        self.grade = grade;
+    }
+    fn pin(&self) -> Option<&str> {
+        self.pin.as_deref()
+    }
+    fn pin_model(&mut self, entry: String) {
+        self.pin = Some(entry);
+    }
+}

@@ -1,0 +1,84 @@
+//! [`ModelServices`]: what a model call needs from the deployment, registered on the dispatcher.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use super::{ApiKey, ModelClient, TokenCounter, WireTarget};
+use crate::Result;
+use crate::model::{Entry, ModelRouter};
+
+/// The router (catalog, envelope, picker), the HTTP client and the token counter, shared by every
+/// model call of a dispatcher. Register it with
+/// [`crate::dispatch::DispatcherBuilder::service`]; [`crate::Runtime`] does.
+pub struct ModelServices {
+    router: ModelRouter,
+    client: ModelClient,
+    counter: TokenCounter,
+    targets: Mutex<HashMap<String, WireTarget>>,
+}
+
+impl std::fmt::Debug for ModelServices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelServices")
+            .field("catalog", &self.router.catalog().source_name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ModelServices {
+    /// Services over a router, with a default HTTP client.
+    pub fn new(router: ModelRouter) -> Result<Self> {
+        Ok(Self::with_client(router, ModelClient::new()?))
+    }
+
+    /// Services over a router and a given client.
+    pub fn with_client(router: ModelRouter, client: ModelClient) -> Self {
+        let counter = TokenCounter::new();
+        for entry in router.catalog().entries() {
+            if let Ok(p) = router.catalog().provider(entry.provider()) {
+                counter.register(entry.id(), p.dialect);
+            }
+        }
+        Self {
+            router,
+            client,
+            counter,
+            targets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The router.
+    pub fn router(&self) -> &ModelRouter {
+        &self.router
+    }
+
+    /// The HTTP client.
+    pub fn client(&self) -> &ModelClient {
+        &self.client
+    }
+
+    /// The token counter (with per-entry calibration).
+    pub fn counter(&self) -> &TokenCounter {
+        &self.counter
+    }
+
+    /// Where calls to `entry` go. The API key is read from the variable the catalog names the
+    /// first time; a missing key is an error naming the variable (and is not cached, so setting
+    /// it later works).
+    pub fn target(&self, entry: &Entry) -> Result<WireTarget> {
+        let mut cache = self.targets.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(t) = cache.get(entry.id()) {
+            return Ok(t.clone());
+        }
+        let provider = self.router.catalog().provider(entry.provider())?;
+        let mut target =
+            WireTarget::new(provider.dialect, provider.base_url.clone(), entry.model())
+                .with_native_tools(entry.native_tools())
+                .with_thinking(entry.thinking());
+        if let Some(key) = provider.api_key()? {
+            target = target.with_key(ApiKey::new(key));
+        }
+        cache.insert(entry.id().to_owned(), target.clone());
+        Ok(target)
+    }
+}

@@ -1,0 +1,190 @@
+//! [`Runtime`]: a dispatcher wired for model work in one call.
+//!
+//! It loads the catalog, configures one admission budget per entry from the entry's limits,
+//! registers the [`ModelServices`] (router, HTTP client, token counter), and records to a SQLite
+//! file (or to a given recorder). Everything it builds is reachable, so a program can also wire
+//! the pieces itself.
+
+use std::sync::Arc;
+
+use crate::Result;
+use crate::dispatch::{BudgetStore, DispatchConfig, Dispatcher, MemoryBudgets};
+use crate::job::Job;
+use crate::llm::{ModelClient, ModelServices};
+use crate::model::{Catalog, Envelope, ModelRouter, Picker};
+use crate::record::{NoopRecorder, Recorder};
+
+/// A dispatcher with model services, budgets from the catalog and a recorder.
+#[derive(Clone)]
+pub struct Runtime {
+    dispatcher: Dispatcher,
+    models: Arc<ModelServices>,
+    recorder: Arc<dyn Recorder>,
+    #[cfg(feature = "sqlite")]
+    store: Option<crate::store::SqliteStore>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("models", &self.models)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Runtime`].
+#[must_use]
+pub struct RuntimeBuilder {
+    catalog: Catalog,
+    envelope: Envelope,
+    picker: Option<Box<dyn Picker>>,
+    recorder: Option<Arc<dyn Recorder>>,
+    db: Option<String>,
+    budgets: Option<Arc<dyn BudgetStore>>,
+    config: DispatchConfig,
+    client: Option<ModelClient>,
+}
+
+impl std::fmt::Debug for RuntimeBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeBuilder").finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// A builder over a catalog. For offline use, bind the bundled catalog to a running
+    /// simulated provider: `Catalog::bundled().with_sim_url(&sim.base_url())`.
+    pub fn builder(catalog: Catalog) -> RuntimeBuilder {
+        RuntimeBuilder {
+            catalog,
+            envelope: Envelope::unrestricted(),
+            picker: None,
+            recorder: None,
+            db: None,
+            budgets: None,
+            config: DispatchConfig::default(),
+            client: None,
+        }
+    }
+
+    /// The dispatcher.
+    pub fn dispatcher(&self) -> &Dispatcher {
+        &self.dispatcher
+    }
+
+    /// The model services.
+    pub fn models(&self) -> &Arc<ModelServices> {
+        &self.models
+    }
+
+    /// The SQLite store, when the runtime records to one.
+    #[cfg(feature = "sqlite")]
+    pub fn store(&self) -> Option<&crate::store::SqliteStore> {
+        self.store.as_ref()
+    }
+
+    /// Submit a root job and wait for it.
+    pub async fn run<J: Job>(&self, job: J) -> Result<J::Output> {
+        self.dispatcher.run(job).await
+    }
+
+    /// Wait until every record queued so far is stored.
+    pub async fn flush(&self) -> Result<()> {
+        self.recorder.flush().await
+    }
+}
+
+impl RuntimeBuilder {
+    /// Restrict the entries calls may use.
+    pub fn envelope(mut self, envelope: Envelope) -> Self {
+        self.envelope = envelope;
+        self
+    }
+
+    /// Replace the default picker (most headroom, then cheapest).
+    pub fn picker(mut self, picker: Box<dyn Picker>) -> Self {
+        self.picker = Some(picker);
+        self
+    }
+
+    /// Record through this recorder (instead of a database).
+    pub fn recorder(mut self, recorder: Arc<dyn Recorder>) -> Self {
+        self.recorder = Some(recorder);
+        self
+    }
+
+    /// Record to this SQLite file or URL (for example `thinkers.db` or `sqlite::memory:`).
+    pub fn database(mut self, path_or_url: impl Into<String>) -> Self {
+        self.db = Some(path_or_url.into());
+        self
+    }
+
+    /// Use this budget store (default: in-process).
+    pub fn budgets(mut self, budgets: Arc<dyn BudgetStore>) -> Self {
+        self.budgets = Some(budgets);
+        self
+    }
+
+    /// Replace the retry bounds.
+    pub fn config(mut self, config: DispatchConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Use this HTTP client for model calls.
+    pub fn client(mut self, client: ModelClient) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// Build the runtime. Opens the database when one was given.
+    pub async fn build(self) -> Result<Runtime> {
+        if self.catalog.needs_sim() {
+            return Err(crate::Error::invalid_input(
+                "catalog",
+                Some(self.catalog.source_name().to_owned()),
+                "its providers point at the simulated provider ({sim}); bind it first with \
+                 Catalog::with_sim_url",
+            ));
+        }
+        let router = match self.picker {
+            Some(p) => ModelRouter::new(self.catalog, self.envelope, p),
+            None => ModelRouter::with_headroom_picker(self.catalog, self.envelope),
+        };
+        let budgets = self
+            .budgets
+            .unwrap_or_else(|| Arc::new(MemoryBudgets::new()));
+        router.configure_budgets(budgets.as_ref());
+        let client = match self.client {
+            Some(c) => c,
+            None => ModelClient::new()?,
+        };
+        let models = Arc::new(ModelServices::with_client(router, client));
+        #[cfg(feature = "sqlite")]
+        let mut store = None;
+        let recorder: Arc<dyn Recorder> = match (self.recorder, self.db) {
+            (Some(r), _) => r,
+            #[cfg(feature = "sqlite")]
+            (None, Some(db)) => {
+                let s = crate::store::SqliteStore::open(&db).await?;
+                let r = crate::store::SqliteRecorder::new(&s)?;
+                store = Some(s);
+                Arc::new(r)
+            }
+            _ => Arc::new(NoopRecorder),
+        };
+        let dispatcher = Dispatcher::builder()
+            .budgets(budgets)
+            .recorder(recorder.clone())
+            .service(models.clone())
+            .config(self.config)
+            .build();
+        Ok(Runtime {
+            dispatcher,
+            models,
+            recorder,
+            #[cfg(feature = "sqlite")]
+            store,
+        })
+    }
+}
