@@ -11,13 +11,24 @@ use serde_json::{Value, json};
 
 use crate::exchange::ToolSpec;
 
-/// The text between `<tag>` and `</tag>`, trimmed.
+/// The text between a line that is exactly `<tag>` and the next line that is exactly `</tag>`,
+/// trimmed. The protocol puts each marker on a line of its own, so a prompt that merely mentions
+/// the tags in prose is not mistaken for the block.
 fn block<'a>(text: &'a str, tag: &str) -> Option<&'a str> {
     let open = format!("<{tag}>");
     let close = format!("</{tag}>");
-    let start = text.find(&open)? + open.len();
-    let end = start + text[start..].find(&close)?;
-    Some(text[start..end].trim())
+    let mut offset = 0;
+    let mut start = None;
+    for line in text.split_inclusive('\n') {
+        let bare = line.trim_end_matches(['\n', '\r']).trim();
+        match start {
+            None if bare == open => start = Some(offset + line.len()),
+            Some(s) if bare == close => return Some(text[s..offset].trim()),
+            _ => {}
+        }
+        offset += line.len();
+    }
+    None
 }
 
 /// Why the text-protocol blocks of a system prompt could not be read.
@@ -130,6 +141,9 @@ mod tests {
         );
         assert!(super::tools("no tools here").unwrap().is_empty());
         assert!(super::tools("<tools>\nnot json\n</tools>").is_err());
+        // Markers mentioned in prose are not the block.
+        let prose = "Tools are between the <tools> and </tools> lines.\n<tools>\n[]\n</tools>\n";
+        assert_eq!(super::tools(prose).unwrap().len(), 0);
     }
 
     #[test]
