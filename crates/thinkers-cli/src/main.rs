@@ -1,6 +1,8 @@
 //! The `thinkers` command line: the demo, trajectory traces and more.
 
+mod catalog;
 mod demo;
+mod simctl;
 mod trace;
 
 use std::path::PathBuf;
@@ -19,6 +21,10 @@ struct Cli {
 enum Command {
     /// Run the demo workflow offline and print what it did.
     Demo(demo::DemoArgs),
+    /// List the model catalog by grade; `--check` calls every open entry.
+    Catalog(catalog::CatalogArgs),
+    /// Run the simulated provider (OpenAI and Anthropic wire formats) on a local port.
+    Sim(simctl::SimArgs),
     /// Print the trajectory of a stored workflow as a tree.
     Trace {
         /// The workflow id (the root job's id). Omit with --list.
@@ -47,6 +53,8 @@ async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => demo::run(args).await,
+        Command::Catalog(args) => catalog::run(args).await,
+        Command::Sim(args) => simctl::serve(args).await,
         Command::Trace { workflow, list, db } => trace::run(workflow.as_deref(), list, &db).await,
     };
     match result {

@@ -5,6 +5,10 @@
 //! `amount`), which is stricter than a provider's replenishing bucket: thinkers never sends more
 //! than the provider allows in any window, so it never provokes a 429 from its own traffic.
 //!
+//! A provider timestamps a request when it arrives, a little after admission granted it, so its
+//! window entry expires a little later than ours. [`MemoryBudgets`] therefore keeps each entry for
+//! `per` plus a small skew allowance (1 % of the period, at most one second) before it frees it.
+//!
 //! [`BudgetStore`] is the seam for a shared, multi-process implementation (Redis); the in-process
 //! default is [`MemoryBudgets`]. The waiting and FIFO ordering live above the store, in
 //! [`super::Admission`], so every store gets them.
@@ -129,8 +133,15 @@ struct Window {
     sum: u64,
 }
 
+/// How long past its period a window entry is still counted: the provider's clock starts when the
+/// request arrives, after our grant.
+pub(crate) fn skew(per: Duration) -> Duration {
+    (per / 100).min(Duration::from_secs(1))
+}
+
 impl Window {
     fn purge(&mut self, now: Instant, per: Duration) {
+        let per = per + skew(per);
         while let Some(front) = self.entries.front() {
             if front.at + per <= now {
                 self.sum -= front.amount;
@@ -143,6 +154,7 @@ impl Window {
 
     /// When enough entries expire for `need` more to fit under `limit`.
     fn wait_for(&self, now: Instant, per: Duration, need: u64, limit: u64) -> Duration {
+        let per = per + skew(per);
         let mut freed = 0;
         let excess = (self.sum + need).saturating_sub(limit);
         for e in &self.entries {

@@ -206,3 +206,20 @@ async fn a_pin_outside_the_envelope_is_refused_naming_entry_and_rule() {
         .unwrap();
     assert_ne!(out.entry, "sim-small-a");
 }
+
+#[test]
+fn the_example_catalogs_load() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/catalogs/examples");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let c = thinkers::model::Catalog::load(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(!c.entries().is_empty());
+            assert!(!c.needs_sim());
+            n += 1;
+        }
+    }
+    assert_eq!(n, 3);
+}

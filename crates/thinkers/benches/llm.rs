@@ -1,0 +1,266 @@
+//! Model calls through the dispatcher against thinkers-sim.
+//!
+//! Prints, for 2,000 concurrent `LlmCall`s:
+//! * with a TPM limit that makes admission the bottleneck: the share of the limit used in the
+//!   first (backlogged) minute, as the sim counted it (target ≥ 90 %), and the 429s the sim served
+//!   (target 0);
+//! * the client CPU µs per call, compared in the same run with a bare reqwest loop sending the
+//!   same bodies to the same sim (target ≤ 1.5×).
+//!
+//! The sim runs in a child process (this binary re-executed), so the CPU measured is the client's
+//! alone. Run with `cargo bench -p thinkers --bench llm`; it takes a little over a minute because
+//! the limited phase spans two rate windows.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cpu_time::ProcessTime;
+use futures::StreamExt;
+use thinkers::Runtime;
+use thinkers::conversation::Message;
+use thinkers::llm::{ChatRequest, LlmCall, ModelClient, encode};
+use thinkers::model::{Catalog, Grade, OutputSize};
+
+const CALLS: usize = 2_000;
+const TPM: u64 = 150_000;
+const CHILD_ENV: &str = "THINKERS_BENCH_SIM_CHILD";
+
+fn main() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        run_sim_child();
+        return;
+    }
+    let (mut child, base) = spawn_sim();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(bench(&base));
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn run_sim_child() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let config = thinkers_sim::SimConfig::builder()
+            .model(thinkers_sim::SimModel::new("bench-limited").tpm(TPM))
+            .model(thinkers_sim::SimModel::new("bench-free"))
+            .log_bodies(true)
+            .build()
+            .unwrap();
+        let sim = thinkers_sim::Sim::start(config).await.unwrap();
+        println!("{}", sim.base_url());
+        // Serve until the parent kills us.
+        std::future::pending::<()>().await;
+    });
+}
+
+fn spawn_sim() -> (Child, String) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env(CHILD_ENV, "1")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (child, line.trim().to_owned())
+}
+
+fn catalog(base: &str) -> Catalog {
+    let toml = format!(
+        r#"
+[providers.sim]
+dialect = "openai"
+base_url = "{base}/v1"
+api_key_env = "THINKERS_SIM_KEY"
+
+[[entries]]
+id = "bench-limited"
+provider = "sim"
+model = "bench-limited"
+grade = "small"
+context_window = 128000
+output_ceiling = 4096
+tpm = {TPM}
+price_in = 0.15
+price_out = 0.6
+currency = "USD"
+
+[[entries]]
+id = "bench-free"
+provider = "sim"
+model = "bench-free"
+grade = "medium"
+context_window = 128000
+output_ceiling = 4096
+price_in = 0.15
+price_out = 0.6
+currency = "USD"
+"#
+    );
+    Catalog::from_toml_str(&toml, "bench.toml").unwrap()
+}
+
+fn request(i: usize) -> ChatRequest {
+    ChatRequest::new(
+        "You are a terse assistant. Answer in one short sentence.",
+        vec![Message::user_text(format!(
+            "Question {i}: what is admission control?"
+        ))],
+    )
+}
+
+async fn stats(base: &str) -> serde_json::Value {
+    reqwest::get(format!("{base}/sim/stats"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+async fn logged(base: &str) -> Vec<serde_json::Value> {
+    let v: serde_json::Value = reqwest::get(format!("{base}/sim/requests"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    v.as_array().cloned().unwrap_or_default()
+}
+
+async fn run_calls(rt: &Runtime, entry: &str, grade: Grade) -> (f64, Duration) {
+    let cpu = ProcessTime::now();
+    let wall = Instant::now();
+    let handles: Vec<_> = (0..CALLS)
+        .map(|i| {
+            rt.dispatcher()
+                .submit(LlmCall::new(grade, OutputSize::Verdict, request(i)).pinned(entry))
+        })
+        .collect();
+    for h in handles {
+        h.await.unwrap();
+    }
+    (
+        cpu.elapsed().as_secs_f64() * 1e6 / CALLS as f64,
+        wall.elapsed(),
+    )
+}
+
+async fn bare_loop(base: &str, bodies: Vec<bytes::Bytes>) -> f64 {
+    let client = reqwest::Client::new();
+    let url = format!("{base}/v1/chat/completions");
+    let cpu = ProcessTime::now();
+    futures::stream::iter(bodies)
+        .map(|body| {
+            let client = client.clone();
+            let url = url.clone();
+            async move {
+                let resp = client
+                    .post(&url)
+                    .header("authorization", "Bearer bench")
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap();
+                let bytes = resp.bytes().await.unwrap();
+                let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+                assert!(v["choices"][0]["message"].is_object());
+            }
+        })
+        .buffer_unordered(256)
+        .collect::<Vec<()>>()
+        .await;
+    cpu.elapsed().as_secs_f64() * 1e6 / CALLS as f64
+}
+
+async fn bench(base: &str) {
+    let rt = Runtime::builder(catalog(base)).build().await.unwrap();
+    let models = rt.models().clone();
+    // The same bodies the runtime sends, encoded once for the bare loop.
+    let entry = models
+        .router()
+        .catalog()
+        .entry("bench-free")
+        .unwrap()
+        .clone();
+    let target = models.target(&entry).unwrap();
+    let bodies: Vec<bytes::Bytes> = (0..CALLS)
+        .map(|i| {
+            let mut r = request(i);
+            r.max_output_tokens = entry.output_tokens(OutputSize::Verdict);
+            encode(&target, &r).unwrap().body
+        })
+        .collect();
+
+    // Warm up both paths (connections, tokenizer tables).
+    let _ = bare_loop(base, bodies[..200].to_vec()).await;
+    let _ = run_calls(&rt, "bench-free", Grade::Medium).await;
+
+    let bare = bare_loop(base, bodies.clone()).await;
+    let (ours, ours_wall) = run_calls(&rt, "bench-free", Grade::Medium).await;
+    println!("client CPU per call, {CALLS} concurrent calls, no limit:");
+    println!("  bare reqwest loop (same bodies)   {bare:>8.1} µs");
+    println!(
+        "  LlmCall through the dispatcher    {ours:>8.1} µs  ({:.2}× the bare loop; wall {:.2} s)",
+        ours / bare,
+        ours_wall.as_secs_f64()
+    );
+
+    // Admission as the bottleneck.
+    let before = stats(base).await;
+    let t0 = chrono::Utc::now();
+    let (limited_cpu, wall) = run_calls(&rt, "bench-limited", Grade::Small).await;
+    let after = stats(base).await;
+    let served_429 = after["models"]["bench-limited"]["rate_limited"]
+        .as_u64()
+        .unwrap_or(0)
+        - before["models"]["bench-limited"]["rate_limited"]
+            .as_u64()
+            .unwrap_or(0);
+    // Tokens the sim charged (input + output, its own count) for requests that arrived in the
+    // first minute, during which the queue was never empty.
+    let logs = logged(base).await;
+    let mut first_minute = 0u64;
+    let mut calls_first_minute = 0;
+    for r in logs.iter().filter(|r| r["model"] == "bench-limited") {
+        let at = chrono::DateTime::parse_from_rfc3339(r["timestamp"].as_str().unwrap_or_default());
+        if let Ok(at) = at
+            && at.signed_duration_since(t0) < chrono::TimeDelta::seconds(60)
+        {
+            calls_first_minute += 1;
+            first_minute += r["input_tokens"].as_u64().unwrap_or(0);
+        }
+    }
+    let out_tokens = (after["models"]["bench-limited"]["output_tokens"]
+        .as_u64()
+        .unwrap_or(0)
+        - before["models"]["bench-limited"]["output_tokens"]
+            .as_u64()
+            .unwrap_or(0)) as f64
+        / CALLS as f64;
+    let used = first_minute as f64 + out_tokens * f64::from(calls_first_minute);
+    println!("\nadmission as the bottleneck: {CALLS} calls, TPM limit {TPM}");
+    println!("  calls served in the first minute  {calls_first_minute}");
+    println!(
+        "  share of the limit used (1st min) {:>7.1} %",
+        100.0 * used / TPM as f64
+    );
+    println!("  429s the sim served               {served_429}");
+    println!(
+        "  client CPU per call               {limited_cpu:>7.1} µs; wall {:.1} s",
+        wall.as_secs_f64()
+    );
+    println!("\ntargets: share ≥ 90 %, 0 × 429, CPU ≤ 1.5× the bare loop");
+}
