@@ -35,15 +35,19 @@
 //!
 //! * `sqlite` (default) — the SQLite store and recorder through sqlx.
 //! * `openai`, `anthropic` (default) — provider dialects.
-//! * `test-utils` — test doubles for downstream crates.
+//! * `test-utils` — test doubles for downstream crates (with `otel`, the SDK's in-memory span
+//!   exporter).
+//! * `otel` — export the runtime's spans over OTLP ([`telemetry::otel`]).
 //! * `full` — everything.
 
 pub mod dispatch;
 pub mod error;
 pub mod job;
 pub mod model;
+pub mod ops;
 pub mod record;
 pub mod store;
+pub mod telemetry;
 pub mod tool;
 
 pub use dispatch::{Dispatcher, JobHandle};
