@@ -51,9 +51,9 @@ async fn job_and_model_call_spans_form_the_job_tree() -> Result<()> {
     let dispatcher = Dispatcher::builder().build();
     let mut tries = 0;
     let (root_id, child_id) = dispatcher
-        .run(doer("root", |cx| async move {
+        .run(doer("root", move |cx| async move {
             let child = cx
-                .submit_in_step(doer("child", |cx| async move {
+                .submit_in_step(doer("child", move |cx| async move {
                     let span = telemetry::model_call_span("sim-small-a", "sim-small", "openai", 4_096);
                     async { tokio::task::yield_now().await }
                         .instrument(span.clone())

@@ -44,13 +44,15 @@ const LADDER: [OutputSize; 5] = [
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Declared {
-    /// The budget is exactly this rung's tokens (on the entry, when a catalog was given).
+    /// The budget is exactly this rung's own value (the entry's override, when a catalog was
+    /// given, or the framework table); `Max` when it is the ceiling and every rung fits under it.
     Rung {
         /// The rung.
         size: OutputSize,
     },
-    /// The budget is the entry's output ceiling, which caps `at_least` and every larger rung:
-    /// the class declared `at_least` or larger. Only known with a catalog.
+    /// The budget is the entry's output ceiling, which matches no rung's own value but caps
+    /// `at_least` and every larger rung: the class declared `at_least` or larger. Only known
+    /// with a catalog.
     Capped {
         /// The smallest rung the ceiling caps.
         at_least: OutputSize,
@@ -203,19 +205,32 @@ impl Table<'_> {
         }
     }
 
+    /// A rung's own value on this entry, before the ceiling caps it.
+    fn uncapped(&self, size: OutputSize) -> Option<u64> {
+        self.0
+            .and_then(|e| e.output_budget(size))
+            .or(size.rung_tokens())
+            .map(u64::from)
+    }
+
     fn declared(&self, budget: u64) -> Declared {
-        let matching: Vec<OutputSize> = LADDER
-            .into_iter()
-            .filter(|size| self.tokens(*size) == Some(budget))
-            .collect();
-        match matching.as_slice() {
-            [] => Declared::Tokens { tokens: budget },
-            [size] => Declared::Rung { size: *size },
-            // Several sizes book the same tokens only when the ceiling caps them all.
-            [first, ..] => Declared::Capped {
-                at_least: *first,
-                ceiling: budget,
-            },
+        let rungs = OutputSize::RUNGS;
+        if let Some(size) = rungs.into_iter().find(|r| self.uncapped(*r) == Some(budget)) {
+            return Declared::Rung { size };
+        }
+        match self.0 {
+            Some(entry) if u64::from(entry.output_ceiling()) == budget => {
+                match rungs.into_iter().find(|r| self.uncapped(*r) > Some(budget)) {
+                    Some(at_least) => Declared::Capped {
+                        at_least,
+                        ceiling: budget,
+                    },
+                    None => Declared::Rung {
+                        size: OutputSize::Max,
+                    },
+                }
+            }
+            _ => Declared::Tokens { tokens: budget },
         }
     }
 }

@@ -31,7 +31,7 @@ mod payload;
 pub use payload::{PAYLOADS_ENV, Payload, Secret, payload_logging_enabled, set_payload_logging};
 
 use tracing::Span;
-use tracing::field::{Empty, display};
+use tracing::field::Empty;
 
 use crate::error::Error;
 use crate::job::JobContext;
@@ -53,7 +53,7 @@ pub(crate) fn begin_attempt(cx: &JobContext, attempt: u32) -> Span {
         parent: &node.parent_span,
         "job",
         job.id = %node.id,
-        job.parent = node.parent.map(display),
+        job.parent = node.parent.map(tracing::field::display),
         job.workflow = %node.workflow,
         job.class = &*node.class,
         job.ordinal = node.ordinal,
