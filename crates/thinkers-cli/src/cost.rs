@@ -136,7 +136,15 @@ fn table(leading: &[&str]) -> Table {
     let mut table = Table::new();
     let mut header: Vec<&str> = leading.to_vec();
     header.extend([
-        "calls", "in", "out", "reasoning", "cached", "p50 ms", "p95 ms", "p99 ms", "cost",
+        "calls",
+        "in",
+        "out",
+        "reasoning",
+        "cached",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "cost",
     ]);
     table.set_header(header);
     for column in table.column_iter_mut().skip(leading.len()) {

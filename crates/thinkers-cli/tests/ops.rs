@@ -10,7 +10,12 @@ use thinkers::store::{SqliteRecorder, SqliteStore};
 
 fn thinkers() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_thinkers"));
-    for var in ["THINKERS_LOG", "THINKERS_LOG_FORMAT", "THINKERS_LOG_PAYLOADS", "THINKERS_DB"] {
+    for var in [
+        "THINKERS_LOG",
+        "THINKERS_LOG_FORMAT",
+        "THINKERS_LOG_PAYLOADS",
+        "THINKERS_DB",
+    ] {
         cmd.env_remove(var);
     }
     cmd
@@ -107,32 +112,105 @@ async fn seed(path: &Path) -> Vec<Seeded> {
         }
         let mut runs = Vec::new();
         for n in 0..10 {
-            runs.push(call(classify, root, "classify_ticket", "sim-small-a", 40 + n * 17 + w as u64, 16_384, 0.0004, "USD", at));
+            runs.push(call(
+                classify,
+                root,
+                "classify_ticket",
+                "sim-small-a",
+                40 + n * 17 + w as u64,
+                16_384,
+                0.0004,
+                "USD",
+                at,
+            ));
         }
-        runs.push(call(sub, root, "sub_thinker", "sim-medium-a", 900, 4_096, 0.02, "USD", at));
+        runs.push(call(
+            sub,
+            root,
+            "sub_thinker",
+            "sim-medium-a",
+            900,
+            4_096,
+            0.02,
+            "USD",
+            at,
+        ));
         for (n, tool) in tools.iter().enumerate() {
-            runs.push(call(*tool, root, "extract_claims", "sim-medium-a", 1_800 + n as u64 * 300, 4_096, 0.03, "USD", at));
+            runs.push(call(
+                *tool,
+                root,
+                "extract_claims",
+                "sim-medium-a",
+                1_800 + n as u64 * 300,
+                4_096,
+                0.03,
+                "USD",
+                at,
+            ));
         }
-        let mut cut = call(tools[0], root, "extract_claims", "sim-medium-a", 4_096, 4_096, 0.05, "USD", at + 1);
+        let mut cut = call(
+            tools[0],
+            root,
+            "extract_claims",
+            "sim-medium-a",
+            4_096,
+            4_096,
+            0.05,
+            "USD",
+            at + 1,
+        );
         cut.stop_reason = "max_tokens".to_owned();
         runs.push(cut.clone());
         if w == 0 {
             runs.push(cut);
         }
-        let mut escalated = call(tools[0], root, "extract_claims", "sim-medium-a", 5_900 + w as u64 * 300, 16_384, 0.08, "USD", at + 2);
+        let mut escalated = call(
+            tools[0],
+            root,
+            "extract_claims",
+            "sim-medium-a",
+            5_900 + w as u64 * 300,
+            16_384,
+            0.08,
+            "USD",
+            at + 2,
+        );
         escalated.escalated = true;
         runs.push(escalated);
         for n in 0..3 {
-            runs.push(call(judge, root, "judge_answer", "sim-large-a", 150 + n * 90, 1_024, 0.01, "EUR", at));
+            runs.push(call(
+                judge,
+                root,
+                "judge_answer",
+                "sim-large-a",
+                150 + n * 90,
+                1_024,
+                0.01,
+                "EUR",
+                at,
+            ));
         }
         for run in runs {
             recorder.llm_run(run);
         }
-        seeded.push(Seeded { workflow: root, sub });
+        seeded.push(Seeded {
+            workflow: root,
+            sub,
+        });
     }
     // An old summary on an entry whose ceiling (8,192) caps its Standard budget.
     let old = JobId::new();
-    recorder.llm_run(call(old, old, "summarize_section", "sim-small-b", 2_500, 8_192, 0.002, "USD", now - 72 * HOUR_MS));
+    recorder.llm_run(call(
+        old,
+        old,
+        "summarize_section",
+        "sim-small-b",
+        2_500,
+        8_192,
+        0.002,
+        "USD",
+        now - 72 * HOUR_MS,
+    ));
     recorder.flush().await.unwrap();
     store.close().await;
     seeded
@@ -157,7 +235,8 @@ fn row(table: &str, first: &str, also: Option<&str>) -> Vec<String> {
                 .collect::<Vec<_>>()
         })
         .find(|cells| {
-            cells.first().is_some_and(|c| c == first) && also.is_none_or(|a| cells.iter().any(|c| c == a))
+            cells.first().is_some_and(|c| c == first)
+                && also.is_none_or(|a| cells.iter().any(|c| c == a))
         })
         .unwrap_or_else(|| panic!("no row {first} {also:?} in:\n{table}"))
 }
@@ -168,30 +247,81 @@ async fn sizing_prints_recommendations_and_flags_truncated_classes() {
     let (out, stdout, stderr) = run(thinkers().arg("sizing").arg("--db").arg(&db));
     assert!(out.status.success(), "{stderr}");
     println!("$ thinkers sizing\n{stdout}");
-    assert!(stdout.contains("Sizing from 42 model calls over 5 job classes"), "{stdout}");
-    let header = ["class", "calls", "max out", "p95 out", "declared", "recommended", "change", "truncated", "escalated"];
+    assert!(
+        stdout.contains("Sizing from 42 model calls over 5 job classes"),
+        "{stdout}"
+    );
+    let header = [
+        "class",
+        "calls",
+        "max out",
+        "p95 out",
+        "declared",
+        "recommended",
+        "change",
+        "truncated",
+        "escalated",
+    ];
     assert_eq!(row(&stdout, "class", None), header);
     assert_eq!(
         row(&stdout, "classify_ticket", None),
-        ["classify_ticket", "20", "194", "193", "standard", "verdict", "lower", "-", "0"]
+        [
+            "classify_ticket",
+            "20",
+            "194",
+            "193",
+            "standard",
+            "verdict",
+            "lower",
+            "-",
+            "0"
+        ]
     );
     assert_eq!(
         row(&stdout, "extract_claims", None),
-        ["extract_claims", "13", "6200", "6200", "compact", "standard", "raise", "YES (3)", "2"]
+        [
+            "extract_claims",
+            "13",
+            "6200",
+            "6200",
+            "compact",
+            "standard",
+            "raise",
+            "YES (3)",
+            "2"
+        ]
     );
     assert_eq!(
         row(&stdout, "judge_answer", None),
-        ["judge_answer", "6", "330", "330", "verdict", "verdict", "keep", "-", "0"]
+        [
+            "judge_answer",
+            "6",
+            "330",
+            "330",
+            "verdict",
+            "verdict",
+            "keep",
+            "-",
+            "0"
+        ]
     );
     assert_eq!(
         row(&stdout, "summarize_section", None)[4],
         "standard+ (capped at 8,192)"
     );
-    assert!(stdout.contains("! extract_claims: 3 of 13 calls stopped at the output budget"), "{stdout}");
-    assert!(stdout.contains("re-ran 2 calls at the model's ceiling"), "{stdout}");
+    assert!(
+        stdout.contains("! extract_claims: 3 of 13 calls stopped at the output budget"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("re-ran 2 calls at the model's ceiling"),
+        "{stdout}"
+    );
 
     // The window leaves the three-day-old class out; JSON carries the same data.
-    let (out, stdout, _) = run(thinkers().args(["sizing", "--since", "24h", "--json", "--db"]).arg(&db));
+    let (out, stdout, _) = run(thinkers()
+        .args(["sizing", "--since", "24h", "--json", "--db"])
+        .arg(&db));
     assert!(out.status.success());
     let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let classes = json["classes"].as_array().unwrap();
@@ -209,7 +339,19 @@ async fn cost_groups_per_currency_and_rolls_up_workflows_and_subtrees() {
     println!("$ thinkers cost --by class\n{stdout}");
     assert_eq!(
         row(&stdout, "classify_ticket", Some("USD")),
-        ["classify_ticket", "USD", "20", "30000", "2340", "225", "10000", "327", "348", "348", "0.0080"]
+        [
+            "classify_ticket",
+            "USD",
+            "20",
+            "30000",
+            "2340",
+            "225",
+            "10000",
+            "327",
+            "348",
+            "348",
+            "0.0080"
+        ]
     );
     assert_eq!(row(&stdout, "judge_answer", Some("EUR"))[2], "6");
     // Never one total across currencies.
@@ -217,7 +359,9 @@ async fn cost_groups_per_currency_and_rolls_up_workflows_and_subtrees() {
     assert_eq!(row(&stdout, "TOTAL", Some("USD"))[1], "USD");
 
     // By workflow: every job's spend, sub-thinker and tools included, lands on its workflow.
-    let (out, stdout, _) = run(thinkers().args(["cost", "--by", "workflow", "--since", "1d", "--db"]).arg(&db));
+    let (out, stdout, _) = run(thinkers()
+        .args(["cost", "--by", "workflow", "--since", "1d", "--db"])
+        .arg(&db));
     assert!(out.status.success());
     println!("$ thinkers cost --by workflow --since 1d\n{stdout}");
     let first = seeded[0].workflow.to_string();
@@ -239,16 +383,27 @@ async fn cost_groups_per_currency_and_rolls_up_workflows_and_subtrees() {
 #[tokio::test]
 async fn bad_arguments_are_named() {
     let (_dir, db, _) = seeded_db().await;
-    let (out, _, stderr) = run(thinkers().args(["cost", "--since", "fortnight", "--db"]).arg(&db));
+    let (out, _, stderr) = run(thinkers()
+        .args(["cost", "--since", "fortnight", "--db"])
+        .arg(&db));
     assert!(!out.status.success());
-    assert!(stderr.contains("since") && stderr.contains("fortnight"), "{stderr}");
+    assert!(
+        stderr.contains("since") && stderr.contains("fortnight"),
+        "{stderr}"
+    );
     let (out, _, stderr) = run(thinkers().args(["cost", "--by", "model", "--db"]).arg(&db));
     assert!(!out.status.success());
-    assert!(stderr.contains("model") && stderr.contains("workflow"), "{stderr}");
+    assert!(
+        stderr.contains("model") && stderr.contains("workflow"),
+        "{stderr}"
+    );
     let (out, _, stderr) = run(thinkers().args(["sizing", "--db", "/nonexistent/ops.db"]));
     assert!(!out.status.success());
     assert!(stderr.contains("/nonexistent/ops.db"), "{stderr}");
-    let (out, _, stderr) = run(thinkers().env("THINKERS_LOG", "thinkers=loud").args(["sizing", "--db"]).arg(&db));
+    let (out, _, stderr) = run(thinkers()
+        .env("THINKERS_LOG", "thinkers=loud")
+        .args(["sizing", "--db"])
+        .arg(&db));
     assert!(!out.status.success());
     assert!(stderr.contains("THINKERS_LOG"), "{stderr}");
 }
@@ -256,31 +411,34 @@ async fn bad_arguments_are_named() {
 #[tokio::test]
 async fn json_logs_on_request_and_payload_flag_accepted() {
     let (_dir, db, _) = seeded_db().await;
-    let (out, stdout, stderr) = run(
-        thinkers()
-            .env("THINKERS_LOG", "debug")
-            .args(["--log-format", "json", "sizing", "--log-payloads", "--db"])
-            .arg(&db),
-    );
+    let (out, stdout, stderr) = run(thinkers()
+        .env("THINKERS_LOG", "debug")
+        .args(["--log-format", "json", "sizing", "--log-payloads", "--db"])
+        .arg(&db));
     assert!(out.status.success(), "{stderr}");
     assert!(stdout.contains("extract_claims"));
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert!(!lines.is_empty(), "debug logging printed nothing");
     for line in &lines {
-        let event: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let event: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
         assert!(event["level"].is_string(), "{line}");
     }
     assert!(stderr.contains("sqlite store open"), "{stderr}");
     // The environment variable selects the format too; human lines are not JSON.
-    let (out, _, stderr) = run(
-        thinkers()
-            .env("THINKERS_LOG", "debug")
-            .env("THINKERS_LOG_FORMAT", "json")
-            .args(["sizing", "--db"])
-            .arg(&db),
-    );
+    let (out, _, stderr) = run(thinkers()
+        .env("THINKERS_LOG", "debug")
+        .env("THINKERS_LOG_FORMAT", "json")
+        .args(["sizing", "--db"])
+        .arg(&db));
     assert!(out.status.success());
     assert!(stderr.lines().all(|l| l.starts_with('{')), "{stderr}");
-    let (_, _, stderr) = run(thinkers().env("THINKERS_LOG", "debug").args(["sizing", "--db"]).arg(&db));
-    assert!(stderr.contains("sqlite store open") && !stderr.starts_with('{'), "{stderr}");
+    let (_, _, stderr) = run(thinkers()
+        .env("THINKERS_LOG", "debug")
+        .args(["sizing", "--db"])
+        .arg(&db));
+    assert!(
+        stderr.contains("sqlite store open") && !stderr.starts_with('{'),
+        "{stderr}"
+    );
 }

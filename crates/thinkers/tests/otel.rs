@@ -54,7 +54,8 @@ async fn job_and_model_call_spans_form_the_job_tree() -> Result<()> {
         .run(doer("root", move |cx| async move {
             let child = cx
                 .submit_in_step(doer("child", move |cx| async move {
-                    let span = telemetry::model_call_span("sim-small-a", "sim-small", "openai", 4_096);
+                    let span =
+                        telemetry::model_call_span("sim-small-a", "sim-small", "openai", 4_096);
                     async { tokio::task::yield_now().await }
                         .instrument(span.clone())
                         .await;
@@ -97,7 +98,11 @@ async fn job_and_model_call_spans_form_the_job_tree() -> Result<()> {
     let root = jobs(&spans, "root");
     let child = jobs(&spans, "child");
     let grandchild = jobs(&spans, "grandchild");
-    assert_eq!((root.len(), child.len(), grandchild.len()), (1, 1, 2), "{spans:#?}");
+    assert_eq!(
+        (root.len(), child.len(), grandchild.len()),
+        (1, 1, 2),
+        "{spans:#?}"
+    );
     let (root, child) = (root[0], child[0]);
 
     assert_eq!(root.parent_span_id, SpanId::INVALID);
@@ -175,8 +180,15 @@ async fn a_failed_attempt_marks_its_span_as_an_error() -> Result<()> {
     assert_eq!(job.len(), 1);
     assert_eq!(text(job[0], "job.outcome"), "invalid_input");
     assert_eq!(text(job[0], "error.type"), "invalid_input");
-    assert!(matches!(job[0].status, Status::Error { .. }), "{:?}", job[0].status);
-    let call = spans.iter().find(|s| s.name == "chat m").context("call span")?;
+    assert!(
+        matches!(job[0].status, Status::Error { .. }),
+        "{:?}",
+        job[0].status
+    );
+    let call = spans
+        .iter()
+        .find(|s| s.name == "chat m")
+        .context("call span")?;
     assert_eq!(text(call, "error.type"), "external_service");
     assert!(matches!(call.status, Status::Error { .. }));
     Ok(())

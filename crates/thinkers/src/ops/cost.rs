@@ -69,7 +69,11 @@ impl FromStr for GroupBy {
             .into_iter()
             .find(|g| g.as_str().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| {
-                Error::invalid_input("by", Some(s.to_owned()), "expected class, entry or workflow")
+                Error::invalid_input(
+                    "by",
+                    Some(s.to_owned()),
+                    "expected class, entry or workflow",
+                )
             })
     }
 }
@@ -184,7 +188,10 @@ pub fn report(runs: &[LlmRun], by: GroupBy) -> CostReport {
 fn per_currency<'a>(group: &str, runs: impl Iterator<Item = &'a LlmRun>) -> Vec<CostRow> {
     let mut by_currency: BTreeMap<&str, Vec<&LlmRun>> = BTreeMap::new();
     for run in runs {
-        by_currency.entry(run.currency.as_str()).or_default().push(run);
+        by_currency
+            .entry(run.currency.as_str())
+            .or_default()
+            .push(run);
     }
     by_currency
         .into_iter()

@@ -48,7 +48,12 @@ fn duration_ms(t: &str) -> Result<Option<i64>> {
         'h' => 3_600_000,
         'd' => 86_400_000,
         'w' => 604_800_000,
-        _ => return Err(invalid(t, "unknown unit: use s, m, h, d or w (for example 24h)")),
+        _ => {
+            return Err(invalid(
+                t,
+                "unknown unit: use s, m, h, d or w (for example 24h)",
+            ));
+        }
     };
     let n: i64 = digits
         .parse()
@@ -95,7 +100,17 @@ mod tests {
 
     #[test]
     fn bad_values_are_named() {
-        for bad in ["", "h", "24", "24x", "-3d", "1.5h", "yesterday", "2025-13-01", "99999999999999999999d"] {
+        for bad in [
+            "",
+            "h",
+            "24",
+            "24x",
+            "-3d",
+            "1.5h",
+            "yesterday",
+            "2025-13-01",
+            "99999999999999999999d",
+        ] {
             let err = parse_since(bad, NOW).unwrap_err();
             let text = err.to_string();
             assert!(text.contains("since"), "{text}");

@@ -215,7 +215,10 @@ impl Table<'_> {
 
     fn declared(&self, budget: u64) -> Declared {
         let rungs = OutputSize::RUNGS;
-        if let Some(size) = rungs.into_iter().find(|r| self.uncapped(*r) == Some(budget)) {
+        if let Some(size) = rungs
+            .into_iter()
+            .find(|r| self.uncapped(*r) == Some(budget))
+        {
             return Declared::Rung { size };
         }
         match self.0 {
@@ -240,10 +243,7 @@ fn size_class(class: &str, runs: &[&LlmRun], catalog: Option<&Catalog>) -> Class
     let mut outputs: Vec<u64> = runs.iter().map(|r| r.output_tokens).collect();
     outputs.sort_unstable();
     let max_output = outputs.last().copied().unwrap_or(0);
-    let latest = runs
-        .iter()
-        .filter(|r| !r.escalated)
-        .max_by_key(|r| r.at_ms);
+    let latest = runs.iter().filter(|r| !r.escalated).max_by_key(|r| r.at_ms);
     let declared_budget = latest.map(|r| r.output_budget);
     let declared = latest.map(|r| table_of(&r.entry).declared(r.output_budget));
     let mut entries: Vec<String> = runs.iter().map(|r| r.entry.clone()).collect();
@@ -252,9 +252,8 @@ fn size_class(class: &str, runs: &[&LlmRun], catalog: Option<&Catalog>) -> Class
 
     // A size fits when it books more than the maximum on every entry the class used.
     let tables: Vec<Table<'_>> = entries.iter().map(|e| table_of(e)).collect();
-    let booked = |size: OutputSize| -> Option<u64> {
-        tables.iter().map(|t| t.tokens(size)).min().flatten()
-    };
+    let booked =
+        |size: OutputSize| -> Option<u64> { tables.iter().map(|t| t.tokens(size)).min().flatten() };
     let recommended = LADDER
         .into_iter()
         .find(|size| *size == OutputSize::Max || booked(*size).is_some_and(|t| t > max_output))
@@ -263,9 +262,7 @@ fn size_class(class: &str, runs: &[&LlmRun], catalog: Option<&Catalog>) -> Class
 
     let change = match (declared, declared_budget) {
         (Some(Declared::Rung { size }), _) if size == recommended => SizeChange::Keep,
-        (Some(Declared::Capped { at_least, .. }), _) if at_least == recommended => {
-            SizeChange::Keep
-        }
+        (Some(Declared::Capped { at_least, .. }), _) if at_least == recommended => SizeChange::Keep,
         (Some(_), Some(budget)) => match recommended_tokens {
             Some(tokens) if budget < tokens => SizeChange::Raise,
             Some(tokens) if budget > tokens => SizeChange::Lower,
@@ -300,7 +297,7 @@ pub(crate) fn group_digits(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -404,7 +401,12 @@ mod tests {
         let mut escalated = call("extract", "e", 6_100, 32_768);
         escalated.escalated = true;
         escalated.at_ms = 3;
-        let rows = [call("extract", "e", 2_000, 4_096), truncated, length, escalated];
+        let rows = [
+            call("extract", "e", 2_000, 4_096),
+            truncated,
+            length,
+            escalated,
+        ];
         let r = report(&rows);
         let c = r.class("extract").unwrap();
         assert_eq!((c.calls, c.truncations, c.escalations), (4, 2, 1));

@@ -184,6 +184,9 @@ mod tests {
     #[test]
     fn a_bad_endpoint_is_named() {
         let err = tracer_provider("localhost:4318").unwrap_err().to_string();
-        assert!(err.contains("otlp endpoint") && err.contains("localhost:4318"), "{err}");
+        assert!(
+            err.contains("otlp endpoint") && err.contains("localhost:4318"),
+            "{err}"
+        );
     }
 }

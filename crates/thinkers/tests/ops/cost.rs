@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use anyhow::Result;
+use thinkers::Dispatcher;
 use thinkers::job::{JobContext, JobId, doer};
 use thinkers::ops::cost::{self, GroupBy};
 use thinkers::record::{LlmRun, Recorder as _, now_ms};
 use thinkers::store::LlmRunFilter;
-use thinkers::Dispatcher;
 
 use crate::support::TempStore;
 
@@ -131,7 +131,10 @@ async fn spend_rolls_up_per_workflow_and_per_ancestor() -> Result<()> {
     let whole = cost::rollup_by_ancestor(&jobs, &workflow_runs, first.root);
     assert_eq!(
         whole.in_currency("EUR").unwrap().cost,
-        by_workflow.row(&first.root.to_string(), "EUR").unwrap().cost
+        by_workflow
+            .row(&first.root.to_string(), "EUR")
+            .unwrap()
+            .cost
     );
 
     // By class, the two lookups of both workflows share a row per currency.
@@ -144,7 +147,10 @@ async fn spend_rolls_up_per_workflow_and_per_ancestor() -> Result<()> {
         .store
         .job_classes(&[first.root, second.root, first.sub])
         .await?;
-    assert_eq!(labels.get(&first.root).map(String::as_str), Some("research"));
+    assert_eq!(
+        labels.get(&first.root).map(String::as_str),
+        Some("research")
+    );
     assert_eq!(labels.len(), 3);
     let window = db.store.llm_run_window(None).await?.unwrap();
     assert!(window.0 <= window.1);

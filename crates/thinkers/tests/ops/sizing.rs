@@ -3,8 +3,8 @@
 
 use anyhow::Result;
 use thinkers::model::{Catalog, OutputSize};
-use thinkers::ops::sizing::{self, Declared, SizeChange};
 use thinkers::ops::parse_since;
+use thinkers::ops::sizing::{self, Declared, SizeChange};
 use thinkers::record::now_ms;
 use thinkers::store::LlmRunFilter;
 
@@ -19,12 +19,24 @@ async fn sizing_recommends_from_the_stored_history() -> Result<()> {
     let mut rows = Vec::new();
     // A label declared at Standard that never needs more than a Verdict.
     for n in 0..20 {
-        rows.push(call("classify_ticket", "sim-small-a", 40 + n * 15, 16_384, now - n as i64));
+        rows.push(call(
+            "classify_ticket",
+            "sim-small-a",
+            40 + n * 15,
+            16_384,
+            now - n as i64,
+        ));
     }
     // An extraction declared at Compact that keeps hitting the budget: three truncations, two
     // of them escalated to the entry's ceiling, where the real answer size shows.
     for n in 0..10 {
-        rows.push(call("extract_claims", "sim-medium-a", 1_500 + n * 200, 4_096, now - 100));
+        rows.push(call(
+            "extract_claims",
+            "sim-medium-a",
+            1_500 + n * 200,
+            4_096,
+            now - 100,
+        ));
     }
     for _ in 0..3 {
         let mut cut = call("extract_claims", "sim-medium-a", 4_096, 4_096, now - 90);
@@ -38,10 +50,22 @@ async fn sizing_recommends_from_the_stored_history() -> Result<()> {
     }
     // A summary declared at Standard on an entry whose ceiling (8,192) caps it.
     for n in 0..8 {
-        rows.push(call("summarize_section", "sim-small-b", 2_000 + n * 200, 8_192, now - 50));
+        rows.push(call(
+            "summarize_section",
+            "sim-small-b",
+            2_000 + n * 200,
+            8_192,
+            now - 50,
+        ));
     }
     // An old class, outside a 7-day window.
-    rows.push(call("retired_class", "sim-small-a", 100, 1_024, now - 30 * DAY_MS));
+    rows.push(call(
+        "retired_class",
+        "sim-small-a",
+        100,
+        1_024,
+        now - 30 * DAY_MS,
+    ));
     db.record(rows).await?;
 
     let stored = db.store.llm_runs(&LlmRunFilter::new()).await?;
@@ -50,12 +74,25 @@ async fn sizing_recommends_from_the_stored_history() -> Result<()> {
     let names: Vec<&str> = report.classes.iter().map(|c| c.class.as_str()).collect();
     assert_eq!(
         names,
-        ["classify_ticket", "extract_claims", "retired_class", "summarize_section"]
+        [
+            "classify_ticket",
+            "extract_claims",
+            "retired_class",
+            "summarize_section"
+        ]
     );
 
     let label = report.class("classify_ticket").unwrap();
-    assert_eq!((label.calls, label.max_output, label.p95_output), (20, 325, 310));
-    assert_eq!(label.declared, Some(Declared::Rung { size: OutputSize::Standard }));
+    assert_eq!(
+        (label.calls, label.max_output, label.p95_output),
+        (20, 325, 310)
+    );
+    assert_eq!(
+        label.declared,
+        Some(Declared::Rung {
+            size: OutputSize::Standard
+        })
+    );
     assert_eq!(label.recommended, OutputSize::Verdict);
     assert_eq!(label.change, SizeChange::Lower);
     assert!(!label.truncated());
@@ -66,14 +103,22 @@ async fn sizing_recommends_from_the_stored_history() -> Result<()> {
     assert!(extract.truncated());
     assert_eq!(extract.max_output, 6_100);
     assert_eq!(extract.declared_budget, Some(4_096));
-    assert_eq!(extract.declared, Some(Declared::Rung { size: OutputSize::Compact }));
+    assert_eq!(
+        extract.declared,
+        Some(Declared::Rung {
+            size: OutputSize::Compact
+        })
+    );
     assert_eq!(extract.recommended, OutputSize::Standard);
     assert_eq!(extract.change, SizeChange::Raise);
 
     let summary = report.class("summarize_section").unwrap();
     assert_eq!(
         summary.declared,
-        Some(Declared::Capped { at_least: OutputSize::Standard, ceiling: 8_192 })
+        Some(Declared::Capped {
+            at_least: OutputSize::Standard,
+            ceiling: 8_192
+        })
     );
     assert_eq!(summary.recommended, OutputSize::Compact);
     assert_eq!(summary.entries, ["sim-small-b"]);
@@ -87,7 +132,10 @@ async fn sizing_recommends_from_the_stored_history() -> Result<()> {
 
     // A window drops the old class.
     let since = parse_since("7d", now)?;
-    let recent = db.store.llm_runs(&LlmRunFilter::new().since_ms(since)).await?;
+    let recent = db
+        .store
+        .llm_runs(&LlmRunFilter::new().since_ms(since))
+        .await?;
     let recent = sizing::report(&recent);
     assert!(recent.class("retired_class").is_none());
     assert_eq!(recent.calls(), 43);
