@@ -13,6 +13,11 @@
 //! carries scope — identity axes and the read-only binding — from parent to child
 //! ([`job::ScopeGuard`]).
 //!
+//! Every job attempt and every model call is a tracing span ([`telemetry`]; exported over OTLP
+//! with the `otel` feature), and the recorded history answers operational questions
+//! ([`ops`]): which output size each job class should declare, and what each class, entry or
+//! workflow spent.
+//!
 //! ## A first doer
 //!
 //! ```no_run
