@@ -1,8 +1,11 @@
 //! The `thinkers` command line: the demo, trajectory traces and more.
 
 mod catalog;
+mod cost;
 mod demo;
+mod logging;
 mod simctl;
+mod sizing;
 mod trace;
 
 use std::path::PathBuf;
@@ -13,6 +16,8 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "thinkers", version, about)]
 struct Cli {
+    #[command(flatten)]
+    log: logging::LogArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -36,26 +41,29 @@ enum Command {
         #[arg(long, default_value = "thinkers.db", env = "THINKERS_DB")]
         db: PathBuf,
     },
-}
-
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("THINKERS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    /// Recommend each job class's output size from its recorded model calls.
+    Sizing(sizing::SizingArgs),
+    /// Tokens, calls, latency and spend of recorded model calls.
+    Cost(cost::CostArgs),
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    init_tracing();
     let cli = Cli::parse();
+    let _log = match logging::init(&cli.log) {
+        Ok(guard) => guard,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     let result = match cli.command {
         Command::Demo(args) => demo::run(args).await,
         Command::Catalog(args) => catalog::run(args).await,
         Command::Sim(args) => simctl::serve(args).await,
         Command::Trace { workflow, list, db } => trace::run(workflow.as_deref(), list, &db).await,
+        Command::Sizing(args) => sizing::run(args).await,
+        Command::Cost(args) => cost::run(args).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -13,6 +13,11 @@
 //! carries scope — identity axes and the read-only binding — from parent to child
 //! ([`job::ScopeGuard`]).
 //!
+//! Every job attempt and every model call is a tracing span ([`telemetry`]; exported over OTLP
+//! with the `otel` feature), and the recorded history answers operational questions
+//! ([`ops`]): which output size each job class should declare, and what each class, entry or
+//! workflow spent.
+//!
 //! ## A first doer
 //!
 //! ```no_run
@@ -35,7 +40,9 @@
 //!
 //! * `sqlite` (default) — the SQLite store and recorder through sqlx.
 //! * `openai`, `anthropic` (default) — provider dialects.
-//! * `test-utils` — test doubles for downstream crates.
+//! * `test-utils` — test doubles for downstream crates (with `otel`, the SDK's in-memory span
+//!   exporter).
+//! * `otel` — export the runtime's spans over OTLP ([`telemetry::otel`]).
 //! * `full` — everything.
 
 pub mod conversation;
@@ -44,9 +51,11 @@ pub mod error;
 pub mod job;
 pub mod llm;
 pub mod model;
+pub mod ops;
 pub mod record;
 pub mod runtime;
 pub mod store;
+pub mod telemetry;
 pub mod tool;
 
 pub use dispatch::{Dispatcher, JobHandle};

@@ -4,11 +4,13 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use futures::FutureExt;
+use tracing::Instrument;
 
 use crate::Result;
 use crate::error::{Error, RetrySignal};
 use crate::job::{AttemptInfo, Job, JobContext, Requirements, Resources};
 use crate::record::{JobEnd, JobStatus, now_ms};
+use crate::telemetry;
 
 pub(crate) async fn run<J: Job>(mut job: J, cx: JobContext) -> Result<J::Output> {
     let mut attempt = AttemptInfo::default();
@@ -91,7 +93,8 @@ async fn attempts<J: Job>(
         let permit = dispatcher.admission().acquire(req.into_items()).await?;
         let res = Resources::new(permit, *attempt);
         let timeout = job.timeout();
-        let exec = AssertUnwindSafe(job.execute(&res, cx)).catch_unwind();
+        let span = telemetry::begin_attempt(cx, attempt.number);
+        let exec = AssertUnwindSafe(job.execute(&res, cx).instrument(span.clone())).catch_unwind();
         let result = match timeout {
             Some(limit) => match tokio::time::timeout(limit, exec).await {
                 Ok(r) => r,
@@ -99,6 +102,7 @@ async fn attempts<J: Job>(
             },
             None => exec.await,
         };
+        telemetry::end_attempt(cx, &span, &result);
         res.settle();
         let signal = match result {
             Ok(Ok(out)) => return Ok(out),

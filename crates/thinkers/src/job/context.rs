@@ -40,6 +40,11 @@ pub(crate) struct JobNode {
     pub(crate) scope: Arc<ScopeGuard>,
     pub(crate) cancel: CancellationToken,
     pub(crate) dispatcher: Dispatcher,
+    /// The span this job's attempt spans hang under: the parent's attempt span that submitted
+    /// it, or for a root the span current at submission (see [`crate::telemetry`]).
+    pub(crate) parent_span: tracing::Span,
+    /// The span of the attempt running now (none between attempts), handed to children.
+    attempt_span: Mutex<tracing::Span>,
     step: AtomicU32,
     metadata: Mutex<BTreeMap<String, serde_json::Value>>,
 }
@@ -67,9 +72,34 @@ impl JobNode {
             scope,
             cancel,
             dispatcher,
+            parent_span: parent.map_or_else(tracing::Span::current, |p| p.node.span_for_child()),
+            attempt_span: Mutex::new(tracing::Span::none()),
             step: AtomicU32::new(0),
             metadata: Mutex::new(metadata),
         }
+    }
+
+    /// The span a child submitted now hangs under: the running attempt's, else the current one.
+    fn span_for_child(&self) -> tracing::Span {
+        let attempt = self
+            .attempt_span
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if attempt.is_none() {
+            tracing::Span::current()
+        } else {
+            attempt
+        }
+    }
+
+    /// Record the span of the attempt that starts (or [`tracing::Span::none`] when it ends).
+    pub(crate) fn set_attempt_span(&self, span: &tracing::Span) {
+        let mut slot = self
+            .attempt_span
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *slot = span.clone();
     }
 }
 

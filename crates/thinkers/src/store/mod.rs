@@ -27,6 +27,8 @@
 //! of the process; the last batches before a power loss may not.
 
 #[cfg(feature = "sqlite")]
+mod ops_queries;
+#[cfg(feature = "sqlite")]
 mod query;
 #[cfg(feature = "sqlite")]
 mod sqlite;

@@ -1,0 +1,207 @@
+//! `thinkers cost`: tokens, calls, latency and spend of recorded model calls, grouped by class,
+//! catalog entry or workflow (one row per currency), or summed over one job's subtree.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use comfy_table::{CellAlignment, Table};
+use thinkers::job::JobId;
+use thinkers::ops::cost::{self, CostReport, CostRow, GroupBy};
+use thinkers::ops::parse_since;
+use thinkers::record::now_ms;
+use thinkers::store::{LlmRunFilter, SqliteStore};
+
+/// Flags of `thinkers cost`.
+#[derive(Debug, Args)]
+pub(crate) struct CostArgs {
+    /// The database file.
+    #[arg(long, default_value = "thinkers.db", env = "THINKERS_DB")]
+    db: PathBuf,
+    /// Only calls since then: a duration back from now (30m, 24h, 7d) or an RFC 3339 date.
+    #[arg(long)]
+    since: Option<String>,
+    /// Group rows by job class, catalog entry or workflow (every job of a workflow, sub-thinkers
+    /// and tools included, rolls up into it).
+    #[arg(long, default_value = "class")]
+    by: GroupBy,
+    /// Sum the calls of this job and every job below it instead (a job id).
+    #[arg(long, value_name = "JOB")]
+    under: Option<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Open the store at `db`, refusing a file that does not exist (opening would create it).
+pub(crate) async fn open_store(db: &Path) -> anyhow::Result<SqliteStore> {
+    if !db.exists() {
+        bail!(
+            "no database at {} (run `thinkers demo` first, or pass --db)",
+            db.display()
+        );
+    }
+    SqliteStore::open(&db.to_string_lossy())
+        .await
+        .with_context(|| format!("opening {}", db.display()))
+}
+
+/// The start of the `--since` window, if one was given.
+pub(crate) fn since_filter(since: Option<&str>) -> anyhow::Result<Option<i64>> {
+    since
+        .map(|s| parse_since(s, now_ms()).map_err(|e| anyhow::anyhow!("{e}")))
+        .transpose()
+}
+
+pub(crate) async fn run(args: CostArgs) -> anyhow::Result<()> {
+    let since = since_filter(args.since.as_deref())?;
+    let store = open_store(&args.db).await?;
+    if let Some(job) = &args.under {
+        return subtree(&store, job, since, args.json).await;
+    }
+    let mut filter = LlmRunFilter::new();
+    if let Some(at) = since {
+        filter = filter.since_ms(at);
+    }
+    let runs = store.llm_runs(&filter).await?;
+    let report = cost::report(&runs, args.by);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    if report.rows.is_empty() {
+        println!("no model calls recorded in {}", args.db.display());
+        return Ok(());
+    }
+    let labels = if args.by == GroupBy::Workflow {
+        let ids: Vec<JobId> = report
+            .rows
+            .iter()
+            .filter_map(|r| JobId::parse(&r.group).ok())
+            .collect();
+        store
+            .job_classes(&ids)
+            .await?
+            .into_iter()
+            .map(|(id, class)| (id.to_string(), class))
+            .collect()
+    } else {
+        HashMap::new()
+    };
+    print!("{}", render(&report, &labels));
+    Ok(())
+}
+
+/// `--under JOB`: the spend of one job's subtree.
+async fn subtree(
+    store: &SqliteStore,
+    job: &str,
+    since: Option<i64>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let id = JobId::parse(job).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let Some(record) = store.job(id).await? else {
+        bail!("job {id} is not recorded in the store");
+    };
+    let jobs = store.workflow_jobs(record.workflow).await?;
+    let mut filter = LlmRunFilter::new().workflow(record.workflow);
+    if let Some(at) = since {
+        filter = filter.since_ms(at);
+    }
+    let runs = store.llm_runs(&filter).await?;
+    let rollup = cost::rollup_by_ancestor(&jobs, &runs, id);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rollup)?);
+        return Ok(());
+    }
+    println!(
+        "Spend of {} {id} and the {} jobs below it:",
+        record.class,
+        rollup.jobs.len().saturating_sub(1)
+    );
+    if rollup.rows.is_empty() {
+        println!("no model calls");
+        return Ok(());
+    }
+    let mut table = table(&["currency"]);
+    for row in &rollup.rows {
+        table.add_row(cells(vec![row.currency.clone()], row));
+    }
+    println!("{table}");
+    Ok(())
+}
+
+fn table(leading: &[&str]) -> Table {
+    let mut table = Table::new();
+    let mut header: Vec<&str> = leading.to_vec();
+    header.extend([
+        "calls",
+        "in",
+        "out",
+        "reasoning",
+        "cached",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "cost",
+    ]);
+    table.set_header(header);
+    for column in table.column_iter_mut().skip(leading.len()) {
+        column.set_cell_alignment(CellAlignment::Right);
+    }
+    table
+}
+
+fn cells(mut leading: Vec<String>, row: &CostRow) -> Vec<String> {
+    leading.extend([
+        row.calls.to_string(),
+        row.input_tokens.to_string(),
+        row.output_tokens.to_string(),
+        row.reasoning_tokens.to_string(),
+        row.cached_tokens.to_string(),
+        row.latency.p50.to_string(),
+        row.latency.p95.to_string(),
+        row.latency.p99.to_string(),
+        format!("{:.4}", row.cost),
+    ]);
+    leading
+}
+
+/// One row per (group, currency), then the totals per currency; `labels` names workflows.
+fn render(report: &CostReport, labels: &HashMap<String, String>) -> String {
+    let workflow = report.by == GroupBy::Workflow;
+    let mut leading = vec![report.by.as_str()];
+    if workflow {
+        leading.push("root class");
+    }
+    leading.push("currency");
+    let mut table = table(&leading);
+    let currency_cell = |row: &CostRow| {
+        if row.currency.is_empty() {
+            "-".to_owned()
+        } else {
+            row.currency.clone()
+        }
+    };
+    for row in &report.rows {
+        let mut lead = vec![row.group.clone()];
+        if workflow {
+            lead.push(labels.get(&row.group).cloned().unwrap_or_default());
+        }
+        lead.push(currency_cell(row));
+        table.add_row(cells(lead, row));
+    }
+    for row in &report.totals {
+        let mut lead = vec!["TOTAL".to_owned()];
+        if workflow {
+            lead.push(String::new());
+        }
+        lead.push(currency_cell(row));
+        table.add_row(cells(lead, row));
+    }
+    format!(
+        "Model calls by {} (amounts in different currencies are never added):\n{table}\n",
+        report.by
+    )
+}

@@ -1,0 +1,384 @@
+//! Cost and usage: tokens, calls, latency and spend from recorded model calls.
+//!
+//! [`report`] groups the calls by job class, catalog entry or workflow and sums each group
+//! **per currency**: amounts in different currencies are never added, so a group whose calls
+//! went to a USD entry and a EUR entry has two rows. Totals follow the same rule.
+//!
+//! Spend rolls up into the workflow that caused it: every model call row carries the workflow of
+//! the job that made it (the root job's id, set at the submission door), so the calls of
+//! sub-thinkers and tools deep in a workflow land in the workflow's row of a
+//! [`GroupBy::Workflow`] report. For the spend of one part of a workflow,
+//! [`rollup_by_ancestor`] follows the parent links of the job rows down from any job.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use super::stats::percentile_sorted;
+use crate::job::JobId;
+use crate::record::{JobRecord, LlmRun};
+use crate::{Error, Result};
+
+/// How [`report`] groups the calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupBy {
+    /// By the class of the job that made the call.
+    #[default]
+    Class,
+    /// By catalog entry.
+    Entry,
+    /// By workflow (the roll-up of every job in it).
+    Workflow,
+}
+
+impl GroupBy {
+    /// The lower-case name (`class`, `entry`, `workflow`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Class => "class",
+            Self::Entry => "entry",
+            Self::Workflow => "workflow",
+        }
+    }
+
+    fn key(self, run: &LlmRun) -> String {
+        match self {
+            Self::Class => run.class.clone(),
+            Self::Entry => run.entry.clone(),
+            Self::Workflow => run.workflow.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for GroupBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for GroupBy {
+    type Err = Error;
+
+    /// Parses `class`, `entry` or `workflow` (ASCII case ignored); anything else is an
+    /// [`Error::InvalidInput`] naming `by` and the value.
+    fn from_str(s: &str) -> Result<Self> {
+        [Self::Class, Self::Entry, Self::Workflow]
+            .into_iter()
+            .find(|g| g.as_str().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                Error::invalid_input(
+                    "by",
+                    Some(s.to_owned()),
+                    "expected class, entry or workflow",
+                )
+            })
+    }
+}
+
+/// Latency percentiles of a group's calls, in milliseconds (nearest rank).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Latency {
+    /// The median.
+    pub p50: u64,
+    /// The 95th percentile.
+    pub p95: u64,
+    /// The 99th percentile.
+    pub p99: u64,
+}
+
+/// Usage and spend of one group in one currency.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CostRow {
+    /// The group: a class, an entry id, a workflow id, or `total`.
+    pub group: String,
+    /// The currency of [`CostRow::cost`] (ISO code as the catalog entry states it).
+    pub currency: String,
+    /// Model calls.
+    pub calls: u64,
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Reasoning tokens.
+    pub reasoning_tokens: u64,
+    /// Cached input tokens.
+    pub cached_tokens: u64,
+    /// Spend, in [`CostRow::currency`].
+    pub cost: f64,
+    /// Latency percentiles.
+    pub latency: Latency,
+}
+
+impl CostRow {
+    /// Sum `runs` (all in one currency) into a row named `group`.
+    fn sum(group: String, currency: String, runs: &[&LlmRun]) -> Self {
+        let mut latencies: Vec<u64> = runs.iter().map(|r| r.latency_ms).collect();
+        latencies.sort_unstable();
+        Self {
+            group,
+            currency,
+            calls: runs.len() as u64,
+            input_tokens: runs.iter().map(|r| r.input_tokens).sum(),
+            output_tokens: runs.iter().map(|r| r.output_tokens).sum(),
+            reasoning_tokens: runs.iter().map(|r| r.reasoning_tokens).sum(),
+            cached_tokens: runs.iter().map(|r| r.cached_tokens).sum(),
+            cost: runs.iter().map(|r| r.cost).sum(),
+            latency: Latency {
+                p50: percentile_sorted(&latencies, 50.0),
+                p95: percentile_sorted(&latencies, 95.0),
+                p99: percentile_sorted(&latencies, 99.0),
+            },
+        }
+    }
+}
+
+/// Usage and spend grouped one way, one row per (group, currency).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CostReport {
+    /// How the rows are grouped.
+    pub by: GroupBy,
+    /// One row per (group, currency), by group then currency.
+    pub rows: Vec<CostRow>,
+    /// One row per currency over every call, group `total`.
+    pub totals: Vec<CostRow>,
+}
+
+impl CostReport {
+    /// The rows of `group` (one per currency).
+    pub fn group(&self, group: &str) -> Vec<&CostRow> {
+        self.rows.iter().filter(|r| r.group == group).collect()
+    }
+
+    /// The row of `group` in `currency`.
+    pub fn row(&self, group: &str, currency: &str) -> Option<&CostRow> {
+        self.rows
+            .iter()
+            .find(|r| r.group == group && r.currency == currency)
+    }
+
+    /// The total in `currency`.
+    pub fn total(&self, currency: &str) -> Option<&CostRow> {
+        self.totals.iter().find(|r| r.currency == currency)
+    }
+}
+
+/// Group `runs` by `by` and sum each group per currency.
+pub fn report(runs: &[LlmRun], by: GroupBy) -> CostReport {
+    let mut groups: BTreeMap<(String, &str), Vec<&LlmRun>> = BTreeMap::new();
+    for run in runs {
+        groups
+            .entry((by.key(run), run.currency.as_str()))
+            .or_default()
+            .push(run);
+    }
+    let rows = groups
+        .into_iter()
+        .map(|((group, currency), runs)| CostRow::sum(group, currency.to_owned(), &runs))
+        .collect();
+    CostReport {
+        by,
+        rows,
+        totals: per_currency("total", runs.iter()),
+    }
+}
+
+fn per_currency<'a>(group: &str, runs: impl Iterator<Item = &'a LlmRun>) -> Vec<CostRow> {
+    let mut by_currency: BTreeMap<&str, Vec<&LlmRun>> = BTreeMap::new();
+    for run in runs {
+        by_currency
+            .entry(run.currency.as_str())
+            .or_default()
+            .push(run);
+    }
+    by_currency
+        .into_iter()
+        .map(|(currency, runs)| CostRow::sum(group.to_owned(), currency.to_owned(), &runs))
+        .collect()
+}
+
+/// The spend of one job and everything beneath it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SubtreeCost {
+    /// The job the subtree hangs from.
+    pub ancestor: JobId,
+    /// The jobs of the subtree, the ancestor first, then depth first.
+    pub jobs: Vec<JobId>,
+    /// One row per currency (group: the ancestor's id) over the calls of those jobs.
+    pub rows: Vec<CostRow>,
+}
+
+impl SubtreeCost {
+    /// The row in `currency`.
+    pub fn in_currency(&self, currency: &str) -> Option<&CostRow> {
+        self.rows.iter().find(|r| r.currency == currency)
+    }
+}
+
+/// Sum the calls made by `ancestor` and by every job below it, found by following the parent
+/// links of `jobs` downwards (pass at least the jobs of the ancestor's workflow, for example
+/// from [`crate::store::RecordStore::workflow_jobs`]). Calls of jobs outside the subtree are
+/// ignored; currencies stay separate. An ancestor absent from `jobs` still counts its own calls.
+pub fn rollup_by_ancestor(jobs: &[JobRecord], runs: &[LlmRun], ancestor: JobId) -> SubtreeCost {
+    let mut children: HashMap<JobId, Vec<&JobRecord>> = HashMap::new();
+    for job in jobs {
+        if let Some(parent) = job.parent {
+            children.entry(parent).or_default().push(job);
+        }
+    }
+    for kids in children.values_mut() {
+        kids.sort_by_key(|j| (j.ordinal.is_none(), j.ordinal, j.started_at_ms, j.id));
+    }
+    let mut seen: HashSet<JobId> = HashSet::new();
+    let mut order = Vec::new();
+    let mut stack = vec![ancestor];
+    while let Some(id) = stack.pop() {
+        // A cycle (only corrupt rows make one) is walked once.
+        if !seen.insert(id) {
+            continue;
+        }
+        order.push(id);
+        if let Some(kids) = children.get(&id) {
+            stack.extend(kids.iter().rev().map(|j| j.id));
+        }
+    }
+    let rows = per_currency(
+        &ancestor.to_string(),
+        runs.iter().filter(|r| seen.contains(&r.job)),
+    );
+    SubtreeCost {
+        ancestor,
+        jobs: order,
+        rows,
+    }
+}
+
+#[cfg(test)]
+// A failing test reports by panicking.
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::record::JobStatus;
+
+    fn job(id: JobId, parent: Option<JobId>, workflow: JobId, class: &str) -> JobRecord {
+        JobRecord {
+            id,
+            parent,
+            workflow,
+            class: class.to_owned(),
+            ordinal: parent.map(|_| 1),
+            status: JobStatus::Succeeded,
+            error_kind: None,
+            error: None,
+            started_at_ms: 0,
+            ended_at_ms: Some(1),
+            attempts: 1,
+        }
+    }
+
+    fn run(job: JobId, workflow: JobId, class: &str, cost: f64, currency: &str) -> LlmRun {
+        LlmRun {
+            job,
+            workflow,
+            class: class.to_owned(),
+            entry: format!("{currency}-entry"),
+            input_tokens: 100,
+            output_tokens: 10,
+            reasoning_tokens: 2,
+            cached_tokens: 50,
+            latency_ms: 100,
+            cost,
+            currency: currency.to_owned(),
+            ..LlmRun::default()
+        }
+    }
+
+    #[test]
+    fn currencies_are_never_added_together() {
+        let w = JobId::new();
+        let runs = [
+            run(w, w, "a", 1.0, "USD"),
+            run(w, w, "a", 2.0, "EUR"),
+            run(w, w, "a", 0.5, "USD"),
+            run(w, w, "b", 4.0, "EUR"),
+        ];
+        let r = report(&runs, GroupBy::Class);
+        assert_eq!(r.rows.len(), 3);
+        assert_eq!(r.group("a").len(), 2);
+        let a_usd = r.row("a", "USD").unwrap();
+        assert_eq!((a_usd.calls, a_usd.cost, a_usd.input_tokens), (2, 1.5, 200));
+        assert_eq!(r.row("a", "EUR").unwrap().cost, 2.0);
+        assert_eq!(r.total("USD").unwrap().cost, 1.5);
+        assert_eq!(r.total("EUR").unwrap().cost, 6.0);
+        assert_eq!(r.total("EUR").unwrap().calls, 2);
+        let by_entry = report(&runs, GroupBy::Entry);
+        assert_eq!(by_entry.row("USD-entry", "USD").unwrap().calls, 2);
+    }
+
+    #[test]
+    fn latency_percentiles_per_row() {
+        let w = JobId::new();
+        let runs: Vec<LlmRun> = (1..=100)
+            .map(|n| LlmRun {
+                latency_ms: n * 10,
+                ..run(w, w, "c", 0.0, "USD")
+            })
+            .collect();
+        let r = report(&runs, GroupBy::Class);
+        let row = r.row("c", "USD").unwrap();
+        assert_eq!(
+            row.latency,
+            Latency {
+                p50: 500,
+                p95: 950,
+                p99: 990
+            }
+        );
+    }
+
+    #[test]
+    fn a_subtree_sums_its_descendants_only() {
+        let root = JobId::new();
+        let sub = JobId::new();
+        let tool = JobId::new();
+        let sibling = JobId::new();
+        let jobs = [
+            job(root, None, root, "root"),
+            job(sub, Some(root), root, "sub"),
+            job(tool, Some(sub), root, "tool"),
+            job(sibling, Some(root), root, "other"),
+        ];
+        let runs = [
+            run(root, root, "root", 1.0, "USD"),
+            run(sub, root, "sub", 2.0, "USD"),
+            run(tool, root, "tool", 4.0, "USD"),
+            run(tool, root, "tool", 3.0, "EUR"),
+            run(sibling, root, "other", 8.0, "USD"),
+        ];
+        let s = rollup_by_ancestor(&jobs, &runs, sub);
+        assert_eq!(s.jobs, [sub, tool]);
+        assert_eq!(s.in_currency("USD").unwrap().cost, 6.0);
+        assert_eq!(s.in_currency("EUR").unwrap().cost, 3.0);
+        assert_eq!(s.in_currency("USD").unwrap().group, sub.to_string());
+        let all = rollup_by_ancestor(&jobs, &runs, root);
+        assert_eq!(all.jobs.len(), 4);
+        assert_eq!(all.in_currency("USD").unwrap().cost, 15.0);
+        assert_eq!(all.in_currency("USD").unwrap().calls, 4);
+        // The by-workflow report is the same roll-up.
+        let by_workflow = report(&runs, GroupBy::Workflow);
+        assert_eq!(
+            by_workflow.row(&root.to_string(), "USD").unwrap().cost,
+            15.0
+        );
+    }
+
+    #[test]
+    fn group_by_parses_and_names_bad_values() {
+        assert_eq!("Workflow".parse::<GroupBy>().unwrap(), GroupBy::Workflow);
+        assert_eq!("entry".parse::<GroupBy>().unwrap(), GroupBy::Entry);
+        let err = "model".parse::<GroupBy>().unwrap_err().to_string();
+        assert!(err.contains("`by`") && err.contains("model"), "{err}");
+    }
+}

@@ -1,0 +1,23 @@
+//! Operations: what the recorded history says about sizing, spend and latency.
+//!
+//! Everything here works on rows already fetched from a store (through
+//! [`crate::store::RecordStore`] or the SQLite store's queries), so the same reports run on
+//! SQLite, a future PostgreSQL store or rows held in memory:
+//!
+//! * [`sizing`] — per job class, how much answer the model calls really produced, which output
+//!   rung the class declared, and the rung the history recommends;
+//! * [`cost`] — tokens, calls, latency percentiles and spend, grouped by class, catalog entry or
+//!   workflow, one row per currency; plus the spend of any job's subtree;
+//! * [`since`] — the `--since` window (`24h`, `7d`, an RFC 3339 date).
+//!
+//! **API boundary:** no database access here; reports are plain data for a caller to render.
+
+pub mod cost;
+pub mod since;
+pub mod sizing;
+mod stats;
+
+pub use cost::{CostReport, CostRow, GroupBy, Latency, SubtreeCost, rollup_by_ancestor};
+pub use since::parse_since;
+pub use sizing::{ClassSizing, Declared, SizeChange, SizingReport};
+pub use stats::percentile;
