@@ -12,6 +12,8 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
+use tracing::Instrument;
+
 use super::{
     ChatRequest, ChatResponse, EncodedRequest, ModelServices, Reasoning, StopReason, StreamDelta,
 };
@@ -257,24 +259,40 @@ pub async fn converse_bound(
 ) -> Result<LlmOutcome> {
     let b = bound.0;
     let services = cx.services().require::<ModelServices>()?;
+    let span = crate::telemetry::model_call_span(
+        &b.entry,
+        &b.model,
+        b.encoded.plan.dialect.as_str(),
+        u64::from(b.output_budget),
+    );
     let sent = match stream {
         Some(sink) => {
             services
                 .client()
                 .send_encoded_streaming(&b.encoded, sink)
+                .instrument(span.clone())
                 .await
         }
-        None => services.client().send_encoded(&b.encoded).await,
+        None => {
+            services
+                .client()
+                .send_encoded(&b.encoded)
+                .instrument(span.clone())
+                .await
+        }
     };
     let outcome = match sent {
         Ok(o) => o,
-        Err(Error::Retry(RetrySignal::Throttled {
-            budget: None,
-            retry_after,
-        })) => {
-            return Err(Error::throttled(Some(b.budget), retry_after));
+        Err(e) => {
+            crate::telemetry::record_error(&span, &e);
+            return Err(match e {
+                Error::Retry(RetrySignal::Throttled {
+                    budget: None,
+                    retry_after,
+                }) => Error::throttled(Some(b.budget), retry_after),
+                e => e,
+            });
         }
-        Err(e) => return Err(e),
     };
     let store = cx.dispatcher().admission().store();
     if let Some(obs) = outcome.rate {
@@ -291,7 +309,7 @@ pub async fn converse_bound(
     let cached = usage.cached.min(usage.input);
     let cost = entry.cost(usage.input - cached, cached, usage.output);
     let currency = entry.pricing().currency.clone();
-    cx.dispatcher().recorder().llm_run(LlmRun {
+    let run = LlmRun {
         job: cx.id(),
         workflow: cx.workflow(),
         class: class.to_owned(),
@@ -308,7 +326,9 @@ pub async fn converse_bound(
         currency: currency.clone(),
         at_ms: now_ms(),
         escalated: b.escalated,
-    });
+    };
+    crate::telemetry::record_usage(&span, &crate::telemetry::ModelUsage::from(&run));
+    cx.dispatcher().recorder().llm_run(run);
     if outcome.response.stop == StopReason::MaxTokens && !b.escalated {
         return Err(Error::Retry(RetrySignal::TruncationEscalation));
     }
