@@ -36,15 +36,19 @@
 //! * `sqlite` (default) — the SQLite store and recorder through sqlx.
 //! * `openai`, `anthropic` (default) — provider dialects.
 //! * `test-utils` — test doubles for downstream crates.
+//! * `mcp` — [`mcp`]: MCP servers (stdio or streamable HTTP) as tool providers, through rmcp.
 //! * `full` — everything.
 
 pub mod dispatch;
 pub mod error;
 pub mod job;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod model;
 pub mod record;
 pub mod store;
 pub mod tool;
+pub mod tools;
 
 pub use dispatch::{Dispatcher, JobHandle};
 pub use error::{Error, ErrorKind, Result, RetrySignal};
