@@ -5,8 +5,10 @@
 # Idempotent: a second run with the package already present installs nothing and only prints the
 # command. Once installed, the server runs offline (plain `node`, no downloads at start).
 #
-# The last line printed is the command that starts the server over stdio; scripts/test.sh exports
-# it as THINKERS_MCP_EVERYTHING so the tests can find it.
+# The last line printed is the command that starts the server: as printed it speaks MCP over
+# stdio; with the argument `streamableHttp` (and the port in the PORT environment variable) it
+# serves streamable HTTP on /mcp instead. scripts/test.sh exports that line as
+# THINKERS_MCP_EVERYTHING so the tests can find the server; the tests split it on whitespace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,4 +39,4 @@ if [ ! -f "$ENTRY" ]; then
     exit 1
 fi
 
-echo "node $ENTRY stdio"
+echo "node $ENTRY"

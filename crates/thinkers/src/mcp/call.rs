@@ -8,6 +8,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ErrorCode
 use serde_json::Value;
 
 use super::server::Connection;
+use crate::dispatch::Limits;
 use crate::error::{FailureClass, ServiceFailure, ServiceStep};
 use crate::job::{BoxJob, Job, JobContext, Requirements, Resources};
 use crate::tool::{ToolCallContext, ToolOutput, ToolProvider};
@@ -128,7 +129,10 @@ impl Job for McpCallJob {
     /// One slot of `mcp:<server>`, unlimited unless the deployment configures that budget (for
     /// example to bound concurrent calls to a fragile server).
     fn requirements(&mut self, req: &mut Requirements, _cx: &JobContext) -> Result<()> {
-        req.resource(format!("mcp:{}", self.connection.server), None);
+        req.resource(
+            format!("mcp:{}", self.connection.server),
+            Some(Limits::default()),
+        );
         Ok(())
     }
 

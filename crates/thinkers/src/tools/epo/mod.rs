@@ -30,12 +30,14 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::http;
+use crate::dispatch::Limits;
 use crate::error::ServiceStep;
 use crate::job::Requirements;
 use crate::tool::{Tool, ToolContext};
 use crate::{Error, Result};
 
-/// The admission budget every `epo_claims` call takes a slot of. It has no default limits (OPS
+/// The admission budget every `epo_claims` call takes a slot of. Unlimited unless the deployment
+/// configures it (OPS
 /// throttles dynamically); a throttling answer pauses it.
 pub const EPO_BUDGET: &str = "service:epo-ops";
 
@@ -238,7 +240,7 @@ impl Tool for EpoClaims {
     }
 
     fn requirements(&self, _input: &EpoClaimsInput, req: &mut Requirements) -> Result<()> {
-        req.resource(EPO_BUDGET, None);
+        req.resource(EPO_BUDGET, Some(Limits::default()));
         Ok(())
     }
 

@@ -1,7 +1,8 @@
 //! HTML to readable text, and the page title.
 //!
-//! The text comes from `html2text` (plain rendering: paragraphs, lists, tables, link targets as
-//! footnotes). The title is read with html5ever's tokenizer, which `html2text` already builds on,
+//! The text comes from `html2text`'s plain rendering, which reads like Markdown: `#` headings,
+//! `*` list items and emphasis, tables, and link targets as numbered footnotes (made absolute
+//! against the page's URL, so a model can fetch them in turn). The title is read with html5ever's tokenizer, which `html2text` already builds on,
 //! because `html2text` renders the body and offers no way to read the head.
 
 use std::cell::RefCell;
@@ -17,12 +18,30 @@ use html5ever::tokenizer::{
 /// often, narrow enough that tables stay readable.
 const WIDTH: usize = 100;
 
-/// Render an HTML document as plain text.
-pub(crate) fn to_text(html: &str) -> Result<String, html2text::Error> {
+/// Render an HTML document as plain text; relative link footnotes are resolved against `base`.
+pub(crate) fn to_text(html: &str, base: &url::Url) -> Result<String, html2text::Error> {
     let text = html2text::config::plain()
         .allow_width_overflow()
         .string_from_read(html.as_bytes(), WIDTH)?;
-    Ok(tidy(&text))
+    Ok(absolute_footnotes(&tidy(&text), base))
+}
+
+/// Rewrite footnote lines (`[3]: /docs`) so their targets are absolute URLs.
+fn absolute_footnotes(text: &str, base: &url::Url) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let target = line
+            .strip_prefix('[')
+            .and_then(|rest| rest.split_once("]: "))
+            .filter(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        match target.and_then(|(n, href)| Some((n, base.join(href).ok()?))) {
+            Some((n, url)) => out.push_str(&format!("[{n}]: {url}")),
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out.truncate(out.trim_end().len());
+    out
 }
 
 /// Trim trailing spaces from every line and keep at most one blank line in a row.
@@ -136,14 +155,27 @@ mod tests {
             <svg><title>nor this</title></svg>
             <ul><li>one</li><li>two</li></ul></body></html>"#;
         assert_eq!(title(html).as_deref(), Some("Seats & budgets"));
-        let text = to_text(html).unwrap();
+        let base = url::Url::parse("https://example.com/a/page").unwrap();
+        let text = to_text(html, &base).unwrap();
         assert!(text.contains("Admission"), "{text}");
         assert!(
-            text.contains("A job waits until its whole reservation fits."),
+            text.contains("A job waits until its *whole* reservation fits."),
             "{text}"
         );
         assert!(text.contains("one") && text.contains("two"), "{text}");
         assert!(!text.contains("var s"), "{text}");
+    }
+
+    #[test]
+    fn link_footnotes_become_absolute() {
+        let base = url::Url::parse("https://example.com/a/page").unwrap();
+        let text = to_text(
+            r#"<p><a href="../docs">docs</a> <a href="https://x.org/">x</a></p>"#,
+            &base,
+        )
+        .unwrap();
+        assert!(text.contains("[1]: https://example.com/docs"), "{text}");
+        assert!(text.contains("[2]: https://x.org/"), "{text}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! The tool follows redirects itself (at most [`WebFetchConfig::max_redirects`]), checks every
 //! hop's address with the [`AddressPolicy`] before connecting (see [`guard`] for how the check is
 //! tied to the connection), reads at most [`WebFetchConfig::max_bytes`] of the body (setting
-//! `truncated` when there was more) and renders HTML as plain text.
+//! `truncated` when there was more) and renders HTML as plain text that reads like Markdown.
 //!
 //! Outcomes, as the model reads them:
 //!
@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::http;
+use crate::dispatch::Limits;
 use crate::error::ServiceStep;
 use crate::job::Requirements;
 use crate::tool::{Tool, ToolContext};
@@ -205,7 +206,7 @@ impl WebFetch {
         let kind = declared.unwrap_or_else(|| Kind::sniff(&body));
         let (title, text) = match kind {
             Kind::Html => {
-                let text = html::to_text(&body).map_err(|e| {
+                let text = html::to_text(&body, &url).map_err(|e| {
                     Error::external(step.service, "rendering HTML", e.to_string()).with_source(e)
                 })?;
                 (html::title(&body), text)
@@ -346,7 +347,7 @@ impl Tool for WebFetch {
         if let Ok(url) = Url::parse(input.url.trim())
             && let Some(host) = url.host_str()
         {
-            req.resource(budget_for(host), None);
+            req.resource(budget_for(host), Some(Limits::default()));
         }
         Ok(())
     }
