@@ -13,6 +13,9 @@
 //! carries scope — identity axes and the read-only binding — from parent to child
 //! ([`job::ScopeGuard`]).
 //!
+//! Built-in service tools live in [`tools`] (`web_fetch`, `pubmed_fetch`, `epo_claims`); with the
+//! `mcp` feature, the tools of any MCP server become tool providers (module `mcp`).
+//!
 //! ## A first doer
 //!
 //! ```no_run
@@ -36,7 +39,8 @@
 //! * `sqlite` (default) — the SQLite store and recorder through sqlx.
 //! * `openai`, `anthropic` (default) — provider dialects.
 //! * `test-utils` — test doubles for downstream crates.
-//! * `mcp` — [`mcp`]: MCP servers (stdio or streamable HTTP) as tool providers, through rmcp.
+//! * `mcp` — the `mcp` module: MCP servers (stdio or streamable HTTP) as tool providers, through
+//!   rmcp. Part of `full`, not of the default.
 //! * `full` — everything.
 
 pub mod dispatch;

@@ -8,7 +8,7 @@
 //!
 //! * an IP literal in a URL is checked before the request is sent (the HTTP connector never
 //!   resolves it);
-//! * a host name is resolved by [`GuardedResolver`], the client's resolver, which refuses the
+//! * a host name is resolved by `GuardedResolver`, the client's resolver, which refuses the
 //!   name when any of its addresses is forbidden and otherwise hands the connector exactly the
 //!   addresses it checked. A second lookup that could answer differently (DNS rebinding) never
 //!   happens;

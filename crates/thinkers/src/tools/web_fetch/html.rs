@@ -159,7 +159,7 @@ mod tests {
         let text = to_text(html, &base).unwrap();
         assert!(text.contains("Admission"), "{text}");
         assert!(
-            text.contains("A job waits until its *whole* reservation fits."),
+            text.contains("A job waits until its **whole** reservation fits."),
             "{text}"
         );
         assert!(text.contains("one") && text.contains("two"), "{text}");
