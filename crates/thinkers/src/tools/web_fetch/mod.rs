@@ -136,12 +136,13 @@ impl WebFetch {
                 parameter: "url",
                 value: &input.url,
             };
-            check_literal(&self.config.policy, &url, &input.url)?;
+            let hop = (redirects > 0).then_some(&url);
+            check_literal(&self.config.policy, &url, hop, &input.url)?;
             let resp = match self.client.get(url.clone()).send().await {
                 Ok(r) => r,
                 Err(e) => {
                     return Err(match guard::refusal_in(&e) {
-                        Some(r) => refused(&input.url, &url, r),
+                        Some(r) => refused(&input.url, hop, r),
                         None => step.classify(e),
                     });
                 }
@@ -258,22 +259,22 @@ fn parse_url(raw: &str, value: &str) -> Result<Url> {
     Ok(url)
 }
 
-/// Check an IP-literal host before connecting (names are checked by the resolver).
-fn check_literal(policy: &AddressPolicy, url: &Url, value: &str) -> Result<()> {
+/// Check an IP-literal host before connecting (names are checked by the resolver). `hop` is the
+/// URL when it was reached through a redirect.
+fn check_literal(policy: &AddressPolicy, url: &Url, hop: Option<&Url>, value: &str) -> Result<()> {
     let ip = match url.host() {
         Some(url::Host::Ipv4(v4)) => std::net::IpAddr::V4(v4),
         Some(url::Host::Ipv6(v6)) => std::net::IpAddr::V6(v6),
         Some(url::Host::Domain(_)) | None => return Ok(()),
     };
-    policy.check(ip).map_err(|r| refused(value, url, &r))
+    policy.check(ip).map_err(|r| refused(value, hop, &r))
 }
 
-fn refused(value: &str, url: &Url, r: &Refused) -> Error {
-    let hop = if url.as_str() == value || url.as_str().trim_end_matches('/') == value.trim() {
-        String::new()
-    } else {
-        format!(" (reached through a redirect to {url})")
-    };
+/// The refusal as the model reads it: on its `url`, saying which redirect led there if one did.
+fn refused(value: &str, hop: Option<&Url>, r: &Refused) -> Error {
+    let hop = hop
+        .map(|u| format!(" (reached through a redirect to {u})"))
+        .unwrap_or_default();
     Error::invalid_input(
         "url",
         Some(value.to_owned()),
@@ -316,7 +317,7 @@ impl Kind {
 
     /// A body that declared no type: HTML if it looks like markup, text otherwise.
     fn sniff(body: &str) -> Self {
-        let head = body.trim_start().get(..64).unwrap_or(body.trim_start());
+        let head: String = body.trim_start().chars().take(16).collect();
         let head = head.to_ascii_lowercase();
         if head.starts_with("<!doctype html") || head.starts_with("<html") {
             Self::Html
@@ -415,9 +416,10 @@ mod tests {
             "http://[::ffff:10.0.0.1]/",
         ] {
             let u = parse_url(url, url).unwrap();
-            assert!(check_literal(&p, &u, url).is_err(), "{url}");
+            let err = check_literal(&p, &u, None, url).unwrap_err();
+            assert!(!err.to_string().contains("redirect"), "{err}");
         }
         let u = parse_url("http://example.com/", "x").unwrap();
-        assert!(check_literal(&p, &u, "x").is_ok());
+        assert!(check_literal(&p, &u, None, "x").is_ok());
     }
 }
