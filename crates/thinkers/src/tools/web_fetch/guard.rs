@@ -244,4 +244,25 @@ mod tests {
         assert!(!p.allows_host("example.com"));
         assert!(AddressPolicy::strict().allow("not a host").is_err());
     }
+
+    #[tokio::test]
+    async fn the_resolver_hands_over_only_checked_addresses() {
+        use std::str::FromStr;
+        let strict = GuardedResolver::new(Arc::new(AddressPolicy::strict()));
+        let Err(err) = strict.resolve(Name::from_str("localhost").unwrap()).await else {
+            panic!("localhost resolved under the strict policy");
+        };
+        let refused = refusal_in(err.as_ref()).unwrap();
+        assert_eq!(refused.range, "loopback");
+
+        let named = AddressPolicy::strict().allow("localhost").unwrap();
+        let resolver = GuardedResolver::new(Arc::new(named));
+        let addrs: Vec<SocketAddr> =
+            match resolver.resolve(Name::from_str("localhost").unwrap()).await {
+                Ok(a) => a.collect(),
+                Err(e) => panic!("{e}"),
+            };
+        assert!(!addrs.is_empty());
+        assert!(addrs.iter().all(|a| a.ip().is_loopback()), "{addrs:?}");
+    }
 }
