@@ -24,6 +24,15 @@ if [ -f scripts/requirements-test.txt ]; then
     setup_python
 fi
 
-log "cargo test --workspace (unit, integration and doc tests)"
+# A real MCP server (the reference "everything" server from npm) for the MCP provider tests.
+if command -v npm >/dev/null 2>&1; then
+    log "MCP test server (npm: @modelcontextprotocol/server-everything)"
+    THINKERS_MCP_EVERYTHING="$(bash scripts/install-mcp-test-server.sh | tail -n1)"
+    export THINKERS_MCP_EVERYTHING
+fi
+
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
-cargo test --workspace --locked
+log "cargo check without default features"
+cargo check -p thinkers --no-default-features --locked
+log "cargo test --workspace --all-features (unit, integration and doc tests)"
+cargo test --workspace --all-features --locked

@@ -18,6 +18,9 @@
 //! ([`ops`]): which output size each job class should declare, and what each class, entry or
 //! workflow spent.
 //!
+//! Built-in service tools live in [`tools`] (`web_fetch`, `pubmed_fetch`, `epo_claims`); with the
+//! `mcp` feature, the tools of any MCP server become tool providers (module `mcp`).
+//!
 //! ## A first doer
 //!
 //! ```no_run
@@ -43,6 +46,10 @@
 //! * `test-utils` — test doubles for downstream crates (with `otel`, the SDK's in-memory span
 //!   exporter).
 //! * `otel` — export the runtime's spans over OTLP ([`telemetry::otel`]).
+//!
+//! * `test-utils` — test doubles for downstream crates.
+//! * `mcp` — the `mcp` module: MCP servers (stdio or streamable HTTP) as tool providers, through
+//!   rmcp. Part of `full`, not of the default.
 //! * `full` — everything.
 
 pub mod conversation;
@@ -50,6 +57,9 @@ pub mod dispatch;
 pub mod error;
 pub mod job;
 pub mod llm;
+//!
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod model;
 pub mod ops;
 pub mod record;
@@ -57,6 +67,7 @@ pub mod runtime;
 pub mod store;
 pub mod telemetry;
 pub mod tool;
+pub mod tools;
 
 pub use dispatch::{Dispatcher, JobHandle};
 pub use error::{Error, ErrorKind, Result, RetrySignal};
