@@ -24,7 +24,7 @@ use thinkers::llm::{ChatRequest, LlmCall, ModelClient, encode};
 use thinkers::model::{Catalog, Grade, OutputSize};
 
 const CALLS: usize = 2_000;
-const TPM: u64 = 150_000;
+const TPM: u64 = 60_000;
 const CHILD_ENV: &str = "THINKERS_BENCH_SIM_CHILD";
 
 fn main() {

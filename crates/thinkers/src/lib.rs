@@ -57,7 +57,6 @@ pub mod dispatch;
 pub mod error;
 pub mod job;
 pub mod llm;
-//!
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod model;
