@@ -20,11 +20,14 @@ use cpu_time::ProcessTime;
 use futures::StreamExt;
 use thinkers::Runtime;
 use thinkers::conversation::Message;
-use thinkers::llm::{ChatRequest, LlmCall, ModelClient, encode};
+use thinkers::llm::{ChatRequest, LlmCall, encode};
 use thinkers::model::{Catalog, Grade, OutputSize};
 
 const CALLS: usize = 2_000;
 const TPM: u64 = 60_000;
+/// In-flight requests of both paths: the entry's concurrency limit for the dispatcher, the
+/// `buffer_unordered` width for the bare loop.
+const CONCURRENCY: usize = 256;
 const CHILD_ENV: &str = "THINKERS_BENCH_SIM_CHILD";
 
 fn main() {
@@ -103,6 +106,7 @@ model = "bench-free"
 grade = "medium"
 context_window = 128000
 output_ceiling = 4096
+concurrency = {CONCURRENCY}
 price_in = 0.15
 price_out = 0.6
 currency = "USD"
@@ -179,7 +183,7 @@ async fn bare_loop(base: &str, bodies: Vec<bytes::Bytes>) -> f64 {
                 assert!(v["choices"][0]["message"].is_object());
             }
         })
-        .buffer_unordered(256)
+        .buffer_unordered(CONCURRENCY)
         .collect::<Vec<()>>()
         .await;
     cpu.elapsed().as_secs_f64() * 1e6 / CALLS as f64
@@ -210,7 +214,7 @@ async fn bench(base: &str) {
 
     let bare = bare_loop(base, bodies.clone()).await;
     let (ours, ours_wall) = run_calls(&rt, "bench-free", Grade::Medium).await;
-    println!("client CPU per call, {CALLS} concurrent calls, no limit:");
+    println!("client CPU per call, {CALLS} calls, {CONCURRENCY} in flight, no rate limit:");
     println!("  bare reqwest loop (same bodies)   {bare:>8.1} µs");
     println!(
         "  LlmCall through the dispatcher    {ours:>8.1} µs  ({:.2}× the bare loop; wall {:.2} s)",
