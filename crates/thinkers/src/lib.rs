@@ -44,6 +44,7 @@ pub mod error;
 pub mod job;
 pub mod llm;
 pub mod model;
+pub mod onecall;
 pub mod record;
 pub mod runtime;
 pub mod store;
