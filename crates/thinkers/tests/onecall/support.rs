@@ -170,6 +170,7 @@ pub struct Rating {
     /// The verdict.
     pub label: Label,
     /// A score from 0 to 10.
+    #[schemars(range(max = 10))]
     pub score: u32,
 }
 
