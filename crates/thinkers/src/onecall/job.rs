@@ -239,12 +239,12 @@ impl<T: ModelTool> ModelToolJob<T> {
         if response.stop == StopReason::MaxTokens {
             return Err(Error::Retry(RetrySignal::TruncationEscalation).into());
         }
-        self.settle(response).map_err(Into::into)
+        self.settle(&response).map_err(Into::into)
     }
 
     /// Decode the answer; on a misfit or a failed check, grow the conversation and signal a
     /// correction, until the bound.
-    fn settle(&mut self, response: ChatResponse) -> Result<T::Output> {
+    fn settle(&mut self, response: &ChatResponse) -> Result<T::Output> {
         let correction = match self.shape.decode::<T::Output>(&response.text()) {
             Ok(out) => match self.tool.validate(&self.input, &out) {
                 Ok(()) => return Ok(out),

@@ -289,19 +289,25 @@ impl AnswerShape {
     }
 
     /// The fields of an object schema in words: `` `a` (a string), `b` (optional; an integer) ``.
+    /// Required fields come first, in the order the schema lists them (the declaration order),
+    /// then the optional ones.
     fn field_list(&self, object: &Value, depth: usize) -> String {
         let Some(Value::Object(props)) = object.get("properties") else {
             return String::new();
         };
         let req = required(object);
-        let parts: Vec<String> = props
+        let required_first = req
             .iter()
-            .map(|(name, prop)| {
-                let optional = if req.contains(&name.as_str()) {
-                    ""
-                } else {
-                    "optional; "
-                };
+            .filter_map(|name| props.get_key_value(*name))
+            .map(|(name, prop)| (name, prop, true));
+        let optional = props
+            .iter()
+            .filter(|(name, _)| !req.contains(&name.as_str()))
+            .map(|(name, prop)| (name, prop, false));
+        let parts: Vec<String> = required_first
+            .chain(optional)
+            .map(|(name, prop, is_required)| {
+                let optional = if is_required { "" } else { "optional; " };
                 format!(
                     "`{name}` ({optional}{})",
                     self.phrase(prop, false, depth + 1)

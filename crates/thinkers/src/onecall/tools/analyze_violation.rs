@@ -148,6 +148,7 @@ fn normalise(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::onecall::AnswerShape;
 
     fn analysis(violated: bool, severity: Severity, evidence: &[&str]) -> ViolationAnalysis {
         ViolationAnalysis {
@@ -199,5 +200,24 @@ mod tests {
             panic!("accepted a violation without evidence");
         };
         assert!(reason.contains("at least one passage"), "{reason}");
+    }
+
+    #[test]
+    fn the_answer_is_described_in_declaration_order_with_its_severities() {
+        let d = AnswerShape::of::<ViolationAnalysis>().describe();
+        let at = |needle: &str| d.find(needle).unwrap_or(usize::MAX);
+        assert!(
+            at("`violated` (true or false)") < at("`severity` (one of"),
+            "{d}"
+        );
+        assert!(
+            at("`severity`") < at("`evidence` (an array of strings)"),
+            "{d}"
+        );
+        assert!(at("`evidence`") < at("`justification` (a string)"), "{d}");
+        assert!(
+            d.contains(r#"one of "none", "low", "medium", "high", "critical""#),
+            "{d}"
+        );
     }
 }
