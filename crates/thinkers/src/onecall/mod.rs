@@ -38,7 +38,7 @@
 mod job;
 mod provider;
 mod seam;
-pub mod shape;
+mod shape;
 pub mod tools;
 
 pub use job::ModelToolJob;
