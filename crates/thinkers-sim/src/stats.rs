@@ -135,8 +135,12 @@ pub struct LoggedRequest {
     pub input_tokens: u64,
     /// When the request arrived (RFC 3339, UTC).
     pub timestamp: String,
-    /// The request body as received.
+    /// The request body as received, parsed.
     pub body: Value,
+    /// The request body's exact bytes as received (lossy UTF-8), for comparisons a re-serialised
+    /// [`LoggedRequest::body`] cannot make (key order, number formats, escapes).
+    #[serde(default)]
+    pub raw_body: String,
 }
 
 #[cfg(test)]

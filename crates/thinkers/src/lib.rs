@@ -60,6 +60,7 @@ pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod model;
+pub mod onecall;
 pub mod ops;
 pub mod record;
 pub mod runtime;

@@ -163,6 +163,7 @@ pub(crate) async fn handle(
             input_tokens: input,
             timestamp: chrono::Utc::now().to_rfc3339(),
             body: raw,
+            raw_body: String::from_utf8_lossy(&body).into_owned(),
         });
     }
     let ordinal = slot

@@ -18,6 +18,7 @@
 mod provider;
 mod registry;
 
+pub(crate) use provider::decode_arguments;
 pub use provider::{ToolCallContext, ToolOutput, ToolProvider, TypedToolProvider, admit_call};
 pub use registry::ToolRegistry;
 

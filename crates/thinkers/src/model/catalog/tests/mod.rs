@@ -283,7 +283,7 @@ fn the_bundled_catalog_covers_every_rung_and_both_dialects() {
 #[test]
 fn bundled_sim_profiles_differ_and_keep_fault_rates_modest() {
     // The runtime ignores [entries.sim]; read the raw text to check what the sim will see.
-    let doc: toml::Table = BUNDLED.parse().unwrap();
+    let doc: toml::Table = BUNDLED_TOML.parse().unwrap();
     let entries = doc["entries"].as_array().unwrap();
     let mut profiles = std::collections::BTreeSet::new();
     for entry in entries
