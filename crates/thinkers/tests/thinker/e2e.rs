@@ -11,7 +11,7 @@ use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
 use thinkers::record::JobStatus;
 use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
 use thinkers::tool::{Tool, ToolContext};
-use thinkers_sim::{FaultKind, FaultRule};
+use thinkers_sim::{FaultKind, FaultRule, Script, ScriptAnswer, ScriptRule};
 
 use crate::support::{Lookup, LookupInput, setup, setup_with};
 
@@ -184,4 +184,50 @@ async fn native_thinking_fills_reasoning_from_the_block_and_other_entries_ask_fo
     let last = s.sim.requests().last().unwrap().body.clone();
     let schema = &last["output_config"]["format"]["schema"];
     assert!(schema["properties"].get("reasoning").is_some(), "{schema}");
+}
+
+#[tokio::test]
+async fn canaries_in_wrong_answers_from_the_wire_never_go_back_nor_into_logs() {
+    const CANARY: &str = "CANARY-wire-51c0de";
+    let logs = crate::support::LogCapture::default();
+    let _guard = tracing::subscriber::set_default(logs.clone());
+    let once = |answer| {
+        ScriptRule::when_contains("", answer)
+            .for_model("sim-small-a")
+            .times(1)
+    };
+    let script = Script::new(vec![
+        once(ScriptAnswer::Json(serde_json::json!(CANARY))),
+        once(ScriptAnswer::Json(serde_json::json!({
+            "reasoning": "r",
+            "answer": {"reasoning": "r", "summary": "s", "confidence": CANARY}
+        }))),
+        once(ScriptAnswer::Text(format!("not json {CANARY}"))),
+    ]);
+    let s = setup_with(|c| thinkers_sim::SimConfig {
+        script: Some(script),
+        ..c
+    })
+    .await;
+    let mut t = SingleObjectiveThinker::<Brief>::new(
+        ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
+        "Answer briefly.",
+    );
+    t.pin_model("sim-small-a".to_owned());
+    let obs = t.observer();
+    let answer = s.rt.run(t.ask(ThinkerInput::query("Hi?"))).await.unwrap();
+    assert_ne!(answer.summary, CANARY);
+    let bodies = s.sim.requests();
+    assert_eq!(bodies.len(), 4, "three refusals, then an answer");
+    for b in &bodies {
+        assert!(!b.body.to_string().contains(CANARY), "{}", b.body);
+    }
+    let corrections = bodies[2].body.to_string();
+    assert!(corrections.contains("answer.confidence"), "{corrections}");
+    assert!(
+        corrections.contains("\\\"low\\\""),
+        "the accepted values: {corrections}"
+    );
+    assert!(!obs.transcript().contains(CANARY));
+    assert!(!logs.text().contains(CANARY));
 }
