@@ -393,10 +393,16 @@ async fn a_direct_run_keeps_its_requested_depth() {
     let (d, _) = dispatcher();
     let turns = ScriptedTurns::new().then_answer("r", json!("x"));
     let t = SingleObjectiveThinker::<String>::new(decl(), "x").turns(turns.clone());
-    d.run(t.ask(ThinkerInput::query("q").with_depth(Depth::Thorough)))
-        .await
-        .unwrap();
+    let handle = d.submit(t.ask(ThinkerInput::query("q").with_depth(Depth::Thorough)));
+    let job_cx = handle.context().clone();
+    handle.await.unwrap();
     assert_eq!(turns.seen()[0].depth, Depth::Thorough);
+    assert_eq!(job_cx.metadata(META_THINKER_DEPTH), Some(json!("thorough")));
+    assert_eq!(
+        job_cx.metadata(thinkers::thinker::META_CONTENT),
+        Some(json!("x")),
+        "a direct run also publishes its answer on its metadata"
+    );
     let default = ThinkerInput::query("q");
     assert_eq!(default.depth, Depth::Standard);
     let parsed: ThinkerInput = serde_json::from_value(json!({"query": "q"})).unwrap();
@@ -434,4 +440,44 @@ fn declarations_refine_and_the_thinker_is_model_dependent() {
     assert_eq!(d.comfort(), Some(64_000));
     assert_eq!(d.trigger(), Some(0.8));
     let _ = Arc::new(0);
+}
+
+#[tokio::test]
+async fn a_content_stream_registered_on_the_dispatcher_receives_direct_answers() {
+    let stream = ContentStream::new(4);
+    let mut events = stream.subscribe();
+    let d = thinkers::Dispatcher::builder()
+        .service(Arc::new(stream))
+        .build();
+    let t = SingleObjectiveThinker::<String>::new(decl(), "Answer.")
+        .turns(ScriptedTurns::new().then_answer("r", json!("via the service")));
+    d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
+    assert_eq!(events.try_recv().unwrap().content, "via the service");
+}
+
+/// A reconcile hook that registers the same tool at every turn.
+struct EveryTurn;
+impl ThinkerHooks for EveryTurn {
+    fn reconcile_tools(&self, registry: &mut thinkers::tool::ToolRegistry, _: Depth) {
+        registry.register(Arc::new(thinkers::tool::TypedToolProvider::new(
+            Lookup::default(),
+        )));
+    }
+}
+
+#[tokio::test]
+async fn reconcile_hooks_run_every_turn_and_are_idempotent() {
+    let (d, _) = dispatcher();
+    let turns = ScriptedTurns::new()
+        .then_calls(&[("c1", "lookup", json!({"term": "a"}))])
+        .then_calls(&[("c2", "lookup", json!({"term": "b"}))])
+        .then_answer("r", summary("done", &[]));
+    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+        .hooks(EveryTurn)
+        .turns(turns.clone());
+    d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
+    for seen in turns.seen() {
+        let names: Vec<_> = seen.request.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["lookup"], "turn {}", seen.turn);
+    }
 }
