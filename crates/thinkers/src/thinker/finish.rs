@@ -10,11 +10,11 @@ use serde::de::DeserializeOwned;
 
 use super::answer::{AnswerShape, Judgement};
 use super::artifacts::refs_in;
-use super::core::AnswerPhase;
 use super::declaration::parent_thinker_depth;
 use super::events::{ContentStream, ContentStreamEvent, META_CONTENT};
 use super::guardrail::{self, Guardrail, Verdict};
 use super::state::ThinkerObserver;
+use super::turn_loop::AnswerPhase;
 use crate::conversation::{ContentBlock, Message};
 use crate::job::JobContext;
 use crate::llm::{ChatResponse, ResponseSchema};

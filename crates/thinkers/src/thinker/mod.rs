@@ -1,7 +1,7 @@
 //! Thinkers: model-driven orchestration.
 //!
 //! A thinker is a model given an objective and a palette of tools, run in a loop until it gives
-//! a final answer of a declared type. The loop is implemented once ([`core`]) and split by
+//! a final answer of a declared type. The loop is implemented once ([`turn_loop`]) and split by
 //! phase: reconcile hook → read-only sweep → render → one model turn through the [`TurnSource`]
 //! seam → tool round (admission check, validation, parallel calls in the turn's step, one batch
 //! of results) → final answer (the answer-shape boundary in [`answer`], artifact refs,
@@ -20,7 +20,6 @@
 
 pub mod answer;
 pub mod artifacts;
-pub mod core;
 pub mod declaration;
 pub mod events;
 mod finish;
@@ -29,13 +28,14 @@ mod single;
 pub mod state;
 mod tools;
 pub mod turn;
+pub mod turn_loop;
 
 pub use answer::{AnswerShape, Judgement, REASONING_DESCRIPTION};
 pub use artifacts::{Artifact, ArtifactRef, Artifacts};
-pub use core::{DefaultHooks, ThinkerCore, ThinkerHooks, ThinkerLimits};
 pub use declaration::{META_THINKER_DEPTH, ThinkerDeclaration, ThinkerInput};
 pub use events::{ContentStream, ContentStreamEvent, META_CONTENT};
 pub use guardrail::{Guardrail, Verdict};
 pub use single::{SingleObjectiveThinker, ThinkerJob, ThinkerOutput};
 pub use state::{RefusedCall, ThinkerConversation, ThinkerObserver, ThinkerState, Withheld};
 pub use turn::{ModelTurns, ScriptedTurns, TurnRequest, TurnSource};
+pub use turn_loop::{DefaultHooks, ThinkerCore, ThinkerHooks, ThinkerLimits};

@@ -9,13 +9,13 @@ use serde::{Deserialize, Serialize};
 
 use super::answer::AnswerShape;
 use super::artifacts::ArtifactRef;
-use super::core::{ThinkerCore, ThinkerHooks, ThinkerLimits, run_loop};
 use super::declaration::{ThinkerDeclaration, ThinkerInput};
 use super::events::ContentStream;
 use super::finish::SingleAnswer;
 use super::guardrail::{Guardrail, Verdict};
 use super::state::ThinkerObserver;
 use super::turn::TurnSource;
+use super::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, run_loop};
 use crate::Result;
 use crate::job::{JobContext, Orchestrator};
 use crate::model::{Grade, ModelDependent, OutputSize};

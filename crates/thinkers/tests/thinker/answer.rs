@@ -356,3 +356,10 @@ proptest! {
         let _ = AnswerShape::<Ticket>::new().judge(&s, None);
     }
 }
+
+#[test]
+fn a_fenced_answer_is_unwrapped_once() {
+    let shape = AnswerShape::<Ticket>::new();
+    let text = format!("```json\n{}\n```", envelope(good_ticket()));
+    assert!(matches!(shape.judge(&text, None), Judgement::Answer { .. }));
+}

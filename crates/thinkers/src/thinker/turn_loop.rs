@@ -7,7 +7,7 @@
 //! 4. **call** — one model turn through the [`TurnSource`] seam, stamped with the turn ordinal;
 //! 5. **tool round** — admission, validation, parallel execution, one batch of results;
 //! 6. **final answer** — the answer-shape boundary, artifact refs, guardrails
-//!    (see [`super::finish`]).
+//!    (for a single-objective thinker: its final-answer phase, `thinker::finish`).
 
 use std::sync::Arc;
 
