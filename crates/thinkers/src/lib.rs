@@ -6,7 +6,8 @@
 //!   ([`tool`]);
 //! * **doers** — coded orchestration: Rust code that submits jobs, waits, branches and loops
 //!   ([`job::Doer`]);
-//! * **thinkers** — model-driven orchestration (later modules).
+//! * **thinkers** — model-driven orchestration: a model, an objective and a palette of tools,
+//!   run in a loop until it gives a typed answer ([`thinker`]).
 //!
 //! All of them run under one [`Dispatcher`], which admits work against real provider limits
 //! ([`dispatch::Admission`]), retries what is retryable, records every job ([`record`]) and
@@ -66,6 +67,7 @@ pub mod record;
 pub mod runtime;
 pub mod store;
 pub mod telemetry;
+pub mod thinker;
 pub mod tool;
 pub mod tools;
 
@@ -80,5 +82,9 @@ pub mod prelude {
     pub use crate::job::{
         Doer, Job, JobContext, Orchestrator, Requirements, Resources, ScopeGuard, doer,
     };
-    pub use crate::model::{Depth, Grade, OutputSize};
+    pub use crate::model::{Depth, Grade, ModelDependent, OutputSize};
+    pub use crate::thinker::{
+        ArtifactRef, ContentStream, ContentStreamEvent, SingleObjectiveThinker, ThinkerDeclaration,
+        ThinkerInput, ThinkerOutput, Verdict,
+    };
 }

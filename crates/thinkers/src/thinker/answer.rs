@@ -1,0 +1,447 @@
+//! The answer-shape boundary: the one place a model's final answer becomes a typed value.
+//!
+//! A thinker asks for its answer natively (the request's answer schema) inside a small envelope,
+//! `{"reasoning": …, "answer": …}`. [`AnswerShape::judge`] performs exactly one conversion, the
+//! envelope's `answer` JSON into the declared answer type, and refuses anything the type cannot
+//! hold with a correctable [`Error::InvalidInput`] on the parameter `answer` whose reason is
+//! composed from the schema — the declared type's name, an enum's accepted values, a field's path
+//! — and never from the value the model sent. The decoder's own complaint (which may quote that
+//! value) is kept only on the error's source. A null or absent answer is no answer yet, not a
+//! wrong shape.
+//!
+//! Under native thinking the envelope's reasoning field and the answer's own `reasoning`
+//! property are left out of the schema and filled from the thinking block instead.
+
+use std::marker::PhantomData;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+use super::artifacts::REF_TITLE;
+use crate::Error;
+use crate::llm::ResponseSchema;
+
+/// The description every reasoning field carries: a justification a reader can check.
+pub const REASONING_DESCRIPTION: &str = "A justification a reader can check: the approach you \
+took and the steps that lead to the answer, citing the tool results relied on.";
+
+/// What the boundary made of one final answer.
+#[derive(Debug)]
+pub enum Judgement<A> {
+    /// The model gave no answer yet (nothing, null, or no `answer` field).
+    NoAnswer,
+    /// A typed answer.
+    Answer {
+        /// The typed value.
+        value: A,
+        /// The answer as JSON (after any reasoning was filled in).
+        json: Value,
+        /// The envelope's reasoning (from the thinking block under native thinking).
+        reasoning: String,
+    },
+    /// A wrong shape, refused with a correctable error composed from the schema.
+    Refused(Error),
+}
+
+/// The declared answer type of a thinker, as a schema and a decoder.
+#[derive(Debug, Clone)]
+pub struct AnswerShape<A> {
+    type_name: String,
+    schema: Value,
+    kind: Kind,
+    has_reasoning: bool,
+    uses_refs: bool,
+    _answer: PhantomData<fn() -> A>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Object,
+    String,
+    Number,
+    Integer,
+    Boolean,
+    Array,
+    Any,
+}
+
+impl Kind {
+    fn of(schema: &Value) -> Self {
+        let t = match schema.get("type") {
+            Some(Value::String(t)) => t.as_str(),
+            Some(Value::Array(ts)) => ts
+                .iter()
+                .filter_map(Value::as_str)
+                .find(|t| *t != "null")
+                .unwrap_or(""),
+            _ if schema.get("properties").is_some() => "object",
+            _ => "",
+        };
+        match t {
+            "object" => Self::Object,
+            "string" => Self::String,
+            "number" => Self::Number,
+            "integer" => Self::Integer,
+            "boolean" => Self::Boolean,
+            "array" => Self::Array,
+            _ => Self::Any,
+        }
+    }
+
+    fn fits(self, v: &Value) -> bool {
+        match self {
+            Self::Object => v.is_object(),
+            Self::String => v.is_string(),
+            Self::Number => v.is_number(),
+            Self::Integer => v.is_i64() || v.is_u64(),
+            Self::Boolean => v.is_boolean(),
+            Self::Array => v.is_array(),
+            Self::Any => true,
+        }
+    }
+
+    fn article(self) -> &'static str {
+        match self {
+            Self::Object => "an object",
+            Self::String => "a string",
+            Self::Number => "a number",
+            Self::Integer => "an integer",
+            Self::Boolean => "a boolean",
+            Self::Array => "an array",
+            Self::Any => "a value",
+        }
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl<A: DeserializeOwned + JsonSchema> AnswerShape<A> {
+    /// The shape of `A`, generated once.
+    pub fn new() -> Self {
+        let schema = serde_json::to_value(schemars::schema_for!(A)).unwrap_or(Value::Null);
+        let type_name = schema
+            .get("title")
+            .and_then(Value::as_str)
+            .map_or_else(|| A::schema_name().into_owned(), str::to_owned);
+        let kind = Kind::of(&schema);
+        let has_reasoning = schema
+            .get("properties")
+            .and_then(|p| p.get("reasoning"))
+            .is_some();
+        let uses_refs = schema.to_string().contains(REF_TITLE);
+        Self {
+            type_name,
+            schema,
+            kind,
+            has_reasoning,
+            uses_refs,
+            _answer: PhantomData,
+        }
+    }
+}
+
+impl<A: DeserializeOwned + JsonSchema> Default for AnswerShape<A> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<A: DeserializeOwned> AnswerShape<A> {
+    /// The declared type's name, as the schema titles it.
+    pub fn type_name(&self) -> &str {
+        &self.type_name
+    }
+
+    /// Whether the answer schema names artifact refs (so the `@` legend is rendered).
+    pub fn uses_refs(&self) -> bool {
+        self.uses_refs
+    }
+
+    /// Whether the answer type carries its own `reasoning` property.
+    pub fn has_reasoning(&self) -> bool {
+        self.has_reasoning
+    }
+
+    /// The envelope schema requested from the model. Under `native_thinking` the reasoning
+    /// fields are left out (the thinking block supplies them).
+    pub fn request_schema(&self, native_thinking: bool) -> ResponseSchema {
+        let mut answer = self.schema.clone();
+        let defs = answer
+            .as_object_mut()
+            .and_then(|m| {
+                m.remove("$schema");
+                m.remove("$defs")
+            })
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        if let Some(props) = answer.get_mut("properties").and_then(Value::as_object_mut) {
+            if native_thinking {
+                props.remove("reasoning");
+            } else if let Some(r) = props.get_mut("reasoning").and_then(Value::as_object_mut) {
+                r.insert("description".into(), json!(REASONING_DESCRIPTION));
+            }
+        }
+        if native_thinking
+            && let Some(req) = answer.get_mut("required").and_then(Value::as_array_mut)
+        {
+            req.retain(|r| r != "reasoning");
+        }
+        let mut props = Map::new();
+        let mut required = Vec::new();
+        if !native_thinking {
+            props.insert(
+                "reasoning".into(),
+                json!({"type": "string", "description": REASONING_DESCRIPTION}),
+            );
+            required.push(json!("reasoning"));
+        }
+        props.insert("answer".into(), answer);
+        required.push(json!("answer"));
+        let mut envelope = json!({
+            "type": "object",
+            "properties": props,
+            "required": required,
+            "additionalProperties": false,
+        });
+        if defs.as_object().is_some_and(|d| !d.is_empty())
+            && let Some(m) = envelope.as_object_mut()
+        {
+            m.insert("$defs".into(), defs);
+        }
+        ResponseSchema {
+            name: "final_answer".into(),
+            schema: envelope,
+        }
+    }
+
+    /// Judge one final answer: the text the model wrote and, under native thinking, the text of
+    /// its thinking block.
+    pub fn judge(&self, text: &str, thinking: Option<&str>) -> Judgement<A> {
+        let trimmed = strip_fences(text.trim());
+        if trimmed.is_empty() {
+            return Judgement::NoAnswer;
+        }
+        let envelope: Value = match serde_json::from_str(trimmed) {
+            Ok(v) => v,
+            Err(e) => {
+                return Judgement::Refused(self.refusal(
+                    format!(
+                        "the final answer was not valid JSON; answer with one JSON object \
+                         {{\"reasoning\": …, \"answer\": …}} whose answer is {} of type {}",
+                        self.kind.article(),
+                        self.type_name
+                    ),
+                    Some(Box::new(e)),
+                ));
+            }
+        };
+        let mut map = match envelope {
+            Value::Null => return Judgement::NoAnswer,
+            Value::Object(m) => m,
+            other => {
+                return Judgement::Refused(self.refusal(
+                    format!(
+                        "expected an object {{\"reasoning\": …, \"answer\": …}} whose answer is \
+                         {} of type {}, but the final answer was {}",
+                        self.kind.article(),
+                        self.type_name,
+                        json_kind(&other)
+                    ),
+                    None,
+                ));
+            }
+        };
+        let mut answer = match map.remove("answer") {
+            None | Some(Value::Null) => return Judgement::NoAnswer,
+            Some(a) => a,
+        };
+        if !self.kind.fits(&answer) {
+            return Judgement::Refused(self.refusal(
+                format!(
+                    "expected {} of type {} in `answer`, but it was {}",
+                    self.kind.article(),
+                    self.type_name,
+                    json_kind(&answer)
+                ),
+                None,
+            ));
+        }
+        let reasoning = match thinking {
+            Some(t) => t.to_owned(),
+            None => map
+                .get("reasoning")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        };
+        if self.has_reasoning
+            && let Value::Object(fields) = &mut answer
+            && !fields.get("reasoning").is_some_and(Value::is_string)
+        {
+            fields.insert("reasoning".into(), Value::String(reasoning.clone()));
+        }
+        match serde_path_to_error::deserialize::<_, A>(answer.clone()) {
+            Ok(value) => Judgement::Answer {
+                value,
+                json: answer,
+                reasoning,
+            },
+            Err(e) => {
+                let reason = self.explain(&e);
+                Judgement::Refused(self.refusal(reason, Some(Box::new(e))))
+            }
+        }
+    }
+
+    fn refusal(&self, reason: String, source: Option<crate::error::BoxError>) -> Error {
+        Error::InvalidInput {
+            parameter: "answer".into(),
+            value: None,
+            reason,
+            source,
+        }
+    }
+
+    /// Compose the reason for a decoder failure from the schema at the failing path.
+    fn explain(&self, e: &serde_path_to_error::Error<serde_json::Error>) -> String {
+        use serde_path_to_error::Segment;
+        let inner = e.inner().to_string();
+        let mut names = vec!["answer".to_owned()];
+        let mut at = Some(resolve(&self.schema, &self.schema));
+        for seg in e.path().iter() {
+            match seg {
+                Segment::Map { key } => {
+                    names.push(format!(".{key}"));
+                    at = at
+                        .and_then(|s| s.get("properties"))
+                        .and_then(|p| p.get(key.as_str()))
+                        .map(|s| resolve(s, &self.schema));
+                }
+                Segment::Seq { index } => {
+                    names.push(format!("[{index}]"));
+                    at = at
+                        .and_then(|s| s.get("items"))
+                        .map(|s| resolve(s, &self.schema));
+                }
+                Segment::Enum { .. } | Segment::Unknown => {}
+            }
+        }
+        // A missing field is reported at its parent; the field name comes from the schema.
+        if let Some(field) = inner
+            .strip_prefix("missing field `")
+            .and_then(|s| s.split('`').next())
+        {
+            let declared = at
+                .and_then(|s| s.get("properties"))
+                .and_then(|p| p.get(field));
+            let path = format!("{}.{field}", names.concat());
+            return match declared {
+                Some(s) => format!(
+                    "`{path}` is required: {} (answer type {})",
+                    describe(resolve(s, &self.schema), &self.schema),
+                    self.type_name
+                ),
+                None => format!("`{path}` is required (answer type {})", self.type_name),
+            };
+        }
+        let path = names.concat();
+        match at {
+            Some(s) => format!(
+                "`{path}` must be {} (answer type {})",
+                describe(s, &self.schema),
+                self.type_name
+            ),
+            None => format!(
+                "`{path}` does not fit the answer type {}; follow its schema",
+                self.type_name
+            ),
+        }
+    }
+}
+
+/// Follow a same-document `$ref`.
+fn resolve<'a>(schema: &'a Value, root: &'a Value) -> &'a Value {
+    let mut cur = schema;
+    for _ in 0..8 {
+        let Some(r) = cur.get("$ref").and_then(Value::as_str) else {
+            return cur;
+        };
+        let target = r.strip_prefix('#').and_then(|p| {
+            if p.is_empty() {
+                Some(root)
+            } else {
+                root.pointer(p)
+            }
+        });
+        match target {
+            Some(t) => cur = t,
+            None => return cur,
+        }
+    }
+    cur
+}
+
+/// A schema in words: accepted values of an enum, or the declared type and its name.
+fn describe(schema: &Value, root: &Value) -> String {
+    let schema = resolve(schema, root);
+    let mut values: Vec<String> = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .map(|vs| vs.iter().map(Value::to_string).collect())
+        .unwrap_or_default();
+    for key in ["oneOf", "anyOf"] {
+        if let Some(branches) = schema.get(key).and_then(Value::as_array) {
+            let consts: Vec<String> = branches
+                .iter()
+                .filter_map(|b| resolve(b, root).get("const").map(Value::to_string))
+                .collect();
+            if !consts.is_empty() && consts.len() == branches.len() {
+                values.extend(consts);
+            } else if values.is_empty() {
+                let parts: Vec<String> = branches
+                    .iter()
+                    .map(|b| resolve(b, root))
+                    .filter(|b| b.get("type").and_then(Value::as_str) != Some("null"))
+                    .map(|b| describe(b, root))
+                    .collect();
+                let nullable = parts.len() < branches.len();
+                let mut text = parts.join(" or ");
+                if nullable {
+                    text.push_str(" (or null)");
+                }
+                return text;
+            }
+        }
+    }
+    if !values.is_empty() {
+        return format!("one of {}", values.join(", "));
+    }
+    let kind = Kind::of(schema);
+    match (kind, schema.get("title").and_then(Value::as_str)) {
+        (Kind::Object, Some(title)) => format!("an object of type {title}"),
+        (Kind::Array, _) => match schema.get("items") {
+            Some(items) => format!("an array of {}", describe(items, root)),
+            None => "an array".into(),
+        },
+        (Kind::Any, _) => "a value of the declared type".into(),
+        (k, _) => k.article().into(),
+    }
+}
+
+/// A JSON answer wrapped in a Markdown code fence, unwrapped.
+fn strip_fences(text: &str) -> &str {
+    let Some(rest) = text.strip_prefix("```") else {
+        return text;
+    };
+    let rest = rest.strip_prefix("json").unwrap_or(rest);
+    rest.strip_suffix("```").unwrap_or(rest).trim()
+}

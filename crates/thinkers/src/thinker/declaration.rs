@@ -1,0 +1,171 @@
+//! What a thinker declares (grade, output size, context comfort) and what one run is given
+//! (the query, the depth, the artifacts handed in).
+
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex, PoisonError};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::artifacts::ArtifactRef;
+use crate::job::{JobContext, JobId};
+use crate::model::{Depth, Grade, OutputSize};
+
+/// The metadata key under which a running thinker publishes its effective depth.
+pub const META_THINKER_DEPTH: &str = "thinker.depth";
+
+/// The seat words every thinker must state: the grade its work needs and the output size of its
+/// largest turn, plus optional context-comfort overrides.
+///
+/// Every thinker constructor takes one, so a thinker without a declaration does not compile.
+/// Budgets never propagate: a thinker started by another declares its own.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ThinkerDeclaration {
+    grade: Grade,
+    output: OutputSize,
+    comfort_tokens: Option<u32>,
+    compaction_trigger: Option<f32>,
+}
+
+impl ThinkerDeclaration {
+    /// A declaration at `grade` whose turns book `output`.
+    pub fn new(grade: Grade, output: OutputSize) -> Self {
+        Self {
+            grade,
+            output,
+            comfort_tokens: None,
+            compaction_trigger: None,
+        }
+    }
+
+    /// Override the comfortable context size (the framework default is 128K tokens, or the
+    /// entry's window when smaller).
+    #[must_use]
+    pub fn comfort_tokens(mut self, tokens: u32) -> Self {
+        self.comfort_tokens = Some(tokens);
+        self
+    }
+
+    /// Override the share of the comfort window at which compaction starts (default 0.92).
+    #[must_use]
+    pub fn compaction_trigger(mut self, share: f32) -> Self {
+        self.compaction_trigger = Some(share);
+        self
+    }
+
+    /// The declared grade.
+    pub fn grade(&self) -> Grade {
+        self.grade
+    }
+
+    /// The declared output size.
+    pub fn output(&self) -> OutputSize {
+        self.output
+    }
+
+    /// The comfort-window override, if any.
+    pub fn comfort(&self) -> Option<u32> {
+        self.comfort_tokens
+    }
+
+    /// The compaction-trigger override, if any.
+    pub fn trigger(&self) -> Option<f32> {
+        self.compaction_trigger
+    }
+
+    /// Raise (or change) the grade for a run. The last value set wins.
+    pub fn set_grade(&mut self, grade: Grade) {
+        self.grade = grade;
+    }
+
+    /// Replace the output declaration (a rung or a raw count). The last value set wins.
+    pub fn set_output(&mut self, output: OutputSize) {
+        self.output = output;
+    }
+}
+
+/// What a goal-directed thinker is asked in one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ThinkerInput {
+    /// The question or task for this run.
+    pub query: String,
+    /// How hard to work. Never deeper than the caller's own depth.
+    #[serde(default = "standard_depth")]
+    pub depth: Depth,
+    /// Refs of artifacts handed to this run (`@a1`, …).
+    #[serde(default)]
+    pub artifact_refs: Vec<ArtifactRef>,
+}
+
+fn standard_depth() -> Depth {
+    Depth::Standard
+}
+
+impl ThinkerInput {
+    /// A query at [`Depth::Standard`] with no artifacts.
+    pub fn query(query: impl Into<String>) -> Self {
+        Self {
+            query: query.into(),
+            depth: Depth::Standard,
+            artifact_refs: Vec::new(),
+        }
+    }
+
+    /// The same input at another depth.
+    #[must_use]
+    pub fn with_depth(mut self, depth: Depth) -> Self {
+        self.depth = depth;
+        self
+    }
+}
+
+/// Depths of running thinkers and of the tool jobs they run, by job id: how a thinker started
+/// below another learns its caller's depth (the job contract links children to parents by id
+/// only). Entries live exactly as long as the job that registered them.
+static RUNNING_DEPTHS: LazyLock<Mutex<HashMap<JobId, Depth>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Registers a job's depth for as long as the guard lives.
+#[derive(Debug)]
+pub(crate) struct DepthGuard(JobId);
+
+impl DepthGuard {
+    pub(crate) fn register(job: JobId, depth: Depth) -> Self {
+        RUNNING_DEPTHS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(job, depth);
+        Self(job)
+    }
+}
+
+impl Drop for DepthGuard {
+    fn drop(&mut self) {
+        RUNNING_DEPTHS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.0);
+    }
+}
+
+/// The depth of the thinker this job was started under, if it was: its direct parent, or the
+/// tool job of a thinker that submitted it.
+pub(crate) fn parent_thinker_depth(cx: &JobContext) -> Option<Depth> {
+    let parent = cx.parent()?;
+    RUNNING_DEPTHS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&parent)
+        .copied()
+}
+
+/// The effective depth of a run: the input's, clamped to the calling thinker's, published on the
+/// job's metadata under [`META_THINKER_DEPTH`].
+pub(crate) fn effective_depth(requested: Depth, cx: &JobContext) -> Depth {
+    let depth = match parent_thinker_depth(cx) {
+        Some(parent) => requested.clamp_to(parent),
+        None => requested,
+    };
+    cx.set_metadata(META_THINKER_DEPTH, serde_json::Value::from(depth.as_str()));
+    depth
+}

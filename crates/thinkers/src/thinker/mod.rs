@@ -1,0 +1,41 @@
+//! Thinkers: model-driven orchestration.
+//!
+//! A thinker is a model given an objective and a palette of tools, run in a loop until it gives
+//! a final answer of a declared type. The loop is implemented once ([`turn_loop`]) and split by
+//! phase: reconcile hook → read-only sweep → render → one model turn through the [`TurnSource`]
+//! seam → tool round (admission check, validation, parallel calls in the turn's step, one batch
+//! of results) → final answer (the answer-shape boundary in [`answer`], artifact refs,
+//! [`guardrail`]s). Families differ by hooks and answer phase, not by copies of the loop.
+//!
+//! * [`ThinkerDeclaration`] — grade and output size, required by every constructor.
+//! * [`SingleObjectiveThinker`] — works toward one typed answer; [`ThinkerInput`] carries the
+//!   query, the depth (clamped to a calling thinker's) and artifact refs.
+//! * [`ThinkerObserver`] — the conversation, transcript, artifacts and refusals after a run.
+//! * [`ContentStream`] — where a directly submitted thinker publishes its accepted answer.
+//!
+//! **Read-only.** Under a read-only scope the loop withholds every tool that is not read-only
+//! from the palette (logged and recorded in [`ThinkerState::withheld`]), and the admission
+//! check refuses such a call whatever the palette said; both sit outside any hook. Children the
+//! thinker submits inherit its scope through the submission door.
+
+pub mod answer;
+pub mod artifacts;
+pub mod declaration;
+pub mod events;
+mod finish;
+pub mod guardrail;
+mod single;
+pub mod state;
+mod tools;
+pub mod turn;
+pub mod turn_loop;
+
+pub use answer::{AnswerShape, Judgement, REASONING_DESCRIPTION};
+pub use artifacts::{Artifact, ArtifactRef, Artifacts};
+pub use declaration::{META_THINKER_DEPTH, ThinkerDeclaration, ThinkerInput};
+pub use events::{ContentStream, ContentStreamEvent, META_CONTENT};
+pub use guardrail::{Guardrail, Verdict};
+pub use single::{SingleObjectiveThinker, ThinkerJob, ThinkerOutput};
+pub use state::{RefusedCall, ThinkerConversation, ThinkerObserver, ThinkerState, Withheld};
+pub use turn::{ModelTurns, ScriptedTurns, TurnRequest, TurnSource};
+pub use turn_loop::{DefaultHooks, ThinkerCore, ThinkerHooks, ThinkerLimits};

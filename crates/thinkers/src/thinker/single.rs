@@ -1,0 +1,237 @@
+//! [`SingleObjectiveThinker`]: a thinker that works toward one typed answer.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::answer::AnswerShape;
+use super::artifacts::ArtifactRef;
+use super::declaration::{ThinkerDeclaration, ThinkerInput};
+use super::events::ContentStream;
+use super::finish::SingleAnswer;
+use super::guardrail::{Guardrail, Verdict};
+use super::state::ThinkerObserver;
+use super::turn::TurnSource;
+use super::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, run_loop};
+use crate::Result;
+use crate::job::{JobContext, Orchestrator};
+use crate::model::{Grade, ModelDependent, OutputSize};
+use crate::tool::{Tool, ToolProvider, TypedToolProvider};
+
+/// The fields most answers of a goal-directed thinker carry; embed them (for example with
+/// `#[serde(flatten)]`) or copy them into an answer type.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ThinkerOutput {
+    /// A justification a reader can check: the approach and the steps that lead to the answer.
+    pub reasoning: String,
+    /// Refs of the artifacts the answer relies on.
+    pub artifacts: Vec<ArtifactRef>,
+}
+
+/// A thinker that turns until the model gives a final answer of type `A` that fits its schema
+/// and passes the declared guardrails, or until its iteration limit.
+///
+/// The thinker itself is a reusable description; [`SingleObjectiveThinker::ask`] makes the job of
+/// one run. Runs of one thinker continue one conversation (the objective and seeded follow-up
+/// are placed only when it is new), and [`SingleObjectiveThinker::observer`] reads it after a run.
+pub struct SingleObjectiveThinker<A> {
+    core: ThinkerCore,
+    shape: Arc<AnswerShape<A>>,
+    guardrails: Vec<Guardrail<A>>,
+    observer: ThinkerObserver,
+}
+
+impl<A> std::fmt::Debug for SingleObjectiveThinker<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SingleObjectiveThinker")
+            .field("core", &self.core)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<A> SingleObjectiveThinker<A>
+where
+    A: DeserializeOwned + JsonSchema + Serialize + Send + Sync + 'static,
+{
+    /// A thinker with its seat declaration and its objective (the task, as system content).
+    pub fn new(declaration: ThinkerDeclaration, objective: impl Into<String>) -> Self {
+        Self {
+            core: ThinkerCore::new(declaration, objective.into()),
+            shape: Arc::new(AnswerShape::new()),
+            guardrails: Vec::new(),
+            observer: ThinkerObserver::default(),
+        }
+    }
+
+    /// Declare a typed tool.
+    #[must_use]
+    pub fn tool<T: Tool>(self, tool: T) -> Self {
+        self.provider(Arc::new(TypedToolProvider::new(tool)))
+    }
+
+    /// Declare a tool provider (an MCP tool, a wrapper, a dynamic tool).
+    #[must_use]
+    pub fn provider(mut self, provider: Arc<dyn ToolProvider>) -> Self {
+        self.core.registry.register(provider);
+        self
+    }
+
+    /// Declare a validation guardrail on the final answer.
+    #[must_use]
+    pub fn guardrail(mut self, check: impl Fn(&A) -> Verdict + Send + Sync + 'static) -> Self {
+        self.guardrails.push(Arc::new(check));
+        self
+    }
+
+    /// Answer turns from this source instead of the model (tests drive the loop this way).
+    #[must_use]
+    pub fn turns(mut self, source: impl TurnSource) -> Self {
+        self.core.turns = Arc::new(source);
+        self
+    }
+
+    /// Use these hooks.
+    #[must_use]
+    pub fn hooks(mut self, hooks: impl ThinkerHooks) -> Self {
+        self.core.hooks = Arc::new(hooks);
+        self
+    }
+
+    /// Replace the bounds of a run.
+    #[must_use]
+    pub fn limits(mut self, limits: ThinkerLimits) -> Self {
+        self.core.limits = limits;
+        self
+    }
+
+    /// The job class recorded for runs (turns are recorded as `<class>.turn`).
+    #[must_use]
+    pub fn class(mut self, class: impl Into<String>) -> Self {
+        self.core.class = class.into();
+        self
+    }
+
+    /// Publish accepted answers of direct runs to this stream (otherwise to a [`ContentStream`]
+    /// registered as a dispatcher service, if any).
+    #[must_use]
+    pub fn content_stream(mut self, stream: ContentStream) -> Self {
+        self.core.content = Some(stream);
+        self
+    }
+
+    /// Replace the output declaration; the last one set wins.
+    pub fn set_output(&mut self, output: OutputSize) {
+        self.core.declaration.set_output(output);
+    }
+
+    /// The declaration in force.
+    pub fn declaration(&self) -> &ThinkerDeclaration {
+        &self.core.declaration
+    }
+
+    /// The shape of the answer type (its schema and decoder).
+    pub fn answer_shape(&self) -> &AnswerShape<A> {
+        &self.shape
+    }
+
+    /// A shared view of the thinker's state, readable after a run.
+    pub fn observer(&self) -> ThinkerObserver {
+        self.observer.clone()
+    }
+
+    /// The conversation so far as text: every message, tool call and tool result in order.
+    pub fn transcript(&self) -> String {
+        self.observer.transcript()
+    }
+
+    /// The job of one run over `input`.
+    pub fn ask(&self, input: ThinkerInput) -> ThinkerJob<A> {
+        ThinkerJob {
+            core: self.core.clone(),
+            shape: self.shape.clone(),
+            guardrails: self.guardrails.clone(),
+            observer: self.observer.clone(),
+            input,
+        }
+    }
+}
+
+impl<A> ModelDependent for SingleObjectiveThinker<A> {
+    fn grade(&self) -> Grade {
+        self.core.declaration.grade()
+    }
+    fn set_grade(&mut self, grade: Grade) {
+        self.core.declaration.set_grade(grade);
+    }
+    fn pin(&self) -> Option<&str> {
+        self.core.pin.as_deref()
+    }
+    fn pin_model(&mut self, entry: String) {
+        self.core.pin = Some(entry);
+    }
+}
+
+/// One run of a [`SingleObjectiveThinker`]: an orchestrator whose output is the typed answer.
+pub struct ThinkerJob<A> {
+    core: ThinkerCore,
+    shape: Arc<AnswerShape<A>>,
+    guardrails: Vec<Guardrail<A>>,
+    observer: ThinkerObserver,
+    input: ThinkerInput,
+}
+
+impl<A> std::fmt::Debug for ThinkerJob<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThinkerJob")
+            .field("core", &self.core)
+            .field("input", &self.input)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<A> ModelDependent for ThinkerJob<A> {
+    fn grade(&self) -> Grade {
+        self.core.declaration.grade()
+    }
+    fn set_grade(&mut self, grade: Grade) {
+        self.core.declaration.set_grade(grade);
+    }
+    fn pin(&self) -> Option<&str> {
+        self.core.pin.as_deref()
+    }
+    fn pin_model(&mut self, entry: String) {
+        self.core.pin = Some(entry);
+    }
+}
+
+impl<A> Orchestrator for ThinkerJob<A>
+where
+    A: DeserializeOwned + JsonSchema + Serialize + Send + Sync + 'static,
+{
+    type Output = A;
+
+    fn class(&self) -> Cow<'static, str> {
+        Cow::Owned(self.core.class.clone())
+    }
+
+    /// The loop bounds its own corrections; the dispatcher never re-runs a thinker.
+    fn max_corrections(&self) -> u32 {
+        0
+    }
+
+    async fn execute(&mut self, cx: &JobContext) -> Result<A> {
+        let phase = SingleAnswer {
+            shape: self.shape.clone(),
+            guardrails: self.guardrails.clone(),
+            max_answer_corrections: self.core.limits.max_answer_corrections,
+            max_guardrail_corrections: self.core.limits.max_guardrail_corrections,
+            content: self.core.content.clone(),
+            answer_corrections: 0,
+            guardrail_corrections: 0,
+        };
+        run_loop(&self.core, phase, &self.input, &self.observer, cx).await
+    }
+}

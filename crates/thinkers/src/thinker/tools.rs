@@ -1,0 +1,222 @@
+//! The tool phases of a turn: the read-only sweep of the palette, and the tool round (admission,
+//! validation, parallel execution, one batch of results).
+//!
+//! Both run in the loop's own path, after any overridable hook: the sweep after the reconcile
+//! hook returns, the admission check ([`admit_call`]) beside argument validation. The sweep is a
+//! courtesy (the model is not offered what it may not run); the admission check is the
+//! guarantee (a call is refused whatever the palette offered).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::artifacts::{self, Artifacts};
+use super::declaration::DepthGuard;
+use super::state::{RefusedCall, Withheld};
+use crate::conversation::ContentBlock;
+use crate::job::{BoxJob, Job, JobContext, Requirements, Resources, ScopeGuard};
+use crate::llm::{ToolCallView, ToolSpec};
+use crate::model::{Depth, Grade};
+use crate::tool::{ToolCallContext, ToolOutput, ToolProvider, ToolRegistry, admit_call};
+use crate::{Error, Result};
+
+/// The palette offered in one turn and the tools withheld from it.
+#[derive(Debug, Default)]
+pub(crate) struct Palette {
+    pub(crate) specs: Vec<ToolSpec>,
+    pub(crate) withheld: Vec<Withheld>,
+}
+
+/// The read-only sweep: under a read-only scope every tool that is not read-only — including
+/// ones the thinker declared itself — is withheld from the palette, and each is logged.
+pub(crate) fn sweep(registry: &ToolRegistry, scope: &ScopeGuard, turn: u32) -> Palette {
+    let mut palette = Palette::default();
+    for p in registry.iter() {
+        if scope.is_read_only() && !p.read_only() {
+            tracing::warn!(
+                tool = p.name(),
+                turn,
+                "withheld a tool that is not read-only from the palette of a read-only scope"
+            );
+            palette.withheld.push(Withheld {
+                turn,
+                tool: p.name().to_owned(),
+            });
+            continue;
+        }
+        palette.specs.push(ToolSpec {
+            name: p.name().to_owned(),
+            description: p.description().to_owned(),
+            parameters: p.input_schema().clone(),
+        });
+    }
+    palette
+}
+
+/// What a tool round needs from the thinker.
+pub(crate) struct Round<'a> {
+    pub(crate) registry: &'a ToolRegistry,
+    pub(crate) cx: &'a JobContext,
+    pub(crate) turn: u32,
+    pub(crate) depth: Depth,
+    pub(crate) grade: Grade,
+    pub(crate) pin: Option<String>,
+    pub(crate) max_calls: usize,
+}
+
+/// The outcome of a tool round: one result per call, in call order, and the refusals.
+pub(crate) struct RoundOutcome {
+    pub(crate) results: Vec<ContentBlock>,
+    pub(crate) refused: Vec<RefusedCall>,
+}
+
+enum Slot {
+    Done(ContentBlock),
+    Running(String, String),
+}
+
+/// Run one turn's tool calls: admit and validate each, run every admitted call in parallel as a
+/// child in the turn's step, and answer every call id — with its result, or with a correctable
+/// error saying why it was refused or failed.
+pub(crate) async fn run_round(
+    round: Round<'_>,
+    calls: &[ToolCallView<'_>],
+    register: &mut (dyn FnMut(&str, ToolOutput) -> String + Send),
+) -> RoundOutcome {
+    let tcx = ToolCallContext {
+        parent_grade: Some(round.grade),
+        parent_pin: round.pin.clone(),
+        ..ToolCallContext::default()
+    };
+    let mut slots = Vec::with_capacity(calls.len());
+    let mut handles = Vec::new();
+    let mut refused = Vec::new();
+    for (i, call) in calls.iter().enumerate() {
+        let admitted = if i >= round.max_calls {
+            Err(Error::invalid_input(
+                "tool_calls",
+                None,
+                format!(
+                    "at most {} tool calls run in one turn; this call was not run — make it \
+                     again in a later turn if it is still needed",
+                    round.max_calls
+                ),
+            ))
+        } else {
+            admit(round.registry, call, round.cx.scope(), &tcx)
+        };
+        match admitted {
+            Ok(job) => {
+                let handle = round.cx.submit_in_current_step(DepthTagged {
+                    inner: job,
+                    depth: round.depth,
+                });
+                handles.push(handle);
+                slots.push(Slot::Running(call.id.to_owned(), call.name.to_owned()));
+            }
+            Err(e) => {
+                let reason = e.for_model();
+                refused.push(RefusedCall {
+                    turn: round.turn,
+                    call_id: call.id.to_owned(),
+                    tool: call.name.to_owned(),
+                    reason: reason.clone(),
+                });
+                slots.push(Slot::Done(ContentBlock::tool_error(
+                    call.id, call.name, reason,
+                )));
+            }
+        }
+    }
+    let mut outputs = futures::future::join_all(handles).await.into_iter();
+    let mut results = Vec::with_capacity(slots.len());
+    for slot in slots {
+        match slot {
+            Slot::Done(block) => results.push(block),
+            Slot::Running(id, name) => match outputs.next() {
+                Some(Ok(out)) => {
+                    let summary = register(&name, out);
+                    results.push(ContentBlock::tool_result(id, name, summary));
+                }
+                Some(Err(e)) => results.push(ContentBlock::tool_error(id, name, e.for_model())),
+                None => results.push(ContentBlock::tool_error(
+                    id,
+                    name,
+                    Error::system("tool round", "a call produced no result").for_model(),
+                )),
+            },
+        }
+    }
+    RoundOutcome { results, refused }
+}
+
+/// Register an output as an artifact and return what the model reads for it.
+pub(crate) fn register_artifact(artifacts: &mut Artifacts, tool: &str, out: ToolOutput) -> String {
+    let summary_of = out.clone();
+    let reference = artifacts.register(tool, out);
+    artifacts::summary(&reference, &summary_of)
+}
+
+/// The admission check, then validation: an unknown tool, a tool the scope forbids, or arguments
+/// that do not fit are refused before anything runs.
+fn admit(
+    registry: &ToolRegistry,
+    call: &ToolCallView<'_>,
+    scope: &ScopeGuard,
+    tcx: &ToolCallContext,
+) -> Result<BoxJob<ToolOutput>> {
+    let provider: &Arc<dyn ToolProvider> = registry.get(call.name).ok_or_else(|| {
+        let known: Vec<&str> = registry.iter().map(|p| p.name()).collect();
+        Error::invalid_input(
+            "tool",
+            Some(call.name.to_owned()),
+            format!("no such tool; the tools are: {}", known.join(", ")),
+        )
+    })?;
+    admit_call(provider.as_ref(), scope)?;
+    let arguments = match call.arguments {
+        Value::String(s) => serde_json::from_str(s).map_err(|_| {
+            Error::invalid_input(
+                "arguments",
+                None,
+                "the arguments were not a JSON object; send them as an object matching the \
+                 tool's schema",
+            )
+        })?,
+        other => other.clone(),
+    };
+    provider.instantiate(arguments, tcx)
+}
+
+/// A tool job that publishes the calling thinker's depth while it runs, so a thinker it starts
+/// is clamped to that depth.
+struct DepthTagged {
+    inner: BoxJob<ToolOutput>,
+    depth: Depth,
+}
+
+impl Job for DepthTagged {
+    type Output = ToolOutput;
+
+    fn class(&self) -> Cow<'static, str> {
+        self.inner.class()
+    }
+
+    fn requirements(&mut self, req: &mut Requirements, cx: &JobContext) -> Result<()> {
+        self.inner.requirements(req, cx)
+    }
+
+    fn timeout(&self) -> Option<std::time::Duration> {
+        self.inner.timeout()
+    }
+
+    fn max_corrections(&self) -> u32 {
+        self.inner.max_corrections()
+    }
+
+    async fn execute(&mut self, res: &Resources, cx: &JobContext) -> Result<ToolOutput> {
+        let _depth = DepthGuard::register(cx.id(), self.depth);
+        self.inner.execute(res, cx).await
+    }
+}

@@ -1,0 +1,284 @@
+//! The thinker loop, implemented once. Families (single-objective today) supply hooks and an
+//! answer type; the phases below are the framework's own path:
+//!
+//! 1. **reconcile** — the family's [`ThinkerHooks::reconcile_tools`] (idempotent, state-based);
+//! 2. **sweep** — the read-only sweep of the palette (not overridable);
+//! 3. **render** — objective, messages, palette and the answer schema into one request;
+//! 4. **call** — one model turn through the [`TurnSource`] seam, stamped with the turn ordinal;
+//! 5. **tool round** — admission, validation, parallel execution, one batch of results;
+//! 6. **final answer** — the answer-shape boundary, artifact refs, guardrails
+//!    (for a single-objective thinker: its final-answer phase, `thinker::finish`).
+
+use std::sync::Arc;
+
+use super::artifacts::LEGEND;
+use super::declaration::{DepthGuard, ThinkerDeclaration, ThinkerInput, effective_depth};
+use super::events::ContentStream;
+use super::state::ThinkerObserver;
+use super::tools::{Palette, Round, register_artifact, run_round, sweep};
+use super::turn::{ModelTurns, TurnRequest, TurnSource};
+use crate::conversation::{ContentBlock, Message};
+use crate::job::JobContext;
+use crate::llm::call::reasoning_for;
+use crate::llm::{ChatRequest, ChatResponse, ModelServices, ResponseSchema, ToolChoice};
+use crate::model::{Depth, Reasoning};
+use crate::tool::ToolRegistry;
+use crate::{Error, Result};
+
+/// Hooks a thinker family (or a thinker) overrides; every method has a default.
+pub trait ThinkerHooks: Send + Sync + 'static {
+    /// Bring the palette to the state this turn needs. Runs at the start of every turn and must
+    /// be idempotent: the same state in gives the same registry out ([`ToolRegistry`]'s register
+    /// and unregister are no-ops when nothing changes). The read-only sweep runs after it
+    /// returns, whatever it does.
+    fn reconcile_tools(&self, registry: &mut ToolRegistry, depth: Depth) {
+        let _ = (registry, depth);
+    }
+
+    /// A message placed right after the objective, before the first turn, in a new
+    /// conversation only: the last context the model reads before it starts (a plan to follow).
+    fn seeded_followup(&self, input: &ThinkerInput) -> Option<String> {
+        let _ = input;
+        None
+    }
+}
+
+/// The hooks that change nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DefaultHooks;
+
+impl ThinkerHooks for DefaultHooks {}
+
+/// Bounds of one run; each kind of retry counts on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThinkerLimits {
+    /// Model turns per run.
+    pub max_iterations: u32,
+    /// Corrections of wrong-shaped answers (and unknown artifact refs) per run.
+    pub max_answer_corrections: u32,
+    /// Corrections after a guardrail refusal per run.
+    pub max_guardrail_corrections: u32,
+    /// Tool calls run in one turn; the excess is refused back to the model.
+    pub max_tool_calls_per_turn: usize,
+}
+
+impl Default for ThinkerLimits {
+    fn default() -> Self {
+        Self {
+            max_iterations: 10,
+            max_answer_corrections: 3,
+            max_guardrail_corrections: 3,
+            max_tool_calls_per_turn: 16,
+        }
+    }
+}
+
+/// What every thinker family shares: declaration, objective, palette, bounds and seams.
+#[derive(Clone)]
+pub struct ThinkerCore {
+    pub(crate) class: String,
+    pub(crate) declaration: ThinkerDeclaration,
+    pub(crate) objective: String,
+    pub(crate) registry: ToolRegistry,
+    pub(crate) limits: ThinkerLimits,
+    pub(crate) pin: Option<String>,
+    pub(crate) turns: Arc<dyn TurnSource>,
+    pub(crate) hooks: Arc<dyn ThinkerHooks>,
+    pub(crate) content: Option<ContentStream>,
+}
+
+impl std::fmt::Debug for ThinkerCore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThinkerCore")
+            .field("class", &self.class)
+            .field("declaration", &self.declaration)
+            .field("tools", &self.registry)
+            .field("limits", &self.limits)
+            .field("pin", &self.pin)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ThinkerCore {
+    pub(crate) fn new(declaration: ThinkerDeclaration, objective: String) -> Self {
+        Self {
+            class: "thinker".into(),
+            declaration,
+            objective,
+            registry: ToolRegistry::new(),
+            limits: ThinkerLimits::default(),
+            pin: None,
+            turns: Arc::new(ModelTurns),
+            hooks: Arc::new(DefaultHooks),
+            content: None,
+        }
+    }
+}
+
+/// The answer side of a family: what schema to ask for and what to do with a final answer.
+pub(crate) trait AnswerPhase: Send {
+    /// What the loop produces.
+    type Output: Send;
+    /// The answer schema for this turn.
+    fn schema(&self, native_thinking: bool) -> ResponseSchema;
+    /// Whether the schema names artifact refs (the `@` legend is then rendered).
+    fn uses_refs(&self) -> bool;
+    /// Judge a final answer. `Ok(Some)` ends the run; `Ok(None)` means a correction or nudge
+    /// was appended and the loop goes on; `Err` ends the run with a failure.
+    fn finish(
+        &mut self,
+        response: &ChatResponse,
+        native_thinking: bool,
+        observer: &ThinkerObserver,
+        cx: &JobContext,
+    ) -> Result<Option<Self::Output>>;
+}
+
+/// One run of the loop over `input`, appending to the observer's conversation.
+pub(crate) async fn run_loop<P: AnswerPhase>(
+    core: &ThinkerCore,
+    mut phase: P,
+    input: &ThinkerInput,
+    observer: &ThinkerObserver,
+    cx: &JobContext,
+) -> Result<P::Output> {
+    let depth = effective_depth(input.depth, cx);
+    let _published = DepthGuard::register(cx.id(), depth);
+    open(core, input, phase.uses_refs(), observer);
+    let mut registry = core.registry.clone();
+    for _ in 0..core.limits.max_iterations {
+        // Phase 1 (overridable), then phase 2 (the framework's own): reconcile, then sweep.
+        core.hooks.reconcile_tools(&mut registry, depth);
+        let turn = cx.next_step();
+        let Palette { specs, withheld } = sweep(&registry, cx.scope(), turn);
+        let native = native_thinking(core, depth, cx);
+        let request = {
+            let mut st = observer.lock();
+            st.withheld.extend(withheld);
+            st.turns += 1;
+            let mut request = ChatRequest::new(
+                st.conversation.system.clone(),
+                st.conversation.messages.clone(),
+            );
+            request.tools = specs;
+            request.tool_choice = ToolChoice::Auto;
+            request.response = Some(phase.schema(native.is_some()));
+            request
+        };
+        let response = core
+            .turns
+            .take_turn(
+                TurnRequest {
+                    turn,
+                    class: format!("{}.turn", core.class),
+                    request,
+                    grade: core.declaration.grade(),
+                    pin: native.clone().or_else(|| core.pin.clone()),
+                    depth,
+                    output: core.declaration.output(),
+                },
+                cx,
+            )
+            .await?;
+        let calls = response.tool_calls();
+        if calls.is_empty() {
+            if let Some(out) = phase.finish(&response, native.is_some(), observer, cx)? {
+                return Ok(out);
+            }
+            continue;
+        }
+        observer
+            .lock()
+            .conversation
+            .messages
+            .push(response.to_message());
+        let round = Round {
+            registry: &registry,
+            cx,
+            turn,
+            depth,
+            grade: core.declaration.grade(),
+            pin: core.pin.clone(),
+            max_calls: core.limits.max_tool_calls_per_turn,
+        };
+        let obs = observer.clone();
+        let mut register = move |tool: &str, out| {
+            let mut st = obs.lock();
+            register_artifact(&mut st.artifacts, tool, out)
+        };
+        let outcome = run_round(round, &calls, &mut register).await;
+        let mut st = observer.lock();
+        st.refused.extend(outcome.refused);
+        st.conversation
+            .messages
+            .push(Message::tool_results(outcome.results));
+    }
+    let transcript = observer.transcript();
+    Err(Error::AttemptsExhausted {
+        attempts: core.limits.max_iterations,
+        last: format!(
+            "the thinker reached its iteration limit of {} turns without an accepted answer; \
+             what it gathered so far:\n{}",
+            core.limits.max_iterations,
+            tail(&transcript, 16_000)
+        ),
+    })
+}
+
+/// Start or continue the conversation: the objective as system content in a new one, the
+/// seeded follow-up right after it (new conversations only), then the query.
+fn open(core: &ThinkerCore, input: &ThinkerInput, uses_refs: bool, observer: &ThinkerObserver) {
+    let mut st = observer.lock();
+    let conv = &mut st.conversation;
+    if conv.is_new() {
+        conv.system = core.objective.clone();
+        if uses_refs {
+            conv.system.push_str("\n\n");
+            conv.system.push_str(LEGEND);
+        }
+        if let Some(followup) = core.hooks.seeded_followup(input) {
+            conv.messages.push(Message::user_text(followup));
+        }
+    }
+    let mut blocks = vec![ContentBlock::text(input.query.clone())];
+    if !input.artifact_refs.is_empty() {
+        let refs: Vec<&str> = input.artifact_refs.iter().map(|r| r.as_str()).collect();
+        blocks.push(ContentBlock::text(format!(
+            "Artifacts handed to you: {}",
+            refs.join(", ")
+        )));
+    }
+    conv.messages
+        .push(Message::new(crate::conversation::Role::User, blocks));
+}
+
+/// The entry to pin when this turn is guaranteed a native thinking block: the entry the router
+/// serves for the seat thinks natively and reasons at this depth. Pinning keeps the guarantee
+/// true for the call the schema was rendered for.
+fn native_thinking(core: &ThinkerCore, depth: Depth, cx: &JobContext) -> Option<String> {
+    let services = cx.services().get::<ModelServices>()?;
+    let budgets = cx.dispatcher().admission().store().clone();
+    let entry = services
+        .router()
+        .resolve(
+            core.declaration.grade(),
+            core.pin.as_deref(),
+            budgets.as_ref(),
+        )
+        .ok()?;
+    let (_, tokens) = reasoning_for(entry, depth);
+    let block = matches!(entry.reasoning(), Reasoning::Tokens(_));
+    (entry.thinking() && block && tokens > 0).then(|| entry.id().to_owned())
+}
+
+/// The last `max` bytes of a text.
+fn tail(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}

@@ -1,0 +1,365 @@
+//! The answer-shape boundary: one conversion, refusals composed from the schema, never an echo of
+//! the model's value (pinned by canaries in the error, in what goes back to the model, and in the
+//! logs), native-thinking strips, and no panic on any JSON.
+
+use proptest::prelude::*;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use thinkers::ErrorKind;
+use thinkers::conversation::ContentBlock;
+use thinkers::llm::{ChatResponse, StopReason, Usage};
+use thinkers::model::{Grade, OutputSize};
+use thinkers::thinker::{
+    AnswerShape, ArtifactRef, Judgement, REASONING_DESCRIPTION, ScriptedTurns,
+    SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput,
+};
+
+use crate::support::{LogCapture, dispatcher};
+
+const CANARY: &str = "CANARY-7f3a9b-do-not-echo";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Open,
+    Closed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Ticket {
+    /// A justification a reader can check.
+    pub reasoning: String,
+    pub status: Status,
+    pub count: u32,
+    pub tags: Vec<String>,
+    pub artifacts: Vec<ArtifactRef>,
+}
+
+fn refused<A: std::fmt::Debug>(j: Judgement<A>) -> thinkers::Error {
+    match j {
+        Judgement::Refused(e) => e,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+fn envelope(answer: Value) -> String {
+    let mut m = serde_json::Map::new();
+    m.insert("reasoning".into(), json!("r"));
+    m.insert("answer".into(), answer);
+    Value::Object(m).to_string()
+}
+
+fn good_ticket() -> Value {
+    json!({"reasoning": "x", "status": "open", "count": 2, "tags": ["a"], "artifacts": []})
+}
+
+/// Wrong answers of every kind, each carrying the canary.
+fn wrong_answers() -> Vec<String> {
+    let mut bad_enum = good_ticket();
+    bad_enum["status"] = json!(CANARY);
+    let mut bad_count = good_ticket();
+    bad_count["count"] = json!(CANARY);
+    let mut bad_tag = good_ticket();
+    bad_tag["tags"] = json!(["ok", {"x": CANARY}]);
+    let mut missing = good_ticket();
+    missing.as_object_mut().unwrap().remove("count");
+    missing["note"] = json!(CANARY);
+    vec![
+        json!(CANARY).to_string(),
+        envelope(json!(CANARY)),
+        envelope(json!([CANARY])),
+        envelope(json!(42)),
+        envelope(bad_enum),
+        envelope(bad_count),
+        envelope(bad_tag),
+        envelope(missing),
+        format!("{{\"answer\": \"{CANARY}"),
+        format!("not json {CANARY}"),
+    ]
+}
+
+#[test]
+fn a_composite_answer_refuses_anything_but_an_object() {
+    let shape = AnswerShape::<Ticket>::new();
+    for text in [
+        json!("flat").to_string(),
+        envelope(json!("flat")),
+        envelope(json!([1])),
+    ] {
+        let e = refused(shape.judge(&text, None));
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        let thinkers::Error::InvalidInput {
+            parameter,
+            value,
+            reason,
+            ..
+        } = &e
+        else {
+            panic!()
+        };
+        assert_eq!(parameter, "answer");
+        assert!(value.is_none());
+        assert!(reason.contains("an object of type Ticket"), "{reason}");
+    }
+}
+
+#[test]
+fn a_string_answer_refuses_objects_arrays_and_other_scalars() {
+    let shape = AnswerShape::<String>::new();
+    for v in [json!({"a": 1}), json!([1]), json!(3), json!(true)] {
+        let e = refused(shape.judge(&envelope(v), None));
+        assert!(e.to_string().contains("a string of type"), "{e}");
+    }
+    match shape.judge(&envelope(json!("fine")), None) {
+        Judgement::Answer { value, .. } => assert_eq!(value, "fine"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn null_or_absent_is_no_answer_yet() {
+    let shape = AnswerShape::<Ticket>::new();
+    for text in [
+        "",
+        "  ",
+        "null",
+        r#"{"reasoning": "r"}"#,
+        r#"{"answer": null}"#,
+    ] {
+        assert!(
+            matches!(shape.judge(text, None), Judgement::NoAnswer),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_mistyped_field_is_refused_from_the_schema() {
+    let shape = AnswerShape::<Ticket>::new();
+    let mut t = good_ticket();
+    t["status"] = json!("pending");
+    let e = refused(shape.judge(&envelope(t), None));
+    let msg = e.to_string();
+    assert!(msg.contains("answer.status"), "{msg}");
+    assert!(
+        msg.contains("\"open\"") && msg.contains("\"closed\""),
+        "{msg}"
+    );
+    assert!(!msg.contains("pending"), "{msg}");
+    // The decoder's complaint survives on the source only.
+    let source = std::error::Error::source(&e).unwrap().to_string();
+    assert!(source.contains("pending"), "{source}");
+
+    let mut t = good_ticket();
+    t["count"] = json!("many");
+    let msg = refused(shape.judge(&envelope(t), None)).to_string();
+    assert!(
+        msg.contains("answer.count") && msg.contains("an integer"),
+        "{msg}"
+    );
+    assert!(!msg.contains("many"), "{msg}");
+
+    let mut t = good_ticket();
+    t.as_object_mut().unwrap().remove("tags");
+    let msg = refused(shape.judge(&envelope(t), None)).to_string();
+    assert!(
+        msg.contains("answer.tags") && msg.contains("required"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn canaries_never_reach_the_error_message() {
+    let shape = AnswerShape::<Ticket>::new();
+    for text in wrong_answers() {
+        let e = refused(shape.judge(&text, None));
+        assert!(!e.to_string().contains(CANARY), "{e}");
+        assert!(!e.for_model().contains(CANARY), "{e}");
+        assert!(!format!("{:?}", e.kind()).contains(CANARY));
+    }
+}
+
+fn text_turn(text: &str) -> ChatResponse {
+    ChatResponse {
+        content: vec![ContentBlock::text(text)],
+        stop: StopReason::EndTurn,
+        usage: Usage::default(),
+        model: "scripted".into(),
+        logprobs: None,
+    }
+}
+
+#[tokio::test]
+async fn wrong_shapes_are_corrected_and_canaries_reach_neither_the_model_nor_the_logs() {
+    let logs = LogCapture::default();
+    let _guard = tracing::subscriber::set_default(logs.clone());
+    let (d, _) = dispatcher();
+    let wrong = wrong_answers();
+    let mut turns = ScriptedTurns::new();
+    for w in &wrong {
+        turns = turns.then(text_turn(w));
+    }
+    turns = turns.then_answer("fine", good_ticket());
+    let thinker = SingleObjectiveThinker::<Ticket>::new(
+        ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
+        "Classify the ticket.",
+    )
+    .turns(turns.clone())
+    .limits(thinkers::thinker::ThinkerLimits {
+        max_iterations: 20,
+        max_answer_corrections: 10,
+        ..Default::default()
+    });
+    let obs = thinker.observer();
+    let t = d
+        .run(thinker.ask(ThinkerInput::query("Ticket #1")))
+        .await
+        .unwrap();
+    assert_eq!(t.status, Status::Open);
+    let seen = turns.seen();
+    assert_eq!(
+        seen.len(),
+        wrong.len() + 1,
+        "every wrong answer was followed by a re-ask"
+    );
+    for s in &seen {
+        let body = serde_json::to_string(&s.request).unwrap();
+        assert!(!body.contains(CANARY), "sent back to the model: {body}");
+    }
+    let last = seen.last().unwrap().request.messages.last().unwrap().text();
+    assert!(last.contains("invalid"), "a correction was put: {last}");
+    assert!(!obs.transcript().contains(CANARY));
+    let logged = logs.text();
+    assert!(logged.contains("answer-shape boundary"), "{logged}");
+    assert!(!logged.contains(CANARY), "{logged}");
+}
+
+#[tokio::test]
+async fn answer_corrections_are_bounded_and_the_failure_echoes_nothing() {
+    let (d, _) = dispatcher();
+    let mut turns = ScriptedTurns::new();
+    for _ in 0..5 {
+        turns = turns.then(text_turn(&json!(CANARY).to_string()));
+    }
+    let thinker = SingleObjectiveThinker::<Ticket>::new(
+        ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
+        "Classify.",
+    )
+    .turns(turns);
+    let err = d
+        .run(thinker.ask(ThinkerInput::query("q")))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert!(!err.to_string().contains(CANARY), "{err}");
+}
+
+#[test]
+fn native_thinking_strips_reasoning_and_fills_it_from_the_block() {
+    let shape = AnswerShape::<Ticket>::new();
+    let plain = shape.request_schema(false).schema;
+    assert_eq!(
+        plain["properties"]["reasoning"]["description"],
+        REASONING_DESCRIPTION
+    );
+    assert_eq!(
+        plain["properties"]["answer"]["properties"]["reasoning"]["description"],
+        REASONING_DESCRIPTION
+    );
+    assert!(
+        plain["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("reasoning"))
+    );
+    let stripped = shape.request_schema(true).schema;
+    assert!(stripped["properties"].get("reasoning").is_none());
+    assert!(
+        stripped["properties"]["answer"]["properties"]
+            .get("reasoning")
+            .is_none()
+    );
+    assert!(
+        !stripped["properties"]["answer"]["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("reasoning"))
+    );
+    for schema in [&plain, &stripped] {
+        assert!(
+            !schema
+                .to_string()
+                .to_lowercase()
+                .contains("thought process")
+        );
+    }
+    let mut t = good_ticket();
+    t.as_object_mut().unwrap().remove("reasoning");
+    let text = json!({"answer": t}).to_string();
+    match shape.judge(&text, Some("I checked the ticket, then counted.")) {
+        Judgement::Answer {
+            value, reasoning, ..
+        } => {
+            assert_eq!(value.reasoning, "I checked the ticket, then counted.");
+            assert_eq!(reasoning, "I checked the ticket, then counted.");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(shape.uses_refs());
+    assert!(!AnswerShape::<String>::new().uses_refs());
+}
+
+fn arb_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
+        ".{0,12}".prop_map(Value::from),
+    ];
+    leaf.prop_recursive(4, 32, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
+            prop::collection::btree_map(
+                prop_oneof![
+                    Just("answer".to_owned()),
+                    Just("reasoning".to_owned()),
+                    Just("status".to_owned()),
+                    Just("count".to_owned()),
+                    Just("tags".to_owned()),
+                    Just("artifacts".to_owned()),
+                    "[a-z]{1,6}"
+                ],
+                inner,
+                0..6
+            )
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #[test]
+    fn arbitrary_json_answers_never_panic(v in arb_json(), wrap in any::<bool>(), thinking in any::<bool>()) {
+        let text = if wrap { envelope(v) } else { v.to_string() };
+        let th = thinking.then_some("because");
+        let _ = AnswerShape::<Ticket>::new().judge(&text, th);
+        let _ = AnswerShape::<String>::new().judge(&text, th);
+        let _ = AnswerShape::<Vec<u8>>::new().judge(&text, th);
+    }
+
+    #[test]
+    fn arbitrary_text_never_panics(s in ".{0,64}") {
+        let _ = AnswerShape::<Ticket>::new().judge(&s, None);
+    }
+}
+
+#[test]
+fn a_fenced_answer_is_unwrapped_once() {
+    let shape = AnswerShape::<Ticket>::new();
+    let text = format!("```json\n{}\n```", envelope(good_ticket()));
+    assert!(matches!(shape.judge(&text, None), Judgement::Answer { .. }));
+}

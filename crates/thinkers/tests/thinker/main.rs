@@ -1,0 +1,16 @@
+//! Thinkers end to end: the loop driven by scripted turns through the dispatcher, the
+//! answer-shape boundary, and single-objective runs over real HTTP against thinkers-sim for the
+//! OpenAI and Anthropic dialects and the text-tool fallback.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_docs,
+    unreachable_pub
+)]
+
+mod answer;
+mod e2e;
+mod read_only;
+mod scripted;
+mod support;

@@ -1,0 +1,242 @@
+//! The read-only binding at runtime: the sweep withholds (and logs) every tool that is not
+//! read-only, the admission check refuses such a call whatever the palette said, a wrapping
+//! provider must forward the flag, and children inherit the scope.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use thinkers::conversation::ContentBlock;
+use thinkers::job::ScopeGuard;
+use thinkers::model::{Grade, OutputSize};
+use thinkers::thinker::{
+    ScriptedTurns, SingleObjectiveThinker, ThinkerDeclaration, ThinkerHooks, ThinkerInput,
+};
+use thinkers::tool::{Tool, ToolContext, ToolRegistry, TypedToolProvider};
+
+use crate::support::{Delete, LogCapture, Lookup, Wrapper, delete_provider, dispatcher};
+
+fn decl() -> ThinkerDeclaration {
+    ThinkerDeclaration::new(Grade::Small, OutputSize::Compact)
+}
+
+fn offered(turns: &ScriptedTurns, i: usize) -> Vec<String> {
+    turns.seen()[i]
+        .request
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect()
+}
+
+fn results(obs: &thinkers::thinker::ThinkerObserver, at: usize) -> Vec<(String, bool, String)> {
+    obs.conversation().messages[at]
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult {
+                call_id,
+                is_error,
+                content,
+                ..
+            } => Some((call_id.clone(), *is_error, content.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_bypass_attempt_is_withheld_refused_and_logged() {
+    let logs = LogCapture::default();
+    let _guard = tracing::subscriber::set_default(logs.clone());
+    let (d, _) = dispatcher();
+    let deletes = Arc::new(AtomicUsize::new(0));
+    let honest = Wrapper {
+        inner: Arc::new(TypedToolProvider::new(Lookup::default())),
+        lying: false,
+    };
+    let turns = ScriptedTurns::new()
+        .then_calls(&[
+            ("c1", "delete_record", json!({"id": "42"})),
+            ("c2", "lookup", json!({"term": "seat"})),
+        ])
+        .then_answer("r", json!("done"));
+    // The thinker declares the side-effecting tool itself.
+    let thinker = SingleObjectiveThinker::<String>::new(decl(), "Tidy up.")
+        .provider(delete_provider(deletes.clone()))
+        .provider(Arc::new(honest))
+        .turns(turns.clone());
+    let obs = thinker.observer();
+    let scope = ScopeGuard::unbound().read_only();
+    let answer = d
+        .submit_scoped(thinker.ask(ThinkerInput::query("q")), scope)
+        .await
+        .unwrap();
+    assert_eq!(answer, "done");
+    assert_eq!(
+        offered(&turns, 0),
+        ["lookup"],
+        "the declared delete tool was withheld"
+    );
+    assert_eq!(offered(&turns, 1), ["lookup"]);
+    let withheld = obs.withheld();
+    assert_eq!(withheld.len(), 2, "withheld at every turn: {withheld:?}");
+    assert!(withheld.iter().all(|w| w.tool == "delete_record"));
+    // Called by name anyway: refused on its own id, never run.
+    let r = results(&obs, 2);
+    assert_eq!(r[0].0, "c1");
+    assert!(r[0].1);
+    assert!(r[0].2.contains("read-only"), "{}", r[0].2);
+    assert!(!r[1].1, "the read-only lookup ran");
+    assert_eq!(deletes.load(Ordering::SeqCst), 0);
+    let logged = logs.text();
+    assert!(
+        logged.contains("withheld a tool") && logged.contains("delete_record"),
+        "{logged}"
+    );
+    assert!(logged.contains("refused a non-read-only tool"), "{logged}");
+}
+
+#[tokio::test]
+async fn a_wrapper_must_forward_the_flag() {
+    let (d, _) = dispatcher();
+    let deletes = Arc::new(AtomicUsize::new(0));
+    // A correct wrapper forwards `read_only = false`: withheld and refused.
+    let forwarding = Wrapper {
+        inner: delete_provider(deletes.clone()),
+        lying: false,
+    };
+    let turns = ScriptedTurns::new()
+        .then_calls(&[("c1", "delete_record", json!({"id": "1"}))])
+        .then_answer("r", json!("ok"));
+    let thinker = SingleObjectiveThinker::<String>::new(decl(), "x")
+        .provider(Arc::new(forwarding))
+        .turns(turns.clone());
+    let obs = thinker.observer();
+    d.submit_scoped(
+        thinker.ask(ThinkerInput::query("q")),
+        ScopeGuard::unbound().read_only(),
+    )
+    .await
+    .unwrap();
+    assert!(offered(&turns, 0).is_empty());
+    assert!(results(&obs, 2)[0].1, "refused");
+    assert_eq!(deletes.load(Ordering::SeqCst), 0);
+
+    // A wrapper that does not forward makes the palette and admission read a flag the wrapped
+    // tool never declared: exactly the drift the forwarding rule exists to prevent.
+    let lying = Wrapper {
+        inner: delete_provider(deletes.clone()),
+        lying: true,
+    };
+    let turns = ScriptedTurns::new().then_answer("r", json!("ok"));
+    let thinker = SingleObjectiveThinker::<String>::new(decl(), "x")
+        .provider(Arc::new(lying))
+        .turns(turns.clone());
+    d.submit_scoped(
+        thinker.ask(ThinkerInput::query("q")),
+        ScopeGuard::unbound().read_only(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(offered(&turns, 0), ["delete_record"]);
+}
+
+/// Reports whether the scope it runs in is read-only.
+struct ScopeProbe;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct Empty {}
+
+impl Tool for ScopeProbe {
+    const NAME: &'static str = "scope_probe";
+    type Input = Empty;
+    type Output = bool;
+    fn description(&self) -> Cow<'static, str> {
+        "Report the scope.".into()
+    }
+    fn read_only(&self) -> bool {
+        true
+    }
+    async fn call(&self, _: &Empty, cx: &ToolContext<'_>) -> thinkers::Result<bool> {
+        Ok(cx.job.scope().is_read_only())
+    }
+}
+
+/// A read-only tool whose body runs a thinker that declares a side-effecting tool.
+struct Delegate {
+    inner: SingleObjectiveThinker<String>,
+}
+
+impl Tool for Delegate {
+    const NAME: &'static str = "delegate";
+    type Input = Empty;
+    type Output = String;
+    fn description(&self) -> Cow<'static, str> {
+        "Delegate.".into()
+    }
+    fn read_only(&self) -> bool {
+        true
+    }
+    async fn call(&self, _: &Empty, cx: &ToolContext<'_>) -> thinkers::Result<String> {
+        cx.job
+            .submit_in_step(self.inner.ask(ThinkerInput::query("sub")))
+            .await
+    }
+}
+
+/// A reconcile hook that keeps re-adding the side-effecting tool every turn.
+struct Readd(Arc<AtomicUsize>);
+impl ThinkerHooks for Readd {
+    fn reconcile_tools(&self, registry: &mut ToolRegistry, _: thinkers::model::Depth) {
+        registry.register(Arc::new(TypedToolProvider::new(Delete {
+            calls: self.0.clone(),
+        })));
+    }
+}
+
+#[tokio::test]
+async fn children_inherit_the_scope_and_hooks_cannot_undo_the_sweep() {
+    let (d, _) = dispatcher();
+    let deletes = Arc::new(AtomicUsize::new(0));
+    let sub_turns = ScriptedTurns::new()
+        .then_calls(&[("s1", "delete_record", json!({"id": "9"}))])
+        .then_answer("r", json!("sub done"));
+    let sub = SingleObjectiveThinker::<String>::new(decl(), "sub")
+        .hooks(Readd(deletes.clone()))
+        .turns(sub_turns.clone());
+    let sub_obs = sub.observer();
+    let turns = ScriptedTurns::new()
+        .then_calls(&[
+            ("p", "scope_probe", json!({})),
+            ("d", "delegate", json!({})),
+        ])
+        .then_answer("r", json!("top done"));
+    let top = SingleObjectiveThinker::<String>::new(decl(), "top")
+        .tool(ScopeProbe)
+        .tool(Delegate { inner: sub })
+        .turns(turns);
+    let obs = top.observer();
+    d.submit_scoped(
+        top.ask(ThinkerInput::query("q")),
+        ScopeGuard::unbound().read_only(),
+    )
+    .await
+    .unwrap();
+    let r = results(&obs, 2);
+    assert!(
+        r[0].2.contains("true"),
+        "the tool ran read-only: {}",
+        r[0].2
+    );
+    assert!(r[1].2.contains("sub done"));
+    // The sub-thinker ran in the inherited read-only scope: its re-added tool was withheld and
+    // the call refused.
+    assert!(offered(&sub_turns, 0).is_empty());
+    assert_eq!(sub_obs.withheld().len(), 2);
+    assert_eq!(sub_obs.refused().len(), 1);
+    assert_eq!(deletes.load(Ordering::SeqCst), 0);
+}

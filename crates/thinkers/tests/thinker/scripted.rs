@@ -1,0 +1,483 @@
+//! The loop driven by scripted turns through a real dispatcher: tool rounds in one step,
+//! refusals answering their call ids, the per-turn bound, guardrails, the iteration limit, the
+//! seeded follow-up, the transcript, content stream events and depth clamping.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use thinkers::ErrorKind;
+use thinkers::conversation::{ContentBlock, Role};
+use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
+use thinkers::thinker::{
+    ArtifactRef, ContentStream, META_THINKER_DEPTH, ScriptedTurns, SingleObjectiveThinker,
+    ThinkerDeclaration, ThinkerHooks, ThinkerInput, ThinkerLimits, Verdict,
+};
+use thinkers::tool::{Tool, ToolContext};
+
+use crate::support::{Definition, Lookup, dispatcher};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Summary {
+    /// A justification a reader can check.
+    pub reasoning: String,
+    pub summary: String,
+    pub artifacts: Vec<ArtifactRef>,
+}
+
+fn decl() -> ThinkerDeclaration {
+    ThinkerDeclaration::new(Grade::Small, OutputSize::Compact)
+}
+
+fn summary(text: &str, refs: &[&str]) -> serde_json::Value {
+    json!({"reasoning": "looked it up", "summary": text, "artifacts": refs})
+}
+
+#[tokio::test]
+async fn parallel_tool_calls_share_the_turn_ordinal_and_come_back_as_one_batch() {
+    let (d, rec) = dispatcher();
+    let lookup = Lookup::default();
+    let turns = ScriptedTurns::new()
+        .then_calls(&[
+            ("c1", "lookup", json!({"term": "seat"})),
+            ("c2", "lookup", json!({"term": "grade"})),
+            ("c3", "lookup", json!({"term": "depth"})),
+        ])
+        .then_answer("r", summary("three terms", &["@a1", "@a3"]));
+    let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Explain terms.")
+        .tool(lookup.clone())
+        .turns(turns.clone())
+        .class("glossary");
+    let obs = thinker.observer();
+    let answer = d
+        .run(thinker.ask(ThinkerInput::query("What are these?")))
+        .await
+        .unwrap();
+    assert_eq!(answer.summary, "three terms");
+    assert_eq!(lookup.calls.load(Ordering::SeqCst), 3);
+
+    // One batch message answering every call id, in call order, each labelled with its ref.
+    let conv = obs.conversation();
+    let batch = &conv.messages[2];
+    assert_eq!(batch.role, Role::User);
+    let ids: Vec<_> = batch
+        .content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::ToolResult {
+                call_id,
+                content,
+                is_error,
+                ..
+            } => {
+                assert!(!is_error);
+                assert!(content.starts_with("[artifact @a"), "{content}");
+                call_id.clone()
+            }
+            other => panic!("not a result: {other:?}"),
+        })
+        .collect();
+    assert_eq!(ids, ["c1", "c2", "c3"]);
+    // The second turn saw the batch.
+    assert_eq!(turns.seen()[1].request.messages.len(), 3);
+    assert_eq!(turns.seen()[0].turn, 1);
+    assert_eq!(turns.seen()[1].turn, 2);
+
+    // The three tool jobs are children of the thinker in step 1, sharing its ordinal.
+    let jobs = rec.jobs();
+    let root = jobs.iter().find(|j| j.start.class == "glossary").unwrap();
+    let tools: Vec<_> = jobs.iter().filter(|j| j.start.class == "lookup").collect();
+    assert_eq!(tools.len(), 3);
+    for t in &tools {
+        assert_eq!(t.start.parent, Some(root.start.id));
+        assert_eq!(t.start.ordinal, Some(1));
+    }
+    // Artifacts resolve to the typed values.
+    let arts = obs.artifacts();
+    let first: &Definition = arts.resolve(&answer.artifacts[0]).unwrap();
+    assert_eq!(first.term, "seat");
+    let third: &Definition = arts.resolve(&answer.artifacts[1]).unwrap();
+    assert_eq!(third.term, "depth");
+}
+
+#[tokio::test]
+async fn refused_calls_answer_their_own_ids_and_the_turn_bound_holds() {
+    let (d, _) = dispatcher();
+    let lookup = Lookup::default();
+    let turns = ScriptedTurns::new()
+        .then_calls(&[
+            ("ok", "lookup", json!({"term": "seat"})),
+            ("unknown", "no_such_tool", json!({})),
+            ("bad", "lookup", json!({"term": 42})),
+            ("over", "lookup", json!({"term": "extra"})),
+        ])
+        .then_answer("r", summary("done", &[]));
+    let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Explain.")
+        .tool(lookup.clone())
+        .turns(turns)
+        .limits(ThinkerLimits {
+            max_tool_calls_per_turn: 3,
+            ..ThinkerLimits::default()
+        });
+    let obs = thinker.observer();
+    d.run(thinker.ask(ThinkerInput::query("q"))).await.unwrap();
+    assert_eq!(
+        lookup.calls.load(Ordering::SeqCst),
+        1,
+        "only the valid call ran"
+    );
+    let conv = obs.conversation();
+    let results: Vec<(String, bool, String)> = conv.messages[2]
+        .content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::ToolResult {
+                call_id,
+                is_error,
+                content,
+                ..
+            } => (call_id.clone(), *is_error, content.clone()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(results.len(), 4, "every call is answered");
+    assert_eq!((results[0].0.as_str(), results[0].1), ("ok", false));
+    assert_eq!((results[1].0.as_str(), results[1].1), ("unknown", true));
+    assert!(results[1].2.contains("no such tool"), "{}", results[1].2);
+    assert_eq!((results[2].0.as_str(), results[2].1), ("bad", true));
+    assert!(results[2].2.contains("term"), "{}", results[2].2);
+    assert_eq!((results[3].0.as_str(), results[3].1), ("over", true));
+    assert!(
+        results[3].2.contains("at most 3 tool calls"),
+        "{}",
+        results[3].2
+    );
+    assert_eq!(obs.refused().len(), 3);
+}
+
+#[tokio::test]
+async fn guardrail_refusals_become_correction_turns_then_the_answer_passes() {
+    let (d, _) = dispatcher();
+    let turns = ScriptedTurns::new()
+        .then_answer("r", summary("", &[]))
+        .then_answer("r", summary("a real summary", &[]));
+    let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Summarise.")
+        .turns(turns.clone())
+        .guardrail(|a: &Summary| {
+            if a.summary.is_empty() {
+                Verdict::refuse("the summary must not be empty")
+            } else {
+                Verdict::Accept
+            }
+        });
+    let answer = d.run(thinker.ask(ThinkerInput::query("q"))).await.unwrap();
+    assert_eq!(answer.summary, "a real summary");
+    let second = &turns.seen()[1].request.messages;
+    let last = second.last().unwrap();
+    assert_eq!(last.role, Role::User);
+    assert!(
+        last.text().contains("the summary must not be empty"),
+        "{}",
+        last.text()
+    );
+}
+
+#[tokio::test]
+async fn guardrail_corrections_are_bounded() {
+    let (d, _) = dispatcher();
+    let mut turns = ScriptedTurns::new();
+    for _ in 0..3 {
+        turns = turns.then_answer("r", summary("", &[]));
+    }
+    let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Summarise.")
+        .turns(turns)
+        .limits(ThinkerLimits {
+            max_guardrail_corrections: 2,
+            ..ThinkerLimits::default()
+        })
+        .guardrail(|_: &Summary| Verdict::refuse("never good enough"));
+    let err = d
+        .run(thinker.ask(ThinkerInput::query("q")))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert!(err.to_string().contains("never good enough"), "{err}");
+}
+
+#[tokio::test]
+async fn the_iteration_limit_fails_with_what_was_gathered() {
+    let (d, _) = dispatcher();
+    let mut turns = ScriptedTurns::new();
+    for i in 0..3 {
+        turns = turns.then_calls(&[(&format!("c{i}"), "lookup", json!({"term": format!("t{i}")}))]);
+    }
+    let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Explain.")
+        .tool(Lookup::default())
+        .turns(turns)
+        .limits(ThinkerLimits {
+            max_iterations: 3,
+            ..ThinkerLimits::default()
+        });
+    let err = d
+        .run(thinker.ask(ThinkerInput::query("q")))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::AttemptsExhausted);
+    let msg = err.to_string();
+    assert!(msg.contains("iteration limit of 3"), "{msg}");
+    assert!(
+        msg.contains("the meaning of t2"),
+        "the gathered results are carried: {msg}"
+    );
+}
+
+struct Plan;
+impl ThinkerHooks for Plan {
+    fn seeded_followup(&self, _: &ThinkerInput) -> Option<String> {
+        Some("Plan: look up, then summarise.".into())
+    }
+}
+
+#[tokio::test]
+async fn seeded_followup_follows_the_objective_only_in_a_new_conversation_and_transcript_has_it_all()
+ {
+    let (d, _) = dispatcher();
+    let turns = ScriptedTurns::new()
+        .then_calls(&[("c1", "lookup", json!({"term": "seat"}))])
+        .then_answer("r", summary("first", &["@a1"]))
+        .then_answer("r", summary("second", &["@a1"]));
+    let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "OBJECTIVE: explain.")
+        .tool(Lookup::default())
+        .hooks(Plan)
+        .turns(turns.clone());
+    d.run(thinker.ask(ThinkerInput::query("first question")))
+        .await
+        .unwrap();
+    let first = &turns.seen()[0].request;
+    assert_eq!(
+        first.system,
+        "OBJECTIVE: explain.\n\n".to_owned() + thinkers_legend()
+    );
+    assert_eq!(first.messages[0].text(), "Plan: look up, then summarise.");
+    assert_eq!(first.messages[1].text(), "first question");
+
+    // A second run continues the conversation: no second follow-up.
+    let second = d
+        .run(thinker.ask(ThinkerInput::query("challenge")))
+        .await
+        .unwrap();
+    assert_eq!(second.summary, "second");
+    let texts: Vec<String> = turns.seen()[2]
+        .request
+        .messages
+        .iter()
+        .map(|m| m.text())
+        .collect();
+    assert_eq!(texts.iter().filter(|t| t.starts_with("Plan:")).count(), 1);
+    assert_eq!(texts.last().unwrap(), "challenge");
+
+    let t = thinker.transcript();
+    let order = [
+        "[system]\nOBJECTIVE",
+        "Plan: look up",
+        "first question",
+        "[tool call c1] lookup",
+        "[tool result c1] lookup: [artifact @a1]",
+        "\"first\"",
+        "challenge",
+        "\"second\"",
+    ];
+    let mut at = 0;
+    for needle in order {
+        let found = t[at..]
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle} after {at} in\n{t}"));
+        at += found + needle.len();
+    }
+}
+
+fn thinkers_legend() -> &'static str {
+    "Artifacts: every successful tool result is labelled with a ref such as @a1. To rely on a \
+     result in your answer, list its ref in the answer's artifact fields exactly as written; do \
+     not invent refs."
+}
+
+#[tokio::test]
+async fn an_unknown_artifact_ref_is_corrected_not_failed() {
+    let (d, _) = dispatcher();
+    let turns = ScriptedTurns::new()
+        .then_answer("r", summary("x", &["@a7"]))
+        .then_answer("r", summary("x", &[]));
+    let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Explain.").turns(turns.clone());
+    d.run(thinker.ask(ThinkerInput::query("q"))).await.unwrap();
+    let last = turns.seen()[1].request.messages.last().unwrap().text();
+    assert!(last.contains("name no tool result"), "{last}");
+    assert!(
+        !last.contains("@a7"),
+        "the model's value is not echoed: {last}"
+    );
+}
+
+/// A tool that runs a whole thinker as its body (an agent used as a tool).
+struct AskExpert {
+    expert: SingleObjectiveThinker<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct AskInput {
+    question: String,
+}
+
+impl Tool for AskExpert {
+    const NAME: &'static str = "ask_expert";
+    type Input = AskInput;
+    type Output = String;
+    fn description(&self) -> Cow<'static, str> {
+        "Ask an expert.".into()
+    }
+    fn read_only(&self) -> bool {
+        true
+    }
+    async fn call(&self, input: &AskInput, cx: &ToolContext<'_>) -> thinkers::Result<String> {
+        let job = self
+            .expert
+            .ask(ThinkerInput::query(input.question.clone()).with_depth(Depth::Thorough));
+        cx.job.submit_in_step(job).await
+    }
+}
+
+#[tokio::test]
+async fn content_events_only_for_direct_runs_and_depth_is_clamped_to_the_caller() {
+    let (d, rec) = dispatcher();
+    let stream = ContentStream::new(16);
+    let mut events = stream.subscribe();
+    let expert_turns = ScriptedTurns::new().then_answer("r", json!("the expert's view"));
+    let expert = SingleObjectiveThinker::<String>::new(decl(), "Be an expert.")
+        .turns(expert_turns.clone())
+        .class("expert")
+        .content_stream(stream.clone());
+    let expert_obs = expert.observer();
+    let lead = SingleObjectiveThinker::<Summary>::new(decl(), "Lead.")
+        .tool(AskExpert { expert })
+        .turns(
+            ScriptedTurns::new()
+                .then_calls(&[("c1", "ask_expert", json!({"question": "why?"}))])
+                .then_answer("r", summary("lead answer", &["@a1"])),
+        )
+        .class("lead")
+        .content_stream(stream.clone());
+    let answer = d
+        .run(lead.ask(ThinkerInput::query("q").with_depth(Depth::Quick)))
+        .await
+        .unwrap();
+    assert_eq!(answer.summary, "lead answer");
+    assert!(expert_obs.transcript().contains("the expert's view"));
+    let ev = events.try_recv().unwrap();
+    assert_eq!(ev.class, "lead");
+    assert!(ev.content.contains("lead answer"));
+    assert!(
+        events.try_recv().is_err(),
+        "the expert, called by a thinker, published nothing"
+    );
+
+    // The expert asked for thorough but works at its caller's quick depth.
+    assert_eq!(expert_turns.seen()[0].depth, Depth::Quick);
+    let _ = (rec, META_THINKER_DEPTH);
+}
+
+#[tokio::test]
+async fn a_direct_run_keeps_its_requested_depth() {
+    let (d, _) = dispatcher();
+    let turns = ScriptedTurns::new().then_answer("r", json!("x"));
+    let t = SingleObjectiveThinker::<String>::new(decl(), "x").turns(turns.clone());
+    let handle = d.submit(t.ask(ThinkerInput::query("q").with_depth(Depth::Thorough)));
+    let job_cx = handle.context().clone();
+    handle.await.unwrap();
+    assert_eq!(turns.seen()[0].depth, Depth::Thorough);
+    assert_eq!(job_cx.metadata(META_THINKER_DEPTH), Some(json!("thorough")));
+    assert_eq!(
+        job_cx.metadata(thinkers::thinker::META_CONTENT),
+        Some(json!("x")),
+        "a direct run also publishes its answer on its metadata"
+    );
+    let default = ThinkerInput::query("q");
+    assert_eq!(default.depth, Depth::Standard);
+    let parsed: ThinkerInput = serde_json::from_value(json!({"query": "q"})).unwrap();
+    assert_eq!(parsed.depth, Depth::Standard);
+}
+
+#[tokio::test]
+async fn a_direct_string_answer_is_published_as_text() {
+    let (d, _) = dispatcher();
+    let stream = ContentStream::new(4);
+    let mut events = stream.subscribe();
+    let t = SingleObjectiveThinker::<String>::new(decl(), "Answer.")
+        .turns(ScriptedTurns::new().then_answer("r", json!("plain text")))
+        .content_stream(stream);
+    assert_eq!(
+        d.run(t.ask(ThinkerInput::query("q"))).await.unwrap(),
+        "plain text"
+    );
+    assert_eq!(events.try_recv().unwrap().content, "plain text");
+}
+
+#[test]
+fn declarations_refine_and_the_thinker_is_model_dependent() {
+    let mut t = SingleObjectiveThinker::<String>::new(decl(), "x");
+    t.set_grade(Grade::Large);
+    t.set_output(OutputSize::Tokens(700));
+    t.set_output(OutputSize::Standard);
+    assert_eq!(t.declaration().grade(), Grade::Large);
+    assert_eq!(t.declaration().output(), OutputSize::Standard);
+    t.pin_model("sim-large-a".into());
+    assert_eq!(t.pin(), Some("sim-large-a"));
+    let d = ThinkerDeclaration::new(Grade::Medium, OutputSize::Verdict)
+        .comfort_tokens(64_000)
+        .compaction_trigger(0.8);
+    assert_eq!(d.comfort(), Some(64_000));
+    assert_eq!(d.trigger(), Some(0.8));
+    let _ = Arc::new(0);
+}
+
+#[tokio::test]
+async fn a_content_stream_registered_on_the_dispatcher_receives_direct_answers() {
+    let stream = ContentStream::new(4);
+    let mut events = stream.subscribe();
+    let d = thinkers::Dispatcher::builder()
+        .service(Arc::new(stream))
+        .build();
+    let t = SingleObjectiveThinker::<String>::new(decl(), "Answer.")
+        .turns(ScriptedTurns::new().then_answer("r", json!("via the service")));
+    d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
+    assert_eq!(events.try_recv().unwrap().content, "via the service");
+}
+
+/// A reconcile hook that registers the same tool at every turn.
+struct EveryTurn;
+impl ThinkerHooks for EveryTurn {
+    fn reconcile_tools(&self, registry: &mut thinkers::tool::ToolRegistry, _: Depth) {
+        registry.register(Arc::new(thinkers::tool::TypedToolProvider::new(
+            Lookup::default(),
+        )));
+    }
+}
+
+#[tokio::test]
+async fn reconcile_hooks_run_every_turn_and_are_idempotent() {
+    let (d, _) = dispatcher();
+    let turns = ScriptedTurns::new()
+        .then_calls(&[("c1", "lookup", json!({"term": "a"}))])
+        .then_calls(&[("c2", "lookup", json!({"term": "b"}))])
+        .then_answer("r", summary("done", &[]));
+    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+        .hooks(EveryTurn)
+        .turns(turns.clone());
+    d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
+    for seen in turns.seen() {
+        let names: Vec<_> = seen.request.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["lookup"], "turn {}", seen.turn);
+    }
+}

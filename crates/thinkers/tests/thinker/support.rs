@@ -1,0 +1,221 @@
+//! Shared tools, runtimes and a log capture for the thinker tests.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use thinkers::dispatch::DispatchConfig;
+use thinkers::job::BoxJob;
+use thinkers::llm::ModelClient;
+use thinkers::model::Catalog;
+use thinkers::model::catalog::BUNDLED_TOML;
+use thinkers::record::MemoryRecorder;
+use thinkers::tool::{
+    Tool, ToolCallContext, ToolContext, ToolOutput, ToolProvider, TypedToolProvider,
+};
+use thinkers::{Dispatcher, Runtime};
+use thinkers_sim::{Sim, SimConfig};
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct LookupInput {
+    /// The term to look up.
+    pub term: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Definition {
+    pub term: String,
+    pub meaning: String,
+}
+
+/// A read-only glossary lookup.
+#[derive(Debug, Default, Clone)]
+pub struct Lookup {
+    pub calls: Arc<AtomicUsize>,
+}
+
+impl Tool for Lookup {
+    const NAME: &'static str = "lookup";
+    type Input = LookupInput;
+    type Output = Definition;
+    fn description(&self) -> Cow<'static, str> {
+        "Look a term up in the glossary.".into()
+    }
+    fn read_only(&self) -> bool {
+        true
+    }
+    async fn call(
+        &self,
+        input: &LookupInput,
+        _cx: &ToolContext<'_>,
+    ) -> thinkers::Result<Definition> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        Ok(Definition {
+            term: input.term.clone(),
+            meaning: format!("the meaning of {}", input.term),
+        })
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct DeleteInput {
+    /// What to delete.
+    pub id: String,
+}
+
+/// A tool with side effects: never read-only.
+#[derive(Debug, Default, Clone)]
+pub struct Delete {
+    pub calls: Arc<AtomicUsize>,
+}
+
+impl Tool for Delete {
+    const NAME: &'static str = "delete_record";
+    type Input = DeleteInput;
+    type Output = String;
+    fn description(&self) -> Cow<'static, str> {
+        "Delete a record.".into()
+    }
+    async fn call(&self, input: &DeleteInput, _cx: &ToolContext<'_>) -> thinkers::Result<String> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Ok(format!("deleted {}", input.id))
+    }
+}
+
+/// A provider wrapping another. A correct wrapper forwards `read_only`; `lying` claims read-only
+/// whatever the wrapped tool says.
+pub struct Wrapper {
+    pub inner: Arc<dyn ToolProvider>,
+    pub lying: bool,
+}
+
+impl ToolProvider for Wrapper {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn description(&self) -> &str {
+        self.inner.description()
+    }
+    fn input_schema(&self) -> &Value {
+        self.inner.input_schema()
+    }
+    fn read_only(&self) -> bool {
+        self.lying || self.inner.read_only()
+    }
+    fn instantiate(
+        &self,
+        arguments: Value,
+        cx: &ToolCallContext,
+    ) -> thinkers::Result<BoxJob<ToolOutput>> {
+        self.inner.instantiate(arguments, cx)
+    }
+}
+
+pub fn delete_provider(calls: Arc<AtomicUsize>) -> Arc<dyn ToolProvider> {
+    Arc::new(TypedToolProvider::new(Delete { calls }))
+}
+
+/// A plain dispatcher recording to memory (scripted turns need no model services).
+pub fn dispatcher() -> (Dispatcher, MemoryRecorder) {
+    let rec = MemoryRecorder::new();
+    let d = Dispatcher::builder()
+        .recorder(Arc::new(rec.clone()))
+        .build();
+    (d, rec)
+}
+
+pub struct Setup {
+    pub sim: Sim,
+    pub rt: Runtime,
+    pub rec: MemoryRecorder,
+}
+
+/// A calm sim serving the bundled catalog (bodies logged), and a runtime bound to it.
+pub async fn setup_with(tune: impl FnOnce(SimConfig) -> SimConfig) -> Setup {
+    let config = SimConfig::from_catalog_toml(BUNDLED_TOML).unwrap().calm();
+    let config = SimConfig {
+        log_bodies: true,
+        hang_ms: 10_000,
+        ..tune(config)
+    };
+    let sim = Sim::start(config).await.unwrap();
+    let catalog = Catalog::bundled().with_sim_url(&sim.base_url());
+    let rec = MemoryRecorder::new();
+    let client = ModelClient::builder()
+        .request_timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let rt = Runtime::builder(catalog)
+        .recorder(Arc::new(rec.clone()))
+        .client(client)
+        .config(DispatchConfig {
+            transient_backoff: Duration::from_millis(10),
+            throttle_backoff: Duration::from_millis(10),
+            ..DispatchConfig::default()
+        })
+        .build()
+        .await
+        .unwrap();
+    Setup { sim, rt, rec }
+}
+
+pub async fn setup() -> Setup {
+    setup_with(|c| c).await
+}
+
+/// Captures every tracing event (message and fields) on the current thread into a buffer.
+#[derive(Clone, Default)]
+pub struct LogCapture {
+    pub buf: Arc<Mutex<String>>,
+}
+
+impl LogCapture {
+    pub fn text(&self) -> String {
+        self.buf.lock().unwrap().clone()
+    }
+}
+
+struct Visitor<'a>(&'a mut String);
+
+impl tracing::field::Visit for Visitor<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.push_str(&format!(" {}={:?}", field.name(), value));
+    }
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.push_str(&format!(" {}={}", field.name(), value));
+    }
+}
+
+impl tracing::Subscriber for LogCapture {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, attrs: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        let mut line = String::new();
+        attrs.record(&mut Visitor(&mut line));
+        self.buf.lock().unwrap().push_str(&format!("span{line}\n"));
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+        let mut line = String::new();
+        values.record(&mut Visitor(&mut line));
+        self.buf
+            .lock()
+            .unwrap()
+            .push_str(&format!("record{line}\n"));
+    }
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut line = format!("{} {}", event.metadata().level(), event.metadata().target());
+        event.record(&mut Visitor(&mut line));
+        self.buf.lock().unwrap().push_str(&line);
+        self.buf.lock().unwrap().push('\n');
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
