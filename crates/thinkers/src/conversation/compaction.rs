@@ -10,7 +10,9 @@
 //!    the summary;
 //! 2. asks the [`Summarizer`] to condense everything before that point into about
 //!    [`Compactor::summary_tokens`] tokens;
-//! 3. replaces those messages with ONE user message carrying the summary.
+//! 3. replaces those messages with ONE user message carrying the summary. When the summary costs
+//!    more on the wire than the room left for it, the summariser is asked once more for a
+//!    shorter one.
 //!
 //! The objective, the kept tail and the conversation's state are untouched; the state is where
 //! anything that must outlive old messages belongs (tools discovered, skills loaded). A failed
@@ -139,14 +141,15 @@ impl Compactor {
         // Room for the summary text, with slack for how its bytes are escaped on the wire.
         let reserve = u64::from(summary_tokens) + u64::from(summary_tokens) / 4 + 16;
         let system = conversation.objective().render();
-        let fits = |cut: usize| -> Result<bool> {
-            let mut messages = Vec::with_capacity(conversation.messages().len() - cut + 1);
-            messages.push(summary_message(""));
-            messages.extend_from_slice(&conversation.messages()[cut..]);
-            let size = sizer.tokens(&ChatRequest::new(system.clone(), messages))?;
-            Ok(size + reserve <= threshold)
+        let measure = |summary: &str, cut: usize| -> Result<u64> {
+            let tail = &conversation.messages()[cut..];
+            let mut messages = Vec::with_capacity(tail.len() + 1);
+            messages.push(summary_message(summary));
+            messages.extend_from_slice(tail);
+            sizer.tokens(&ChatRequest::new(system.clone(), messages))
         };
         // The size falls as the cut moves later: find the earliest cut that fits.
+        let fits = |cut: usize| -> Result<bool> { Ok(measure("", cut)? + reserve <= threshold) };
         let (mut lo, mut hi) = (0, cuts.len() - 1);
         let cut = if fits(latest)? {
             while lo < hi {
@@ -162,13 +165,30 @@ impl Compactor {
             latest
         };
         let text = transcript::messages(&conversation.messages()[..cut]);
-        let summary = self.summarizer.summarize(&text, summary_tokens).await?;
-        conversation.splice(0..cut, vec![summary_message(summary.trim())]);
-        let after = sizer.tokens(&conversation.render())?;
+        let mut summary = self.summarizer.summarize(&text, summary_tokens).await?;
+        let mut after = measure(summary.trim(), cut)?;
+        let base = measure("", cut)?;
+        if after > threshold && base < threshold {
+            // The summary cost more on the wire than its reserve (escaping, or a summariser
+            // that overshot): ask once more, for a target scaled to the room there is.
+            let room = (threshold - base) as f64;
+            let cost = after.saturating_sub(base).max(1) as f64;
+            let retry = (f64::from(summary_tokens) * room / cost * 0.9).floor();
+            if retry >= 1.0 && retry < f64::from(summary_tokens) {
+                // `retry` is below `summary_tokens`, a u32.
+                let shorter = self.summarizer.summarize(&text, retry as u32).await?;
+                let size = measure(shorter.trim(), cut)?;
+                if size < after {
+                    summary = shorter;
+                    after = size;
+                }
+            }
+        }
         if after > threshold {
             tracing::warn!(conversation = %conversation.id(), before, after, threshold,
                 "compacted conversation is still over its threshold");
         }
+        conversation.splice(0..cut, vec![summary_message(summary.trim())]);
         Ok(Some(CompactionRecord {
             conversation: conversation.id().clone(),
             before_tokens: before,
