@@ -42,6 +42,7 @@ pub use objective::{Objective, Slot};
 pub use service::{CompactionSink, ConversationService};
 pub use sizing::{RequestSizer, WireSizer};
 pub use stamps::{DEFAULT_COMFORT_WINDOW, DEFAULT_COMPACTION_TRIGGER, Stamps};
+#[cfg(feature = "sqlite")]
 pub(crate) use store::unknown_conversation;
 pub use store::{ConversationStore, VERSION_PARAMETER, VersionConflict, is_version_conflict};
 pub use summarizer::{FnSummarizer, Summarizer, summarizer_fn};

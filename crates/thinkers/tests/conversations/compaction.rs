@@ -253,7 +253,10 @@ async fn the_service_compacts_records_and_saves_the_result() -> Result<()> {
         .compact_if_needed(&mut c, &sizer, None)
         .await?
         .expect("compacted");
-    assert_eq!(records.lock().unwrap().as_slice(), [record.clone()]);
+    assert_eq!(
+        records.lock().unwrap().as_slice(),
+        std::slice::from_ref(&record)
+    );
     assert_eq!(record.conversation, *c.id());
     assert!(record.after_tokens < record.before_tokens);
     assert!(record.at_ms > 0);
