@@ -1,10 +1,48 @@
-//! Conversations: what a thinker says to a model and what the model says back.
+//! Conversations: what a thinker says to a model, what the model says back, and where it is kept.
 //!
-//! This module currently holds the provider-agnostic message types ([`Message`],
-//! [`ContentBlock`]). They carry everything a turn can contain — text, tool calls and their
-//! results, native thinking blocks, images and files — without knowing any provider's wire format;
-//! only the `llm` dialects translate them.
+//! * [`Message`] and [`ContentBlock`] are the provider-agnostic turns: text, tool calls and their
+//!   results, native thinking blocks (signatures kept byte for byte), images and files. Only the
+//!   `llm` dialects translate them to a wire format.
+//! * [`Conversation`] holds an [`Objective`] (the system content, as named slots), the messages,
+//!   the [`Stamps`] written when it was obtained (grade, depth, output size, comfort window,
+//!   compaction trigger), a state map that survives compaction, and a version.
+//!   [`Conversation::render`] turns it into an [`crate::llm::ChatRequest`], so token counts come
+//!   from the real encoders.
+//! * [`ConversationService`] obtains new conversations, resumes saved ones by id, saves them (the
+//!   durable ones to a [`ConversationStore`]), compacts them and renders transcripts.
+//! * [`ConversationStore`] keeps durable conversations under optimistic versioning: a save based
+//!   on a stale version fails with a [`VersionConflict`] and writes nothing.
+//!   [`MemoryConversationStore`] is in memory; the SQLite store lives in [`crate::store`].
+//! * Compaction ([`Compactor`]) folds older turns into one summary written by a [`Summarizer`],
+//!   keeping the objective, the latest turns, every kept tool call paired with its results, and
+//!   the state. Each compaction yields a [`CompactionRecord`].
 
+mod compaction;
+mod data;
+mod id;
+mod memory;
 pub mod message;
+mod objective;
+mod service;
+mod sizing;
+mod stamps;
+mod store;
+mod summarizer;
+pub mod transcript;
 
+pub use compaction::{
+    CompactionRecord, Compactor, DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, SUMMARY_HEADER,
+    cut_points, summary_message,
+};
+pub use data::{Conversation, ConversationState};
+pub use id::{ConversationId, MAX_ID_LEN};
+pub use memory::MemoryConversationStore;
 pub use message::{ContentBlock, MediaSource, Message, Role};
+pub use objective::{Objective, Slot};
+pub use service::{CompactionSink, ConversationService};
+pub use sizing::{RequestSizer, WireSizer};
+pub use stamps::{DEFAULT_COMFORT_WINDOW, DEFAULT_COMPACTION_TRIGGER, Stamps};
+#[cfg(feature = "sqlite")]
+pub(crate) use store::unknown_conversation;
+pub use store::{ConversationStore, VERSION_PARAMETER, VersionConflict, is_version_conflict};
+pub use summarizer::{FnSummarizer, Summarizer, summarizer_fn};

@@ -7,6 +7,8 @@
 //! queued and a background task writes them in batches, one transaction per batch.
 //! Reading goes through [`RecordStore`], the backend-neutral query trait, so a PostgreSQL store
 //! for multi-worker deployments can be added beside SQLite without touching its callers.
+//! Durable conversations live in the same file through [`SqliteConversationStore`], an
+//! implementation of [`crate::conversation::ConversationStore`].
 //!
 //! **API boundary:** nothing outside this module names sqlx; the SQLite parts are behind the
 //! `sqlite` cargo feature.
@@ -27,6 +29,8 @@
 //! of the process; the last batches before a power loss may not.
 
 #[cfg(feature = "sqlite")]
+mod conversations;
+#[cfg(feature = "sqlite")]
 mod ops_queries;
 #[cfg(feature = "sqlite")]
 mod query;
@@ -37,6 +41,8 @@ mod tests;
 #[cfg(feature = "sqlite")]
 mod writer;
 
+#[cfg(feature = "sqlite")]
+pub use conversations::SqliteConversationStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 #[cfg(feature = "sqlite")]

@@ -1,0 +1,355 @@
+//! [`SqliteConversationStore`]: durable conversations in the same SQLite file as the records.
+//!
+//! A conversation is a head row in `conversations` (objective, stamps and state as JSON, the
+//! version, the message count) and one row per message in `conversation_messages`, keyed by
+//! position. An append inserts the new rows and bumps the head; a save rewrites the head and only
+//! the messages after the conversation's unchanged prefix. Every write runs in one
+//! `BEGIN IMMEDIATE` transaction whose first statement checks the version, so of two writers
+//! based on the same version exactly one wins and the other changes nothing. A load reads the
+//! head and the messages in one transaction, so it never sees half a write.
+
+use std::sync::LazyLock;
+
+use futures::future::BoxFuture;
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, Sqlite, Transaction};
+
+use super::SqliteStore;
+use super::sqlite::{corrupt, db_error};
+use crate::conversation::{
+    Conversation, ConversationId, ConversationState, ConversationStore, Message, Objective, Stamps,
+    VersionConflict,
+};
+use crate::record::now_ms;
+use crate::{Error, Result};
+
+/// Rows per multi-row insert, largest first; any count is a sum of these. Fixed shapes keep the
+/// statement cache warm.
+const CHUNKS: [usize; 4] = [64, 16, 4, 1];
+
+/// The multi-row insert for each entry of [`CHUNKS`].
+static INSERT_SQL: LazyLock<[String; 4]> = LazyLock::new(|| {
+    CHUNKS.map(|rows| {
+        let values = vec!["(?, ?, ?)"; rows].join(", ");
+        format!("INSERT INTO conversation_messages (conversation_id, seq, message) VALUES {values}")
+    })
+});
+
+/// Durable conversations in a [`SqliteStore`]. Cheap to clone; clones share the pool.
+#[derive(Debug, Clone)]
+pub struct SqliteConversationStore {
+    store: SqliteStore,
+}
+
+impl SqliteConversationStore {
+    /// Conversations in `store`'s database (the migrations that create their tables ran when the
+    /// store was opened).
+    pub fn new(store: &SqliteStore) -> Self {
+        Self {
+            store: store.clone(),
+        }
+    }
+
+    async fn load_now(&self, id: &ConversationId) -> Result<Option<Conversation>> {
+        let mut tx = self
+            .store
+            .pool()
+            .begin()
+            .await
+            .map_err(|e| db_error("load conversation", e))?;
+        let head = sqlx::query(
+            "SELECT objective, stamps, state, version, durable FROM conversations WHERE id = ?",
+        )
+        .bind(id.as_str())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| db_error("load conversation", e))?;
+        let Some(head) = head else {
+            return Ok(None);
+        };
+        let bodies: Vec<String> = sqlx::query_scalar(
+            "SELECT message FROM conversation_messages WHERE conversation_id = ? ORDER BY seq",
+        )
+        .bind(id.as_str())
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(|e| db_error("load conversation messages", e))?;
+        tx.commit()
+            .await
+            .map_err(|e| db_error("load conversation", e))?;
+        let messages = bodies
+            .iter()
+            .map(|body| json::<Message>(id, "message", body))
+            .collect::<Result<Vec<_>>>()?;
+        restore(id, &head, messages).map(Some)
+    }
+
+    async fn save_now(&self, conv: &Conversation, expected: u64) -> Result<u64> {
+        let id = conv.id();
+        let objective = to_json(id, "objective", conv.objective())?;
+        let stamps = to_json(id, "stamps", conv.stamps())?;
+        let state = to_json(id, "state", conv.state())?;
+        let count = i64::try_from(conv.messages().len()).unwrap_or(i64::MAX);
+        let now = now_ms();
+        let mut tx = self.begin_write().await?;
+        let keep = if expected == 0 {
+            let done = sqlx::query(
+                "INSERT INTO conversations (id, objective, stamps, state, version, durable, \
+                 message_count, created_at_ms, updated_at_ms) \
+                 VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            )
+            .bind(id.as_str())
+            .bind(&objective)
+            .bind(&stamps)
+            .bind(&state)
+            .bind(conv.is_durable())
+            .bind(count)
+            .bind(now)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db_error("create conversation", e))?;
+            if done.rows_affected() == 0 {
+                return Err(conflict(&mut tx, id, expected).await);
+            }
+            0
+        } else {
+            let done = sqlx::query(
+                "UPDATE conversations SET objective = ?, stamps = ?, state = ?, \
+                 version = version + 1, durable = ?, message_count = ?, updated_at_ms = ? \
+                 WHERE id = ? AND version = ?",
+            )
+            .bind(&objective)
+            .bind(&stamps)
+            .bind(&state)
+            .bind(conv.is_durable())
+            .bind(count)
+            .bind(now)
+            .bind(id.as_str())
+            .bind(version_param(expected))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db_error("save conversation", e))?;
+            if done.rows_affected() == 0 {
+                return Err(conflict(&mut tx, id, expected).await);
+            }
+            // The stored copy is the one the conversation was loaded as only when the versions
+            // agree; otherwise rewrite every message.
+            let keep = if conv.version() == expected {
+                conv.unchanged_prefix().min(conv.stored_len())
+            } else {
+                0
+            };
+            sqlx::query("DELETE FROM conversation_messages WHERE conversation_id = ? AND seq >= ?")
+                .bind(id.as_str())
+                .bind(i64::try_from(keep).unwrap_or(i64::MAX))
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| db_error("save conversation messages", e))?;
+            keep
+        };
+        insert_messages(&mut tx, id, keep, &conv.messages()[keep..]).await?;
+        tx.commit()
+            .await
+            .map_err(|e| db_error("save conversation", e))?;
+        Ok(expected + 1)
+    }
+
+    async fn append_now(
+        &self,
+        id: &ConversationId,
+        expected: u64,
+        messages: &[Message],
+    ) -> Result<u64> {
+        let added = i64::try_from(messages.len()).unwrap_or(i64::MAX);
+        let mut tx = self.begin_write().await?;
+        let count: Option<i64> = sqlx::query_scalar(
+            "UPDATE conversations SET version = version + 1, \
+             message_count = message_count + ?, updated_at_ms = ? \
+             WHERE id = ? AND version = ? RETURNING message_count",
+        )
+        .bind(added)
+        .bind(now_ms())
+        .bind(id.as_str())
+        .bind(version_param(expected))
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| db_error("append to conversation", e))?;
+        let Some(count) = count else {
+            return Err(conflict(&mut tx, id, expected).await);
+        };
+        let first = usize::try_from(count - added).map_err(|_| corrupt("message count", count))?;
+        insert_messages(&mut tx, id, first, messages).await?;
+        tx.commit()
+            .await
+            .map_err(|e| db_error("append to conversation", e))?;
+        Ok(expected + 1)
+    }
+
+    async fn delete_now(&self, id: &ConversationId) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query("DELETE FROM conversation_messages WHERE conversation_id = ?")
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db_error("delete conversation", e))?;
+        let done = sqlx::query("DELETE FROM conversations WHERE id = ?")
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db_error("delete conversation", e))?;
+        tx.commit()
+            .await
+            .map_err(|e| db_error("delete conversation", e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// A write transaction holding the write lock from its start, so its version check and its
+    /// writes see the same database.
+    async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>> {
+        self.store
+            .pool()
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| db_error("begin conversation write", e))
+    }
+}
+
+impl ConversationStore for SqliteConversationStore {
+    fn load<'a>(&'a self, id: &'a ConversationId) -> BoxFuture<'a, Result<Option<Conversation>>> {
+        Box::pin(self.load_now(id))
+    }
+
+    fn save<'a>(
+        &'a self,
+        conversation: &'a Conversation,
+        expected_version: u64,
+    ) -> BoxFuture<'a, Result<u64>> {
+        Box::pin(self.save_now(conversation, expected_version))
+    }
+
+    fn append<'a>(
+        &'a self,
+        id: &'a ConversationId,
+        expected_version: u64,
+        messages: &'a [Message],
+    ) -> BoxFuture<'a, Result<u64>> {
+        Box::pin(self.append_now(id, expected_version, messages))
+    }
+
+    fn delete<'a>(&'a self, id: &'a ConversationId) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(self.delete_now(id))
+    }
+}
+
+/// A stored version never exceeds `i64::MAX`; a larger expectation matches no row.
+fn version_param(version: u64) -> i64 {
+    i64::try_from(version).unwrap_or(-1)
+}
+
+/// The error for a write whose version check failed: a conflict naming what the store holds, or
+/// an unknown conversation for an append to nothing. The transaction is rolled back on drop.
+async fn conflict(
+    tx: &mut Transaction<'static, Sqlite>,
+    id: &ConversationId,
+    expected: u64,
+) -> Error {
+    let found: std::result::Result<Option<i64>, sqlx::Error> =
+        sqlx::query_scalar("SELECT version FROM conversations WHERE id = ?")
+            .bind(id.as_str())
+            .fetch_optional(&mut **tx)
+            .await;
+    match found {
+        Err(e) => db_error("read conversation version", e),
+        Ok(None) if expected > 0 => crate::conversation::unknown_conversation(id),
+        Ok(found) => VersionConflict {
+            conversation: id.clone(),
+            expected,
+            found: found.and_then(|v| u64::try_from(v).ok()),
+        }
+        .into_error(),
+    }
+}
+
+async fn insert_messages(
+    tx: &mut Transaction<'static, Sqlite>,
+    id: &ConversationId,
+    first_seq: usize,
+    messages: &[Message],
+) -> Result<()> {
+    let bodies = messages
+        .iter()
+        .map(|m| to_json(id, "message", m))
+        .collect::<Result<Vec<_>>>()?;
+    let sql: &'static [String; 4] = &INSERT_SQL;
+    let mut at = 0;
+    while at < bodies.len() {
+        let left = bodies.len() - at;
+        let (k, rows) = CHUNKS
+            .iter()
+            .copied()
+            .enumerate()
+            .find(|&(_, rows)| rows <= left)
+            .unwrap_or((CHUNKS.len() - 1, 1));
+        let mut q = sqlx::query(sql[k].as_str());
+        for (i, body) in bodies[at..at + rows].iter().enumerate() {
+            let seq = i64::try_from(first_seq + at + i).unwrap_or(i64::MAX);
+            q = q.bind(id.as_str()).bind(seq).bind(body.as_str());
+        }
+        q.execute(&mut **tx)
+            .await
+            .map_err(|e| db_error("write conversation messages", e))?;
+        at += rows;
+    }
+    Ok(())
+}
+
+fn restore(id: &ConversationId, head: &SqliteRow, messages: Vec<Message>) -> Result<Conversation> {
+    let text = |column: &str| -> Result<String> {
+        head.try_get::<String, _>(column)
+            .map_err(|e| db_error("load conversation", e))
+    };
+    let objective: Objective = json(id, "objective", &text("objective")?)?;
+    let stamps: Stamps = json(id, "stamps", &text("stamps")?)?;
+    let state: ConversationState = json(id, "state", &text("state")?)?;
+    let version: i64 = head
+        .try_get("version")
+        .map_err(|e| db_error("load conversation", e))?;
+    let version = u64::try_from(version).map_err(|_| corrupt("conversation version", version))?;
+    let durable: bool = head
+        .try_get("durable")
+        .map_err(|e| db_error("load conversation", e))?;
+    Ok(Conversation::restore(
+        id.clone(),
+        objective,
+        stamps,
+        state,
+        messages,
+        version,
+        durable,
+    ))
+}
+
+fn json<T: serde::de::DeserializeOwned>(id: &ConversationId, what: &str, text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| {
+        Error::system(
+            "sqlite store (decode)",
+            format!("conversation {id}: stored {what} does not decode: {e}"),
+        )
+        .with_source(e)
+    })
+}
+
+fn to_json<T: serde::Serialize + ?Sized>(
+    id: &ConversationId,
+    what: &str,
+    value: &T,
+) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| {
+        Error::system(
+            "sqlite store (encode)",
+            format!("conversation {id}: {what} does not encode: {e}"),
+        )
+        .with_source(e)
+    })
+}
