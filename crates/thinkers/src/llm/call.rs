@@ -180,7 +180,7 @@ pub fn reasoning_for(entry: &Entry, depth: Depth) -> (Reasoning, u32) {
             ),
             None => (Reasoning::Off, 0),
         },
-        _ => (Reasoning::Off, 0),
+        EntryReasoning::None => (Reasoning::Off, 0),
     }
 }
 

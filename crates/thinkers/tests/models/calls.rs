@@ -77,7 +77,7 @@ async fn plain_tool_and_structured_calls_on_every_dialect() {
             assert!(c.arguments["term"].is_string(), "{entry}");
             assert!(!c.id.is_empty());
         }
-        let mut ids: Vec<_> = calls.iter().map(|c| c.id.clone()).collect();
+        let mut ids: Vec<_> = calls.iter().map(|c| c.id).collect();
         ids.dedup();
         assert_eq!(ids.len(), calls.len(), "{entry}: tool-call ids are unique");
         assert_eq!(out.response.stop, StopReason::ToolUse, "{entry}");
