@@ -364,12 +364,11 @@ impl Job for LlmCall {
     }
 
     fn requirements(&mut self, req: &mut Requirements, cx: &JobContext) -> Result<()> {
-        let seat = SeatView {
-            grade: self.grade,
-            pin: self.pin.clone(),
-        };
-        let bound = require_seat(&seat, self.depth, self.output, &mut self.request, req, cx)?;
-        self.bound = Some(bound.0);
+        // The request is bound while `self` answers for the seat (grade and pin).
+        let mut request = std::mem::replace(&mut self.request, ChatRequest::new("", Vec::new()));
+        let bound = require_seat(&*self, self.depth, self.output, &mut request, req, cx);
+        self.request = request;
+        self.bound = Some(bound?.0);
         Ok(())
     }
 
@@ -383,26 +382,5 @@ impl Job for LlmCall {
             .as_mut()
             .map(|s| s.as_mut() as &mut (dyn FnMut(StreamDelta) + Send));
         converse_bound(BoundSeat(bound), &self.class, sink, res, cx).await
-    }
-}
-
-/// A grade and pin, for `require_seat` without borrowing the whole job.
-struct SeatView {
-    grade: Grade,
-    pin: Option<String>,
-}
-
-impl ModelDependent for SeatView {
-    fn grade(&self) -> Grade {
-        self.grade
-    }
-    fn set_grade(&mut self, grade: Grade) {
-        self.grade = grade;
-    }
-    fn pin(&self) -> Option<&str> {
-        self.pin.as_deref()
-    }
-    fn pin_model(&mut self, entry: String) {
-        self.pin = Some(entry);
     }
 }
