@@ -8,17 +8,13 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use thinkers::dispatch::DispatchConfig;
+use thinkers::Dispatcher;
 use thinkers::job::BoxJob;
-use thinkers::llm::ModelClient;
-use thinkers::model::Catalog;
-use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::record::MemoryRecorder;
 use thinkers::tool::{
     Tool, ToolCallContext, ToolContext, ToolOutput, ToolProvider, TypedToolProvider,
 };
-use thinkers::{Dispatcher, Runtime};
-use thinkers_sim::{Sim, SimConfig};
+use thinkers_sim::SimConfig;
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct LookupInput {
@@ -129,39 +125,14 @@ pub fn dispatcher() -> (Dispatcher, MemoryRecorder) {
     (d, rec)
 }
 
-pub struct Setup {
-    pub sim: Sim,
-    pub rt: Runtime,
-    pub rec: MemoryRecorder,
-}
+#[path = "../common/offline.rs"]
+mod offline;
+
+pub use offline::Setup;
 
 /// A calm sim serving the bundled catalog (bodies logged), and a runtime bound to it.
 pub async fn setup_with(tune: impl FnOnce(SimConfig) -> SimConfig) -> Setup {
-    let config = SimConfig::from_catalog_toml(BUNDLED_TOML).unwrap().calm();
-    let config = SimConfig {
-        log_bodies: true,
-        hang_ms: 10_000,
-        ..tune(config)
-    };
-    let sim = Sim::start(config).await.unwrap();
-    let catalog = Catalog::bundled().with_sim_url(&sim.base_url());
-    let rec = MemoryRecorder::new();
-    let client = ModelClient::builder()
-        .request_timeout(Duration::from_secs(5))
-        .build()
-        .unwrap();
-    let rt = Runtime::builder(catalog)
-        .recorder(Arc::new(rec.clone()))
-        .client(client)
-        .config(DispatchConfig {
-            transient_backoff: Duration::from_millis(10),
-            throttle_backoff: Duration::from_millis(10),
-            ..DispatchConfig::default()
-        })
-        .build()
-        .await
-        .unwrap();
-    Setup { sim, rt, rec }
+    offline::start(Duration::from_secs(5), tune).await
 }
 
 pub async fn setup() -> Setup {
