@@ -22,12 +22,38 @@
 //! with `{` or a fence); once the whole reply is known, either the calls or the held text are
 //! delivered.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::conversation::{ContentBlock, Message, Role};
-use crate::llm::request::{ResponseSchema, ToolChoice, ToolSpec};
+use crate::llm::request::{ChatRequest, ResponseSchema, ToolChoice, ToolSpec};
 use crate::llm::response::StreamDelta;
+
+/// The system content and history a dialect encodes. With the text protocol (`text_tools`) the
+/// tools go into the system content and the history is rewritten into the protocol's plain turns;
+/// with `schema_in_prompt` the answer schema goes into the system content. Otherwise both are the
+/// request's own, borrowed.
+pub(crate) fn prompt_parts(
+    req: &ChatRequest,
+    text_tools: bool,
+    schema_in_prompt: bool,
+) -> (Cow<'_, str>, Cow<'_, [Message]>) {
+    let system = if text_tools || schema_in_prompt {
+        let tools = if text_tools { &req.tools[..] } else { &[] };
+        let schema = req.response.as_ref().filter(|_| schema_in_prompt);
+        Cow::Owned(render_system(&req.system, tools, &req.tool_choice, schema))
+    } else {
+        Cow::Borrowed(req.system.as_str())
+    };
+    let history = if text_tools {
+        Cow::Owned(to_text_protocol(&req.messages))
+    } else {
+        Cow::Borrowed(&req.messages[..])
+    };
+    (system, history)
+}
 
 /// Render the system content with the tool list and, when asked, the answer schema.
 pub(crate) fn render_system(

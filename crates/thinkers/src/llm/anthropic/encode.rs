@@ -136,26 +136,8 @@ pub(crate) fn encode(
     let tools_in_prompt = text_tools && offers_tools && req.tool_choice != ToolChoice::None;
     let schema_in_prompt = req.response.is_some() && tools_in_prompt;
 
-    let system: Cow<'_, str> = if text_tools || schema_in_prompt {
-        let tools = if text_tools { &req.tools[..] } else { &[] };
-        let schema = req.response.as_ref().filter(|_| schema_in_prompt);
-        Cow::Owned(text_tools::render_system(
-            &req.system,
-            tools,
-            &req.tool_choice,
-            schema,
-        ))
-    } else {
-        Cow::Borrowed(req.system.as_str())
-    };
-
-    let rewritten;
-    let history: &[Message] = if text_tools {
-        rewritten = text_tools::to_text_protocol(&req.messages);
-        &rewritten
-    } else {
-        &req.messages
-    };
+    let (system, history) = text_tools::prompt_parts(req, text_tools, schema_in_prompt);
+    let history: &[Message] = &history;
 
     let budget = match req.reasoning {
         Reasoning::Tokens(n) if n > 0 && target.thinking => Some(n.max(MIN_THINKING_BUDGET)),

@@ -141,26 +141,8 @@ pub(crate) fn encode(
     // A native answer schema would forbid the tool-call object of the text protocol.
     let schema_in_prompt = req.response.is_some() && (compat || tools_in_prompt);
 
-    let system: Cow<'_, str> = if text_tools || schema_in_prompt {
-        let tools = if text_tools { &req.tools[..] } else { &[] };
-        let schema = req.response.as_ref().filter(|_| schema_in_prompt);
-        Cow::Owned(text_tools::render_system(
-            &req.system,
-            tools,
-            &req.tool_choice,
-            schema,
-        ))
-    } else {
-        Cow::Borrowed(req.system.as_str())
-    };
-
-    let rewritten;
-    let history: &[Message] = if text_tools {
-        rewritten = text_tools::to_text_protocol(&req.messages);
-        &rewritten
-    } else {
-        &req.messages
-    };
+    let (system, history) = text_tools::prompt_parts(req, text_tools, schema_in_prompt);
+    let history: &[Message] = &history;
 
     let seg = Segments::default();
     let mut messages = Vec::with_capacity(history.len() + 1);
