@@ -17,7 +17,6 @@ use tracing::Instrument;
 use super::{
     ChatRequest, ChatResponse, EncodedRequest, ModelServices, Reasoning, StopReason, StreamDelta,
 };
-use crate::dispatch::RateObservation;
 use crate::error::RetrySignal;
 use crate::job::{Job, JobContext, Requirements, Resources, Seat};
 use crate::model::{Depth, Entry, Grade, ModelDependent, OutputSize, Reasoning as EntryReasoning};
@@ -297,8 +296,6 @@ pub async fn converse_bound(
     let store = cx.dispatcher().admission().store();
     if let Some(obs) = outcome.rate {
         store.observe(&b.budget, obs);
-    } else {
-        store.observe(&b.budget, RateObservation::default());
     }
     let usage = outcome.response.usage;
     res.report_seat_usage(usage.input + usage.output);
