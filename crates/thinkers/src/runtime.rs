@@ -8,7 +8,8 @@
 use std::sync::Arc;
 
 use crate::Result;
-use crate::dispatch::{BudgetStore, DispatchConfig, Dispatcher, MemoryBudgets};
+use crate::conversation::{ConversationService, MemoryConversationStore};
+use crate::dispatch::{BudgetStore, DispatchConfig, Dispatcher, MemoryBudgets, Services};
 use crate::job::Job;
 use crate::llm::{ModelClient, ModelServices};
 use crate::model::{Catalog, Envelope, ModelRouter, Picker};
@@ -20,6 +21,7 @@ pub struct Runtime {
     dispatcher: Dispatcher,
     models: Arc<ModelServices>,
     recorder: Arc<dyn Recorder>,
+    conversations: Arc<ConversationService>,
     #[cfg(feature = "sqlite")]
     store: Option<crate::store::SqliteStore>,
 }
@@ -43,6 +45,8 @@ pub struct RuntimeBuilder {
     budgets: Option<Arc<dyn BudgetStore>>,
     config: DispatchConfig,
     client: Option<ModelClient>,
+    conversations: Option<ConversationService>,
+    services: Services,
 }
 
 impl std::fmt::Debug for RuntimeBuilder {
@@ -64,6 +68,8 @@ impl Runtime {
             budgets: None,
             config: DispatchConfig::default(),
             client: None,
+            conversations: None,
+            services: Services::default(),
         }
     }
 
@@ -75,6 +81,12 @@ impl Runtime {
     /// The model services.
     pub fn models(&self) -> &Arc<ModelServices> {
         &self.models
+    }
+
+    /// The conversation service (registered on the dispatcher, so thinkers use it): durable
+    /// conversations go to the database when one was given, else to memory.
+    pub fn conversations(&self) -> &Arc<ConversationService> {
+        &self.conversations
     }
 
     /// The SQLite store, when the runtime records to one.
@@ -137,7 +149,21 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Build the runtime. Opens the database when one was given.
+    /// Use this conversation service instead of the default one over the runtime's store.
+    pub fn conversations(mut self, service: ConversationService) -> Self {
+        self.conversations = Some(service);
+        self
+    }
+
+    /// Register a service jobs find through `cx.services().get::<T>()` (a tool hub, a content
+    /// stream, a cost ledger, …). A later service of the same type replaces an earlier one.
+    pub fn service<T: Send + Sync + 'static>(mut self, service: Arc<T>) -> Self {
+        self.services.insert(service);
+        self
+    }
+
+    /// Build the runtime. Opens the database when one was given: the recorder (unless one was
+    /// given) and the durable conversations both use it.
     pub async fn build(self) -> Result<Runtime> {
         if self.catalog.needs_sim() {
             return Err(crate::Error::invalid_input(
@@ -161,28 +187,52 @@ impl RuntimeBuilder {
         };
         let models = Arc::new(ModelServices::with_client(router, client));
         #[cfg(feature = "sqlite")]
-        let mut store = None;
-        let recorder: Arc<dyn Recorder> = match (self.recorder, self.db) {
-            (Some(r), _) => r,
-            #[cfg(feature = "sqlite")]
-            (None, Some(db)) => {
-                let s = crate::store::SqliteStore::open(&db).await?;
-                let r = crate::store::SqliteRecorder::new(&s)?;
-                store = Some(s);
-                Arc::new(r)
-            }
-            _ => Arc::new(NoopRecorder),
+        let store = match &self.db {
+            Some(db) => Some(crate::store::SqliteStore::open(db).await?),
+            None => None,
         };
+        #[cfg(not(feature = "sqlite"))]
+        if let Some(db) = &self.db {
+            return Err(crate::Error::invalid_input(
+                "database",
+                Some(db.clone()),
+                "this build has no database support (enable the `sqlite` feature)",
+            ));
+        }
+        let recorder: Arc<dyn Recorder> = match self.recorder {
+            Some(r) => r,
+            #[cfg(feature = "sqlite")]
+            None if store.is_some() => match &store {
+                Some(s) => Arc::new(crate::store::SqliteRecorder::new(s)?),
+                None => Arc::new(NoopRecorder),
+            },
+            None => Arc::new(NoopRecorder),
+        };
+        let conversations = Arc::new(match self.conversations {
+            Some(c) => c,
+            #[cfg(feature = "sqlite")]
+            None if store.is_some() => match &store {
+                Some(s) => ConversationService::new(Arc::new(
+                    crate::store::SqliteConversationStore::new(s),
+                )),
+                None => ConversationService::new(Arc::new(MemoryConversationStore::new())),
+            },
+            None => ConversationService::new(Arc::new(MemoryConversationStore::new())),
+        });
+        // The caller's services last, so one of theirs replaces a default of the same type.
         let dispatcher = Dispatcher::builder()
             .budgets(budgets)
             .recorder(recorder.clone())
             .service(models.clone())
+            .service(conversations.clone())
+            .services(self.services)
             .config(self.config)
             .build();
         Ok(Runtime {
             dispatcher,
             models,
             recorder,
+            conversations,
             #[cfg(feature = "sqlite")]
             store,
         })

@@ -138,6 +138,11 @@ impl ConversationService {
         self.store.delete(id).await
     }
 
+    /// Whether this service has a compactor of its own.
+    pub fn has_compactor(&self) -> bool {
+        self.compactor.is_some()
+    }
+
     /// Compact `conversation` when its request, measured by `sizer`, is over its threshold (see
     /// [`Compactor::compact_if_needed`]); the record also goes to the sink. The conversation is
     /// not saved here. Over the threshold with no summariser configured is an
@@ -148,7 +153,31 @@ impl ConversationService {
         sizer: &dyn RequestSizer,
         entry_context_window: Option<u32>,
     ) -> Result<Option<CompactionRecord>> {
-        let record = match &self.compactor {
+        self.compact(conversation, sizer, entry_context_window, None)
+            .await
+    }
+
+    /// As [`Self::compact_if_needed`], compacting with `fallback` when this service has no
+    /// compactor of its own (a thinker passes one that runs the summarization tool as its child).
+    pub async fn compact_with_fallback(
+        &self,
+        conversation: &mut Conversation,
+        sizer: &dyn RequestSizer,
+        entry_context_window: Option<u32>,
+        fallback: &Compactor,
+    ) -> Result<Option<CompactionRecord>> {
+        self.compact(conversation, sizer, entry_context_window, Some(fallback))
+            .await
+    }
+
+    async fn compact(
+        &self,
+        conversation: &mut Conversation,
+        sizer: &dyn RequestSizer,
+        entry_context_window: Option<u32>,
+        fallback: Option<&Compactor>,
+    ) -> Result<Option<CompactionRecord>> {
+        let record = match self.compactor.as_ref().or(fallback) {
             Some(c) => {
                 c.compact_if_needed(conversation, sizer, entry_context_window)
                     .await?

@@ -141,6 +141,13 @@ impl DispatcherBuilder {
         self
     }
 
+    /// Register every service of `services` (replacing ones of the same types).
+    #[must_use]
+    pub fn services(mut self, services: Services) -> Self {
+        self.services.extend(services);
+        self
+    }
+
     /// Replace the retry bounds.
     #[must_use]
     pub fn config(mut self, config: DispatchConfig) -> Self {

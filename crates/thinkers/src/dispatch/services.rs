@@ -24,6 +24,11 @@ impl Services {
         self.map.insert(TypeId::of::<T>(), service);
     }
 
+    /// Register every service of `other`, replacing services of the same types.
+    pub fn extend(&mut self, other: Services) {
+        self.map.extend(other.map);
+    }
+
     /// Look a service up.
     pub fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
         self.map

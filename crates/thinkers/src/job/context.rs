@@ -34,6 +34,9 @@ pub const META_ITERATION: &str = "iteration";
 pub(crate) struct JobNode {
     pub(crate) id: JobId,
     pub(crate) parent: Option<JobId>,
+    /// The parent's node, so a job can read what its ancestors published (see
+    /// [`JobContext::ancestor_metadata`]).
+    parent_node: Option<Arc<JobNode>>,
     pub(crate) workflow: JobId,
     pub(crate) class: Cow<'static, str>,
     pub(crate) ordinal: Option<u32>,
@@ -66,6 +69,7 @@ impl JobNode {
         Self {
             id,
             parent: parent.map(JobContext::id),
+            parent_node: parent.map(|p| p.node.clone()),
             workflow: parent.map_or(id, JobContext::workflow),
             class,
             ordinal,
@@ -179,6 +183,25 @@ impl JobContext {
     /// Every metadata value.
     pub fn metadata_all(&self) -> BTreeMap<String, serde_json::Value> {
         self.lock_meta().clone()
+    }
+
+    /// The value the nearest ancestor (parent, grandparent, …) published under `key`, if any.
+    /// This is how a job reads context its callers set, such as a calling thinker's depth.
+    pub fn ancestor_metadata(&self, key: &str) -> Option<serde_json::Value> {
+        let mut node = self.node.parent_node.as_ref();
+        while let Some(n) = node {
+            let found = n
+                .metadata
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(key)
+                .cloned();
+            if found.is_some() {
+                return found;
+            }
+            node = n.parent_node.as_ref();
+        }
+        None
     }
 
     /// Publish a metadata value on this job (for example a report).

@@ -1,7 +1,7 @@
 //! [`ModelServices`]: what a model call needs from the deployment, registered on the dispatcher.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{ApiKey, ModelClient, TokenCounter, WireTarget};
 use crate::Result;
@@ -13,7 +13,7 @@ use crate::model::{Entry, ModelRouter};
 pub struct ModelServices {
     router: ModelRouter,
     client: ModelClient,
-    counter: TokenCounter,
+    counter: Arc<TokenCounter>,
     targets: Mutex<HashMap<String, WireTarget>>,
 }
 
@@ -42,7 +42,7 @@ impl ModelServices {
         Self {
             router,
             client,
-            counter,
+            counter: Arc::new(counter),
             targets: Mutex::new(HashMap::new()),
         }
     }
@@ -60,6 +60,11 @@ impl ModelServices {
     /// The token counter (with per-entry calibration).
     pub fn counter(&self) -> &TokenCounter {
         &self.counter
+    }
+
+    /// The same counter, shared (for a [`crate::conversation::WireSizer`]).
+    pub fn shared_counter(&self) -> Arc<TokenCounter> {
+        Arc::clone(&self.counter)
     }
 
     /// Where calls to `entry` go. The API key is read from the variable the catalog names the

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::{JobEnd, JobStart, JobStatus, LlmRun, Recorder};
+use super::{CompactionRow, JobEnd, JobStart, JobStatus, LlmRun, Recorder};
 use crate::job::JobId;
 
 /// A stored job row: the start row merged with its end row.
@@ -27,6 +27,7 @@ struct Inner {
     order: Vec<JobId>,
     jobs: HashMap<JobId, JobRow>,
     runs: Vec<LlmRun>,
+    compactions: Vec<CompactionRow>,
 }
 
 /// Keeps every row in memory. Cheap to clone; clones share the rows.
@@ -69,6 +70,11 @@ impl MemoryRecorder {
     pub fn llm_runs(&self) -> Vec<LlmRun> {
         self.lock().runs.clone()
     }
+
+    /// Every compaction row, in arrival order.
+    pub fn compactions(&self) -> Vec<CompactionRow> {
+        self.lock().compactions.clone()
+    }
 }
 
 impl Recorder for MemoryRecorder {
@@ -92,5 +98,9 @@ impl Recorder for MemoryRecorder {
 
     fn llm_run(&self, row: LlmRun) {
         self.lock().runs.push(row);
+    }
+
+    fn compaction(&self, row: CompactionRow) {
+        self.lock().compactions.push(row);
     }
 }

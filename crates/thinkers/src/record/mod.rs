@@ -131,6 +131,25 @@ pub struct LlmRun {
     pub escalated: bool,
 }
 
+/// One compaction of a conversation: a run's older turns folded into a summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactionRow {
+    /// The job whose conversation was compacted (a thinker run).
+    pub job: JobId,
+    /// The workflow the job belongs to.
+    pub workflow: JobId,
+    /// The conversation's id.
+    pub conversation: String,
+    /// Tokens of the request before.
+    pub before_tokens: u64,
+    /// Tokens of the request after.
+    pub after_tokens: u64,
+    /// How many messages the summary replaced.
+    pub summarized_messages: u64,
+    /// When, milliseconds since the Unix epoch.
+    pub at_ms: i64,
+}
+
 /// Receives the runtime's records. Methods must not block.
 pub trait Recorder: Send + Sync + 'static {
     /// A job passed the submission door.
@@ -139,6 +158,11 @@ pub trait Recorder: Send + Sync + 'static {
     fn job_finished(&self, row: JobEnd);
     /// A model call completed (successfully or not).
     fn llm_run(&self, row: LlmRun);
+    /// A conversation was compacted. Recorders that keep no compactions ignore it; a recorder
+    /// that wraps another must forward it.
+    fn compaction(&self, row: CompactionRow) {
+        let _ = row;
+    }
     /// Wait until every row queued so far is stored.
     fn flush(&self) -> BoxFuture<'_, crate::Result<()>> {
         Box::pin(async { Ok(()) })

@@ -8,7 +8,7 @@ use sqlx::{QueryBuilder, Row, Sqlite};
 use super::sqlite::{corrupt, db_error};
 use super::{LlmRunFilter, RecordStore, SqliteStore, WorkflowSummary};
 use crate::job::JobId;
-use crate::record::{JobRecord, JobStatus, LlmRun};
+use crate::record::{CompactionRow, JobRecord, JobStatus, LlmRun};
 use crate::{Error, Result};
 
 /// The job columns [`job_from_row`] reads.
@@ -118,6 +118,31 @@ impl SqliteStore {
             .await
             .map_err(|e| db_error("read llm runs", e))?;
         rows.iter().map(run_from_row).collect()
+    }
+
+    /// The compactions of a workflow's conversations, oldest first.
+    pub async fn compactions(&self, workflow: JobId) -> Result<Vec<CompactionRow>> {
+        let rows = sqlx::query(
+            "SELECT job, workflow, conversation_id, before_tokens, after_tokens, \
+             summarized_messages, at_ms FROM compactions WHERE workflow = ? ORDER BY at_ms",
+        )
+        .bind(workflow.to_string())
+        .fetch_all(self.pool())
+        .await
+        .map_err(|e| db_error("read compactions", e))?;
+        rows.iter()
+            .map(|row| {
+                Ok(CompactionRow {
+                    job: job_id(&get::<String>(row, "job")?)?,
+                    workflow: job_id(&get::<String>(row, "workflow")?)?,
+                    conversation: get(row, "conversation_id")?,
+                    before_tokens: count(row, "before_tokens")?,
+                    after_tokens: count(row, "after_tokens")?,
+                    summarized_messages: count(row, "summarized_messages")?,
+                    at_ms: get(row, "at_ms")?,
+                })
+            })
+            .collect()
     }
 }
 

@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::SqliteStore;
 use super::sqlite::{db_error, is_transient};
 use crate::job::JobId;
-use crate::record::{JobEnd, JobStart, LlmRun, Recorder};
+use crate::record::{CompactionRow, JobEnd, JobStart, LlmRun, Recorder};
 use crate::{Error, Result};
 
 /// The most messages one batch (one transaction) takes from the queue.
@@ -39,6 +39,7 @@ enum Msg {
     Start(JobStart),
     End(JobEnd),
     Run(LlmRun),
+    Compaction(CompactionRow),
     Flush(oneshot::Sender<Result<()>>),
 }
 
@@ -122,6 +123,10 @@ impl Recorder for SqliteRecorder {
         self.send(Msg::Run(row));
     }
 
+    fn compaction(&self, row: CompactionRow) {
+        self.send(Msg::Compaction(row));
+    }
+
     fn flush(&self) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
             let (done, wait) = oneshot::channel();
@@ -145,6 +150,7 @@ struct Batch {
     /// Ends whose start is not in this batch (already stored, or yet to come).
     ends: Vec<JobEnd>,
     runs: Vec<LlmRun>,
+    compactions: Vec<CompactionRow>,
     rows: u64,
 }
 
@@ -167,6 +173,10 @@ impl Batch {
                 self.rows += 1;
                 self.runs.push(run);
             }
+            Msg::Compaction(row) => {
+                self.rows += 1;
+                self.compactions.push(row);
+            }
             Msg::Flush(done) => flushes.push(done),
         }
     }
@@ -176,6 +186,7 @@ impl Batch {
         self.by_id.clear();
         self.ends.clear();
         self.runs.clear();
+        self.compactions.clear();
         self.rows = 0;
     }
 }
@@ -333,6 +344,22 @@ async fn write_batch(
             bind_run,
         );
         q.execute(&mut *tx).await?;
+    }
+    // Compactions are rare (a few per long conversation): one statement each.
+    for c in &batch.compactions {
+        sqlx::query(
+            "INSERT INTO compactions (job, workflow, conversation_id, before_tokens, \
+             after_tokens, summarized_messages, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(c.job.to_string())
+        .bind(c.workflow.to_string())
+        .bind(c.conversation.as_str())
+        .bind(count(c.before_tokens))
+        .bind(count(c.after_tokens))
+        .bind(count(c.summarized_messages))
+        .bind(c.at_ms)
+        .execute(&mut *tx)
+        .await?;
     }
     tx.commit().await
 }

@@ -1,14 +1,11 @@
 //! What a thinker declares (grade, output size, context comfort) and what one run is given
 //! (the query, the depth, the artifacts handed in).
 
-use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex, PoisonError};
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::artifacts::ArtifactRef;
-use crate::job::{JobContext, JobId};
+use crate::job::JobContext;
 use crate::model::{Depth, Grade, OutputSize};
 
 /// The metadata key under which a running thinker publishes its effective depth.
@@ -119,48 +116,18 @@ impl ThinkerInput {
     }
 }
 
-/// Depths of running thinkers and of the tool jobs they run, by job id: how a thinker started
-/// below another learns its caller's depth (the job contract links children to parents by id
-/// only). Entries live exactly as long as the job that registered them.
-static RUNNING_DEPTHS: LazyLock<Mutex<HashMap<JobId, Depth>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
-
-/// Registers a job's depth for as long as the guard lives.
-#[derive(Debug)]
-pub(crate) struct DepthGuard(JobId);
-
-impl DepthGuard {
-    pub(crate) fn register(job: JobId, depth: Depth) -> Self {
-        RUNNING_DEPTHS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(job, depth);
-        Self(job)
-    }
-}
-
-impl Drop for DepthGuard {
-    fn drop(&mut self) {
-        RUNNING_DEPTHS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.0);
-    }
-}
-
-/// The depth of the thinker this job was started under, if it was: its direct parent, or the
-/// tool job of a thinker that submitted it.
+/// The depth of the nearest thinker this job runs under (its parent, or a tool job of a thinker,
+/// or any further ancestor), read from what that thinker published under
+/// [`META_THINKER_DEPTH`]. `None` when no thinker is above this job.
 pub(crate) fn parent_thinker_depth(cx: &JobContext) -> Option<Depth> {
-    let parent = cx.parent()?;
-    RUNNING_DEPTHS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&parent)
-        .copied()
+    cx.ancestor_metadata(META_THINKER_DEPTH)?
+        .as_str()?
+        .parse()
+        .ok()
 }
 
 /// The effective depth of a run: the input's, clamped to the calling thinker's, published on the
-/// job's metadata under [`META_THINKER_DEPTH`].
+/// job's metadata under [`META_THINKER_DEPTH`] so thinkers started below read it.
 pub(crate) fn effective_depth(requested: Depth, cx: &JobContext) -> Depth {
     let depth = match parent_thinker_depth(cx) {
         Some(parent) => requested.clamp_to(parent),

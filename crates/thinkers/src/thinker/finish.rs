@@ -53,8 +53,6 @@ where
         // goes back to the model.
         observer
             .lock()
-            .conversation
-            .messages
             .push(Message::user_text(refusal.for_model()));
         Ok(())
     }
@@ -118,11 +116,7 @@ where
         let (value, json, reasoning) = match self.shape.judge(&response.text(), thinking.as_deref())
         {
             Judgement::NoAnswer => {
-                observer
-                    .lock()
-                    .conversation
-                    .messages
-                    .push(Message::user_text(NUDGE));
+                observer.lock().push(Message::user_text(NUDGE));
                 return Ok(None);
             }
             Judgement::Refused(refusal) => {
@@ -180,8 +174,8 @@ where
                 "final answer refused by a guardrail; asking again"
             );
             let mut st = observer.lock();
-            st.conversation.messages.push(response.to_message());
-            st.conversation.messages.push(Message::user_text(format!(
+            st.push(response.to_message());
+            st.push(Message::user_text(format!(
                 "{} Revise your final answer.",
                 refusal.for_model()
             )));
@@ -189,7 +183,7 @@ where
         }
         {
             let mut st = observer.lock();
-            st.conversation.messages.push(response.to_message());
+            st.push(response.to_message());
             st.reasoning = reasoning;
         }
         self.publish(&json, cx);

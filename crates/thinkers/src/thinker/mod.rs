@@ -20,6 +20,7 @@
 
 pub mod answer;
 pub mod artifacts;
+mod conversing;
 pub mod declaration;
 pub mod events;
 mod finish;
@@ -32,10 +33,11 @@ pub mod turn_loop;
 
 pub use answer::{AnswerShape, Judgement, REASONING_DESCRIPTION};
 pub use artifacts::{Artifact, ArtifactRef, Artifacts};
+pub use conversing::TOOL_GUIDANCE;
 pub use declaration::{META_THINKER_DEPTH, ThinkerDeclaration, ThinkerInput};
 pub use events::{ContentStream, ContentStreamEvent, META_CONTENT};
 pub use guardrail::{Guardrail, Verdict};
 pub use single::{SingleObjectiveThinker, ThinkerJob, ThinkerOutput};
-pub use state::{RefusedCall, ThinkerConversation, ThinkerObserver, ThinkerState, Withheld};
+pub use state::{RefusedCall, ThinkerObserver, ThinkerState, Withheld};
 pub use turn::{ModelTurns, ScriptedTurns, TurnRequest, TurnSource};
 pub use turn_loop::{DefaultHooks, ThinkerCore, ThinkerHooks, ThinkerLimits};

@@ -17,6 +17,7 @@ use super::state::ThinkerObserver;
 use super::turn::TurnSource;
 use super::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, run_loop};
 use crate::Result;
+use crate::conversation::{ConversationId, ConversationService};
 use crate::job::{JobContext, Orchestrator};
 use crate::model::{Grade, ModelDependent, OutputSize};
 use crate::tool::{Tool, ToolProvider, TypedToolProvider};
@@ -36,7 +37,8 @@ pub struct ThinkerOutput {
 ///
 /// The thinker itself is a reusable description; [`SingleObjectiveThinker::ask`] makes the job of
 /// one run. Runs of one thinker continue one conversation (the objective and seeded follow-up
-/// are placed only when it is new), and [`SingleObjectiveThinker::observer`] reads it after a run.
+/// are placed only when it is new), [`SingleObjectiveThinker::resume`] continues a saved one by
+/// id, and [`SingleObjectiveThinker::observer`] reads it after a run.
 pub struct SingleObjectiveThinker<A> {
     core: ThinkerCore,
     shape: Arc<AnswerShape<A>>,
@@ -122,6 +124,23 @@ where
         self
     }
 
+    /// Keep this thinker's new conversations durable: saved to the conversation store after every
+    /// turn, resumable by id from another process. Temporary (the default) conversations stay
+    /// with the thinker and are resumable only through it.
+    #[must_use]
+    pub fn durable(mut self) -> Self {
+        self.core.durable = true;
+        self
+    }
+
+    /// Use this conversation service instead of the one registered on the dispatcher (the
+    /// runtime registers one over its store).
+    #[must_use]
+    pub fn conversations(mut self, service: ConversationService) -> Self {
+        self.core.conversations = Some(service);
+        self
+    }
+
     /// Replace the output declaration; the last one set wins.
     pub fn set_output(&mut self, output: OutputSize) {
         self.core.declaration.set_output(output);
@@ -147,7 +166,8 @@ where
         self.observer.transcript()
     }
 
-    /// The job of one run over `input`.
+    /// The job of one run over `input`. It continues the conversation an earlier run of this
+    /// thinker left, or starts a new one.
     pub fn ask(&self, input: ThinkerInput) -> ThinkerJob<A> {
         ThinkerJob {
             core: self.core.clone(),
@@ -155,7 +175,17 @@ where
             guardrails: self.guardrails.clone(),
             observer: self.observer.clone(),
             input,
+            resume: None,
         }
+    }
+
+    /// The job of one run that resumes the conversation saved under `id` (it must exist: an
+    /// unknown id fails the run with an error naming it). The query arrives as the next user
+    /// message; the objective stays the one the conversation began with.
+    pub fn resume(&self, id: ConversationId, input: ThinkerInput) -> ThinkerJob<A> {
+        let mut job = self.ask(input);
+        job.resume = Some(id);
+        job
     }
 }
 
@@ -181,6 +211,7 @@ pub struct ThinkerJob<A> {
     guardrails: Vec<Guardrail<A>>,
     observer: ThinkerObserver,
     input: ThinkerInput,
+    resume: Option<ConversationId>,
 }
 
 impl<A> std::fmt::Debug for ThinkerJob<A> {
@@ -232,6 +263,14 @@ where
             answer_corrections: 0,
             guardrail_corrections: 0,
         };
-        run_loop(&self.core, phase, &self.input, &self.observer, cx).await
+        run_loop(
+            &self.core,
+            phase,
+            &self.input,
+            self.resume.as_ref(),
+            &self.observer,
+            cx,
+        )
+        .await
     }
 }

@@ -1,72 +1,11 @@
-//! A thinker's state: its conversation (kept minimal here, behind one struct, so the durable
-//! conversation service can take its place), its artifacts, and what the read-only sweep and
-//! the admission check refused. Shared with a [`ThinkerObserver`] so code holding the thinker
-//! reads what a run did after the job completed.
+//! A thinker's state: its conversation (a [`Conversation`] from the conversation service), its
+//! artifacts, and what the read-only sweep and the admission check refused. Shared with a
+//! [`ThinkerObserver`] so code holding the thinker reads what a run did after the job completed.
 
-use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::artifacts::Artifacts;
-use crate::conversation::{ContentBlock, Message, Role};
-
-/// The conversation of one thinker: the system content (its objective) and the turns.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ThinkerConversation {
-    /// The system content.
-    pub system: String,
-    /// The turns, oldest first.
-    pub messages: Vec<Message>,
-}
-
-impl ThinkerConversation {
-    /// Whether no turn was added yet (a new conversation).
-    pub fn is_new(&self) -> bool {
-        self.messages.is_empty()
-    }
-
-    /// The whole conversation as text: the objective, then every message, tool call and tool
-    /// result in order.
-    pub fn transcript(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(out, "[system]\n{}", self.system);
-        for m in &self.messages {
-            let who = match m.role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
-            };
-            for b in &m.content {
-                let _ = match b {
-                    ContentBlock::Text { text } => writeln!(out, "[{who}]\n{text}"),
-                    ContentBlock::ToolCall {
-                        id,
-                        name,
-                        arguments,
-                    } => writeln!(out, "[tool call {id}] {name} {arguments}"),
-                    ContentBlock::ToolResult {
-                        call_id,
-                        name,
-                        content,
-                        is_error,
-                    } => {
-                        let tag = if *is_error {
-                            "tool error"
-                        } else {
-                            "tool result"
-                        };
-                        writeln!(out, "[{tag} {call_id}] {name}: {content}")
-                    }
-                    ContentBlock::Thinking { thinking, .. } => {
-                        writeln!(out, "[thinking]\n{thinking}")
-                    }
-                    ContentBlock::RedactedThinking { .. } => writeln!(out, "[redacted thinking]"),
-                    ContentBlock::Image { media_type, .. } => writeln!(out, "[image {media_type}]"),
-                    ContentBlock::File { media_type, .. } => writeln!(out, "[file {media_type}]"),
-                };
-            }
-        }
-        out
-    }
-}
+use crate::conversation::{Conversation, ConversationId, Message};
 
 /// A tool the read-only sweep withheld from a turn's palette.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,8 +32,8 @@ pub struct RefusedCall {
 /// Everything a thinker accumulates.
 #[derive(Debug, Clone, Default)]
 pub struct ThinkerState {
-    /// The conversation.
-    pub conversation: ThinkerConversation,
+    /// The conversation: `None` before the first run.
+    pub conversation: Option<Conversation>,
     /// Tool outputs registered as artifacts.
     pub artifacts: Artifacts,
     /// Every tool the sweep withheld, per turn.
@@ -106,6 +45,15 @@ pub struct ThinkerState {
     pub turns: u32,
     /// The reasoning of the last accepted answer.
     pub reasoning: String,
+}
+
+impl ThinkerState {
+    /// Append a message to the conversation (there is always one while a run is going).
+    pub(crate) fn push(&mut self, message: Message) {
+        if let Some(conversation) = &mut self.conversation {
+            conversation.push(message);
+        }
+    }
 }
 
 /// A cheap, shared view of a thinker's state, valid after the job that ran it completed.
@@ -124,14 +72,33 @@ impl ThinkerObserver {
         self.lock().clone()
     }
 
-    /// The conversation as text (see [`ThinkerConversation::transcript`]).
+    /// The conversation as text: the objective, then every message, tool call and tool result
+    /// in order (see [`crate::conversation::transcript`]). Empty before the first run.
     pub fn transcript(&self) -> String {
-        self.lock().conversation.transcript()
+        self.lock()
+            .conversation
+            .as_ref()
+            .map(Conversation::transcript)
+            .unwrap_or_default()
     }
 
-    /// A copy of the conversation.
-    pub fn conversation(&self) -> ThinkerConversation {
+    /// A copy of the conversation, once a run has started one.
+    pub fn conversation(&self) -> Option<Conversation> {
         self.lock().conversation.clone()
+    }
+
+    /// The conversation's id, once a run has started one: pass it to a later run to resume.
+    pub fn conversation_id(&self) -> Option<ConversationId> {
+        self.lock().conversation.as_ref().map(|c| c.id().clone())
+    }
+
+    /// A copy of the conversation's messages (empty before the first run).
+    pub fn messages(&self) -> Vec<Message> {
+        self.lock()
+            .conversation
+            .as_ref()
+            .map(|c| c.messages().to_vec())
+            .unwrap_or_default()
     }
 
     /// The artifacts registered so far.

@@ -6,18 +6,16 @@
 //! courtesy (the model is not offered what it may not run); the admission check is the
 //! guarantee (a call is refused whatever the palette offered).
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::artifacts::{self, Artifacts};
-use super::declaration::DepthGuard;
 use super::state::{RefusedCall, Withheld};
 use crate::conversation::ContentBlock;
-use crate::job::{BoxJob, Job, JobContext, Requirements, Resources, ScopeGuard};
+use crate::job::{BoxJob, JobContext, ScopeGuard};
 use crate::llm::{ToolCallView, ToolSpec};
-use crate::model::{Depth, Grade};
+use crate::model::Grade;
 use crate::tool::{ToolCallContext, ToolOutput, ToolProvider, ToolRegistry, admit_call};
 use crate::{Error, Result};
 
@@ -59,7 +57,6 @@ pub(crate) struct Round<'a> {
     pub(crate) registry: &'a ToolRegistry,
     pub(crate) cx: &'a JobContext,
     pub(crate) turn: u32,
-    pub(crate) depth: Depth,
     pub(crate) grade: Grade,
     pub(crate) pin: Option<String>,
     pub(crate) max_calls: usize,
@@ -108,10 +105,7 @@ pub(crate) async fn run_round(
         };
         match admitted {
             Ok(job) => {
-                let handle = round.cx.submit_in_current_step(DepthTagged {
-                    inner: job,
-                    depth: round.depth,
-                });
+                let handle = round.cx.submit_in_current_step(job);
                 handles.push(handle);
                 slots.push(Slot::Running(call.id.to_owned(), call.name.to_owned()));
             }
@@ -187,36 +181,4 @@ fn admit(
         other => other.clone(),
     };
     provider.instantiate(arguments, tcx)
-}
-
-/// A tool job that publishes the calling thinker's depth while it runs, so a thinker it starts
-/// is clamped to that depth.
-struct DepthTagged {
-    inner: BoxJob<ToolOutput>,
-    depth: Depth,
-}
-
-impl Job for DepthTagged {
-    type Output = ToolOutput;
-
-    fn class(&self) -> Cow<'static, str> {
-        self.inner.class()
-    }
-
-    fn requirements(&mut self, req: &mut Requirements, cx: &JobContext) -> Result<()> {
-        self.inner.requirements(req, cx)
-    }
-
-    fn timeout(&self) -> Option<std::time::Duration> {
-        self.inner.timeout()
-    }
-
-    fn max_corrections(&self) -> u32 {
-        self.inner.max_corrections()
-    }
-
-    async fn execute(&mut self, res: &Resources, cx: &JobContext) -> Result<ToolOutput> {
-        let _depth = DepthGuard::register(cx.id(), self.depth);
-        self.inner.execute(res, cx).await
-    }
 }

@@ -11,16 +11,16 @@
 
 use std::sync::Arc;
 
-use super::artifacts::LEGEND;
-use super::declaration::{DepthGuard, ThinkerDeclaration, ThinkerInput, effective_depth};
+use super::conversing;
+use super::declaration::{ThinkerDeclaration, ThinkerInput, effective_depth};
 use super::events::ContentStream;
 use super::state::ThinkerObserver;
 use super::tools::{Palette, Round, register_artifact, run_round, sweep};
 use super::turn::{ModelTurns, TurnRequest, TurnSource};
-use crate::conversation::{ContentBlock, Message};
+use crate::conversation::{ConversationId, ConversationService, Message};
 use crate::job::JobContext;
 use crate::llm::call::reasoning_for;
-use crate::llm::{ChatRequest, ChatResponse, ModelServices, ResponseSchema, ToolChoice};
+use crate::llm::{ChatResponse, ModelServices, ResponseSchema, ToolChoice};
 use crate::model::{Depth, Reasoning};
 use crate::tool::ToolRegistry;
 use crate::{Error, Result};
@@ -85,6 +85,12 @@ pub struct ThinkerCore {
     pub(crate) turns: Arc<dyn TurnSource>,
     pub(crate) hooks: Arc<dyn ThinkerHooks>,
     pub(crate) content: Option<ContentStream>,
+    /// The conversation service this thinker uses instead of the dispatcher's.
+    pub(crate) conversations: Option<ConversationService>,
+    /// Where conversations live when no service is given or registered.
+    pub(crate) private: ConversationService,
+    /// Whether new conversations are durable (saved to the store after every turn).
+    pub(crate) durable: bool,
 }
 
 impl std::fmt::Debug for ThinkerCore {
@@ -111,6 +117,9 @@ impl ThinkerCore {
             turns: Arc::new(ModelTurns),
             hooks: Arc::new(DefaultHooks),
             content: None,
+            conversations: None,
+            private: conversing::private_service(),
+            durable: false,
         }
     }
 }
@@ -134,17 +143,35 @@ pub(crate) trait AnswerPhase: Send {
     ) -> Result<Option<Self::Output>>;
 }
 
-/// One run of the loop over `input`, appending to the observer's conversation.
+/// One run of the loop over `input`, appending to the observer's conversation (or to the
+/// conversation saved under `resume`).
 pub(crate) async fn run_loop<P: AnswerPhase>(
     core: &ThinkerCore,
     mut phase: P,
     input: &ThinkerInput,
+    resume: Option<&ConversationId>,
     observer: &ThinkerObserver,
     cx: &JobContext,
 ) -> Result<P::Output> {
     let depth = effective_depth(input.depth, cx);
-    let _published = DepthGuard::register(cx.id(), depth);
-    open(core, input, phase.uses_refs(), observer);
+    let service = conversing::service_for(core, cx);
+    conversing::open(core, input, depth, resume, &service, observer).await?;
+    let outcome = turns(core, &mut phase, depth, &service, observer, cx).await;
+    // Whatever the outcome, what the run added is kept.
+    let saved = conversing::save_if_durable(&service, observer).await;
+    let out = outcome?;
+    saved?;
+    Ok(out)
+}
+
+async fn turns<P: AnswerPhase>(
+    core: &ThinkerCore,
+    phase: &mut P,
+    depth: Depth,
+    service: &ConversationService,
+    observer: &ThinkerObserver,
+    cx: &JobContext,
+) -> Result<P::Output> {
     let mut registry = core.registry.clone();
     for _ in 0..core.limits.max_iterations {
         // Phase 1 (overridable), then phase 2 (the framework's own): reconcile, then sweep.
@@ -152,17 +179,19 @@ pub(crate) async fn run_loop<P: AnswerPhase>(
         let turn = cx.next_step();
         let Palette { specs, withheld } = sweep(&registry, cx.scope(), turn);
         let native = native_thinking(core, depth, cx);
+        let schema = phase.schema(native.is_some());
+        conversing::compact_if_needed(core, service, observer, &specs, &schema, cx).await?;
         let request = {
             let mut st = observer.lock();
             st.withheld.extend(withheld);
             st.turns += 1;
-            let mut request = ChatRequest::new(
-                st.conversation.system.clone(),
-                st.conversation.messages.clone(),
-            );
+            let Some(conv) = st.conversation.as_ref() else {
+                return Err(Error::system("thinker loop", "no conversation is open"));
+            };
+            let mut request = conversing::render(conv, phase.uses_refs(), !specs.is_empty());
             request.tools = specs;
             request.tool_choice = ToolChoice::Auto;
-            request.response = Some(phase.schema(native.is_some()));
+            request.response = Some(schema);
             request
         };
         let response = core
@@ -185,18 +214,14 @@ pub(crate) async fn run_loop<P: AnswerPhase>(
             if let Some(out) = phase.finish(&response, native.is_some(), observer, cx)? {
                 return Ok(out);
             }
+            conversing::save_if_durable(service, observer).await?;
             continue;
         }
-        observer
-            .lock()
-            .conversation
-            .messages
-            .push(response.to_message());
+        observer.lock().push(response.to_message());
         let round = Round {
             registry: &registry,
             cx,
             turn,
-            depth,
             grade: core.declaration.grade(),
             pin: core.pin.clone(),
             max_calls: core.limits.max_tool_calls_per_turn,
@@ -207,11 +232,12 @@ pub(crate) async fn run_loop<P: AnswerPhase>(
             register_artifact(&mut st.artifacts, tool, out)
         };
         let outcome = run_round(round, &calls, &mut register).await;
-        let mut st = observer.lock();
-        st.refused.extend(outcome.refused);
-        st.conversation
-            .messages
-            .push(Message::tool_results(outcome.results));
+        {
+            let mut st = observer.lock();
+            st.refused.extend(outcome.refused);
+            st.push(Message::tool_results(outcome.results));
+        }
+        conversing::save_if_durable(service, observer).await?;
     }
     let transcript = observer.transcript();
     Err(Error::AttemptsExhausted {
@@ -223,33 +249,6 @@ pub(crate) async fn run_loop<P: AnswerPhase>(
             tail(&transcript, 16_000)
         ),
     })
-}
-
-/// Start or continue the conversation: the objective as system content in a new one, the
-/// seeded follow-up right after it (new conversations only), then the query.
-fn open(core: &ThinkerCore, input: &ThinkerInput, uses_refs: bool, observer: &ThinkerObserver) {
-    let mut st = observer.lock();
-    let conv = &mut st.conversation;
-    if conv.is_new() {
-        conv.system = core.objective.clone();
-        if uses_refs {
-            conv.system.push_str("\n\n");
-            conv.system.push_str(LEGEND);
-        }
-        if let Some(followup) = core.hooks.seeded_followup(input) {
-            conv.messages.push(Message::user_text(followup));
-        }
-    }
-    let mut blocks = vec![ContentBlock::text(input.query.clone())];
-    if !input.artifact_refs.is_empty() {
-        let refs: Vec<&str> = input.artifact_refs.iter().map(|r| r.as_str()).collect();
-        blocks.push(ContentBlock::text(format!(
-            "Artifacts handed to you: {}",
-            refs.join(", ")
-        )));
-    }
-    conv.messages
-        .push(Message::new(crate::conversation::Role::User, blocks));
 }
 
 /// The entry to pin when this turn is guaranteed a native thinking block: the entry the router

@@ -33,7 +33,7 @@ fn offered(turns: &ScriptedTurns, i: usize) -> Vec<String> {
 }
 
 fn results(obs: &thinkers::thinker::ThinkerObserver, at: usize) -> Vec<(String, bool, String)> {
-    obs.conversation().messages[at]
+    obs.messages()[at]
         .content
         .iter()
         .filter_map(|b| match b {

@@ -60,8 +60,8 @@ async fn parallel_tool_calls_share_the_turn_ordinal_and_come_back_as_one_batch()
     assert_eq!(lookup.calls.load(Ordering::SeqCst), 3);
 
     // One batch message answering every call id, in call order, each labelled with its ref.
-    let conv = obs.conversation();
-    let batch = &conv.messages[2];
+    let conv = obs.messages();
+    let batch = &conv[2];
     assert_eq!(batch.role, Role::User);
     let ids: Vec<_> = batch
         .content
@@ -129,8 +129,8 @@ async fn refused_calls_answer_their_own_ids_and_the_turn_bound_holds() {
         1,
         "only the valid call ran"
     );
-    let conv = obs.conversation();
-    let results: Vec<(String, bool, String)> = conv.messages[2]
+    let conv = obs.messages();
+    let results: Vec<(String, bool, String)> = conv[2]
         .content
         .iter()
         .map(|b| match b {
@@ -259,7 +259,11 @@ async fn seeded_followup_follows_the_objective_only_in_a_new_conversation_and_tr
     let first = &turns.seen()[0].request;
     assert_eq!(
         first.system,
-        "OBJECTIVE: explain.\n\n".to_owned() + thinkers_legend()
+        format!(
+            "OBJECTIVE: explain.\n\n{}\n\n{}",
+            thinkers_legend(),
+            thinkers::thinker::TOOL_GUIDANCE
+        )
     );
     assert_eq!(first.messages[0].text(), "Plan: look up, then summarise.");
     assert_eq!(first.messages[1].text(), "first question");
@@ -281,11 +285,11 @@ async fn seeded_followup_follows_the_objective_only_in_a_new_conversation_and_tr
 
     let t = thinker.transcript();
     let order = [
-        "[system]\nOBJECTIVE",
+        "=== objective ===\nOBJECTIVE",
         "Plan: look up",
         "first question",
-        "[tool call c1] lookup",
-        "[tool result c1] lookup: [artifact @a1]",
+        "[tool call lookup id=c1]",
+        "[tool result lookup for id=c1]\n[artifact @a1]",
         "\"first\"",
         "challenge",
         "\"second\"",

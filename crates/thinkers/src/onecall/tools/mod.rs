@@ -21,4 +21,4 @@ mod summarization;
 
 pub use analyze_violation::{AnalyzeViolation, Severity, ViolationAnalysis, ViolationInput};
 pub use quick_question::{QuickAnswer, QuickQuestion, QuickQuestionInput};
-pub use summarization::{Summarization, SummarizationInput, Summary};
+pub use summarization::{JobSummarizer, Summarization, SummarizationInput, Summary};

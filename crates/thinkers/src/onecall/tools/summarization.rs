@@ -2,13 +2,17 @@
 
 use std::borrow::Cow;
 use std::num::NonZeroU32;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
+use crate::conversation::Summarizer;
 use crate::model::{Depth, Grade, OutputSize};
-use crate::onecall::ModelTool;
+use crate::onecall::{ModelTool, ModelToolJob};
 
 /// The input of `summarization`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -117,5 +121,48 @@ impl ModelTool for Summarization {
 
     fn read_only(&self) -> bool {
         true
+    }
+}
+
+/// The production [`Summarizer`] for compaction: each summary is one run of the `summarization`
+/// tool at Small, submitted as a child of the job whose conversation is compacted (so it is
+/// admitted, recorded and priced like any call, on that job's branch of the trajectory).
+#[derive(Debug, Clone)]
+pub struct JobSummarizer {
+    cx: crate::job::JobContext,
+}
+
+impl JobSummarizer {
+    /// A summariser whose runs are children of the job running in `cx`.
+    pub fn new(cx: crate::job::JobContext) -> Self {
+        Self { cx }
+    }
+}
+
+/// Words to ask for, for a summary of about `tokens` tokens (about 0.7 words a token).
+fn words_for(tokens: u32) -> NonZeroU32 {
+    NonZeroU32::new(tokens.saturating_mul(7) / 10).unwrap_or(NonZeroU32::MIN)
+}
+
+impl Summarizer for JobSummarizer {
+    fn summarize<'a>(
+        &'a self,
+        transcript: &'a str,
+        target_tokens: u32,
+    ) -> BoxFuture<'a, Result<String>> {
+        Box::pin(async move {
+            let input = SummarizationInput {
+                text: transcript.to_owned(),
+                focus: Some(
+                    "what was asked, what was found (facts, tool results, artifact refs), what \
+                     was decided, and what is still open"
+                        .to_owned(),
+                ),
+                target_words: words_for(target_tokens),
+            };
+            let job = ModelToolJob::new(Arc::new(Summarization), input)?;
+            let summary = self.cx.submit_in_step(job).await?;
+            Ok(summary.summary)
+        })
     }
 }

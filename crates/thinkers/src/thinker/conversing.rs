@@ -1,0 +1,246 @@
+//! The loop's conversation plumbing: which [`ConversationService`] a run uses, opening a new
+//! conversation or resuming one by id, the guidance derived at render time, the compaction check
+//! before every call, and saving a durable conversation after every turn.
+
+use std::sync::Arc;
+
+use super::artifacts::LEGEND;
+use super::declaration::ThinkerInput;
+use super::state::ThinkerObserver;
+use super::turn_loop::ThinkerCore;
+use crate::conversation::{
+    CompactionRecord, Compactor, ContentBlock, Conversation, ConversationId, ConversationService,
+    MemoryConversationStore, Message, Objective, Role, Stamps, WireSizer,
+};
+use crate::job::JobContext;
+use crate::llm::{ChatRequest, ModelServices, ResponseSchema, ToolSpec};
+use crate::model::Depth;
+use crate::onecall::tools::JobSummarizer;
+use crate::record::CompactionRow;
+use crate::{Error, Result};
+
+/// What the model is told about tool use once it has tools: calls cost time and tokens, so
+/// batch independent ones and stop calling once the answer is supported.
+pub const TOOL_GUIDANCE: &str = "Tools: call a tool only when its result can change your answer. \
+Independent calls can be made together in one turn; they run in parallel. Once what you have \
+supports an answer, stop calling tools and answer.";
+
+/// A thinker-private service for thinkers run where no [`ConversationService`] is registered:
+/// its conversations live as long as the thinker.
+pub(crate) fn private_service() -> ConversationService {
+    ConversationService::new(Arc::new(MemoryConversationStore::new()))
+}
+
+/// The service a run uses: the thinker's own, else the one registered on the dispatcher, else
+/// the thinker-private one.
+pub(crate) fn service_for(core: &ThinkerCore, cx: &JobContext) -> ConversationService {
+    if let Some(own) = &core.conversations {
+        return own.clone();
+    }
+    match cx.services().get::<ConversationService>() {
+        Some(registered) => (*registered).clone(),
+        None => core.private.clone(),
+    }
+}
+
+/// Start or continue the conversation, then add the run's query.
+///
+/// * `resume` given: the conversation saved under that id (an unknown id is an error naming it);
+///   the objective stays the one it began with.
+/// * otherwise the conversation an earlier run of this thinker left, if any;
+/// * otherwise a new one, stamped from the declaration and depth, with the objective in the task
+///   slot and the seeded follow-up right after it.
+pub(crate) async fn open(
+    core: &ThinkerCore,
+    input: &ThinkerInput,
+    depth: Depth,
+    resume: Option<&ConversationId>,
+    service: &ConversationService,
+    observer: &ThinkerObserver,
+) -> Result<()> {
+    let held = observer.lock().conversation.take();
+    let existing = match resume {
+        Some(id) if held.as_ref().is_some_and(|c| c.id() == id) => held,
+        Some(id) => Some(service.resume(id).await?),
+        None => held,
+    };
+    let mut conv = match existing {
+        Some(conv) => conv,
+        None => {
+            let declaration = &core.declaration;
+            let mut stamps = Stamps::new(declaration.grade(), depth, declaration.output());
+            if let Some(window) = declaration.comfort() {
+                stamps = stamps.with_comfort_window(window)?;
+            }
+            if let Some(trigger) = declaration.trigger() {
+                stamps = stamps.with_compaction_trigger(f64::from(trigger))?;
+            }
+            let mut conv = service.obtain_new(stamps, core.durable);
+            conv.objective_mut()
+                .put(Objective::TASK, core.objective.clone());
+            if let Some(followup) = core.hooks.seeded_followup(input) {
+                conv.push(Message::user_text(followup));
+            }
+            conv
+        }
+    };
+    let mut blocks = vec![ContentBlock::text(input.query.clone())];
+    if !input.artifact_refs.is_empty() {
+        let refs: Vec<&str> = input.artifact_refs.iter().map(|r| r.as_str()).collect();
+        blocks.push(ContentBlock::text(format!(
+            "Artifacts handed to you: {}",
+            refs.join(", ")
+        )));
+    }
+    conv.push(Message::new(Role::User, blocks));
+    observer.lock().conversation = Some(conv);
+    Ok(())
+}
+
+/// The request of one turn: the objective with the guidance this turn needs (the ref legend only
+/// when the answer contract uses refs, tool guidance only when tools are offered), derived here
+/// and never stored, then every message.
+pub(crate) fn render(conv: &Conversation, uses_refs: bool, has_tools: bool) -> ChatRequest {
+    let mut guidance = Vec::new();
+    if let Some(own) = conv.objective().get(Objective::GUIDANCE) {
+        guidance.push(own.to_owned());
+    }
+    if uses_refs {
+        guidance.push(LEGEND.to_owned());
+    }
+    if has_tools {
+        guidance.push(TOOL_GUIDANCE.to_owned());
+    }
+    let system = if guidance.is_empty() {
+        conv.objective().render()
+    } else {
+        let mut objective = conv.objective().clone();
+        objective.put(Objective::GUIDANCE, guidance.join("\n\n"));
+        objective.render()
+    };
+    ChatRequest::new(system, conv.messages().to_vec())
+}
+
+/// Compact the conversation when this turn's request (its tools and answer shape included,
+/// measured for the entry that will serve it) passes the conversation's threshold. Without
+/// model services registered (a loop driven by scripted turns) there is nothing to measure.
+///
+/// The summariser is the service's when it has one, else the summarization tool at Small, run
+/// as a child of this thinker. Each compaction is recorded.
+pub(crate) async fn compact_if_needed(
+    core: &ThinkerCore,
+    service: &ConversationService,
+    observer: &ThinkerObserver,
+    tools: &[ToolSpec],
+    response: &ResponseSchema,
+    cx: &JobContext,
+) -> Result<Option<CompactionRecord>> {
+    let Some(models) = cx.services().get::<ModelServices>() else {
+        return Ok(None);
+    };
+    let budgets = cx.dispatcher().admission().store().clone();
+    let Ok(entry) = models.router().resolve(
+        core.declaration.grade(),
+        core.pin.as_deref(),
+        budgets.as_ref(),
+    ) else {
+        // The turn's own call reports why no entry serves it.
+        return Ok(None);
+    };
+    let window = Some(entry.context_window());
+    let Some(mut conv) = observer.lock().conversation.take() else {
+        return Err(Error::system("thinker loop", "no conversation is open"));
+    };
+    let threshold = conv.stamps().compaction_threshold(window);
+    // Every token is at least one byte of the body, so a request whose text is well under the
+    // threshold cannot be over it: skip the exact count.
+    if rough_upper_bound(&conv, tools, response) <= threshold {
+        observer.lock().conversation = Some(conv);
+        return Ok(None);
+    }
+    let sizer = WireSizer::new(models.target(entry)?, models.shared_counter())
+        .with_tools(tools.to_vec())
+        .with_response(response.clone())
+        .with_entry(entry.id());
+    let fallback = Compactor::new(Arc::new(JobSummarizer::new(cx.clone())));
+    let outcome = service
+        .compact_with_fallback(&mut conv, &sizer, window, &fallback)
+        .await;
+    observer.lock().conversation = Some(conv);
+    let record = outcome?;
+    if let Some(r) = &record {
+        cx.dispatcher().recorder().compaction(CompactionRow {
+            job: cx.id(),
+            workflow: cx.workflow(),
+            conversation: r.conversation.to_string(),
+            before_tokens: r.before_tokens,
+            after_tokens: r.after_tokens,
+            summarized_messages: r.summarized_messages as u64,
+            at_ms: r.at_ms,
+        });
+    }
+    Ok(record)
+}
+
+/// An upper bound on the tokens of the request: its text bytes, escaped worst-case, plus room
+/// for the JSON around every block.
+fn rough_upper_bound(conv: &Conversation, tools: &[ToolSpec], response: &ResponseSchema) -> u64 {
+    let mut bytes = conv.objective().render().len() + LEGEND.len() + TOOL_GUIDANCE.len();
+    let mut blocks = 0usize;
+    for m in conv.messages() {
+        for b in &m.content {
+            blocks += 1;
+            bytes += match b {
+                ContentBlock::Text { text } => text.len(),
+                ContentBlock::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                } => id.len() + name.len() + arguments.to_string().len(),
+                ContentBlock::ToolResult {
+                    call_id,
+                    name,
+                    content,
+                    ..
+                } => call_id.len() + name.len() + content.len(),
+                ContentBlock::Thinking {
+                    thinking,
+                    signature,
+                } => thinking.len() + signature.len(),
+                ContentBlock::RedactedThinking { data } => data.len(),
+                // Media is counted by the provider, not by its bytes here: measure exactly.
+                _ => return u64::MAX,
+            };
+        }
+    }
+    for t in tools {
+        bytes += t.name.len() + t.description.len() + t.parameters.to_string().len();
+    }
+    bytes += response.name.len() + response.schema.to_string().len();
+    // JSON escaping at most sextuples a byte (`\u0000`); 64 bytes of framing per block.
+    (bytes as u64)
+        .saturating_mul(6)
+        .saturating_add(64 * blocks as u64 + 1024)
+}
+
+/// Save a durable conversation (after every turn, so a crash loses at most the turn in flight).
+/// A temporary conversation stays with the thinker.
+pub(crate) async fn save_if_durable(
+    service: &ConversationService,
+    observer: &ThinkerObserver,
+) -> Result<()> {
+    let durable = observer
+        .lock()
+        .conversation
+        .as_ref()
+        .is_some_and(|c| c.is_durable() && c.has_unsaved_changes());
+    if !durable {
+        return Ok(());
+    }
+    let Some(mut conv) = observer.lock().conversation.take() else {
+        return Ok(());
+    };
+    let saved = service.save(&mut conv).await;
+    observer.lock().conversation = Some(conv);
+    saved
+}
