@@ -25,7 +25,7 @@ impl Services {
     }
 
     /// Register every service of `other`, replacing services of the same types.
-    pub fn extend(&mut self, other: Services) {
+    pub fn extend(&mut self, other: Self) {
         self.map.extend(other.map);
     }
 

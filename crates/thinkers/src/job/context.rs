@@ -36,7 +36,7 @@ pub(crate) struct JobNode {
     pub(crate) parent: Option<JobId>,
     /// The parent's node, so a job can read what its ancestors published (see
     /// [`JobContext::ancestor_metadata`]).
-    parent_node: Option<Arc<JobNode>>,
+    parent_node: Option<Arc<Self>>,
     pub(crate) workflow: JobId,
     pub(crate) class: Cow<'static, str>,
     pub(crate) ordinal: Option<u32>,
