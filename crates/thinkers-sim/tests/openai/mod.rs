@@ -445,12 +445,17 @@ async fn logprobs_are_deterministic_for_a_seed_and_cover_rankings_and_streams() 
     let other_sim = start_default().await;
     let elsewhere = openai(&other_sim, &request).await.body;
     let logprobs = &first.body["choices"][0]["logprobs"];
-    assert_eq!(logprobs, &again["choices"][0]["logprobs"], "same sim, same request");
+    assert_eq!(
+        logprobs, &again["choices"][0]["logprobs"],
+        "same sim, same request"
+    );
     assert_eq!(logprobs, &elsewhere["choices"][0]["logprobs"], "same seed");
 
     // Every ranked id is one token whose alternatives are other ids of the enum, each entry in
     // the documented shape (token, logprob, bytes, top_logprobs of token/logprob/bytes).
-    let content = first.body["choices"][0]["message"]["content"].as_str().unwrap();
+    let content = first.body["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap();
     let ranking: Value = serde_json::from_str(content).unwrap();
     let entries = logprobs["content"].as_array().unwrap();
     for id in ranking["ranking"].as_array().unwrap() {
@@ -485,6 +490,9 @@ async fn logprobs_are_deterministic_for_a_seed_and_cover_rankings_and_streams() 
                 .unwrap_or_default()
         })
         .collect();
-    let streamed_text: String = tokens.iter().map(|t| t["token"].as_str().unwrap()).collect();
+    let streamed_text: String = tokens
+        .iter()
+        .map(|t| t["token"].as_str().unwrap())
+        .collect();
     assert_eq!(streamed_text, content);
 }

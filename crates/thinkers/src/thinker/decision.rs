@@ -20,8 +20,9 @@
 //! Use a [`super::ToollessThinker`] instead when the answer needs fields beyond the choice (an
 //! extracted value, a justification to show), and a [`super::SingleObjectiveThinker`] when the
 //! choice needs evidence first (tools to call, documents to read). The confidence is the
-//! model's own token probability: it says how sure the model was, not whether it was right, and
-//! a reasoning model whose provider withholds log-probabilities gives none.
+//! model's own token probability: it says how sure the model was, not whether it was right.
+//! OpenAI's reasoning models refuse `logprobs`: decide at a depth where the entry does not
+//! reason, or turn log-probabilities off with [`DecisionThinker::top_logprobs`]`(0)`.
 
 pub mod confidence;
 
@@ -165,7 +166,7 @@ impl DecisionThinker {
                 ));
             }
         }
-        let mut core = ThinkerCore::new(declaration, prompt.as_str().to_owned());
+        let mut core = ThinkerCore::new(declaration, prompt.into_string());
         core.class = "decision_thinker".into();
         core.limits = ThinkerLimits {
             max_iterations: 1,
@@ -194,14 +195,17 @@ impl DecisionThinker {
 
     /// Always an error naming the provider's tool (see [`DecisionThinker::tool`]).
     pub fn provider(&self, provider: Arc<dyn ToolProvider>) -> Result<()> {
-        Err(refuse_tool("decision thinker", provider.name()))
+        let refusal = refuse_tool("decision thinker", provider.name());
+        drop(provider);
+        Err(refusal)
     }
 
-    /// Ask for this many alternatives per token (1..=20; 10 unless set). More alternatives let
-    /// more options get a measured confidence.
+    /// Ask for this many alternatives per token (at most 20; 10 unless set). More alternatives
+    /// let more options get a measured confidence. `0` asks for no log-probabilities at all (for
+    /// an OpenAI reasoning model, which refuses them): every confidence is then unavailable.
     #[must_use]
     pub fn top_logprobs(mut self, n: u8) -> Self {
-        self.top_logprobs = n.clamp(1, 20);
+        self.top_logprobs = n.min(20);
         self
     }
 
@@ -504,11 +508,23 @@ impl<T> DecisionJob<T> {
             core: &self.core,
             prompt: self.contract.prompt(&self.input),
             depth: self.input.depth,
-            logprobs: Some(self.top_logprobs),
+            logprobs: (self.top_logprobs > 0).then_some(self.top_logprobs),
             observer: &self.observer,
         };
         let accepted = exchange(ex, &self.contract, cx).await?;
         Ok((accepted.value.0, accepted.response))
+    }
+
+    /// The answer's tokens, or why there is no confidence to compute.
+    fn tokens<'a>(
+        &self,
+        response: &'a ChatResponse,
+        text: &'a str,
+    ) -> std::result::Result<Tokens<'a>, String> {
+        if self.top_logprobs == 0 {
+            return Err("log-probabilities were not requested (top_logprobs is 0)".into());
+        }
+        Tokens::of(response, text)
     }
 
     fn option(&self, id: &str) -> Result<DecisionOption> {
@@ -538,7 +554,7 @@ impl Orchestrator for DecisionJob<Choice> {
         let chosen_id = picked.first().cloned().unwrap_or_default();
         let text = response.text();
         let ids = self.contract.ids();
-        let reading = Tokens::of(&response, &text).and_then(|tokens| {
+        let reading = self.tokens(&response, &text).and_then(|tokens| {
             let spans = spans_after_key(&text, "choice", &[chosen_id.as_str()])
                 .ok_or_else(|| "the chosen id was not found in the answer text".to_owned())?;
             let (start, end) = spans[0];
@@ -586,7 +602,7 @@ impl Orchestrator for DecisionJob<Ranking> {
         let text = response.text();
         let ids = self.contract.ids();
         let order: Vec<&str> = picked.iter().map(String::as_str).collect();
-        let located = Tokens::of(&response, &text).and_then(|tokens| {
+        let located = self.tokens(&response, &text).and_then(|tokens| {
             let spans = spans_after_key(&text, "ranking", &order)
                 .ok_or_else(|| "the ranked ids were not found in the answer text".to_owned())?;
             Ok((tokens, spans))

@@ -69,6 +69,11 @@ impl SystemPrompt {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The text, owned.
+    pub fn into_string(self) -> String {
+        self.0
+    }
 }
 
 /// The last guardrail refusal of a run that ran out of corrections. It sits on the source of
@@ -224,7 +229,9 @@ where
 
     /// Always an error naming the provider's tool (see [`ToollessThinker::tool`]).
     pub fn provider(&self, provider: Arc<dyn ToolProvider>) -> Result<()> {
-        Err(refuse_tool("toolless thinker", provider.name()))
+        let refusal = refuse_tool("toolless thinker", provider.name());
+        drop(provider);
+        Err(refusal)
     }
 
     /// Declare a validation guardrail on the answer; guardrails run in declaration order.

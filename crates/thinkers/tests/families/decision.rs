@@ -210,3 +210,19 @@ async fn options_and_k_are_checked_at_construction() {
     let err = t.tool(Lookup).unwrap_err();
     assert!(err.to_string().contains("lookup"), "{err}");
 }
+
+#[tokio::test]
+async fn log_probabilities_can_be_turned_off() {
+    let s = setup().await;
+    let t = dispatcher_of_tickets("sim-small-a").top_logprobs(0);
+    let choice = s.rt.run(t.choose(question())).await.unwrap();
+    match &choice.chosen.confidence {
+        Confidence::Unavailable { reason } => assert!(reason.contains("not requested"), "{reason}"),
+        other => panic!("expected unavailable, got {other:?}"),
+    }
+    let body = s.sim.requests()[0].body.clone();
+    assert!(
+        body.get("logprobs").is_none() && body.get("top_logprobs").is_none(),
+        "{body}"
+    );
+}

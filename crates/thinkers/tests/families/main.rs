@@ -11,6 +11,7 @@
 )]
 
 mod decision;
+mod shape;
 mod support;
 mod toolless;
 mod wire;
