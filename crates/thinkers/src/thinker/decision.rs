@@ -25,6 +25,7 @@
 //! reason, or turn log-probabilities off with [`DecisionThinker::top_logprobs`]`(0)`.
 
 pub mod confidence;
+mod contract;
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -32,22 +33,20 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 pub use self::confidence::Confidence;
 use self::confidence::{Tokens, spans_after_key};
-use super::answer::{AnswerShape, Judgement};
+use self::contract::{Mode, OptionsContract};
+use super::answer::AnswerShape;
 use super::declaration::{ThinkerDeclaration, ThinkerInput};
 use super::events::ContentStream;
-use super::guardrail::Verdict;
 use super::state::ThinkerObserver;
-use super::toolless::{Contract, Exchange, SystemPrompt, exchange, refuse_tool};
+use super::toolless::{Exchange, SystemPrompt, exchange, refuse_tool};
 use super::turn::TurnSource;
 use super::turn_loop::{ThinkerCore, ThinkerLimits};
 use crate::job::{JobContext, Orchestrator};
-use crate::llm::{ChatResponse, ResponseSchema};
+use crate::llm::ChatResponse;
 use crate::model::{Grade, ModelDependent};
 use crate::tool::{Tool, ToolProvider};
 use crate::{Error, Result};
@@ -271,182 +270,6 @@ impl DecisionThinker {
             input,
             _out: PhantomData,
         }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Choose,
-    Rank(usize),
-}
-
-/// The wire answer of a choice.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-struct DecisionAnswer {
-    choice: String,
-}
-
-/// The wire answer of a ranking.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-struct RankingAnswer {
-    ranking: Vec<String>,
-}
-
-/// The ids a model answered, in order.
-#[derive(Debug, Clone)]
-struct Picked(Vec<String>);
-
-/// The options as the answer contract: an enum of their ids.
-struct OptionsContract {
-    options: Arc<[DecisionOption]>,
-    mode: Mode,
-    choice: Arc<AnswerShape<DecisionAnswer>>,
-    ranking: Arc<AnswerShape<RankingAnswer>>,
-}
-
-impl OptionsContract {
-    fn ids(&self) -> Vec<&str> {
-        self.options.iter().map(|o| o.id.as_str()).collect()
-    }
-
-    fn accepted_ids(&self) -> String {
-        self.ids()
-            .iter()
-            .map(|id| format!("\"{id}\""))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    fn prompt(&self, input: &ThinkerInput) -> String {
-        let mut text = input.query.clone();
-        text.push_str("\n\nOptions:\n");
-        for o in self.options.iter() {
-            text.push_str(&format!("- {}: {}\n", o.id, o.description));
-        }
-        match self.mode {
-            Mode::Choose => text.push_str(
-                "\nAnswer with the id of the one option that fits best, exactly as written.",
-            ),
-            Mode::Rank(k) => text.push_str(&format!(
-                "\nAnswer with the ids of the {k} options that fit best, best first, each once, \
-                 exactly as written."
-            )),
-        }
-        text
-    }
-
-    fn refuse(&self, parameter: &str, reason: String) -> Judgement<Picked> {
-        Judgement::Refused(Error::invalid_input(parameter, None, reason))
-    }
-}
-
-impl Contract for OptionsContract {
-    type Output = Picked;
-
-    fn schema(&self, _native_thinking: bool) -> ResponseSchema {
-        let ids: Vec<Value> = self.ids().into_iter().map(Value::from).collect();
-        let schema = match self.mode {
-            Mode::Choose => json!({
-                "type": "object",
-                "properties": {"choice": {
-                    "type": "string",
-                    "enum": ids,
-                    "description": "The id of the chosen option."
-                }},
-                "required": ["choice"],
-                "additionalProperties": false,
-            }),
-            Mode::Rank(k) => json!({
-                "type": "object",
-                "properties": {"ranking": {
-                    "type": "array",
-                    "items": {"type": "string", "enum": ids},
-                    "minItems": k,
-                    "maxItems": k,
-                    "uniqueItems": true,
-                    "description": format!("The ids of the {k} best options, best first, each once.")
-                }},
-                "required": ["ranking"],
-                "additionalProperties": false,
-            }),
-        };
-        ResponseSchema {
-            name: "decision".into(),
-            schema,
-        }
-    }
-
-    fn judge(&self, text: &str, thinking: Option<&str>) -> Judgement<Picked> {
-        let known = |id: &str| self.options.iter().any(|o| o.id == id);
-        match self.mode {
-            Mode::Choose => match self.choice.judge_bare(text, thinking) {
-                Judgement::NoAnswer => Judgement::NoAnswer,
-                Judgement::Refused(e) => Judgement::Refused(e),
-                Judgement::Answer {
-                    value,
-                    json,
-                    reasoning,
-                } => {
-                    if !known(&value.choice) {
-                        return self.refuse(
-                            "answer.choice",
-                            format!(
-                                "`choice` must be one of the option ids {}, exactly as written",
-                                self.accepted_ids()
-                            ),
-                        );
-                    }
-                    Judgement::Answer {
-                        value: Picked(vec![value.choice]),
-                        json,
-                        reasoning,
-                    }
-                }
-            },
-            Mode::Rank(k) => match self.ranking.judge_bare(text, thinking) {
-                Judgement::NoAnswer => Judgement::NoAnswer,
-                Judgement::Refused(e) => Judgement::Refused(e),
-                Judgement::Answer {
-                    value,
-                    json,
-                    reasoning,
-                } => {
-                    if value.ranking.iter().any(|id| !known(id)) {
-                        return self.refuse(
-                            "answer.ranking",
-                            format!(
-                                "every entry of `ranking` must be one of the option ids {}, \
-                                 exactly as written",
-                                self.accepted_ids()
-                            ),
-                        );
-                    }
-                    let distinct: HashSet<&str> =
-                        value.ranking.iter().map(String::as_str).collect();
-                    if distinct.len() != value.ranking.len() {
-                        return self.refuse(
-                            "answer.ranking",
-                            "`ranking` must name each option at most once".into(),
-                        );
-                    }
-                    if value.ranking.len() != k {
-                        return self.refuse(
-                            "answer.ranking",
-                            format!("`ranking` must list exactly {k} option ids, best first"),
-                        );
-                    }
-                    Judgement::Answer {
-                        value: Picked(value.ranking),
-                        json,
-                        reasoning,
-                    }
-                }
-            },
-        }
-    }
-
-    fn check(&self, _value: &Picked) -> Verdict {
-        Verdict::Accept
     }
 }
 
