@@ -12,6 +12,10 @@
 //!   query, the depth (clamped to a calling thinker's) and artifact refs.
 //! * [`ThinkerObserver`] — the conversation, transcript, artifacts and refusals after a run.
 //! * [`ContentStream`] — where a directly submitted thinker publishes its accepted answer.
+//! * [`ToollessThinker`] — no loop: one model call per candidate answer of a typed answer, with
+//!   guardrails (at most [`MAX_GUARDRAIL_CORRECTIONS`] corrections) and no tools.
+//! * [`DecisionThinker`] — the model only chooses (or ranks) among given options, with a
+//!   confidence per option where the provider returns log-probabilities.
 //!
 //! **Read-only.** Under a read-only scope the loop withholds every tool that is not read-only
 //! from the palette (logged and recorded in [`ThinkerState::withheld`]), and the admission
@@ -21,12 +25,14 @@
 pub mod answer;
 pub mod artifacts;
 mod conversing;
+pub mod decision;
 pub mod declaration;
 pub mod events;
 mod finish;
 pub mod guardrail;
 mod single;
 pub mod state;
+pub mod toolless;
 mod tools;
 pub mod turn;
 pub mod turn_loop;
@@ -34,10 +40,16 @@ pub mod turn_loop;
 pub use answer::{AnswerShape, Judgement, REASONING_DESCRIPTION};
 pub use artifacts::{Artifact, ArtifactRef, Artifacts};
 pub use conversing::TOOL_GUIDANCE;
+pub use decision::{
+    Choice, Confidence, DecisionJob, DecisionOption, DecisionThinker, Ranking, Scored,
+};
 pub use declaration::{META_THINKER_DEPTH, ThinkerDeclaration, ThinkerInput};
 pub use events::{ContentStream, ContentStreamEvent, META_CONTENT};
 pub use guardrail::{Guardrail, Verdict};
 pub use single::{SingleObjectiveThinker, ThinkerJob, ThinkerOutput};
 pub use state::{RefusedCall, ThinkerObserver, ThinkerState, Withheld};
+pub use toolless::{
+    GuardrailRefusal, MAX_GUARDRAIL_CORRECTIONS, SystemPrompt, ToollessJob, ToollessThinker,
+};
 pub use turn::{ModelTurns, ScriptedTurns, TurnRequest, TurnSource};
 pub use turn_loop::{DefaultHooks, ThinkerCore, ThinkerHooks, ThinkerLimits};

@@ -254,7 +254,7 @@ async fn turns<P: AnswerPhase>(
 /// The entry to pin when this turn is guaranteed a native thinking block: the entry the router
 /// serves for the seat thinks natively and reasons at this depth. Pinning keeps the guarantee
 /// true for the call the schema was rendered for.
-fn native_thinking(core: &ThinkerCore, depth: Depth, cx: &JobContext) -> Option<String> {
+pub(crate) fn native_thinking(core: &ThinkerCore, depth: Depth, cx: &JobContext) -> Option<String> {
     let services = cx.services().get::<ModelServices>()?;
     let budgets = cx.dispatcher().admission().store().clone();
     let entry = services
