@@ -56,6 +56,7 @@
 pub mod conversation;
 pub mod dispatch;
 pub mod error;
+pub mod hub;
 pub mod job;
 pub mod llm;
 #[cfg(feature = "mcp")]

@@ -13,6 +13,10 @@
 //! * [`ThinkerObserver`] — the conversation, transcript, artifacts and refusals after a run.
 //! * [`ContentStream`] — where a directly submitted thinker publishes its accepted answer.
 //!
+//! **Orchestrators.** With a [`crate::hub::ToolHub`] in reach (the thinker's own or a dispatcher
+//! service), every thinker gets `request_tools` and `request_skill` over its compatible catalogs
+//! ([`doors`]) and `sub_thinker` ([`subthinker`]) at or above its delegation threshold.
+//!
 //! **Read-only.** Under a read-only scope the loop withholds every tool that is not read-only
 //! from the palette (logged and recorded in [`ThinkerState::withheld`]), and the admission
 //! check refuses such a call whatever the palette said; both sit outside any hook. Children the
@@ -22,11 +26,13 @@ pub mod answer;
 pub mod artifacts;
 mod conversing;
 pub mod declaration;
+pub mod doors;
 pub mod events;
 mod finish;
 pub mod guardrail;
 mod single;
 pub mod state;
+pub mod subthinker;
 mod tools;
 pub mod turn;
 pub mod turn_loop;
@@ -35,9 +41,13 @@ pub use answer::{AnswerShape, Judgement, REASONING_DESCRIPTION};
 pub use artifacts::{Artifact, ArtifactRef, Artifacts};
 pub use conversing::TOOL_GUIDANCE;
 pub use declaration::{META_THINKER_DEPTH, ThinkerDeclaration, ThinkerInput};
+pub use doors::{DoorOutcome, REQUEST_SKILL, REQUEST_TOOLS, RefusedName};
 pub use events::{ContentStream, ContentStreamEvent, META_CONTENT};
 pub use guardrail::{Guardrail, Verdict};
 pub use single::{SingleObjectiveThinker, ThinkerJob, ThinkerOutput};
 pub use state::{RefusedCall, ThinkerObserver, ThinkerState, Withheld};
+pub use subthinker::{
+    SUB_THINKER, SubThinkerAnswer, SubThinkerHooks, SubThinkerInput, SubThinkerOutput,
+};
 pub use turn::{ModelTurns, ScriptedTurns, TurnRequest, TurnSource};
 pub use turn_loop::{DefaultHooks, ThinkerCore, ThinkerHooks, ThinkerLimits};
