@@ -276,13 +276,12 @@ impl ToolProvider for CatalogDoor {
         let names: Vec<String> = arguments
             .get(field)
             .and_then(Value::as_array)
-            .map(|items| {
+            .and_then(|items| {
                 items
                     .iter()
                     .map(|i| i.as_str().map(str::to_owned))
                     .collect::<Option<Vec<_>>>()
             })
-            .flatten()
             .filter(|n| !n.is_empty())
             .ok_or_else(|| Error::invalid_input(field, None, accepted()))?;
         let unknown = names.iter().filter(|n| !self.accepted.contains(n)).count();
@@ -305,7 +304,7 @@ impl ToolProvider for CatalogDoor {
 }
 
 /// What a door call answers: the names granted, and the ones refused with the reason.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DoorOutcome {
     /// Granted names (tools callable from the next turn; skills attached).
     pub granted: Vec<String>,
@@ -337,60 +336,73 @@ impl Orchestrator for DoorJob {
     }
 
     async fn execute(&mut self, cx: &JobContext) -> Result<ToolOutput> {
-        let mut outcome = DoorOutcome {
-            granted: Vec::new(),
-            refused: Vec::new(),
-        };
-        let mut refuse = |name: String, reason: String| {
-            tracing::info!(door = self.kind.name(), name, reason, "request refused");
-            outcome.refused.push(RefusedName { name, reason });
-        };
-        let mut st = self.observer.lock();
-        let Some(conv) = st.conversation.as_mut() else {
-            return Err(Error::system(self.kind.name(), "no conversation is open"));
-        };
+        let door = self.kind.name();
+        let mut outcome = DoorOutcome::default();
+        // The admission rules run before the conversation is touched (and without its lock).
+        let mut skills = Vec::new();
         match self.kind {
             DoorKind::Tools => {
-                let mut granted = granted_tools(conv);
                 for (name, g) in self.hub.request_tools(&self.names, cx.scope()) {
                     match g {
-                        Granted::Admitted(_) => {
-                            if !granted.contains(&name) {
-                                granted.push(name.clone());
-                            }
-                            outcome.granted.push(name);
+                        Granted::Admitted(_) => outcome.granted.push(name),
+                        Granted::Refused(reason) => {
+                            outcome.refused.push(RefusedName { name, reason });
                         }
-                        Granted::Refused(reason) => refuse(name, reason),
                     }
                 }
-                conv.set_state(STATE_GRANTED_TOOLS, json!(granted));
             }
             DoorKind::Skills => {
-                let mut attached = attached_skills(conv);
                 for (name, g) in self.hub.request_skills(&self.names, cx.scope()) {
                     match g {
                         Granted::Admitted(skill) => {
-                            if !attached.iter().any(|a| a.name == name) {
-                                attached.push(Attached {
-                                    name: name.clone(),
-                                    text: skill.text().to_owned(),
-                                });
-                            }
                             outcome.granted.push(name);
+                            skills.push(skill);
                         }
-                        Granted::Refused(reason) => refuse(name, reason),
+                        Granted::Refused(reason) => {
+                            outcome.refused.push(RefusedName { name, reason });
+                        }
                     }
                 }
-                if !attached.is_empty() {
-                    conv.objective_mut()
-                        .put(Objective::SKILLS, preamble(&attached));
-                }
-                let state = serde_json::to_value(&attached)
-                    .map_err(|e| Error::system(REQUEST_SKILL, e.to_string()))?;
-                conv.set_state(STATE_SKILLS, state);
             }
         }
-        drop(st);
+        for r in &outcome.refused {
+            tracing::info!(door, name = r.name, reason = r.reason, "request refused");
+        }
+        {
+            let mut st = self.observer.lock();
+            let Some(conv) = st.conversation.as_mut() else {
+                return Err(Error::system(door, "no conversation is open"));
+            };
+            match self.kind {
+                DoorKind::Tools => {
+                    let mut granted = granted_tools(conv);
+                    for name in &outcome.granted {
+                        if !granted.contains(name) {
+                            granted.push(name.clone());
+                        }
+                    }
+                    conv.set_state(STATE_GRANTED_TOOLS, json!(granted));
+                }
+                DoorKind::Skills => {
+                    let mut attached = attached_skills(conv);
+                    for skill in &skills {
+                        if !attached.iter().any(|a| a.name == skill.name()) {
+                            attached.push(Attached {
+                                name: skill.name().to_owned(),
+                                text: skill.text().to_owned(),
+                            });
+                        }
+                    }
+                    if !attached.is_empty() {
+                        conv.objective_mut()
+                            .put(Objective::SKILLS, preamble(&attached));
+                    }
+                    let state = serde_json::to_value(&attached)
+                        .map_err(|e| Error::system(door, e.to_string()))?;
+                    conv.set_state(STATE_SKILLS, state);
+                }
+            }
+        }
         let json = serde_json::to_value(&outcome)
             .map_err(|e| Error::system(self.kind.name(), e.to_string()))?;
         Ok(ToolOutput {
