@@ -197,3 +197,90 @@ async fn granted_tools_live_in_the_conversation_and_the_sweep_applies_to_them() 
             .any(|w| w.tool == "delete_record" && w.turn == 1)
     );
 }
+
+/// A tool that wires a new tool into the hub while the thinker runs.
+struct Wire(std::sync::Arc<ToolHub>);
+
+impl thinkers::tool::Tool for Wire {
+    const NAME: &'static str = "wire_delete";
+    type Input = crate::support::Empty;
+    type Output = String;
+    fn description(&self) -> std::borrow::Cow<'static, str> {
+        "Install the delete tool in the hub.".into()
+    }
+    async fn call(
+        &self,
+        _: &crate::support::Empty,
+        _: &thinkers::tool::ToolContext<'_>,
+    ) -> thinkers::Result<String> {
+        self.0.register_tool(Delete::default())?;
+        Ok("installed".into())
+    }
+}
+
+#[tokio::test]
+async fn a_tool_registered_in_the_hub_mid_run_is_offered_from_the_next_turn() {
+    let (d, _) = dispatcher();
+    let hub = std::sync::Arc::new(ToolHub::new());
+    hub.register_tool(Lookup::default()).unwrap();
+    let turns = ScriptedTurns::new()
+        .then_calls(&[("a", "wire_delete", json!({}))])
+        .then_answer("r", summary("ok", &[]));
+    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+        .tool(Wire(hub.clone()))
+        .hub(hub.clone())
+        .turns(turns.clone());
+    d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
+    let names = |i: usize| {
+        door_schema(&turns, i, REQUEST_TOOLS).unwrap()["properties"]["tool_names"]["items"]["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["const"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(0), ["lookup"]);
+    assert_eq!(names(1), ["delete_record", "lookup"]);
+}
+
+#[tokio::test]
+async fn discoveries_survive_a_save_and_a_resume_by_another_thinker_object() {
+    use thinkers::conversation::{ConversationService, MemoryConversationStore};
+    let (d, _) = dispatcher();
+    let service = ConversationService::new(std::sync::Arc::new(MemoryConversationStore::new()));
+    let turns = ScriptedTurns::new()
+        .then_calls(&[
+            ("a", REQUEST_TOOLS, json!({"tool_names": ["lookup"]})),
+            ("b", REQUEST_SKILL, json!({"skill_names": ["house_style"]})),
+        ])
+        .then_answer("r", summary("first", &[]))
+        .then_answer("r", summary("second", &[]));
+    let first = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+        .hub(hub())
+        .conversations(service.clone())
+        .durable()
+        .turns(turns.clone());
+    d.run(first.ask(ThinkerInput::query("q1"))).await.unwrap();
+    let id = first.observer().conversation_id().unwrap();
+    let second = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+        .hub(hub())
+        .conversations(service)
+        .turns(turns.clone());
+    d.run(second.resume(id, ThinkerInput::query("q2")))
+        .await
+        .unwrap();
+    let resumed = &turns.seen()[2];
+    let names: Vec<&str> = resumed
+        .request
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert!(names.contains(&"lookup"), "{names:?}");
+    assert!(resumed.request.system.contains("HOUSE-STYLE-TEXT"));
+    let skills = door_schema(&turns, 2, REQUEST_SKILL).unwrap();
+    assert_eq!(
+        skills["properties"]["skill_names"]["items"]["oneOf"],
+        json!([{"const": "citations", "description": "How to cite sources."}])
+    );
+}

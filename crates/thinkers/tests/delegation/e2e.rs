@@ -20,12 +20,11 @@ use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall, Sim, SimCon
 
 use crate::support::{Definition, Delete, Lookup, Summary, decl};
 
-const ENTRY: &str = "sim-small-a";
 const TASK: &str = "RESEARCHER-TASK: answer glossary questions.";
 
-fn when(needle: &str, answer: ScriptAnswer) -> ScriptRule {
+fn when(entry: &str, needle: &str, answer: ScriptAnswer) -> ScriptRule {
     ScriptRule::when_contains(needle, answer)
-        .for_model(ENTRY)
+        .for_model(entry)
         .times(1)
 }
 
@@ -36,7 +35,8 @@ fn call(name: &str, arguments: serde_json::Value) -> ScriptAnswer {
     }])
 }
 
-fn script() -> Script {
+fn script(entry: &str) -> Script {
+    let when = |needle: &str, answer| when(entry, needle, answer);
     Script::new(vec![
         when(
             "E2E-QUERY",
@@ -79,10 +79,17 @@ fn script() -> Script {
 
 #[tokio::test]
 async fn discover_load_delegate_and_answer_then_trace_the_tree() {
+    // The OpenAI dialect (strict tool schemas) and the Anthropic one.
+    for entry in ["sim-small-a", "sim-small-b"] {
+        run(entry).await;
+    }
+}
+
+async fn run(entry: &str) {
     let config = SimConfig::from_catalog_toml(BUNDLED_TOML).unwrap().calm();
     let sim = Sim::start(SimConfig {
         log_bodies: true,
-        script: Some(script()),
+        script: Some(script(entry)),
         ..config
     })
     .await
@@ -119,7 +126,7 @@ async fn discover_load_delegate_and_answer_then_trace_the_tree() {
         .unwrap();
 
     let mut t = SingleObjectiveThinker::<Summary>::new(decl(), TASK).class("researcher");
-    t.pin_model(ENTRY.to_owned());
+    t.pin_model(entry.to_owned());
     let obs = t.observer();
     let answer = rt
         .run(t.ask(ThinkerInput::query("E2E-QUERY: what is a seat?")))
@@ -134,7 +141,11 @@ async fn discover_load_delegate_and_answer_then_trace_the_tree() {
     // Every request reached the wire; the parent's and the delegate's are told apart by their
     // system content.
     let bodies: Vec<String> = sim.requests().iter().map(|r| r.body.to_string()).collect();
-    assert_eq!(bodies.len(), 6, "four parent turns, two delegate turns");
+    assert_eq!(
+        bodies.len(),
+        6,
+        "{entry}: four parent turns, two delegate turns"
+    );
     let parent: Vec<&String> = bodies
         .iter()
         .filter(|b| b.contains("RESEARCHER-TASK"))
@@ -190,5 +201,5 @@ async fn discover_load_delegate_and_answer_then_trace_the_tree() {
     ] {
         assert!(rendered.contains(class), "{class}: {rendered}");
     }
-    println!("{rendered}");
+    println!("{entry}:\n{rendered}");
 }
