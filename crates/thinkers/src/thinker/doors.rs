@@ -7,7 +7,7 @@
 //! what the palette already has, then the catalog hooks); each door is rebuilt with a schema
 //! that enumerates its catalog (`oneOf` of `{const, description}`), or withdrawn when its
 //! catalog is empty; and `sub_thinker` is rebuilt over this turn's palette and catalogs and
-//! handed to [`ThinkerHooks::reconcile_delegation`]. The read-only sweep runs after all of this.
+//! handed to [`ThinkerHooks::reconcile_delegation`](super::ThinkerHooks::reconcile_delegation). The read-only sweep runs after all of this.
 //!
 //! A door call goes through the hub's admission rules in the caller's scope. Granted tools join
 //! the palette from the next turn; granted skills are written into the conversation's
