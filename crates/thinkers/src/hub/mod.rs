@@ -145,9 +145,17 @@ impl ToolHub {
     }
 
     /// Register a provider (a typed tool's, an MCP tool's, a dynamic one). A provider of the
-    /// same name is replaced. A name that is not snake_case is refused, naming it.
+    /// same name is replaced. A name that is not snake_case, or that a built-in orchestrator
+    /// uses, is refused, naming it.
     pub fn register(&self, provider: Arc<dyn ToolProvider>) -> Result<()> {
         skill::check_name("tool.name", provider.name())?;
+        if RESERVED.contains(&provider.name()) {
+            return Err(crate::Error::invalid_input(
+                "tool.name",
+                Some(provider.name().to_owned()),
+                "this name belongs to a built-in orchestrator of every thinker",
+            ));
+        }
         let mut inner = self.write();
         match inner.tools.iter_mut().find(|t| t.name() == provider.name()) {
             Some(slot) => *slot = provider,
@@ -313,9 +321,94 @@ impl ToolHub {
     }
 }
 
+/// The names of the built-in orchestrators, which no hub tool may take.
+const RESERVED: [&str; 3] = ["request_tools", "request_skill", "sub_thinker"];
+
 fn first_refusal(verdicts: impl Iterator<Item = Admission>) -> Option<String> {
     verdicts.into_iter().find_map(|v| match v {
         Admission::Admit => None,
         Admission::Refuse(reason) => Some(reason),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::ScopeGuard;
+
+    struct Named(&'static str, bool);
+    impl ToolProvider for Named {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn description(&self) -> &str {
+            "a test tool"
+        }
+        fn input_schema(&self) -> &serde_json::Value {
+            &serde_json::Value::Null
+        }
+        fn read_only(&self) -> bool {
+            self.1
+        }
+        fn instantiate(
+            &self,
+            _: serde_json::Value,
+            _: &crate::tool::ToolCallContext,
+        ) -> Result<crate::job::BoxJob<crate::tool::ToolOutput>> {
+            Err(crate::Error::system("test", "not callable"))
+        }
+    }
+
+    #[test]
+    fn names_are_checked_and_replaced_in_place() {
+        let hub = ToolHub::new();
+        for bad in ["Bad", "sub_thinker", "request_tools", ""] {
+            let err = hub.register(Arc::new(Named(bad, true))).unwrap_err();
+            assert!(err.to_string().contains("tool.name"), "{bad}: {err}");
+        }
+        hub.register(Arc::new(Named("b_tool", true))).unwrap();
+        hub.register(Arc::new(Named("a_tool", false))).unwrap();
+        hub.register(Arc::new(Named("b_tool", false))).unwrap();
+        assert_eq!(hub.tool_names(), ["b_tool", "a_tool"]);
+        assert!(hub.tool("b_tool").is_some_and(|t| !t.read_only()));
+        let catalog = hub.tool_catalog(&Compatible::only(["b_tool", "c_tool"]));
+        assert_eq!(catalog.len(), 1);
+        assert!(hub.unregister("b_tool"));
+        assert!(!hub.unregister("b_tool"));
+    }
+
+    #[test]
+    fn every_rule_must_admit_and_unknown_names_are_refused() {
+        let hub = ToolHub::new();
+        hub.register(Arc::new(Named("reader", true))).unwrap();
+        hub.register(Arc::new(Named("writer", false))).unwrap();
+        hub.tool_admission(rules::side_effects_need_axis("ticket"));
+        let names: Vec<String> = ["reader", "writer", "ghost"].map(String::from).to_vec();
+        let verdicts = |scope: &ScopeGuard| {
+            hub.request_tools(&names, scope)
+                .into_iter()
+                .map(|(n, g)| (n, matches!(g, Granted::Admitted(_))))
+                .collect::<Vec<_>>()
+        };
+        let unbound = verdicts(&ScopeGuard::unbound());
+        assert_eq!(
+            unbound,
+            [
+                ("reader".to_owned(), true),
+                ("writer".to_owned(), false),
+                ("ghost".to_owned(), false)
+            ]
+        );
+        let ticketed = verdicts(&ScopeGuard::unbound().with_axis("ticket", "T-1"));
+        assert!(ticketed[1].1);
+        hub.tool_admission(|t, _| {
+            if t.name() == "reader" {
+                Admission::refuse("closed today")
+            } else {
+                Admission::Admit
+            }
+        });
+        let after = hub.request_tools(&names[..1], &ScopeGuard::unbound());
+        assert!(matches!(&after[0].1, Granted::Refused(r) if r == "closed today"));
+    }
 }

@@ -133,9 +133,14 @@ impl Artifacts {
 /// What the model reads for a tool output registered as `reference`: the ref, then the output
 /// as JSON, shortened when long.
 pub(crate) fn summary(reference: &ArtifactRef, output: &ToolOutput) -> String {
+    summary_within(reference, output, SUMMARY_BYTES)
+}
+
+/// [`summary`] with the output's JSON shortened past `max` bytes.
+pub(crate) fn summary_within(reference: &ArtifactRef, output: &ToolOutput, max: usize) -> String {
     let json = output.json.to_string();
-    let body = if json.len() > SUMMARY_BYTES {
-        let mut end = SUMMARY_BYTES;
+    let body = if json.len() > max {
+        let mut end = max;
         while !json.is_char_boundary(end) {
             end -= 1;
         }

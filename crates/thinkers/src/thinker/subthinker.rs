@@ -41,6 +41,10 @@ use crate::{Error, Result};
 /// The tool name of the sub-agent.
 pub const SUB_THINKER: &str = "sub_thinker";
 
+/// The longest summary of one returned artifact inside the output, in bytes, so that a few of
+/// them fit in what the parent reads of the whole output.
+const RETURNED_SUMMARY_BYTES: usize = 400;
+
 /// The system task of every sub-thinker; what to do arrives as its query.
 const SUB_TASK: &str = "You are a sub-agent: another agent handed you one part of its problem. \
 Work on exactly that part with the tools you have, then answer with a summary the other agent can \
@@ -264,7 +268,11 @@ impl Orchestrator for SubThinkerJob {
                 } else {
                     parent.artifacts.register(&a.tool, a.output.clone())
                 };
-                summaries.push(artifacts::summary(&reference, &a.output));
+                summaries.push(artifacts::summary_within(
+                    &reference,
+                    &a.output,
+                    RETURNED_SUMMARY_BYTES,
+                ));
                 refs.push(reference);
             }
         }
