@@ -242,6 +242,7 @@ pub(crate) fn catalog_schema(field: &str, description: &str, catalog: &[CatalogE
             field: {
                 "type": "array",
                 "description": description,
+                "minItems": 1,
                 "items": {"oneOf": names},
             }
         },

@@ -203,3 +203,53 @@ async fn run(entry: &str) {
     }
     println!("{entry}:\n{rendered}");
 }
+
+#[path = "../common/offline.rs"]
+mod offline;
+
+/// Unscripted, the sim calls the doors with arguments it samples from their schemas: on each
+/// dialect every sampled call is one the door accepts.
+#[tokio::test]
+async fn schema_driven_door_calls_are_accepted_on_every_dialect() {
+    let s = offline::start(Duration::from_secs(5), |c| c).await;
+    for entry in ["sim-small-a", "sim-small-b", "sim-small-text"] {
+        let mut t = SingleObjectiveThinker::<String>::new(decl(), "Answer briefly.")
+            .hub(crate::support::hub())
+            .class("doors");
+        t.pin_model(entry.to_owned());
+        let obs = t.observer();
+        s.rt.run(
+            t.ask(ThinkerInput::query("What is a seat?").with_depth(thinkers::model::Depth::Quick)),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{entry}: {e}"));
+        assert!(obs.refused().is_empty(), "{entry}: {:?}", obs.refused());
+        let calls: Vec<String> = obs
+            .messages()
+            .iter()
+            .flat_map(|m| m.content.iter())
+            .filter_map(|b| match b {
+                thinkers::conversation::ContentBlock::ToolCall { name, .. } => Some(name.clone()),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            calls
+                .iter()
+                .any(|c| c == "request_tools" || c == "request_skill"),
+            "{entry}: {calls:?}"
+        );
+        assert!(!obs.transcript().contains("invalid input"), "{entry}");
+        assert!(
+            s.sim.stats().model(entry).requests >= 2,
+            "{entry}: a round, then the answer"
+        );
+    }
+    let doors = s
+        .rec
+        .jobs()
+        .into_iter()
+        .filter(|j| j.start.class == "request_tools" || j.start.class == "request_skill")
+        .count();
+    assert!(doors >= 3, "a door job per dialect at least: {doors}");
+}
