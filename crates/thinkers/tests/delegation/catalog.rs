@@ -284,3 +284,43 @@ async fn discoveries_survive_a_save_and_a_resume_by_another_thinker_object() {
         json!([{"const": "citations", "description": "How to cite sources."}])
     );
 }
+
+/// Hooks that narrow the tool catalog and veto delegation.
+struct Narrow;
+impl thinkers::thinker::ThinkerHooks for Narrow {
+    fn reconcile_tool_catalog(
+        &self,
+        catalog: &mut Vec<thinkers::hub::CatalogEntry>,
+        _: thinkers::model::Depth,
+    ) {
+        catalog.retain(|e| e.name != "delete_record");
+    }
+    fn reconcile_delegation(
+        &self,
+        registry: &mut thinkers::tool::ToolRegistry,
+        _: thinkers::model::Depth,
+        sub_thinker: std::sync::Arc<dyn thinkers::tool::ToolProvider>,
+    ) {
+        registry.unregister(sub_thinker.name());
+    }
+}
+
+#[tokio::test]
+async fn catalog_and_delegation_hooks_override_the_defaults() {
+    let (d, _) = dispatcher();
+    let turns = ScriptedTurns::new().then_answer("r", summary("ok", &[]));
+    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+        .hub(hub())
+        .hooks(Narrow)
+        .turns(turns.clone());
+    d.run(t.ask(ThinkerInput::query("q").with_depth(thinkers::model::Depth::Thorough)))
+        .await
+        .unwrap();
+    let mut names = offered(&turns, 0);
+    names.sort();
+    assert_eq!(names, [REQUEST_SKILL, REQUEST_TOOLS]);
+    assert_eq!(
+        door_schema(&turns, 0, REQUEST_TOOLS).unwrap()["properties"]["tool_names"]["items"]["oneOf"],
+        json!([{"const": "lookup", "description": "Look a term up in the glossary."}])
+    );
+}
