@@ -17,6 +17,10 @@
 //! * [`DecisionThinker`] — the model only chooses (or ranks) among given options, with a
 //!   confidence per option where the provider returns log-probabilities.
 //!
+//! **Orchestrators.** With a [`crate::hub::ToolHub`] in reach (the thinker's own or a dispatcher
+//! service), every thinker gets `request_tools` and `request_skill` over its compatible catalogs
+//! ([`doors`]) and `sub_thinker` ([`subthinker`]) at or above its delegation threshold.
+//!
 //! **Read-only.** Under a read-only scope the loop withholds every tool that is not read-only
 //! from the palette (logged and recorded in [`ThinkerState::withheld`]), and the admission
 //! check refuses such a call whatever the palette said; both sit outside any hook. Children the
@@ -27,11 +31,13 @@ pub mod artifacts;
 mod conversing;
 pub mod decision;
 pub mod declaration;
+pub mod doors;
 pub mod events;
 mod finish;
 pub mod guardrail;
 mod single;
 pub mod state;
+pub mod subthinker;
 pub mod toolless;
 mod tools;
 pub mod turn;
@@ -44,10 +50,14 @@ pub use decision::{
     Choice, Confidence, DecisionJob, DecisionOption, DecisionThinker, Ranking, Scored,
 };
 pub use declaration::{META_THINKER_DEPTH, ThinkerDeclaration, ThinkerInput};
+pub use doors::{DoorOutcome, REQUEST_SKILL, REQUEST_TOOLS, RefusedName};
 pub use events::{ContentStream, ContentStreamEvent, META_CONTENT};
 pub use guardrail::{Guardrail, Verdict};
 pub use single::{SingleObjectiveThinker, ThinkerJob, ThinkerOutput};
 pub use state::{RefusedCall, ThinkerObserver, ThinkerState, Withheld};
+pub use subthinker::{
+    SUB_THINKER, SubThinkerAnswer, SubThinkerHooks, SubThinkerInput, SubThinkerOutput,
+};
 pub use toolless::{
     GuardrailRefusal, MAX_GUARDRAIL_CORRECTIONS, SystemPrompt, ToollessJob, ToollessThinker,
 };
