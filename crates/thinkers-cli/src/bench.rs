@@ -161,8 +161,10 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
             .await
         }
         AnswerKind::YesNo => {
-            race::<YesNoAnswer>(&rt, &args, &task, |a, b| f64::from(u8::from(a.answer == b.answer)))
-                .await
+            race::<YesNoAnswer>(&rt, &args, &task, |a, b| {
+                f64::from(u8::from(a.answer == b.answer))
+            })
+            .await
         }
     };
     if let Some(sim) = sim {
@@ -176,7 +178,8 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
     std::fs::write(&json, serde_json::to_string_pretty(&report)?)
         .with_context(|| format!("writing {}", json.display()))?;
     let csv = args.out.join(RUNS_CSV);
-    std::fs::write(&csv, report.rows_csv()).with_context(|| format!("writing {}", csv.display()))?;
+    std::fs::write(&csv, report.rows_csv())
+        .with_context(|| format!("writing {}", csv.display()))?;
     println!("\nWrote {} and {}", json.display(), csv.display());
     match result {
         Ok(answer) => {
@@ -197,8 +200,9 @@ async fn bind(
         return simctl::bind(catalog).await;
     }
     let config = match file {
-        Some(p) => SimConfig::from_catalog_file(p)
-            .with_context(|| format!("reading {}", p.display()))?,
+        Some(p) => {
+            SimConfig::from_catalog_file(p).with_context(|| format!("reading {}", p.display()))?
+        }
         None => SimConfig::from_catalog_toml(BUNDLED_TOML)?,
     };
     let config = if calm { config.calm() } else { config };
@@ -237,14 +241,11 @@ where
     let slot = bench.report();
     let result = rt.run(bench).await;
     bars.finish();
-    let report = match slot.get() {
-        Some(r) => r,
-        None => {
-            return Err(match result {
-                Err(e) => anyhow::anyhow!("the benchmark did not run: {e}"),
-                Ok(_) => anyhow::anyhow!("the benchmark left no report"),
-            });
-        }
+    let Some(report) = slot.get() else {
+        return Err(match result {
+            Err(e) => anyhow::anyhow!("the benchmark did not run: {e}"),
+            Ok(_) => anyhow::anyhow!("the benchmark left no report"),
+        });
     };
     let answer = result
         .map_err(|e| anyhow::anyhow!("{e}"))
@@ -273,8 +274,9 @@ impl Bars {
     fn on(&self, event: &BenchmarkEvent) {
         match event {
             BenchmarkEvent::Planned(runs) => {
-                let style = ProgressStyle::with_template("{spinner} {prefix:<24} {elapsed:>4} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner());
+                let style =
+                    ProgressStyle::with_template("{spinner} {prefix:<24} {elapsed:>4} {msg}")
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner());
                 let mut bars = self.lock();
                 for (role, model, n) in runs {
                     let bar = self.multi.add(ProgressBar::new_spinner());
@@ -294,10 +296,10 @@ impl Bars {
                     *index,
                     if *succeeded { "done" } else { "failed" }.to_owned(),
                 );
-                if *index == 0 {
-                    if let Some(bar) = self.lock().first() {
-                        bar.finish();
-                    }
+                if *index == 0
+                    && let Some(bar) = self.lock().first()
+                {
+                    bar.finish();
                 }
             }
             BenchmarkEvent::JudgeStarted(i) => self.set(*i, "judging".to_owned()),
@@ -328,8 +330,19 @@ fn print_report(report: &BenchmarkReport) {
     );
     let mut table = Table::new();
     table.set_header([
-        "run", "model", "status", "calls", "iter", "tokens in", "tokens out", "latency",
-        "wall", "cost", "judge", "reason", "scorer",
+        "run",
+        "model",
+        "status",
+        "calls",
+        "iter",
+        "tokens in",
+        "tokens out",
+        "latency",
+        "wall",
+        "cost",
+        "judge",
+        "reason",
+        "scorer",
     ]);
     for r in &report.rows {
         table.add_row([
@@ -350,10 +363,13 @@ fn print_report(report: &BenchmarkReport) {
             r.cost_text(),
             r.judge_score
                 .map_or_else(|| "-".to_owned(), |s| format!("{s}/10")),
-            r.judge_reason
-                .clone()
-                .or_else(|| r.unjudged.clone())
-                .unwrap_or_default(),
+            clip(
+                r.judge_reason
+                    .as_deref()
+                    .or(r.unjudged.as_deref())
+                    .unwrap_or_default(),
+                60,
+            ),
             r.scorer_score
                 .map_or_else(|| "-".to_owned(), |s| format!("{s:.2}")),
         ]);
@@ -361,8 +377,18 @@ fn print_report(report: &BenchmarkReport) {
     println!("{table}");
     let mut means = Table::new();
     means.set_header([
-        "model", "runs", "failed", "calls", "iter", "tokens in", "tokens out", "latency", "wall",
-        "cost", "judge", "scorer",
+        "model",
+        "runs",
+        "failed",
+        "calls",
+        "iter",
+        "tokens in",
+        "tokens out",
+        "latency",
+        "wall",
+        "cost",
+        "judge",
+        "scorer",
     ]);
     for m in &report.means {
         means.add_row([
@@ -392,5 +418,15 @@ fn print_report(report: &BenchmarkReport) {
     }
     if let Some(f) = &report.reference_failure {
         println!("The reference run failed: {f}");
+    }
+}
+
+/// `text` on one line, cut to `max` characters (the full text is in the JSON and CSV files).
+fn clip(text: &str, max: usize) -> String {
+    let line = text.replace(['\n', '\r'], " ");
+    if line.chars().count() <= max {
+        line
+    } else {
+        format!("{}…", line.chars().take(max - 1).collect::<String>())
     }
 }

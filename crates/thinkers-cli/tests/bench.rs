@@ -56,7 +56,11 @@ fn check_files(out: &Path, entries: &[&str], times: usize) -> serde_json::Value 
 fn bench_races_the_bundled_task_and_writes_json_and_csv() {
     let dir = tempfile::tempdir().unwrap();
     let stdout = bench(&["--grade", "small", "--times", "2", "--calm"], dir.path());
-    for needle in ["Benchmark over grade small", "Means per model", "bench-runs.csv"] {
+    for needle in [
+        "Benchmark over grade small",
+        "Means per model",
+        "bench-runs.csv",
+    ] {
         assert!(stdout.contains(needle), "missing {needle:?}:\n{stdout}");
     }
     check_files(
@@ -77,7 +81,13 @@ fn bench_runs_a_task_file() {
     .unwrap();
     let out = dir.path().join("out");
     let stdout = bench(
-        &["--grade", "medium", "--task", task.to_str().unwrap(), "--calm"],
+        &[
+            "--grade",
+            "medium",
+            "--task",
+            task.to_str().unwrap(),
+            "--calm",
+        ],
         &out,
     );
     assert!(stdout.contains("Reference answer: {"), "{stdout}");

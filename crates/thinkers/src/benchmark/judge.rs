@@ -236,7 +236,10 @@ mod tests {
     #[test]
     fn extra_names_can_be_hidden() {
         let blinder = Blinder::default().hide("Claude");
-        assert_eq!(blinder.scrub("claude and CLAUDE"), format!("{HIDDEN} and {HIDDEN}"));
+        assert_eq!(
+            blinder.scrub("claude and CLAUDE"),
+            format!("{HIDDEN} and {HIDDEN}")
+        );
         assert_eq!(Blinder::default().hide("ab").scrub("ab"), "ab");
     }
 
@@ -264,12 +267,22 @@ mod tests {
             score_accuracy: 8,
             ..ok.clone()
         };
-        assert!(JudgeTool.validate(&input, &high).unwrap_err().contains("score_accuracy"));
+        assert!(
+            JudgeTool
+                .validate(&input, &high)
+                .unwrap_err()
+                .contains("score_accuracy")
+        );
         let work = JudgeVerdict {
             score_work: 4,
-            ..ok.clone()
+            ..ok
         };
-        assert!(JudgeTool.validate(&input, &work).unwrap_err().contains("score_work"));
+        assert!(
+            JudgeTool
+                .validate(&input, &work)
+                .unwrap_err()
+                .contains("score_work")
+        );
         let prompt = JudgeTool.render_prompt(&input).unwrap();
         assert!(prompt.contains("<candidate_attempt>"));
         let schema = serde_json::to_string(&schemars::schema_for!(JudgeVerdict)).unwrap();

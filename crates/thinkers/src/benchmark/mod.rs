@@ -92,7 +92,10 @@ pub struct ReportSlot(Arc<Mutex<Option<BenchmarkReport>>>);
 impl ReportSlot {
     /// The report, once the benchmark has finished (successfully or not).
     pub fn get(&self) -> Option<BenchmarkReport> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     fn set(&self, report: BenchmarkReport) {
@@ -124,7 +127,11 @@ impl<S: BenchmarkSubject> std::fmt::Debug for Benchmark<S> {
 
 impl<S: BenchmarkSubject> Benchmark<S> {
     /// Race the subjects `factory` makes (one per run) over `input`, `times` runs per entry.
-    pub fn new(factory: impl Fn() -> S + Send + Sync + 'static, input: S::Input, times: u32) -> Self {
+    pub fn new(
+        factory: impl Fn() -> S + Send + Sync + 'static,
+        input: S::Input,
+        times: u32,
+    ) -> Self {
         Self {
             factory: Arc::new(factory),
             input,

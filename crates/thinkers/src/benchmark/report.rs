@@ -486,7 +486,14 @@ mod tests {
         assert_eq!((b.runs, b.failed, b.judged), (2, 1, 0));
         assert_eq!(b.judge_score, None);
         assert_eq!(b.cost["USD"], 1.0);
-        assert_eq!(report.means.iter().map(|m| m.model.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(
+            report
+                .means
+                .iter()
+                .map(|m| m.model.as_str())
+                .collect::<Vec<_>>(),
+            ["a", "b"]
+        );
 
         let table = report.table();
         assert!(table.contains("8/10 close"), "{table}");

@@ -33,9 +33,9 @@ struct Pending<S> {
 }
 
 impl<S: BenchmarkSubject> Benchmark<S> {
-    fn emit(&self, event: BenchmarkEvent) {
+    fn emit(&self, event: &BenchmarkEvent) {
         if let Some(hook) = &self.progress {
-            hook(&event);
+            hook(event);
         }
     }
 
@@ -99,10 +99,10 @@ impl<S: BenchmarkSubject> Benchmark<S> {
                 rows.push(blank_row(RunRole::Candidate, entry, n));
             }
         }
-        self.emit(BenchmarkEvent::Planned(plan));
+        self.emit(&BenchmarkEvent::Planned(plan));
 
         // The reference: unpinned, alone, first.
-        self.emit(BenchmarkEvent::RunStarted(0));
+        self.emit(&BenchmarkEvent::RunStarted(0));
         let mut reference_row = blank_row(RunRole::Reference, "-", 0);
         let mut subject = (self.factory)();
         let mut reference_job: Option<JobId> = None;
@@ -126,7 +126,7 @@ impl<S: BenchmarkSubject> Benchmark<S> {
         reference_row.model = reference_job
             .and_then(|id| ledger.subtree(id).main_entry().map(str::to_owned))
             .unwrap_or_else(|| "-".to_owned());
-        self.emit(BenchmarkEvent::RunFinished {
+        self.emit(&BenchmarkEvent::RunFinished {
             index: 0,
             succeeded: reference.is_ok(),
         });
@@ -145,7 +145,7 @@ impl<S: BenchmarkSubject> Benchmark<S> {
             let mut subject = (self.factory)();
             subject.pin_model(row.model.clone());
             row.started_at_ms = now_ms();
-            self.emit(BenchmarkEvent::RunStarted(i + 1));
+            self.emit(&BenchmarkEvent::RunStarted(i + 1));
             match subject.job(self.input.clone()) {
                 Ok(job) => {
                     let handle = cx.submit_in_current_step(job);
@@ -162,7 +162,7 @@ impl<S: BenchmarkSubject> Benchmark<S> {
                 Err(e) => {
                     fail_unsubmitted(row, &e);
                     row.unjudged = Some("the run failed".to_owned());
-                    self.emit(BenchmarkEvent::RunFinished {
+                    self.emit(&BenchmarkEvent::RunFinished {
                         index: i + 1,
                         succeeded: false,
                     });
@@ -185,7 +185,7 @@ impl<S: BenchmarkSubject> Benchmark<S> {
                         continue;
                     };
                     settle(row, &out, &ledger, p.job, &evidence);
-                    self.emit(BenchmarkEvent::RunFinished {
+                    self.emit(&BenchmarkEvent::RunFinished {
                         index: i + 1,
                         succeeded: out.is_ok(),
                     });
@@ -211,7 +211,7 @@ impl<S: BenchmarkSubject> Benchmark<S> {
                         },
                     };
                     row.judge_started_at_ms = Some(now_ms());
-                    self.emit(BenchmarkEvent::JudgeStarted(i + 1));
+                    self.emit(&BenchmarkEvent::JudgeStarted(i + 1));
                     match ModelToolJob::new(judge.clone(), input) {
                         Ok(job) => {
                             let handle = cx.submit_in_current_step(job);
@@ -242,7 +242,7 @@ impl<S: BenchmarkSubject> Benchmark<S> {
                             row.unjudged = Some(format!("the judge failed: {e}"));
                         }
                     }
-                    self.emit(BenchmarkEvent::JudgeFinished {
+                    self.emit(&BenchmarkEvent::JudgeFinished {
                         index: i + 1,
                         score: row.judge_score,
                     });
@@ -255,7 +255,8 @@ impl<S: BenchmarkSubject> Benchmark<S> {
             .flatten();
         let reference_failure = reference.as_ref().err().map(ToString::to_string);
         rows.insert(0, reference_row);
-        let report = BenchmarkReport::new(grade, self.times, rows, reference_failure, judge_failure);
+        let report =
+            BenchmarkReport::new(grade, self.times, rows, reference_failure, judge_failure);
         tracing::info!(
             target: "thinkers::benchmark",
             class = %self.class,
@@ -328,9 +329,7 @@ fn settle<O>(
     row.wall_ms = u64::try_from(row.ended_at_ms - row.started_at_ms).unwrap_or(0);
     let totals = ledger.subtree(job);
     row.calls = totals.calls;
-    row.iterations = evidence
-        .iterations
-        .map_or(totals.calls, u64::from);
+    row.iterations = evidence.iterations.map_or(totals.calls, u64::from);
     row.input_tokens = totals.input_tokens;
     row.output_tokens = totals.output_tokens;
     row.latency_ms = totals.latency_ms;

@@ -63,11 +63,19 @@ async fn a_failed_reference_fails_the_benchmark_after_the_report_with_every_run_
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
     assert!(err.to_string().contains("refuses to answer"), "{err}");
 
-    let report = slot.get().expect("the report exists although the benchmark failed");
+    let report = slot
+        .get()
+        .expect("the report exists although the benchmark failed");
     assert!(cx.metadata(REPORT).is_some(), "the report was published");
     let reference = report.reference().unwrap();
     assert!(!reference.succeeded);
-    assert!(report.reference_failure.as_deref().unwrap().contains("refuses"));
+    assert!(
+        report
+            .reference_failure
+            .as_deref()
+            .unwrap()
+            .contains("refuses")
+    );
     assert_eq!(report.candidates().count(), 3);
     for row in report.candidates() {
         assert!(row.succeeded, "{row:?}");
@@ -107,7 +115,10 @@ async fn one_failed_judge_costs_only_its_runs_score() {
     s.rt.dispatcher().run(bench).await.unwrap();
     let report = slot.get().unwrap();
 
-    assert_eq!(report.judge_failure, None, "one failed judge is not a judge failure");
+    assert_eq!(
+        report.judge_failure, None,
+        "one failed judge is not a judge failure"
+    );
     for row in report.candidates() {
         assert!(row.succeeded, "{row:?}");
         if row.model == "sim-small-b" {
@@ -145,13 +156,22 @@ async fn the_report_names_a_judge_failure_when_every_judge_failed() {
     let slot = bench.report();
     let answer = s.rt.dispatcher().run(bench).await.unwrap();
     let report = slot.get().unwrap();
-    assert_eq!(report.reference().unwrap().model, answer, "the benchmark still answers");
+    assert_eq!(
+        report.reference().unwrap().model,
+        answer,
+        "the benchmark still answers"
+    );
     let failure = report.judge_failure.as_deref().expect("every judge failed");
     assert!(failure.contains("answer"), "{failure}");
     for row in report.candidates() {
         assert!(row.succeeded);
         assert_eq!(row.judge_score, None);
-        assert!(row.unjudged.as_deref().unwrap().starts_with("the judge failed"));
+        assert!(
+            row.unjudged
+                .as_deref()
+                .unwrap()
+                .starts_with("the judge failed")
+        );
     }
     assert!(report.table().contains("every judge failed"));
 }

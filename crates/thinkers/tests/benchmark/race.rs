@@ -14,8 +14,9 @@ const SMALL: [&str; 3] = ["sim-small-a", "sim-small-b", "sim-small-text"];
 #[tokio::test]
 async fn a_job_raced_across_its_grade_returns_the_reference_and_reports_every_run() {
     let s = setup(|c| c).await;
-    let bench = Benchmark::new(Served::new, "Which model are you?".to_owned(), 2)
-        .scorer(|reference: &String, candidate: &String| f64::from(u8::from(reference == candidate)));
+    let bench = Benchmark::new(Served::new, "Which model are you?".to_owned(), 2).scorer(
+        |reference: &String, candidate: &String| f64::from(u8::from(reference == candidate)),
+    );
     let slot = bench.report();
     let handle = s.rt.dispatcher().submit(bench);
     let cx = handle.context().clone();
@@ -42,7 +43,11 @@ async fn a_job_raced_across_its_grade_returns_the_reference_and_reports_every_ru
     let catalog = Catalog::bundled();
     for entry in SMALL {
         let rows: Vec<_> = report.candidates().filter(|r| r.model == entry).collect();
-        assert_eq!(rows.iter().map(|r| r.run).collect::<Vec<_>>(), [1, 2], "{entry}");
+        assert_eq!(
+            rows.iter().map(|r| r.run).collect::<Vec<_>>(),
+            [1, 2],
+            "{entry}"
+        );
         let currency = &catalog.entry(entry).unwrap().pricing().currency;
         for row in rows {
             assert!(row.succeeded, "{row:?}");
@@ -74,12 +79,19 @@ async fn a_job_raced_across_its_grade_returns_the_reference_and_reports_every_ru
     assert_row_matches_records(&report, &s.rec);
 
     // Published on the job's metadata, identical to what the accessor reads.
-    assert_eq!(cx.metadata(REPORT).unwrap(), serde_json::to_value(&report).unwrap());
+    assert_eq!(
+        cx.metadata(REPORT).unwrap(),
+        serde_json::to_value(&report).unwrap()
+    );
 
     // Through the dispatcher: the reference alone in step 1, the race in step 2, the judges in
     // step 3; every run is a child of the benchmark.
     let kids = children(&s.rec, bench_id);
-    let by_class = |class: &str| kids.iter().filter(|j| j.start.class == class).collect::<Vec<_>>();
+    let by_class = |class: &str| {
+        kids.iter()
+            .filter(|j| j.start.class == class)
+            .collect::<Vec<_>>()
+    };
     let runs = by_class("served_model");
     let judges = by_class("benchmark_judge");
     assert_eq!(runs.len(), 7);
@@ -100,7 +112,10 @@ async fn a_job_raced_across_its_grade_returns_the_reference_and_reports_every_ru
         .filter(|r| judge_ids.contains(&r.job))
         .collect();
     assert_eq!(judge_runs.len(), 6);
-    assert!(judge_runs.iter().all(|r| r.entry.starts_with("sim-mega")), "{judge_runs:?}");
+    assert!(
+        judge_runs.iter().all(|r| r.entry.starts_with("sim-mega")),
+        "{judge_runs:?}"
+    );
 }
 
 #[tokio::test]
@@ -108,17 +123,16 @@ async fn judges_start_while_the_race_is_still_running_and_never_see_a_model_name
     // One entry answers slowly, so the others land (and are judged) well before it does.
     let s = setup(|mut c| {
         for m in &mut c.models {
-            if m.name == "sim-small-b" {
-                if let Some(p) = &mut m.profile {
-                    p.latency_ms = [600, 600];
-                }
+            if m.name == "sim-small-b"
+                && let Some(p) = &mut m.profile
+            {
+                p.latency_ms = [600, 600];
             }
         }
         c
     })
     .await;
-    let bench = Benchmark::new(Served::new, "Which model are you?".to_owned(), 1)
-        .candidates(SMALL);
+    let bench = Benchmark::new(Served::new, "Which model are you?".to_owned(), 1).candidates(SMALL);
     let slot = bench.report();
     s.rt.dispatcher().run(bench).await.unwrap();
     let report = slot.get().unwrap();
@@ -133,7 +147,10 @@ async fn judges_start_while_the_race_is_still_running_and_never_see_a_model_name
         first_judge < race_end,
         "the first judge started at {first_judge}, after the race ended at {race_end}"
     );
-    let slow = report.candidates().find(|r| r.model == "sim-small-b").unwrap();
+    let slow = report
+        .candidates()
+        .find(|r| r.model == "sim-small-b")
+        .unwrap();
     assert!(
         report
             .candidates()
@@ -166,7 +183,10 @@ async fn judges_start_while_the_race_is_still_running_and_never_see_a_model_name
     assert_eq!(judge_bodies.len(), 3);
     for body in &judge_bodies {
         for name in &names {
-            assert!(!body.contains(name.as_str()), "{name} leaked into a judge prompt: {body}");
+            assert!(
+                !body.contains(name.as_str()),
+                "{name} leaked into a judge prompt: {body}"
+            );
         }
         assert!(body.contains(&HIDDEN.to_ascii_lowercase()), "{body}");
     }

@@ -123,7 +123,8 @@ impl Orchestrator for ServedJob {
             "Answer the question in one short sentence.",
             vec![Message::user_text(self.question.clone())],
         );
-        let mut call = LlmCall::new(Grade::Small, OutputSize::Verdict, request).class("served_call");
+        let mut call =
+            LlmCall::new(Grade::Small, OutputSize::Verdict, request).class("served_call");
         if let Some(pin) = &self.pin {
             call = call.pinned(pin.clone());
         }

@@ -62,7 +62,10 @@ async fn a_thinkers_children_land_on_its_row() {
         assert!(classes.contains("researcher.turn"), "{classes:?}");
         assert!(classes.contains("quick_llm_question"), "{classes:?}");
         assert!(row.calls > row.iterations, "{row:?}");
-        assert_eq!(row.iterations, 2, "one tool round, then the answer: {row:?}");
+        assert_eq!(
+            row.iterations, 2,
+            "one tool round, then the answer: {row:?}"
+        );
         if row.model != "-" && row.role == thinkers::benchmark::RunRole::Candidate {
             // A pinned thinker pins its tools' calls too.
             assert!(runs.iter().all(|r| r.entry == row.model), "{runs:?}");
