@@ -179,21 +179,58 @@ impl<S: BenchmarkSubject> Benchmark<S> {
     pub fn report(&self) -> ReportSlot {
         self.report.clone()
     }
+}
 
-    /// The entries a benchmark of `grade` races by default: the open entries of the rung inside
-    /// the envelope whose provider's API key is available.
-    pub fn open_candidates(router: &ModelRouter, grade: Grade) -> Vec<String> {
-        router
-            .candidates(grade)
-            .into_iter()
-            .filter(|e| {
-                router
-                    .catalog()
-                    .provider(e.provider())
-                    .and_then(crate::model::catalog::Provider::api_key)
-                    .is_ok()
-            })
-            .map(|e| e.id().to_owned())
-            .collect()
+/// The entries a benchmark of `grade` races by default: the open entries of the rung inside the
+/// envelope whose provider's API key is available, in catalog order.
+pub fn open_candidates(router: &ModelRouter, grade: Grade) -> Vec<String> {
+    router
+        .candidates(grade)
+        .into_iter()
+        .filter(|e| {
+            router
+                .catalog()
+                .provider(e.provider())
+                .and_then(crate::model::catalog::Provider::api_key)
+                .is_ok()
+        })
+        .map(|e| e.id().to_owned())
+        .collect()
+}
+
+#[cfg(test)]
+// A failing test reports by panicking.
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::model::catalog::BUNDLED_TOML;
+    use crate::model::{Catalog, Envelope};
+
+    #[test]
+    fn entries_whose_key_is_missing_are_not_raced() {
+        // The Anthropic-dialect provider now reads a key nobody set.
+        let toml = BUNDLED_TOML.replacen(
+            "base_url = \"{sim}\"\napi_key_env = \"THINKERS_SIM_KEY\"",
+            "base_url = \"{sim}\"\napi_key_env = \"THINKERS_BENCH_TEST_UNSET_KEY\"",
+            1,
+        );
+        assert_ne!(toml, BUNDLED_TOML);
+        let catalog = Catalog::from_toml_str(&toml, "test").unwrap();
+        let router = ModelRouter::with_headroom_picker(catalog, Envelope::unrestricted());
+        assert_eq!(
+            open_candidates(&router, Grade::Small),
+            ["sim-small-a", "sim-small-text"]
+        );
+        let all = ModelRouter::with_headroom_picker(Catalog::bundled(), Envelope::unrestricted());
+        assert_eq!(
+            open_candidates(&all, Grade::Small),
+            ["sim-small-a", "sim-small-b", "sim-small-text"]
+        );
+        // Ceiling races the strongest rung; closed entries never run.
+        assert_eq!(
+            open_candidates(&all, Grade::Ceiling),
+            ["sim-mega-a", "sim-mega-b"]
+        );
+        assert!(!open_candidates(&all, Grade::Medium).contains(&"sim-medium-legacy".to_owned()));
     }
 }

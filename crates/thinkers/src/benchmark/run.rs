@@ -55,7 +55,7 @@ impl<S: BenchmarkSubject> Benchmark<S> {
                 }
                 list.clone()
             }
-            None => Self::open_candidates(router, subject.grade()),
+            None => super::open_candidates(router, subject.grade()),
         };
         if entries.is_empty() {
             return Err(Error::invalid_input(

@@ -175,3 +175,32 @@ async fn the_report_names_a_judge_failure_when_every_judge_failed() {
     }
     assert!(report.table().contains("every judge failed"));
 }
+
+#[tokio::test]
+async fn bad_setups_are_refused_naming_what_is_wrong() {
+    // An unknown candidate is refused before anything runs.
+    let s = setup(|c| c).await;
+    let bench = Benchmark::new(Served::new, "q".to_owned(), 1).candidates(["sim-small-zz"]);
+    let err = s.rt.dispatcher().run(bench).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert!(err.to_string().contains("sim-small-zz"), "{err}");
+    assert!(err.to_string().contains("candidates"), "{err}");
+    assert!(s.rec.llm_runs().is_empty());
+
+    // Zero runs per entry is refused too.
+    let err =
+        s.rt.dispatcher()
+            .run(Benchmark::new(Served::new, "q".to_owned(), 0))
+            .await
+            .unwrap_err();
+    assert!(err.to_string().contains("times"), "{err}");
+
+    // A dispatcher wired by hand without a cost ledger cannot benchmark.
+    let bare = thinkers::Dispatcher::builder().build();
+    let err = bare
+        .run(Benchmark::new(Served::new, "q".to_owned(), 1))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::System, "{err}");
+    assert!(err.to_string().contains("CostLedger"), "{err}");
+}
