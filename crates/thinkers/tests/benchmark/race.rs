@@ -134,8 +134,28 @@ async fn judges_start_while_the_race_is_still_running_and_never_see_a_model_name
     .await;
     let bench = Benchmark::new(Served::new, "Which model are you?".to_owned(), 1).candidates(SMALL);
     let slot = bench.report();
-    s.rt.dispatcher().run(bench).await.unwrap();
+    let handle = s.rt.dispatcher().submit(bench);
+    let bench_id = handle.id();
+    handle.await.unwrap();
     let report = slot.get().unwrap();
+
+    // The dispatcher's own records agree: a judge job was submitted before the slow run ended.
+    let slow = report
+        .candidates()
+        .find(|r| r.model == "sim-small-b")
+        .unwrap();
+    let slow_job = JobId::parse(&slow.job).unwrap();
+    let slow_end = s.rec.job(slow_job).unwrap().end.unwrap().ended_at_ms;
+    let first_judge_submitted = children(&s.rec, bench_id)
+        .iter()
+        .filter(|j| j.start.class == "benchmark_judge")
+        .map(|j| j.start.started_at_ms)
+        .min()
+        .unwrap();
+    assert!(
+        first_judge_submitted < slow_end,
+        "first judge submitted at {first_judge_submitted}, slow run ended at {slow_end}"
+    );
 
     let race_end = report.candidates().map(|r| r.ended_at_ms).max().unwrap();
     let first_judge = report
