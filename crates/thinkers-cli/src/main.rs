@@ -1,5 +1,6 @@
 //! The `thinkers` command line: the demo, trajectory traces and more.
 
+mod bench;
 mod catalog;
 mod cost;
 mod demo;
@@ -45,6 +46,8 @@ enum Command {
     Sizing(sizing::SizingArgs),
     /// Tokens, calls, latency and spend of recorded model calls.
     Cost(cost::CostArgs),
+    /// Race a task across every model of a grade, judged blind; print and write the report.
+    Bench(bench::BenchArgs),
 }
 
 #[tokio::main]
@@ -64,6 +67,7 @@ async fn main() -> std::process::ExitCode {
         Command::Trace { workflow, list, db } => trace::run(workflow.as_deref(), list, &db).await,
         Command::Sizing(args) => sizing::run(args).await,
         Command::Cost(args) => cost::run(args).await,
+        Command::Bench(args) => bench::run(args).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

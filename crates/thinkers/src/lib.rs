@@ -55,6 +55,7 @@
 //!   rmcp. Part of `full`, not of the default.
 //! * `full` — everything.
 
+pub mod benchmark;
 pub mod conversation;
 pub mod dispatch;
 pub mod error;
