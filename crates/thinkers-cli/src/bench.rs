@@ -323,7 +323,7 @@ impl Bars {
     }
 }
 
-fn print_report(report: &BenchmarkReport) {
+pub(crate) fn print_report(report: &BenchmarkReport) {
     println!(
         "Benchmark over grade {} ({} run(s) per entry)",
         report.grade, report.times
