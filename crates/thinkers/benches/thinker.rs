@@ -31,7 +31,12 @@ use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 use thinkers::Runtime;
 use thinkers::model::{Catalog, Grade, ModelDependent, OutputSize};
 use thinkers::record::MemoryRecorder;
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
+use futures::future::BoxFuture;
+use thinkers::job::JobContext;
+use thinkers::llm::ChatResponse;
+use thinkers::thinker::{
+    SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput, TurnRequest, TurnSource,
+};
 use thinkers::tool::{Tool, ToolContext};
 
 /// Every allocation counted, so live heap bytes can be read (`stats_alloc`, no unsafe here).
@@ -183,6 +188,20 @@ impl Tool for Lookup {
             term: input.term.clone(),
             meaning: format!("the meaning of {}", input.term),
         })
+    }
+}
+
+/// A turn source whose turns never come back: a thinker parked awaiting its model, without the
+/// model call.
+struct Parked;
+
+impl TurnSource for Parked {
+    fn take_turn<'a>(
+        &'a self,
+        _turn: TurnRequest,
+        _cx: &'a JobContext,
+    ) -> BoxFuture<'a, thinkers::Result<ChatResponse>> {
+        Box::pin(std::future::pending())
     }
 }
 
@@ -415,6 +434,30 @@ async fn idle_memory(base: &str) {
         "  live heap per thinker after cancelling all {:>6.1} KiB",
         left / 1024.0
     );
+    // The thinker alone: the same thinkers parked at the turn seam (no model call in flight).
+    let heap0 = live();
+    let parked: Vec<_> = (0..IDLE)
+        .map(|i| {
+            rt.dispatcher().submit(
+                thinker("bench-slow", Grade::Medium)
+                    .turns(Parked)
+                    .ask(ThinkerInput::query(format!("Define term {i:05}."))),
+            )
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let alone = (live() - heap0) as f64 / IDLE as f64 - content_bytes as f64;
+    println!(
+        "  of which the thinker alone (parked at the turn seam, no call) {:>6.1} KiB",
+        alone / 1024.0
+    );
+    for h in &parked {
+        h.cancel();
+    }
+    for h in parked {
+        let _ = h.await;
+    }
+
     // The same requests, sent by a bare reqwest client and held open alike: what HTTP in flight
     // costs by itself.
     let bodies = logged_bodies(base, "bench-slow").await;
