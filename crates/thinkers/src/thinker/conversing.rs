@@ -92,7 +92,10 @@ pub(crate) async fn open(
             refs.join(", ")
         )));
     }
-    conv.push(Message::new(Role::User, blocks));
+    // A reactive run has no query: its messages arrive through its inbox at each step.
+    if !(input.query.is_empty() && input.artifact_refs.is_empty()) {
+        conv.push(Message::new(Role::User, blocks));
+    }
     observer.lock().conversation = Some(conv);
     Ok(())
 }

@@ -10,6 +10,8 @@
 //! * [`ThinkerDeclaration`] — grade and output size, required by every constructor.
 //! * [`SingleObjectiveThinker`] — works toward one typed answer; [`ThinkerInput`] carries the
 //!   query, the depth (clamped to a calling thinker's) and artifact refs.
+//! * [`ReactiveThinker`] and [`ChatThinker`] — answer a person's messages turn by turn over a
+//!   conversation that lasts between turns ([`ChatEvent`]s report each turn).
 //! * [`ThinkerObserver`] — the conversation, transcript, artifacts and refusals after a run.
 //! * [`ContentStream`] — where a directly submitted thinker publishes its accepted answer.
 //!
@@ -20,17 +22,21 @@
 
 pub mod answer;
 pub mod artifacts;
+pub mod chat;
 mod conversing;
 pub mod declaration;
 pub mod events;
 mod finish;
 pub mod guardrail;
+pub mod reactive;
 mod single;
 pub mod state;
 mod tools;
 pub mod turn;
 pub mod turn_loop;
 
+pub use chat::{ChatArtifact, ChatEvent, ChatEvents, ChatThinker};
+pub use reactive::{DEFAULT_TOOL_CALLS_PER_MESSAGE, ReactiveThinker, ReactiveTurn};
 pub use answer::{AnswerShape, Judgement, REASONING_DESCRIPTION};
 pub use artifacts::{Artifact, ArtifactRef, Artifacts};
 pub use conversing::TOOL_GUIDANCE;
