@@ -196,7 +196,7 @@ async fn the_page_streams_an_answer_in_headless_chromium() {
     };
     let sim = sim().await;
     let dir = tempfile::tempdir().unwrap();
-    let h = host(&sim, &dir.path().join("chat.db"), false).await;
+    let h = host(&sim, &dir.path().join("chat.db"), true).await;
     let browser = Browser::start(&chromium, &chromedriver).await;
 
     browser.goto(&h.url).await;
@@ -230,17 +230,38 @@ async fn the_page_streams_an_answer_in_headless_chromium() {
         .eval("return document.querySelector('.msg.user').textContent")
         .await;
     assert_eq!(user, "What is the capital of France?");
+    // A second message makes the model use its tool: the activity shows, then the answer.
+    browser.type_into("#input", "What does seat mean?").await;
+    browser.click("#send").await;
+    browser
+        .wait_for(
+            "return document.querySelectorAll('.msg.assistant.final').length",
+            |v| v.as_u64() == Some(2),
+        )
+        .await;
+    let tools = browser
+        .eval("return [...document.querySelectorAll('.tool')].map(e => e.textContent)")
+        .await;
+    let tools: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(tools.iter().any(|t| t.starts_with("→ lookup")), "{tools:?}");
+    assert!(tools.iter().any(|t| t.starts_with("← lookup")), "{tools:?}");
     let errors = browser
         .eval("return document.querySelectorAll('.error').length")
         .await;
     assert_eq!(errors, json!(0));
 
     let path = screenshot_path();
+    let path = std::fs::canonicalize(path.parent().unwrap().parent().unwrap())
+        .map_or(path.clone(), |t| t.join("screenshots").join("chat.png"));
     browser.screenshot(&path).await;
     let size = std::fs::metadata(&path).unwrap().len();
     assert!(size > 1000, "a screenshot of {size} bytes");
     println!("screenshot saved to {}", path.display());
-    eprintln!("screenshot saved to {}", path.display());
     browser.quit().await;
     h.running.shutdown().await.unwrap();
 }
