@@ -33,7 +33,10 @@ pub(crate) async fn run(args: ChatArgs) -> anyhow::Result<()> {
     if let Some(id) = &args.resume {
         let id = ConversationId::parse(id).map_err(|e| anyhow::anyhow!("--resume: {e}"))?;
         thinker = thinker.resume(id);
-        eprintln!("resuming conversation {}", args.resume.as_deref().unwrap_or(""));
+        eprintln!(
+            "resuming conversation {}",
+            args.resume.as_deref().unwrap_or("")
+        );
     }
     let thinker = Arc::new(thinker);
     let interactive = std::io::stdin().is_terminal();

@@ -51,7 +51,10 @@ fn chat_answers_piped_messages_and_resumes_the_conversation() {
         .to_owned();
 
     let (stdout, stderr) = chat(&db, &["--resume", &id], "And a grade?\n");
-    assert!(stderr.contains(&format!("resuming conversation {id}")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("resuming conversation {id}")),
+        "{stderr}"
+    );
     let answer = stdout
         .lines()
         .find(|l| l.starts_with("assistant: "))
@@ -68,7 +71,10 @@ fn chat_answers_piped_messages_and_resumes_the_conversation() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("0190aaaa-0000-7000-8000-000000000000"), "{stderr}");
+    assert!(
+        stderr.contains("0190aaaa-0000-7000-8000-000000000000"),
+        "{stderr}"
+    );
 }
 
 fn http(addr: &str, request: &str) -> String {
@@ -101,7 +107,10 @@ fn serve_answers_the_page_and_the_api() {
         .to_owned();
     let addr = url.strip_prefix("http://").unwrap();
 
-    let page = http(addr, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let page = http(
+        addr,
+        "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");
     assert!(page.contains("<title>thinkers chat</title>"));
     let body = "{\"title\": \"from the cli test\"}";
@@ -114,7 +123,10 @@ fn serve_answers_the_page_and_the_api() {
         ),
     );
     assert!(created.starts_with("HTTP/1.1 201"), "{created}");
-    let list = http(addr, "GET /api/chats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let list = http(
+        addr,
+        "GET /api/chats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
     assert!(list.contains("from the cli test"), "{list}");
     child.kill().unwrap();
     child.wait().unwrap();

@@ -4,4 +4,4 @@
 
 pub mod host;
 
-pub use host::{ChatFactory, ChatHost, HostConfig, RunningHost};
+pub use host::{ChatFactory, ChatHistory, ChatHost, HostConfig, RunningHost};

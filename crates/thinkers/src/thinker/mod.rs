@@ -35,14 +35,14 @@ mod tools;
 pub mod turn;
 pub mod turn_loop;
 
-pub use chat::{ChatArtifact, ChatEvent, ChatEvents, ChatThinker};
-pub use reactive::{DEFAULT_TOOL_CALLS_PER_MESSAGE, ReactiveThinker, ReactiveTurn};
 pub use answer::{AnswerShape, Judgement, REASONING_DESCRIPTION};
 pub use artifacts::{Artifact, ArtifactRef, Artifacts};
+pub use chat::{ChatArtifact, ChatEvent, ChatEvents, ChatThinker};
 pub use conversing::TOOL_GUIDANCE;
 pub use declaration::{META_THINKER_DEPTH, ThinkerDeclaration, ThinkerInput};
 pub use events::{ContentStream, ContentStreamEvent, META_CONTENT};
 pub use guardrail::{Guardrail, Verdict};
+pub use reactive::{DEFAULT_TOOL_CALLS_PER_MESSAGE, ReactiveThinker, ReactiveTurn};
 pub use single::{SingleObjectiveThinker, ThinkerJob, ThinkerOutput};
 pub use state::{RefusedCall, ThinkerObserver, ThinkerState, Withheld};
 pub use turn::{ModelTurns, ScriptedTurns, TurnRequest, TurnSource};

@@ -76,7 +76,11 @@ async fn streams_tokens_and_keeps_the_conversation(pin: &str) {
     // Durable: a new thinker resumes the conversation by id from the store.
     let id = thinker.conversation_id().unwrap();
     let saved = s.rt.conversations().resume(&id).await.unwrap();
-    assert_eq!(saved.messages().len(), 4, "the message, the calls, the results, the answer");
+    assert_eq!(
+        saved.messages().len(),
+        4,
+        "the message, the calls, the results, the answer"
+    );
     let again = chat(pin).resume(id);
     let turn = again.turn();
     assert!(again.add_message("Thanks. And grade?"));
@@ -122,4 +126,19 @@ async fn a_provider_failure_fails_the_turn_and_the_next_request_carries_the_mark
     let body = s.sim.requests().last().unwrap().body.to_string();
     assert!(body.contains("[no answer:"), "{body}");
     assert!(body.contains("Are you there now?"), "{body}");
+}
+
+#[tokio::test]
+async fn a_chat_declaring_ceiling_is_served_by_the_strongest_entry() {
+    let s = setup_with(|c| c).await;
+    let thinker = ChatThinker::new(
+        ThinkerDeclaration::new(Grade::Ceiling, OutputSize::Compact),
+        "You are a helpful assistant.",
+    );
+    let turn = thinker.turn();
+    assert!(thinker.add_message("Hello"));
+    s.rt.run(turn).await.unwrap();
+    let runs = s.rec.llm_runs();
+    assert_eq!(runs.len(), 1);
+    assert!(runs[0].entry.starts_with("sim-mega"), "{}", runs[0].entry);
 }

@@ -56,12 +56,19 @@ async fn a_message_sent_while_the_model_works_is_read_at_the_next_step() {
     assert!(thinker.add_message("What is a seat?"));
     let answer = d.run(turn).await.unwrap();
     assert_eq!(answer, "A seat is a reservation; a grade is a rung.");
-    assert_eq!(accepted.get(), Some(&true), "the open turn took the message");
+    assert_eq!(
+        accepted.get(),
+        Some(&true),
+        "the open turn took the message"
+    );
 
     let seen = script.seen();
     assert_eq!(seen.len(), 2);
     // The first request had only the first message; the second, after the tool results, both.
-    assert_eq!(user_texts(&seen[0].request.messages), vec!["What is a seat?"]);
+    assert_eq!(
+        user_texts(&seen[0].request.messages),
+        vec!["What is a seat?"]
+    );
     let second = &seen[1].request.messages;
     assert_eq!(
         second.last().unwrap(),
@@ -85,9 +92,7 @@ async fn a_message_sent_while_the_model_works_is_read_at_the_next_step() {
 async fn a_message_arriving_while_the_answer_is_written_keeps_the_turn_open() {
     let (d, _) = dispatcher();
     let slot: Arc<OnceLock<Arc<ReactiveThinker>>> = Arc::default();
-    let script = ScriptedTurns::new()
-        .then_text("Hello!")
-        .then_text("Paris.");
+    let script = ScriptedTurns::new().then_text("Hello!").then_text("Paris.");
     let s = slot.clone();
     let steered = Steered::new(script.clone(), move |n| {
         if n == 1 {
@@ -152,8 +157,7 @@ async fn after_the_turn_closes_messages_are_refused_and_a_new_turn_resumes_the_c
 #[tokio::test]
 async fn a_turn_job_runs_once() {
     let (d, _) = dispatcher();
-    let thinker =
-        ReactiveThinker::new(decl(), "Chat.").turns(ScriptedTurns::new().then_text("ok"));
+    let thinker = ReactiveThinker::new(decl(), "Chat.").turns(ScriptedTurns::new().then_text("ok"));
     let turn = thinker.turn();
     assert!(thinker.add_message("hi"));
     let again = thinker.turn(); // shares the open turn's inbox
@@ -167,9 +171,12 @@ async fn a_turn_job_runs_once() {
 async fn its_own_depth_reaches_every_call() {
     let (d, _) = dispatcher();
     let script = ScriptedTurns::new().then_text("ok");
-    let thinker = ReactiveThinker::new(ThinkerDeclaration::new(Grade::Ceiling, OutputSize::Compact), "Chat.")
-        .depth(Depth::Quick)
-        .turns(script.clone());
+    let thinker = ReactiveThinker::new(
+        ThinkerDeclaration::new(Grade::Ceiling, OutputSize::Compact),
+        "Chat.",
+    )
+    .depth(Depth::Quick)
+    .turns(script.clone());
     let turn = thinker.turn();
     assert!(thinker.add_message("hi"));
     d.run(turn).await.unwrap();
@@ -224,7 +231,10 @@ async fn a_spent_tool_budget_forces_one_answer_without_tools_that_says_what_is_u
     assert!(note.contains("unverified"), "{note}");
     // The answer kept in the conversation is text only: no call left unanswered.
     let last = thinker.observer().messages().last().unwrap().clone();
-    assert_eq!(last, Message::assistant_text("From a and b: X. Not verified: c."));
+    assert_eq!(
+        last,
+        Message::assistant_text("From a and b: X. Not verified: c.")
+    );
     assert_eq!(events.names().last(), Some(&"answer"));
 }
 
@@ -271,7 +281,10 @@ async fn a_failed_exchange_rolls_back_to_the_message_and_the_next_turn_reads_the
     let marker = messages[1].text();
     assert!(marker.starts_with("[no answer:"), "{marker}");
     assert!(marker.contains("no turn left"), "{marker}");
-    assert_eq!(events.names(), vec!["message", "tool_call", "tool_result", "error"]);
+    assert_eq!(
+        events.names(),
+        vec!["message", "tool_call", "tool_result", "error"]
+    );
 
     // The next turn's request carries the marker.
     let _ = script.clone().then_text("Sorry about that: a is a letter.");

@@ -2,9 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{
-    PARIS, Sse, create_chat, events_until_answer, history, host, post_text, sim,
-};
+use crate::support::{PARIS, Sse, create_chat, events_until_answer, history, host, post_text, sim};
 
 #[tokio::test]
 async fn the_event_stream_carries_a_turn_in_order_with_ids_counting_up() {
@@ -15,7 +13,11 @@ async fn the_event_stream_carries_a_turn_in_order_with_ids_counting_up() {
 
     let (status, body) = post_text(&h.url, &chat, "What does seat mean?").await;
     assert_eq!(status, 202, "{body}");
-    assert_eq!(body["joined"], json!(false), "the first message starts a turn");
+    assert_eq!(
+        body["joined"],
+        json!(false),
+        "the first message starts a turn"
+    );
     let events = events_until_answer(&h.url, &chat, 0).await;
 
     let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
@@ -69,11 +71,13 @@ async fn the_event_stream_carries_a_turn_in_order_with_ids_counting_up() {
     h.running.shutdown().await.unwrap();
 }
 
-
 async fn refusal(resp: reqwest::Response) -> (u16, Value) {
     let status = resp.status().as_u16();
     let body: Value = resp.json().await.unwrap();
-    assert!(body["error"].as_str().is_some_and(|e| !e.is_empty()), "{body}");
+    assert!(
+        body["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{body}"
+    );
     (status, body)
 }
 
@@ -89,14 +93,23 @@ async fn bad_input_gets_a_4xx_naming_the_field_and_changes_nothing() {
     // Unknown chat, for each route that names one.
     let unknown = "0190aaaa-0000-7000-8000-000000000000";
     for resp in [
-        c.get(format!("{url}/api/chats/{unknown}")).send().await.unwrap(),
+        c.get(format!("{url}/api/chats/{unknown}"))
+            .send()
+            .await
+            .unwrap(),
         c.post(format!("{url}/api/chats/{unknown}/messages"))
             .json(&json!({"text": "hi"}))
             .send()
             .await
             .unwrap(),
-        c.get(format!("{url}/api/chats/{unknown}/events")).send().await.unwrap(),
-        c.get(format!("{url}/api/chats/not-even-an-id")).send().await.unwrap(),
+        c.get(format!("{url}/api/chats/{unknown}/events"))
+            .send()
+            .await
+            .unwrap(),
+        c.get(format!("{url}/api/chats/not-even-an-id"))
+            .send()
+            .await
+            .unwrap(),
     ] {
         let (status, body) = refusal(resp).await;
         assert_eq!(status, 404, "{body}");
@@ -117,7 +130,11 @@ async fn bad_input_gets_a_4xx_naming_the_field_and_changes_nothing() {
         ("{\"text\": 42}".into(), 422, "text"),
         ("{\"text\": \"\"}".into(), 422, "text"),
         ("{\"text\": \"  \\n \"}".into(), 422, "text"),
-        (json!({"text": "x".repeat(16 * 1024 + 1)}).to_string(), 413, "text"),
+        (
+            json!({"text": "x".repeat(16 * 1024 + 1)}).to_string(),
+            413,
+            "text",
+        ),
     ];
     for (body, want_status, want_field) in cases {
         let shown: String = body.chars().take(40).collect();
@@ -214,7 +231,11 @@ async fn chats_survive_a_restart_of_the_host_on_the_same_database() {
         .iter()
         .map(|c| c["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, vec![chat.as_str(), other.as_str()], "most recently changed first");
+    assert_eq!(
+        ids,
+        vec![chat.as_str(), other.as_str()],
+        "most recently changed first"
+    );
     let hist = history(&second.url, &chat).await;
     let texts: Vec<&str> = hist["messages"]
         .as_array()
@@ -235,7 +256,13 @@ async fn chats_survive_a_restart_of_the_host_on_the_same_database() {
     let body = sent.last().unwrap().body.to_string();
     assert!(body.contains("What is the capital of France?"), "{body}");
     assert!(body.contains(PARIS), "{body}");
-    assert_eq!(history(&second.url, &chat).await["messages"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        history(&second.url, &chat).await["messages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
     second.running.shutdown().await.unwrap();
 }
 
@@ -267,6 +294,9 @@ async fn a_provider_failure_is_an_error_event_and_the_next_turn_reads_the_marker
     assert_eq!(events.last().unwrap().name, "answer", "{events:?}");
     let sent = &sim.requests()[before..];
     let body = sent.last().unwrap().body.to_string();
-    assert!(body.contains("[no answer:"), "the marker reached the model: {body}");
+    assert!(
+        body.contains("[no answer:"),
+        "the marker reached the model: {body}"
+    );
     h.running.shutdown().await.unwrap();
 }

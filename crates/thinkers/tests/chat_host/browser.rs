@@ -225,7 +225,10 @@ async fn the_page_streams_an_answer_in_headless_chromium() {
     assert!(answer.as_str().unwrap().contains(PARIS));
     // It arrived as a stream of tokens, and the person's message is shown.
     let tokens = browser.eval("return window.tokenEvents || 0").await;
-    assert!(tokens.as_u64().unwrap() > 1, "tokens seen by the page: {tokens}");
+    assert!(
+        tokens.as_u64().unwrap() > 1,
+        "tokens seen by the page: {tokens}"
+    );
     let user = browser
         .eval("return document.querySelector('.msg.user').textContent")
         .await;

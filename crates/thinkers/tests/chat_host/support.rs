@@ -198,7 +198,9 @@ pub async fn post_text(url: &str, chat: &str, text: &str) -> (u16, Value) {
 }
 
 pub async fn history(url: &str, chat: &str) -> Value {
-    let resp = reqwest::get(format!("{url}/api/chats/{chat}")).await.unwrap();
+    let resp = reqwest::get(format!("{url}/api/chats/{chat}"))
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 200);
     resp.json().await.unwrap()
 }

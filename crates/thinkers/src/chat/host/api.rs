@@ -26,7 +26,10 @@ pub(super) fn router(host: ChatHost) -> Router {
         .route("/", get(page))
         .route("/api/chats", get(list_chats).post(create_chat))
         .route("/api/chats/{id}", get(history))
-        .route("/api/chats/{id}/messages", axum::routing::post(post_message))
+        .route(
+            "/api/chats/{id}/messages",
+            axum::routing::post(post_message),
+        )
         .route("/api/chats/{id}/events", get(events))
         .with_state(host)
 }
@@ -76,10 +79,7 @@ impl From<Error> for ApiError {
 }
 
 async fn page() -> impl IntoResponse {
-    (
-        [(header::CACHE_CONTROL, "no-store")],
-        Html(PAGE),
-    )
+    ([(header::CACHE_CONTROL, "no-store")], Html(PAGE))
 }
 
 /// The body as a JSON object; an empty body is `{}` when `empty_ok`.
@@ -140,13 +140,7 @@ async fn history(
     State(host): State<ChatHost>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let (chat, messages, turn_open) = host.history(&id).await?;
-    Ok(axum::Json(json!({
-        "chat": chat,
-        "messages": messages,
-        "turn_open": turn_open,
-    }))
-    .into_response())
+    Ok(axum::Json(host.history(&id).await?).into_response())
 }
 
 async fn post_message(
@@ -186,7 +180,10 @@ async fn post_message(
         return Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "text",
-            format!("the message is {} bytes; at most {max} are accepted", text.len()),
+            format!(
+                "the message is {} bytes; at most {max} are accepted",
+                text.len()
+            ),
         ));
     }
     let posted = host.post(&id, text.clone()).await?;

@@ -28,6 +28,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, PoisonError};
 
+use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -85,6 +86,17 @@ impl std::fmt::Debug for ChatHost {
     }
 }
 
+/// A chat and its conversation, as `GET /api/chats/{id}` returns it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatHistory {
+    /// The chat.
+    pub chat: ChatRecord,
+    /// Its messages in order (text, tool calls, tool results, rollback markers).
+    pub messages: Vec<Message>,
+    /// Whether a turn is open (a message posted now joins it).
+    pub turn_open: bool,
+}
+
 /// What a message post did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Posted {
@@ -134,9 +146,9 @@ impl ChatHost {
                 format!("cannot listen there: {e}"),
             )
         })?;
-        let addr = listener.local_addr().map_err(|e| {
-            Error::system("chat host", format!("no local address after bind: {e}"))
-        })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| Error::system("chat host", format!("no local address after bind: {e}")))?;
         let stop = self.inner.stop.clone();
         let shutdown = stop.clone();
         let app = self.router();
@@ -164,7 +176,7 @@ impl ChatHost {
     }
 
     /// The chat's record and its messages (an unknown id is an error naming `chat_id`).
-    pub async fn history(&self, id: &str) -> Result<(ChatRecord, Vec<Message>, bool)> {
+    pub async fn history(&self, id: &str) -> Result<ChatHistory> {
         let record = self
             .inner
             .chats
@@ -175,17 +187,29 @@ impl ChatHost {
         if let Some(s) = &session
             && s.thinker.observer().conversation().is_some()
         {
-            return Ok((record, s.thinker.observer().messages(), s.thinker.is_turn_open()));
+            return Ok(ChatHistory {
+                chat: record,
+                messages: s.thinker.observer().messages(),
+                turn_open: s.thinker.is_turn_open(),
+            });
         }
         let messages = match &record.conversation_id {
             Some(cid) => {
                 let cid = ConversationId::parse(cid)?;
-                self.inner.conversations.resume(&cid).await?.messages().to_vec()
+                self.inner
+                    .conversations
+                    .resume(&cid)
+                    .await?
+                    .messages()
+                    .to_vec()
             }
             None => Vec::new(),
         };
-        let open = session.is_some_and(|s| s.thinker.is_turn_open());
-        Ok((record, messages, open))
+        Ok(ChatHistory {
+            chat: record,
+            messages,
+            turn_open: session.is_some_and(|s| s.thinker.is_turn_open()),
+        })
     }
 
     /// The loaded session of a chat, loading it (and the conversation it resumes) when needed.
@@ -236,7 +260,12 @@ impl ChatHost {
                 tracing::info!(chat = %running.chat_id, error = %e, "chat turn failed");
             }
             let cid = running.thinker.conversation_id().map(|c| c.to_string());
-            if let Err(e) = host.inner.chats.touch(&running.chat_id, cid.as_deref()).await {
+            if let Err(e) = host
+                .inner
+                .chats
+                .touch(&running.chat_id, cid.as_deref())
+                .await
+            {
                 tracing::warn!(chat = %running.chat_id, error = %e, "could not update the chat row");
                 running.report(ChatEvent::Error {
                     message: format!("the chat list could not be updated: {e}"),
@@ -280,7 +309,10 @@ impl RunningHost {
         match self.task.await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(Error::system("chat host", format!("server failed: {e}"))),
-            Err(e) => Err(Error::system("chat host", format!("server task failed: {e}"))),
+            Err(e) => Err(Error::system(
+                "chat host",
+                format!("server task failed: {e}"),
+            )),
         }
     }
 
@@ -289,7 +321,10 @@ impl RunningHost {
         match self.task.await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(Error::system("chat host", format!("server failed: {e}"))),
-            Err(e) => Err(Error::system("chat host", format!("server task failed: {e}"))),
+            Err(e) => Err(Error::system(
+                "chat host",
+                format!("server task failed: {e}"),
+            )),
         }
     }
 }
