@@ -668,12 +668,14 @@ impl AnswerPhase for ReactivePhase {
                 })
                 .collect()
         };
+        // Close first (when nothing waits), so whoever sees the answer sees a closed turn.
+        let closed = self.inbox.close_if_empty();
         self.emit(ChatEvent::Answer {
             text: text.clone(),
             artifacts,
         });
         self.publish(&text, cx);
-        if self.inbox.close_if_empty() {
+        if closed {
             Ok(Some(text))
         } else {
             // Messages arrived while this answer was written: the next step reads them.

@@ -31,6 +31,7 @@ use std::sync::{Arc, PoisonError};
 use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use self::session::Session;
 use crate::conversation::{ConversationId, ConversationService, Message};
@@ -69,6 +70,8 @@ pub(crate) struct HostInner {
     config: HostConfig,
     /// Cancelled by [`RunningHost::shutdown`]: event streams end with it.
     stop: CancellationToken,
+    /// The running turns, which a shutdown lets finish (and save).
+    turns: TaskTracker,
     sessions: tokio::sync::Mutex<HashMap<String, Arc<Session>>>,
 }
 
@@ -126,6 +129,7 @@ impl ChatHost {
                 factory,
                 config,
                 stop: CancellationToken::new(),
+                turns: TaskTracker::new(),
                 sessions: tokio::sync::Mutex::new(HashMap::new()),
             }),
         })
@@ -158,7 +162,12 @@ impl ChatHost {
                 .await
         });
         tracing::info!(%addr, "chat host listening");
-        Ok(RunningHost { addr, stop, task })
+        Ok(RunningHost {
+            addr,
+            stop,
+            task,
+            turns: self.inner.turns.clone(),
+        })
     }
 
     /// Create a chat.
@@ -253,7 +262,7 @@ impl ChatHost {
         }
         let host = self.clone();
         let running = session.clone();
-        tokio::spawn(async move {
+        self.inner.turns.spawn(async move {
             let _turn = running.turn_lock.clone().lock_owned().await;
             let outcome = host.inner.dispatcher.submit(job).await;
             if let Err(e) = &outcome {
@@ -290,6 +299,7 @@ pub struct RunningHost {
     addr: SocketAddr,
     stop: CancellationToken,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
+    turns: TaskTracker,
 }
 
 impl RunningHost {
@@ -303,10 +313,14 @@ impl RunningHost {
         format!("http://{}", self.addr)
     }
 
-    /// Stop accepting connections and wait for open ones to finish (event streams end).
+    /// Stop accepting connections (event streams end), then wait for the turns that are
+    /// running to finish and save, so a host started next on the same database sees them.
     pub async fn shutdown(self) -> Result<()> {
         self.stop.cancel();
-        match self.task.await {
+        let served = self.task.await;
+        self.turns.close();
+        self.turns.wait().await;
+        match served {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(Error::system("chat host", format!("server failed: {e}"))),
             Err(e) => Err(Error::system(
