@@ -142,3 +142,41 @@ async fn a_chat_declaring_ceiling_is_served_by_the_strongest_entry() {
     assert_eq!(runs.len(), 1);
     assert!(runs[0].entry.starts_with("sim-mega"), "{}", runs[0].entry);
 }
+
+async fn budget_forces_an_answer_over_the_wire(pin: &str) {
+    // A budget of one call is spent by the first round: the next request must forbid tools.
+    let s = setup_with(|c| c).await;
+    let lookup = Lookup::default();
+    let events = Collected::default();
+    let thinker = chat(pin)
+        .tool(lookup.clone())
+        .max_tool_calls_per_message(1)
+        .events(events.sink());
+    let turn = thinker.turn();
+    assert!(thinker.add_message("What does seat mean?"));
+    let answer = s.rt.run(turn).await.unwrap();
+    assert!(!answer.is_empty());
+    let sent = s.sim.requests();
+    assert_eq!(
+        sent.len(),
+        2,
+        "{pin}: one tool round, then the forced answer"
+    );
+    let forced = &sent[1].body;
+    let choice = &forced["tool_choice"];
+    assert!(
+        choice == "none" || choice["type"] == "none",
+        "{pin}: tool_choice {choice}"
+    );
+    assert!(
+        forced.to_string().contains("remain unverified"),
+        "{pin}: the answer-now note reached the model"
+    );
+    assert_eq!(events.names().last(), Some(&"answer"));
+}
+
+#[tokio::test]
+async fn a_spent_budget_sends_tool_choice_none_in_both_dialects() {
+    budget_forces_an_answer_over_the_wire("sim-small-a").await;
+    budget_forces_an_answer_over_the_wire("sim-small-b").await;
+}
