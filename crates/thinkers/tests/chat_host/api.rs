@@ -300,3 +300,31 @@ async fn a_provider_failure_is_an_error_event_and_the_next_turn_reads_the_marker
     );
     h.running.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_message_posted_during_a_turn_joins_it() {
+    let sim = sim().await;
+    let dir = tempfile::tempdir().unwrap();
+    let h = host(&sim, &dir.path().join("chat.db"), true).await;
+    let chat = create_chat(&h.url, "joining").await;
+    let (status, first) = post_text(&h.url, &chat, "What does seat mean?").await;
+    assert_eq!((status, &first["joined"]), (202, &json!(false)));
+    let (status, second) = post_text(&h.url, &chat, "Also: what does grade mean?").await;
+    assert_eq!((status, &second["joined"]), (202, &json!(true)), "{second}");
+
+    let events = events_until_answer(&h.url, &chat, 0).await;
+    let messages: Vec<&str> = events
+        .iter()
+        .filter(|e| e.name == "message")
+        .map(|e| e.data["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        messages,
+        vec!["What does seat mean?", "Also: what does grade mean?"],
+        "both read by the one turn"
+    );
+    h.running.shutdown().await.unwrap();
+    // One turn answered both: the last request to the model held the two messages.
+    let last = sim.requests().last().unwrap().body.to_string();
+    assert!(last.contains("Also: what does grade mean?"), "{last}");
+}

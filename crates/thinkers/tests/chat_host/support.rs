@@ -36,7 +36,7 @@ pub struct Definition {
     pub meaning: String,
 }
 
-/// A read-only glossary lookup.
+/// A read-only glossary lookup, a little slow.
 #[derive(Debug, Default, Clone)]
 pub struct Lookup;
 
@@ -55,6 +55,9 @@ impl Tool for Lookup {
         input: &LookupInput,
         _cx: &ToolContext<'_>,
     ) -> thinkers::Result<Definition> {
+        // Slow enough that a message posted right after the first one finds the turn open
+        // (this widens a window; nothing is timed).
+        tokio::time::sleep(Duration::from_millis(300)).await;
         Ok(Definition {
             term: input.term.clone(),
             meaning: format!("the meaning of {}", input.term),
