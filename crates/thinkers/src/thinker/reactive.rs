@@ -87,14 +87,27 @@ impl Inbox {
         self.lock().closed
     }
 
-    /// Mark the turn as running; `false` when it ran (or closed) already.
-    fn start(&self) -> bool {
+    /// Mark the turn as running. Refused when it ran (or closed) already, or when no message
+    /// waits (the turn then closes: there is nothing to answer).
+    fn start(&self) -> Result<()> {
         let mut st = self.lock();
         if st.started || st.closed {
-            return false;
+            return Err(Error::invalid_input(
+                "turn",
+                None,
+                "this turn has run already; start a new one with ReactiveThinker::turn",
+            ));
         }
         st.started = true;
-        true
+        if st.pending.is_empty() {
+            st.closed = true;
+            return Err(Error::invalid_input(
+                "message",
+                None,
+                "the turn has no message to answer; add one with add_message before running it",
+            ));
+        }
+        Ok(())
     }
 
     fn drain(&self) -> Vec<String> {
@@ -407,13 +420,7 @@ impl ReactiveTurn {
     }
 
     async fn run(&mut self, cx: &JobContext) -> Result<String> {
-        if !self.inbox.start() {
-            return Err(Error::invalid_input(
-                "turn",
-                None,
-                "this turn has run already; start a new one with ReactiveThinker::turn",
-            ));
-        }
+        self.inbox.start()?;
         let depth = effective_depth(self.depth, cx);
         let service = conversing::service_for(&self.core, cx);
         let input = ThinkerInput::query("").with_depth(depth);

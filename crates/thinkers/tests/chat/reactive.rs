@@ -302,3 +302,15 @@ async fn a_failed_exchange_rolls_back_to_the_message_and_the_next_turn_reads_the
     assert_eq!(texts[2], "Try again?");
     assert_eq!(request.len(), 3);
 }
+
+#[tokio::test]
+async fn a_turn_with_no_message_is_refused_and_closed() {
+    let (d, _) = dispatcher();
+    let script = ScriptedTurns::new().then_text("unused");
+    let thinker = ReactiveThinker::new(decl(), "Chat.").turns(script.clone());
+    let err = d.run(thinker.turn()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert!(err.to_string().contains("message"), "{err}");
+    assert!(script.seen().is_empty(), "no model call");
+    assert!(!thinker.add_message("late"), "the empty turn closed");
+}
