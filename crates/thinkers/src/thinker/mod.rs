@@ -29,6 +29,7 @@ pub mod events;
 mod finish;
 pub mod guardrail;
 pub mod reactive;
+mod reactive_phase;
 mod single;
 pub mod state;
 mod tools;

@@ -3,25 +3,25 @@
 //!
 //! It has no structured input. Messages reach it through [`ReactiveThinker::add_message`]; one
 //! run of the job from [`ReactiveThinker::turn`] (a *turn*) answers every waiting message and
-//! completes. The shared loop ([`super::turn_loop`]) does the work; this module is the family's
-//! answer phase ([`ReactivePhase`]): it drains the inbox at the start of every step, counts tool
+//! completes. The shared loop ([`super::turn_loop`]) does the work; the family's answer phase
+//! (`reactive_phase.rs`) drains the inbox at the start of every step, counts tool
 //! calls against a per-message budget (forcing an answer without tools when it is spent), answers
 //! in plain text, closes the turn only when no message is waiting, and on a failed exchange rolls
 //! the conversation back to the person's last message and records why no answer came.
 
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::chat::{ChatEvent, ChatEvents, StreamingTurns};
 use super::conversing;
-use super::declaration::{ThinkerDeclaration, ThinkerInput, effective_depth, parent_thinker_depth};
-use super::events::{ContentStream, ContentStreamEvent, META_CONTENT};
+use super::declaration::{ThinkerDeclaration, ThinkerInput, effective_depth};
+use super::events::ContentStream;
+use super::reactive_phase::{Inbox, MAX_REASON_BYTES, ReactivePhase, clip};
 use super::state::ThinkerObserver;
 use super::turn::TurnSource;
-use super::turn_loop::{AnswerPhase, StepPlan, ThinkerCore, ThinkerHooks, ThinkerLimits, turns};
-use crate::conversation::{ContentBlock, ConversationId, ConversationService, Message};
+use super::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, turns};
+use crate::conversation::{ConversationId, ConversationService};
 use crate::job::{JobContext, Orchestrator};
-use crate::llm::{ChatResponse, ResponseSchema, ToolCallView};
 use crate::model::{Depth, Grade, ModelDependent};
 use crate::tool::{Tool, ToolProvider, TypedToolProvider};
 use crate::{Error, Result};
@@ -33,103 +33,6 @@ pub const DEFAULT_TOOL_CALLS_PER_MESSAGE: u32 = 25;
 /// answer several messages, each with its own tool budget, so the bound is wider than a
 /// goal-directed thinker's.
 pub const DEFAULT_CHAT_ITERATIONS: u32 = 40;
-
-/// What the model is told when the tool budget of a message is spent.
-fn forced_note(budget: u32) -> String {
-    format!(
-        "The tool budget for this message ({budget} calls) is spent; no more tools will run. \
-         Answer the person now from what you have gathered, and say plainly which parts of \
-         your answer remain unverified."
-    )
-}
-
-/// What the model is told when it ended a step with neither text nor tool calls.
-const NUDGE: &str = "No answer was given. Answer the person's latest message in plain text, or \
-call a tool if you need one.";
-
-/// The answer recorded when a forced final call still produced no text.
-const FORCED_EMPTY: &str = "I ran out of my tool budget for this message before I could write \
-an answer; nothing I gathered is verified. Please ask again, perhaps more narrowly.";
-
-/// The marker recorded in place of an answer that did not come.
-pub(crate) fn no_answer_marker(error: &Error) -> String {
-    format!("[no answer: {}]", error.for_model())
-}
-
-#[derive(Debug, Default)]
-struct InboxState {
-    pending: Vec<String>,
-    started: bool,
-    closed: bool,
-}
-
-/// The messages waiting for one turn. Open from [`ReactiveThinker::turn`] until the turn closes.
-#[derive(Debug, Default)]
-pub(crate) struct Inbox {
-    state: Mutex<InboxState>,
-}
-
-impl Inbox {
-    fn lock(&self) -> MutexGuard<'_, InboxState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn add(&self, text: String) -> bool {
-        let mut st = self.lock();
-        if st.closed {
-            return false;
-        }
-        st.pending.push(text);
-        true
-    }
-
-    fn is_closed(&self) -> bool {
-        self.lock().closed
-    }
-
-    /// Mark the turn as running. Refused when it ran (or closed) already, or when no message
-    /// waits (the turn then closes: there is nothing to answer).
-    fn start(&self) -> Result<()> {
-        let mut st = self.lock();
-        if st.started || st.closed {
-            return Err(Error::invalid_input(
-                "turn",
-                None,
-                "this turn has run already; start a new one with ReactiveThinker::turn",
-            ));
-        }
-        st.started = true;
-        if st.pending.is_empty() {
-            st.closed = true;
-            return Err(Error::invalid_input(
-                "message",
-                None,
-                "the turn has no message to answer; add one with add_message before running it",
-            ));
-        }
-        Ok(())
-    }
-
-    fn drain(&self) -> Vec<String> {
-        std::mem::take(&mut self.lock().pending)
-    }
-
-    /// Close the turn unless a message is waiting; `true` when it closed.
-    fn close_if_empty(&self) -> bool {
-        let mut st = self.lock();
-        if st.pending.is_empty() {
-            st.closed = true;
-        }
-        st.closed
-    }
-
-    /// Close the turn whatever is waiting, returning what was.
-    fn close(&self) -> Vec<String> {
-        let mut st = self.lock();
-        st.closed = true;
-        std::mem::take(&mut st.pending)
-    }
-}
 
 /// A thinker that answers a person's messages turn by turn, in plain text.
 ///
@@ -451,15 +354,12 @@ impl ReactiveTurn {
                 )
             });
         }
-        let mut phase = ReactivePhase {
-            inbox: self.inbox.clone(),
-            budget: self.budget,
-            used: 0,
-            forced: false,
-            person_end: None,
-            events: self.events.clone(),
-            content: self.core.content.clone(),
-        };
+        let mut phase = ReactivePhase::new(
+            self.inbox.clone(),
+            self.budget,
+            self.events.clone(),
+            self.core.content.clone(),
+        );
         let outcome = turns(&self.core, &mut phase, depth, &service, &self.observer, cx).await;
         match outcome {
             Ok(text) => {
@@ -493,200 +393,9 @@ impl Orchestrator for ReactiveTurn {
         let outcome = self.run(cx).await;
         if let Err(e) = &outcome {
             self.emit(ChatEvent::Error {
-                message: e.to_string(),
+                message: clip(&e.to_string(), MAX_REASON_BYTES),
             });
         }
         outcome
-    }
-}
-
-/// The answer phase of a reactive turn.
-pub(crate) struct ReactivePhase {
-    inbox: Arc<Inbox>,
-    budget: u32,
-    /// Tool calls made for the latest message(s).
-    used: u32,
-    /// Whether the answer-now note was given for the latest message(s).
-    forced: bool,
-    /// The conversation's length right after the person's latest message.
-    person_end: Option<usize>,
-    events: Option<ChatEvents>,
-    content: Option<ContentStream>,
-}
-
-impl ReactivePhase {
-    fn emit(&self, event: ChatEvent) {
-        if let Some(events) = &self.events {
-            events.publish(event);
-        }
-    }
-
-    fn publish(&self, text: &str, cx: &JobContext) {
-        if parent_thinker_depth(cx).is_some() {
-            return;
-        }
-        cx.set_metadata(META_CONTENT, serde_json::Value::String(text.to_owned()));
-        let event = ContentStreamEvent {
-            job: cx.id(),
-            class: cx.class().to_owned(),
-            content: text.to_owned(),
-        };
-        match &self.content {
-            Some(stream) => stream.publish(event),
-            None => {
-                if let Some(stream) = cx.services().get::<ContentStream>() {
-                    stream.publish(event);
-                }
-            }
-        }
-    }
-
-    /// After a failure: close the turn, cut the conversation back to the person's last message,
-    /// record why no answer came in the answer's place, then keep any message that arrived too
-    /// late to be read.
-    fn roll_back(&mut self, error: &Error, observer: &ThinkerObserver) {
-        let late = self.inbox.close();
-        let mut st = observer.lock();
-        let Some(conv) = st.conversation.as_mut() else {
-            return;
-        };
-        if let Some(end) = self.person_end {
-            if conv.messages().len() > end {
-                conv.truncate(end);
-            }
-            conv.push(Message::assistant_text(no_answer_marker(error)));
-        }
-        for text in late {
-            conv.push(Message::user_text(text));
-        }
-    }
-}
-
-impl AnswerPhase for ReactivePhase {
-    type Output = String;
-
-    /// Used only to size a request for the compaction check: the answer is plain text.
-    fn schema(&self, _native_thinking: bool) -> ResponseSchema {
-        ResponseSchema {
-            name: "text".into(),
-            schema: serde_json::json!({"type": "string"}),
-        }
-    }
-
-    fn response_schema(&self, _native_thinking: bool) -> Option<ResponseSchema> {
-        None
-    }
-
-    fn uses_refs(&self) -> bool {
-        false
-    }
-
-    fn begin_step(&mut self, observer: &ThinkerObserver) -> StepPlan {
-        let arrived = self.inbox.drain();
-        if !arrived.is_empty() {
-            {
-                let mut st = observer.lock();
-                for text in &arrived {
-                    st.push(Message::user_text(text.clone()));
-                }
-                self.person_end = st.conversation.as_ref().map(|c| c.messages().len());
-            }
-            for text in arrived {
-                self.emit(ChatEvent::Message { text });
-            }
-            self.used = 0;
-            self.forced = false;
-        }
-        if self.used < self.budget {
-            return StepPlan::default();
-        }
-        if !self.forced {
-            self.forced = true;
-            tracing::info!(
-                budget = self.budget,
-                "tool budget of a message spent; asking for an answer without tools"
-            );
-            observer
-                .lock()
-                .push(Message::user_text(forced_note(self.budget)));
-        }
-        StepPlan { answer_now: true }
-    }
-
-    fn after_round(&mut self, calls: &[ToolCallView<'_>], results: &[ContentBlock]) {
-        self.used = self
-            .used
-            .saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
-        for call in calls {
-            self.emit(ChatEvent::ToolCall {
-                id: call.id.to_owned(),
-                name: call.name.to_owned(),
-                arguments: call.arguments.clone(),
-            });
-        }
-        for result in results {
-            if let ContentBlock::ToolResult {
-                call_id,
-                name,
-                content,
-                is_error,
-            } = result
-            {
-                self.emit(ChatEvent::ToolResult {
-                    id: call_id.clone(),
-                    name: name.clone(),
-                    content: content.clone(),
-                    is_error: *is_error,
-                });
-            }
-        }
-    }
-
-    fn finish(
-        &mut self,
-        response: &ChatResponse,
-        _native_thinking: bool,
-        observer: &ThinkerObserver,
-        cx: &JobContext,
-    ) -> Result<Option<String>> {
-        let mut text = response.text();
-        let called_tools = !response.tool_calls().is_empty();
-        if text.trim().is_empty() {
-            if !self.forced {
-                observer.lock().push(Message::user_text(NUDGE));
-                return Ok(None);
-            }
-            text = FORCED_EMPTY.to_owned();
-        }
-        let artifacts = {
-            let mut st = observer.lock();
-            // Calls made despite a forced answer were not run: keep only what was said.
-            if called_tools || response.text().trim().is_empty() {
-                st.push(Message::assistant_text(text.clone()));
-            } else {
-                st.push(response.to_message());
-            }
-            st.artifacts
-                .iter()
-                .map(|a| super::chat::ChatArtifact {
-                    reference: a.reference.to_string(),
-                    tool: a.tool.clone(),
-                    value: a.output.json.clone(),
-                })
-                .collect()
-        };
-        // Close first (when nothing waits), so whoever sees the answer sees a closed turn.
-        let closed = self.inbox.close_if_empty();
-        self.emit(ChatEvent::Answer {
-            text: text.clone(),
-            artifacts,
-        });
-        self.publish(&text, cx);
-        if closed {
-            Ok(Some(text))
-        } else {
-            // Messages arrived while this answer was written: the next step reads them.
-            Ok(None)
-        }
     }
 }
