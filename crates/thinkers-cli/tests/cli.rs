@@ -26,6 +26,12 @@ fn demo_runs_and_trace_prints_the_stored_trajectory() {
         "demo_workflow #- succeeded",
         "rate_limited_call #2 succeeded",
         "flaky_service #4 failed",
+        "Thinker stage",
+        "Q: What is a seat?",
+        "resumed conversation",
+        "explain_workflow #- succeeded",
+        "explainer #1 succeeded",
+        "glossary_lookup",
     ] {
         assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
     }

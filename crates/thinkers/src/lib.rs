@@ -20,7 +20,9 @@
 //! workflow spent.
 //!
 //! Built-in service tools live in [`tools`] (`web_fetch`, `pubmed_fetch`, `epo_claims`); with the
-//! `mcp` feature, the tools of any MCP server become tool providers (module `mcp`).
+//! `mcp` feature, the tools of any MCP server become tool providers (module `mcp`). A deployment's
+//! tools and skills can be gathered in a [`hub::ToolHub`], from which thinkers discover tools
+//! (`request_tools`), load skills (`request_skill`) and delegate (`sub_thinker`).
 //!
 //! ## A first doer
 //!
@@ -60,6 +62,7 @@ pub mod chat;
 pub mod conversation;
 pub mod dispatch;
 pub mod error;
+pub mod hub;
 pub mod job;
 pub mod llm;
 #[cfg(feature = "mcp")]

@@ -4,7 +4,6 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use thinkers::job::{Job, JobContext, JobId, Resources, doer};
 use thinkers::{Dispatcher, Error, Result};
 
@@ -81,13 +80,32 @@ impl Job for FlakyService {
     }
 }
 
-pub(crate) async fn run(dispatcher: &Dispatcher) -> anyhow::Result<JobId> {
-    let bar = ProgressBar::new_spinner().with_style(
-        ProgressStyle::with_template("{spinner} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-    );
-    bar.enable_steady_tick(Duration::from_millis(80));
-    bar.set_message("running the dispatcher stage");
+/// What the stage prints.
+pub(crate) struct Outcome {
+    pub(crate) workflow: JobId,
+    sources: Vec<String>,
+    attempts: u32,
+    transcript: Vec<String>,
+    failure: Option<Error>,
+}
+
+impl Outcome {
+    pub(crate) fn print(&self) {
+        println!("Dispatcher stage");
+        println!(
+            "  fan-out (one step, in parallel): {}",
+            self.sources.join(", ")
+        );
+        println!("  throttled call succeeded on attempt {}", self.attempts);
+        println!("  corrected job: {}", self.transcript.join(" → "));
+        match &self.failure {
+            Some(e) => println!("  failed child, recorded and survived: {e}"),
+            None => println!("  the failing child unexpectedly succeeded"),
+        }
+    }
+}
+
+pub(crate) async fn run(dispatcher: &Dispatcher) -> anyhow::Result<Outcome> {
     let handle = dispatcher.submit(doer("demo_workflow", |cx| async move {
         // Step 1: three lookups in parallel, sharing one ordinal.
         cx.next_step();
@@ -113,14 +131,11 @@ pub(crate) async fn run(dispatcher: &Dispatcher) -> anyhow::Result<JobId> {
     }));
     let workflow = handle.id();
     let (sources, attempts, transcript, failure) = handle.await?;
-    bar.finish_and_clear();
-    println!("Dispatcher stage");
-    println!("  fan-out (one step, in parallel): {}", sources.join(", "));
-    println!("  throttled call succeeded on attempt {attempts}");
-    println!("  corrected job: {}", transcript.join(" → "));
-    match failure {
-        Some(e) => println!("  failed child, recorded and survived: {e}"),
-        None => println!("  the failing child unexpectedly succeeded"),
-    }
-    Ok(workflow)
+    Ok(Outcome {
+        workflow,
+        sources,
+        attempts,
+        transcript,
+        failure,
+    })
 }

@@ -428,3 +428,71 @@ async fn output_budget_is_checked_and_enforced() {
     .await;
     assert_eq!(stream_opts.status, 400);
 }
+
+#[tokio::test]
+async fn logprobs_are_deterministic_for_a_seed_and_cover_rankings_and_streams() {
+    let schema = json!({"type": "object", "required": ["ranking"], "additionalProperties": false,
+        "properties": {"ranking": {"type": "array", "minItems": 3, "maxItems": 3,
+            "items": {"type": "string", "enum": ["alpha", "beta", "gamma", "delta", "epsilon"]}}}});
+    let request = json!({"model": "gpt-plain", "messages": [user("Rank them")],
+        "logprobs": true, "top_logprobs": 5,
+        "response_format": {"type": "json_schema", "json_schema": {"name": "ranking", "schema": schema}}});
+    let sim = start_default().await;
+    let first = openai(&sim, &request).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert_openai_schema("CreateChatCompletionResponse", &first.body);
+    let again = openai(&sim, &request).await.body;
+    let other_sim = start_default().await;
+    let elsewhere = openai(&other_sim, &request).await.body;
+    let logprobs = &first.body["choices"][0]["logprobs"];
+    assert_eq!(
+        logprobs, &again["choices"][0]["logprobs"],
+        "same sim, same request"
+    );
+    assert_eq!(logprobs, &elsewhere["choices"][0]["logprobs"], "same seed");
+
+    // Every ranked id is one token whose alternatives are other ids of the enum, each entry in
+    // the documented shape (token, logprob, bytes, top_logprobs of token/logprob/bytes).
+    let content = first.body["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap();
+    let ranking: Value = serde_json::from_str(content).unwrap();
+    let entries = logprobs["content"].as_array().unwrap();
+    for id in ranking["ranking"].as_array().unwrap() {
+        let id = id.as_str().unwrap();
+        let entry = entries.iter().find(|e| e["token"] == id).unwrap();
+        assert_eq!(entry["bytes"], json!(id.as_bytes()));
+        let top = entry["top_logprobs"].as_array().unwrap();
+        assert_eq!(top.len(), 5, "{entry}");
+        assert_eq!(top[0]["token"], id);
+        for alt in &top[1..] {
+            let token = alt["token"].as_str().unwrap();
+            assert!(
+                ["alpha", "beta", "gamma", "delta", "epsilon"].contains(&token) && token != id,
+                "{alt}"
+            );
+            assert_eq!(alt["bytes"], json!(token.as_bytes()));
+        }
+    }
+
+    // Streamed, the chunks' logprobs add up to the same tokens as the whole answer.
+    let mut streamed = request.clone();
+    streamed["stream"] = json!(true);
+    let (events, broken) = openai_stream(&sim, &streamed, &[]).await;
+    assert!(!broken);
+    let tokens: Vec<Value> = events
+        .iter()
+        .filter(|e| e.data != "[DONE]")
+        .flat_map(|e| {
+            e.json()["choices"][0]["logprobs"]["content"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    let streamed_text: String = tokens
+        .iter()
+        .map(|t| t["token"].as_str().unwrap())
+        .collect();
+    assert_eq!(streamed_text, content);
+}

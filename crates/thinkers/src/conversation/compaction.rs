@@ -42,6 +42,9 @@ pub const DEFAULT_KEEP_RECENT: usize = 4;
 /// The most tokens a summary is asked for by default.
 pub const DEFAULT_MAX_SUMMARY_TOKENS: u32 = 4_096;
 
+/// The smallest summary worth asking for: a foldable prefix under twice this is left as it is.
+pub(crate) const MIN_FOLD_SUMMARY_TOKENS: u64 = 32;
+
 /// The first line of a summary message, so a model (and a reader) knows what it is.
 pub const SUMMARY_HEADER: &str = "[Summary of the earlier part of this conversation]";
 
@@ -164,6 +167,17 @@ impl Compactor {
         } else {
             latest
         };
+        // A summary is never asked to be longer than half of what it replaces, and a prefix too
+        // small for that to gain anything is left alone.
+        let folded = before.saturating_sub(measure("", cut)?);
+        if folded < 2 * MIN_FOLD_SUMMARY_TOKENS {
+            tracing::warn!(conversation = %conversation.id(), before, threshold, folded,
+                "conversation is over its compaction threshold but what could be folded is too \
+                 small to gain anything");
+            return Ok(None);
+        }
+        let half = u32::try_from(folded / 2).unwrap_or(u32::MAX);
+        let summary_tokens = summary_tokens.min(half);
         let text = transcript::messages(&conversation.messages()[..cut]);
         let mut summary = self.summarizer.summarize(&text, summary_tokens).await?;
         let mut after = measure(summary.trim(), cut)?;

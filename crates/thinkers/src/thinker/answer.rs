@@ -11,6 +11,11 @@
 //!
 //! Under native thinking the envelope's reasoning field and the answer's own `reasoning`
 //! property are left out of the schema and filled from the thinking block instead.
+//!
+//! Thinkers without a loop (the toolless and decision families) ask for the answer type itself
+//! instead of the envelope: [`AnswerShape::bare_request_schema`] and [`AnswerShape::judge_bare`]
+//! are the same boundary without the envelope (a type that is not an object travels as
+//! `{"answer": …}`, since providers want an object at the root).
 
 use std::marker::PhantomData;
 
@@ -260,14 +265,131 @@ impl<A: DeserializeOwned> AnswerShape<A> {
                 ));
             }
         };
-        let mut answer = match map.remove("answer") {
+        let answer = match map.remove("answer") {
             None | Some(Value::Null) => return Judgement::NoAnswer,
             Some(a) => a,
         };
+        let envelope_reasoning = map.get("reasoning").and_then(Value::as_str);
+        self.judge_value(answer, thinking.or(envelope_reasoning), " in `answer`")
+    }
+
+    /// Whether the bare answer travels inside a one-field object `{"answer": …}`: providers'
+    /// structured-answer modes need an object at the root, so a declared type that is not an
+    /// object (a string, an enum, a list) is wrapped. An object type is asked for as itself.
+    pub fn bare_is_wrapped(&self) -> bool {
+        self.kind != Kind::Object
+    }
+
+    /// The schema of the answer type itself, without the loop's envelope: what a thinker that
+    /// asks for the answer directly (one call per candidate answer) requests. The reasoning
+    /// property, when the type has one, is treated as in [`AnswerShape::request_schema`]: left
+    /// out under `native_thinking` (filled from the thinking block), described otherwise. A
+    /// non-object type is wrapped (see [`AnswerShape::bare_is_wrapped`]).
+    pub fn bare_request_schema(&self, native_thinking: bool) -> ResponseSchema {
+        let mut answer = self.schema.clone();
+        let defs = answer.as_object_mut().and_then(|m| {
+            m.remove("$schema");
+            m.remove("$defs")
+        });
+        if let Some(props) = answer.get_mut("properties").and_then(Value::as_object_mut) {
+            if native_thinking {
+                props.remove("reasoning");
+            } else if let Some(r) = props.get_mut("reasoning").and_then(Value::as_object_mut) {
+                r.insert("description".into(), json!(REASONING_DESCRIPTION));
+            }
+        }
+        if native_thinking
+            && let Some(req) = answer.get_mut("required").and_then(Value::as_array_mut)
+        {
+            req.retain(|r| r != "reasoning");
+        }
+        let mut root = if self.bare_is_wrapped() {
+            json!({
+                "type": "object",
+                "properties": {"answer": answer},
+                "required": ["answer"],
+                "additionalProperties": false,
+            })
+        } else {
+            answer
+        };
+        if let Some(defs) = defs.filter(|d| d.as_object().is_some_and(|d| !d.is_empty()))
+            && let Some(m) = root.as_object_mut()
+        {
+            m.insert("$defs".into(), defs);
+        }
+        ResponseSchema {
+            name: "answer".into(),
+            schema: root,
+        }
+    }
+
+    /// Judge an answer requested with [`AnswerShape::bare_request_schema`]: the same one
+    /// conversion and the same refusals as [`AnswerShape::judge`], without the envelope. The
+    /// reasoning returned is the thinking block's under native thinking, else the answer's own
+    /// `reasoning` field, else empty.
+    pub fn judge_bare(&self, text: &str, thinking: Option<&str>) -> Judgement<A> {
+        let trimmed = strip_fences(text.trim());
+        if trimmed.is_empty() {
+            return Judgement::NoAnswer;
+        }
+        let value: Value = match serde_json::from_str(trimmed) {
+            Ok(v) => v,
+            Err(e) => {
+                let wanted = if self.bare_is_wrapped() {
+                    format!(
+                        "one JSON object {{\"answer\": …}} whose answer is {} of type {}",
+                        self.kind.article(),
+                        self.type_name
+                    )
+                } else {
+                    format!("one JSON object of type {}", self.type_name)
+                };
+                return Judgement::Refused(self.refusal(
+                    format!("the answer was not valid JSON; answer with {wanted}"),
+                    Some(Box::new(e)),
+                ));
+            }
+        };
+        let answer = if self.bare_is_wrapped() {
+            match value {
+                Value::Null => return Judgement::NoAnswer,
+                Value::Object(mut m) => match m.remove("answer") {
+                    None | Some(Value::Null) => return Judgement::NoAnswer,
+                    Some(a) => a,
+                },
+                other => {
+                    return Judgement::Refused(self.refusal(
+                        format!(
+                            "expected an object {{\"answer\": …}} whose answer is {} of type \
+                             {}, but the answer was {}",
+                            self.kind.article(),
+                            self.type_name,
+                            json_kind(&other)
+                        ),
+                        None,
+                    ));
+                }
+            }
+        } else if value.is_null() {
+            return Judgement::NoAnswer;
+        } else {
+            value
+        };
+        let own = answer
+            .get("reasoning")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        self.judge_value(answer, thinking.or(own.as_deref()), "")
+    }
+
+    /// The one conversion: `answer` into `A`, its reasoning field filled from `reasoning` when
+    /// the type has one and the answer lacks it. `at` says where the answer sat, for messages.
+    fn judge_value(&self, mut answer: Value, reasoning: Option<&str>, at: &str) -> Judgement<A> {
         if !self.kind.fits(&answer) {
             return Judgement::Refused(self.refusal(
                 format!(
-                    "expected {} of type {} in `answer`, but it was {}",
+                    "expected {} of type {}{at}, but it was {}",
                     self.kind.article(),
                     self.type_name,
                     json_kind(&answer)
@@ -275,14 +397,7 @@ impl<A: DeserializeOwned> AnswerShape<A> {
                 None,
             ));
         }
-        let reasoning = match thinking {
-            Some(t) => t.to_owned(),
-            None => map
-                .get("reasoning")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-        };
+        let reasoning = reasoning.unwrap_or_default().to_owned();
         if self.has_reasoning
             && let Value::Object(fields) = &mut answer
             && !fields.get("reasoning").is_some_and(Value::is_string)

@@ -78,13 +78,30 @@ pub struct Artifacts {
 impl Artifacts {
     /// Register a tool output and return its ref.
     pub fn register(&mut self, tool: &str, output: ToolOutput) -> ArtifactRef {
-        let reference = ArtifactRef(format!("@a{}", self.items.len() + 1));
+        // Past the highest ref held, so a registry seeded with a parent's refs never reuses one.
+        let next = self
+            .items
+            .iter()
+            .filter_map(|a| a.reference.0.strip_prefix("@a")?.parse::<usize>().ok())
+            .max()
+            .unwrap_or(0)
+            .max(self.items.len())
+            + 1;
+        let reference = ArtifactRef(format!("@a{next}"));
         self.items.push(Arc::new(Artifact {
             reference: reference.clone(),
             tool: tool.to_owned(),
             output,
         }));
         reference
+    }
+
+    /// Hand an artifact over under its own ref (a sub-thinker's registry is seeded this way);
+    /// one already held under that ref is kept.
+    pub(crate) fn seed(&mut self, artifact: Arc<Artifact>) {
+        if self.get(&artifact.reference).is_none() {
+            self.items.push(artifact);
+        }
     }
 
     /// An artifact by ref.
@@ -116,9 +133,14 @@ impl Artifacts {
 /// What the model reads for a tool output registered as `reference`: the ref, then the output
 /// as JSON, shortened when long.
 pub(crate) fn summary(reference: &ArtifactRef, output: &ToolOutput) -> String {
+    summary_within(reference, output, SUMMARY_BYTES)
+}
+
+/// [`summary`] with the output's JSON shortened past `max` bytes.
+pub(crate) fn summary_within(reference: &ArtifactRef, output: &ToolOutput, max: usize) -> String {
     let json = output.json.to_string();
-    let body = if json.len() > SUMMARY_BYTES {
-        let mut end = SUMMARY_BYTES;
+    let body = if json.len() > max {
+        let mut end = max;
         while !json.is_char_boundary(end) {
             end -= 1;
         }

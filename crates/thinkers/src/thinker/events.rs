@@ -4,7 +4,8 @@
 
 use tokio::sync::broadcast;
 
-use crate::job::JobId;
+use super::declaration::parent_thinker_depth;
+use crate::job::{JobContext, JobId};
 
 /// The metadata key under which a directly submitted thinker also publishes its answer.
 pub const META_CONTENT: &str = "thinker.content";
@@ -48,5 +49,36 @@ impl ContentStream {
 impl Default for ContentStream {
     fn default() -> Self {
         Self::new(64)
+    }
+}
+
+/// Publish an accepted answer of a directly submitted thinker: on the job's metadata under
+/// [`META_CONTENT`] and as an event on `stream` (or on the [`ContentStream`] registered as a
+/// dispatcher service, if any). A thinker running under another thinker publishes nothing.
+pub(crate) fn publish_answer(
+    stream: Option<&ContentStream>,
+    json: &serde_json::Value,
+    cx: &JobContext,
+) {
+    if parent_thinker_depth(cx).is_some() {
+        return;
+    }
+    let content = match json {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    cx.set_metadata(META_CONTENT, serde_json::Value::String(content.clone()));
+    let event = ContentStreamEvent {
+        job: cx.id(),
+        class: cx.class().to_owned(),
+        content,
+    };
+    match stream {
+        Some(stream) => stream.publish(event),
+        None => {
+            if let Some(stream) = cx.services().get::<ContentStream>() {
+                stream.publish(event);
+            }
+        }
     }
 }

@@ -14,6 +14,14 @@
 //!   conversation that lasts between turns ([`ChatEvent`]s report each turn).
 //! * [`ThinkerObserver`] — the conversation, transcript, artifacts and refusals after a run.
 //! * [`ContentStream`] — where a directly submitted thinker publishes its accepted answer.
+//! * [`ToollessThinker`] — no loop: one model call per candidate answer of a typed answer, with
+//!   guardrails (at most [`MAX_GUARDRAIL_CORRECTIONS`] corrections) and no tools.
+//! * [`DecisionThinker`] — the model only chooses (or ranks) among given options, with a
+//!   confidence per option where the provider returns log-probabilities.
+//!
+//! **Orchestrators.** With a [`crate::hub::ToolHub`] in reach (the thinker's own or a dispatcher
+//! service), every thinker gets `request_tools` and `request_skill` over its compatible catalogs
+//! ([`doors`]) and `sub_thinker` ([`subthinker`]) at or above its delegation threshold.
 //!
 //! **Read-only.** Under a read-only scope the loop withholds every tool that is not read-only
 //! from the palette (logged and recorded in [`ThinkerState::withheld`]), and the admission
@@ -24,7 +32,9 @@ pub mod answer;
 pub mod artifacts;
 pub mod chat;
 mod conversing;
+pub mod decision;
 pub mod declaration;
+pub mod doors;
 pub mod events;
 mod finish;
 pub mod guardrail;
@@ -32,6 +42,8 @@ pub mod reactive;
 mod reactive_phase;
 mod single;
 pub mod state;
+pub mod subthinker;
+pub mod toolless;
 mod tools;
 pub mod turn;
 pub mod turn_loop;
@@ -40,11 +52,21 @@ pub use answer::{AnswerShape, Judgement, REASONING_DESCRIPTION};
 pub use artifacts::{Artifact, ArtifactRef, Artifacts};
 pub use chat::{ChatArtifact, ChatEvent, ChatEvents, ChatThinker};
 pub use conversing::TOOL_GUIDANCE;
+pub use decision::{
+    Choice, Confidence, DecisionJob, DecisionOption, DecisionThinker, Ranking, Scored,
+};
 pub use declaration::{META_THINKER_DEPTH, ThinkerDeclaration, ThinkerInput};
+pub use doors::{DoorOutcome, REQUEST_SKILL, REQUEST_TOOLS, RefusedName};
 pub use events::{ContentStream, ContentStreamEvent, META_CONTENT};
 pub use guardrail::{Guardrail, Verdict};
 pub use reactive::{DEFAULT_TOOL_CALLS_PER_MESSAGE, ReactiveThinker, ReactiveTurn};
 pub use single::{SingleObjectiveThinker, ThinkerJob, ThinkerOutput};
 pub use state::{RefusedCall, ThinkerObserver, ThinkerState, Withheld};
+pub use subthinker::{
+    SUB_THINKER, SubThinkerAnswer, SubThinkerHooks, SubThinkerInput, SubThinkerOutput,
+};
+pub use toolless::{
+    GuardrailRefusal, MAX_GUARDRAIL_CORRECTIONS, SystemPrompt, ToollessJob, ToollessThinker,
+};
 pub use turn::{ModelTurns, ScriptedTurns, TurnRequest, TurnSource};
 pub use turn_loop::{DefaultHooks, ThinkerCore, ThinkerHooks, ThinkerLimits};

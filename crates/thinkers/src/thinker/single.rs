@@ -14,12 +14,14 @@ use super::events::ContentStream;
 use super::finish::SingleAnswer;
 use super::guardrail::{Guardrail, Verdict};
 use super::state::ThinkerObserver;
+use super::subthinker;
 use super::turn::TurnSource;
 use super::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, run_loop};
 use crate::Result;
 use crate::conversation::{ConversationId, ConversationService};
+use crate::hub::{Compatible, ToolHub};
 use crate::job::{JobContext, Orchestrator};
-use crate::model::{Grade, ModelDependent, OutputSize};
+use crate::model::{Depth, Grade, ModelDependent, OutputSize};
 use crate::tool::{Tool, ToolProvider, TypedToolProvider};
 
 /// The fields most answers of a goal-directed thinker carry; embed them (for example with
@@ -139,6 +141,47 @@ where
     pub fn conversations(mut self, service: ConversationService) -> Self {
         self.core.conversations = Some(service);
         self
+    }
+
+    /// Use this hub for the built-in orchestrators instead of the one registered on the
+    /// dispatcher (with neither, the thinker has no `request_tools`, `request_skill` or
+    /// `sub_thinker`).
+    #[must_use]
+    pub fn hub(mut self, hub: Arc<ToolHub>) -> Self {
+        self.core.orchestration.hub = Some(hub);
+        self
+    }
+
+    /// Declare the hub tools this thinker is compatible with (by default, every tool the hub
+    /// holds); `request_tools` offers these, reconciled with the hub each turn.
+    #[must_use]
+    pub fn compatible_tools<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.core.orchestration.tools = Compatible::only(names);
+        self
+    }
+
+    /// Declare the hub skills this thinker is compatible with (by default, every skill the hub
+    /// holds); `request_skill` offers these, reconciled with the hub each turn.
+    #[must_use]
+    pub fn compatible_skills<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.core.orchestration.skills = Compatible::only(names);
+        self
+    }
+
+    /// A `sub_thinker` tool over this thinker's declared tools, its own hub's compatible
+    /// catalogs and the artifacts its runs registered, working at `depth` and at this thinker's
+    /// grade: how code (a doer, a read-only tool) starts a delegate outside a model turn. The
+    /// delegate runs in the scope of whatever job submits it.
+    pub fn sub_thinker(&self, depth: Depth) -> Arc<dyn ToolProvider> {
+        subthinker::door_for(&self.core, &self.observer, depth)
     }
 
     /// Replace the output declaration; the last one set wins.

@@ -1,7 +1,8 @@
 //! The thinker loop, implemented once. Families (single-objective today) supply hooks and an
 //! answer type; the phases below are the framework's own path:
 //!
-//! 1. **reconcile** — the family's [`ThinkerHooks::reconcile_tools`] (idempotent, state-based);
+//! 1. **reconcile** — the family's [`ThinkerHooks::reconcile_tools`] (idempotent, state-based),
+//!    then, with a hub in reach, the built-in orchestrators (`thinker::doors`);
 //! 2. **sweep** — the read-only sweep of the palette (not overridable);
 //! 3. **render** — objective, messages, palette and the answer schema into one request;
 //! 4. **call** — one model turn through the [`TurnSource`] seam, stamped with the turn ordinal;
@@ -13,16 +14,18 @@ use std::sync::Arc;
 
 use super::conversing;
 use super::declaration::{ThinkerDeclaration, ThinkerInput, effective_depth};
+use super::doors::{self, Orchestration};
 use super::events::ContentStream;
 use super::state::ThinkerObserver;
 use super::tools::{Palette, Round, register_artifact, run_round, sweep};
 use super::turn::{ModelTurns, TurnRequest, TurnSource};
 use crate::conversation::{ContentBlock, ConversationId, ConversationService, Message};
+use crate::hub::CatalogEntry;
 use crate::job::JobContext;
 use crate::llm::call::reasoning_for;
 use crate::llm::{ChatResponse, ModelServices, ResponseSchema, ToolCallView, ToolChoice};
 use crate::model::{Depth, Reasoning};
-use crate::tool::ToolRegistry;
+use crate::tool::{ToolProvider, ToolRegistry};
 use crate::{Error, Result};
 
 /// Hooks a thinker family (or a thinker) overrides; every method has a default.
@@ -40,6 +43,40 @@ pub trait ThinkerHooks: Send + Sync + 'static {
     fn seeded_followup(&self, input: &ThinkerInput) -> Option<String> {
         let _ = input;
         None
+    }
+
+    /// The shallowest depth at which this thinker may delegate: [`Depth::Standard`] for a
+    /// thinker; a sub-thinker raises it to [`Depth::Thorough`].
+    fn delegation_threshold(&self) -> Depth {
+        Depth::Standard
+    }
+
+    /// Keep `sub_thinker` in the palette or take it out (with a [`crate::hub::ToolHub`] in
+    /// reach, after [`ThinkerHooks::reconcile_tools`], every turn). The default keeps it when
+    /// `depth` is at or above [`ThinkerHooks::delegation_threshold`] and removes it below.
+    fn reconcile_delegation(
+        &self,
+        registry: &mut ToolRegistry,
+        depth: Depth,
+        sub_thinker: Arc<dyn ToolProvider>,
+    ) {
+        if depth >= self.delegation_threshold() {
+            registry.register(sub_thinker);
+        } else {
+            registry.unregister(sub_thinker.name());
+        }
+    }
+
+    /// Adjust the catalog `request_tools` offers this turn (the hub's compatible tools not in
+    /// the palette yet). An empty catalog withdraws the door for the turn.
+    fn reconcile_tool_catalog(&self, catalog: &mut Vec<CatalogEntry>, depth: Depth) {
+        let _ = (catalog, depth);
+    }
+
+    /// Adjust the catalog `request_skill` offers this turn (the hub's compatible skills not yet
+    /// attached). An empty catalog withdraws the door for the turn.
+    fn reconcile_skill_catalog(&self, catalog: &mut Vec<CatalogEntry>, depth: Depth) {
+        let _ = (catalog, depth);
     }
 }
 
@@ -91,6 +128,8 @@ pub struct ThinkerCore {
     pub(crate) private: ConversationService,
     /// Whether new conversations are durable (saved to the store after every turn).
     pub(crate) durable: bool,
+    /// The hub, compatible catalogs and captured catalogs of the built-in orchestrators.
+    pub(crate) orchestration: Orchestration,
 }
 
 impl std::fmt::Debug for ThinkerCore {
@@ -120,6 +159,7 @@ impl ThinkerCore {
             conversations: None,
             private: conversing::private_service(),
             durable: false,
+            orchestration: Orchestration::default(),
         }
     }
 }
@@ -203,6 +243,7 @@ pub(crate) async fn turns<P: AnswerPhase>(
     for _ in 0..core.limits.max_iterations {
         // Phase 1 (overridable), then phase 2 (the framework's own): reconcile, then sweep.
         core.hooks.reconcile_tools(&mut registry, depth);
+        doors::reconcile(core, &mut registry, depth, observer, cx);
         let plan = phase.begin_step(observer);
         let turn = cx.next_step();
         let Palette { specs, withheld } = sweep(&registry, cx.scope(), turn);
@@ -287,7 +328,7 @@ pub(crate) async fn turns<P: AnswerPhase>(
 /// The entry to pin when this turn is guaranteed a native thinking block: the entry the router
 /// serves for the seat thinks natively and reasons at this depth. Pinning keeps the guarantee
 /// true for the call the schema was rendered for.
-fn native_thinking(core: &ThinkerCore, depth: Depth, cx: &JobContext) -> Option<String> {
+pub(crate) fn native_thinking(core: &ThinkerCore, depth: Depth, cx: &JobContext) -> Option<String> {
     let services = cx.services().get::<ModelServices>()?;
     let budgets = cx.dispatcher().admission().store().clone();
     let entry = services

@@ -361,3 +361,69 @@ async fn an_overlong_summary_is_asked_again_shorter() -> Result<()> {
     assert!(record.after_tokens <= c.stamps().compaction_threshold(None));
     Ok(())
 }
+
+#[tokio::test]
+async fn a_summary_is_never_asked_to_outgrow_what_it_replaces() -> Result<()> {
+    let counter = counter();
+    let sizer = sizer(Dialect::OpenAi, &counter);
+    let targets: Arc<Mutex<Vec<u32>>> = Arc::default();
+    let seen = Arc::clone(&targets);
+    let summarizer = Arc::new(summarizer_fn(move |_text: String, target: u32| {
+        seen.lock().unwrap().push(target);
+        async move { Ok("short".to_owned()) }
+    }));
+    let compactor = Compactor::new(summarizer).with_keep_recent(2);
+
+    // Only one short message can be folded: compacting would gain nothing, so nothing happens.
+    let long = words(7, 3_000);
+    let mut c = conversation(
+        vec![
+            Message::user_text("hi"),
+            Message::user_text(long.clone()),
+            Message::user_text(long.clone()),
+        ],
+        2_000,
+        0.5,
+    )?;
+    let before = c.clone();
+    assert!(
+        compactor
+            .compact_if_needed(&mut c, &sizer, None)
+            .await?
+            .is_none()
+    );
+    assert_eq!(c, before, "left as it was");
+    assert!(
+        targets.lock().unwrap().is_empty(),
+        "no summary was asked for"
+    );
+
+    // A fold of a few hundred tokens asks for at most half of them, not an eighth of a large
+    // threshold.
+    let medium = words(3, 120);
+    let mut c = conversation(
+        vec![
+            Message::user_text(medium.clone()),
+            Message::user_text(long.clone()),
+            Message::user_text(long),
+        ],
+        100_000,
+        0.01,
+    )?;
+    let folded = sizer.tokens(&c.render())? - {
+        let mut rest = c.clone();
+        rest.messages_mut().remove(0);
+        sizer.tokens(&rest.render())?
+    };
+    let record = compactor
+        .compact_if_needed(&mut c, &sizer, None)
+        .await?
+        .expect("over 1% of 100K");
+    assert_eq!(record.summarized_messages, 1);
+    let asked = targets.lock().unwrap()[0];
+    assert!(
+        u64::from(asked) <= folded / 2 + 8,
+        "asked {asked} for a fold of {folded}"
+    );
+    Ok(())
+}

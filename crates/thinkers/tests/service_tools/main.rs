@@ -16,6 +16,8 @@ mod epo;
 mod fakes;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "mcp")]
+mod mcp_thinker;
 mod pubmed;
 mod support;
 mod web_fetch;

@@ -19,7 +19,7 @@ use crate::support::{assert_external, assert_invalid, closed_port};
 const VAR: &str = "THINKERS_MCP_EVERYTHING";
 
 /// The server's command and arguments, or `None` after a loud notice.
-fn everything() -> Option<(String, Vec<String>)> {
+pub fn everything() -> Option<(String, Vec<String>)> {
     let value = std::env::var(VAR).unwrap_or_default();
     let mut words = value.split_whitespace().map(str::to_owned);
     if let Some(program) = words.next() {

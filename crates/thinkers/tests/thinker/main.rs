@@ -12,5 +12,6 @@
 mod answer;
 mod e2e;
 mod read_only;
+mod resume;
 mod scripted;
 mod support;

@@ -1,0 +1,176 @@
+//! The thinker stage of the demo: a doer fans out single-objective thinkers with a tool in one
+//! step, then resumes one of their conversations by id with a follow-up question.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use thinkers::Runtime;
+use thinkers::conversation::ConversationId;
+use thinkers::job::{JobId, doer};
+use thinkers::model::{Grade, OutputSize};
+use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
+use thinkers::tool::{Tool, ToolContext};
+
+use super::Progress;
+
+/// The glossary the thinkers look terms up in.
+fn glossary() -> BTreeMap<&'static str, &'static str> {
+    BTreeMap::from([
+        (
+            "seat",
+            "a claim on a model at a grade: the job that holds it makes model calls",
+        ),
+        (
+            "grade",
+            "the capability floor work needs: small, medium, large, mega (or ceiling)",
+        ),
+        (
+            "admission",
+            "the dispatcher's check that a job fits the provider's rate and concurrency limits",
+        ),
+        (
+            "artifact",
+            "a typed tool output kept by the runtime and named in answers by a short ref",
+        ),
+    ])
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub(crate) struct LookupInput {
+    /// The term to look up, in lower case.
+    term: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct Definition {
+    term: String,
+    meaning: String,
+}
+
+/// Looks a term up in the demo glossary.
+pub(crate) struct Lookup;
+
+impl Tool for Lookup {
+    const NAME: &'static str = "glossary_lookup";
+    type Input = LookupInput;
+    type Output = Definition;
+
+    fn description(&self) -> Cow<'static, str> {
+        "Look a term up in the runtime's glossary (seat, grade, admission, artifact).".into()
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, input: &LookupInput, _: &ToolContext<'_>) -> thinkers::Result<Definition> {
+        let term = input.term.trim().to_lowercase();
+        let meaning = glossary()
+            .get(term.as_str())
+            .map(|m| (*m).to_owned())
+            .unwrap_or_else(|| {
+                format!(
+                    "not in the glossary; the known terms are: {}",
+                    glossary().keys().copied().collect::<Vec<_>>().join(", ")
+                )
+            });
+        Ok(Definition { term, meaning })
+    }
+}
+
+/// A thinker's answer.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct Explanation {
+    /// A justification a reader can check: which entries were looked up and how they combine.
+    reasoning: String,
+    /// The explanation in one or two sentences.
+    summary: String,
+}
+
+fn explainer() -> SingleObjectiveThinker<Explanation> {
+    SingleObjectiveThinker::<Explanation>::new(
+        ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
+        "You explain terms of an agent runtime to a new engineer. Look every term up in the \
+         glossary before you explain it.",
+    )
+    .tool(Lookup)
+    .durable()
+    .class("explainer")
+}
+
+/// What the stage prints.
+pub(crate) struct Outcome {
+    pub(crate) workflow: JobId,
+    answers: Vec<(String, String)>,
+    followup: String,
+    conversation: ConversationId,
+}
+
+impl Outcome {
+    pub(crate) fn print(&self) {
+        println!("Thinker stage");
+        for (question, answer) in &self.answers {
+            println!("  Q: {question}\n     {answer}");
+        }
+        println!(
+            "  resumed conversation {} with a follow-up:\n     {}",
+            self.conversation, self.followup
+        );
+    }
+}
+
+pub(crate) async fn run(rt: &Runtime, progress: &Progress) -> anyhow::Result<Outcome> {
+    let questions = [
+        "What is a seat?",
+        "What does admission protect?",
+        "What is an artifact?",
+    ];
+    progress.set("thinkers: three explainers fan out in one step");
+    let thinkers: Arc<Vec<_>> = Arc::new(questions.iter().map(|_| explainer()).collect());
+    let shared = Arc::clone(&thinkers);
+    let handle = rt.dispatcher().submit(doer("explain_workflow", move |cx| {
+        let shared = Arc::clone(&shared);
+        async move {
+            cx.next_step();
+            let handles: Vec<_> = shared
+                .iter()
+                .zip(questions)
+                .map(|(t, q)| cx.submit_in_current_step(t.ask(ThinkerInput::query(q))))
+                .collect();
+            let mut answers = Vec::new();
+            for h in handles {
+                answers.push(h.await?);
+            }
+            Ok(answers)
+        }
+    }));
+    let workflow = handle.id();
+    let answers = handle.await?;
+    let answers = questions
+        .iter()
+        .zip(answers)
+        .map(|(q, a)| ((*q).to_owned(), a.summary))
+        .collect();
+
+    progress.set("thinkers: resuming a conversation by id");
+    let conversation = thinkers[0]
+        .observer()
+        .conversation_id()
+        .ok_or_else(|| anyhow::anyhow!("the first explainer kept no conversation"))?;
+    // A new thinker object, as another process would have: the conversation comes from the store.
+    let followup = rt
+        .run(explainer().resume(
+            conversation.clone(),
+            ThinkerInput::query("And how does a seat relate to a grade?"),
+        ))
+        .await?;
+    Ok(Outcome {
+        workflow,
+        answers,
+        followup: followup.summary,
+        conversation,
+    })
+}

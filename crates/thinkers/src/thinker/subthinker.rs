@@ -1,0 +1,314 @@
+//! `sub_thinker`: the sub-agent a thinker's model starts on part of its problem.
+//!
+//! The model gives a natural-language objective and the refs of the artifacts it hands over. The
+//! sub-thinker is a single-objective run of the same loop that:
+//!
+//! * keeps the parent's palette as it stood this turn (the provider instances, so tools a hook
+//!   wired in survive) without the doors, which it rebuilds over the catalogs the parent's doors
+//!   offered at launch, so its own doors offer exactly those;
+//! * works at the parent's grade (and pin), with its own output size, its depth clamped to the
+//!   parent's, and delegates further only at [`Depth::Thorough`];
+//! * runs as the parent's child, so the submission door seals the parent's scope (identity axes
+//!   and the read-only binding) onto it and onto everything it starts;
+//! * starts with an artifact registry holding only the listed refs (under the same refs): a ref
+//!   named only in the objective's text is not handed over.
+//!
+//! It answers a summary and artifact refs; the artifacts it relies on are registered in the
+//! parent's registry (new refs, or the parent's own for handed-over ones) and the parent reads
+//! them summarised with those refs.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::answer::AnswerShape;
+use super::artifacts::{self, ArtifactRef};
+use super::conversing;
+use super::declaration::{ThinkerDeclaration, ThinkerInput};
+use super::doors::{Captured, Orchestration};
+use super::finish::SingleAnswer;
+use super::state::ThinkerObserver;
+use super::turn_loop::{ThinkerCore, ThinkerHooks, run_loop};
+use crate::hub::ToolHub;
+use crate::job::{BoxJob, JobContext, Orchestrator};
+use crate::model::{Depth, Grade, OutputSize};
+use crate::tool::{ToolCallContext, ToolOutput, ToolProvider, ToolRegistry, decode_arguments};
+use crate::{Error, Result};
+
+/// The tool name of the sub-agent.
+pub const SUB_THINKER: &str = "sub_thinker";
+
+/// The longest summary of one returned artifact inside the output, in bytes, so that a few of
+/// them fit in what the parent reads of the whole output.
+const RETURNED_SUMMARY_BYTES: usize = 400;
+
+/// The system task of every sub-thinker; what to do arrives as its query.
+const SUB_TASK: &str = "You are a sub-agent: another agent handed you one part of its problem. \
+Work on exactly that part with the tools you have, then answer with a summary the other agent can \
+use and the refs of the artifacts that support it.";
+
+/// What the model gives `sub_thinker`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SubThinkerInput {
+    /// What the sub-agent should find out or do, in plain language, with any context it needs.
+    pub objective: String,
+    /// Refs of the artifacts to hand over (such as @a1); only these are available to it.
+    #[serde(default)]
+    pub artifact_refs: Vec<ArtifactRef>,
+}
+
+/// The final answer a sub-thinker's model gives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SubThinkerAnswer {
+    /// What was found or done, for the agent that asked.
+    pub summary: String,
+    /// Refs of the artifacts the summary relies on.
+    pub artifacts: Vec<ArtifactRef>,
+}
+
+/// What `sub_thinker` returns to the parent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SubThinkerOutput {
+    /// The sub-agent's summary.
+    pub summary: String,
+    /// The justification it gave for its answer.
+    pub reasoning: String,
+    /// The artifacts it relied on, under the parent's refs.
+    pub artifacts: Vec<ArtifactRef>,
+    /// Each of those artifacts summarised with its ref, as the parent reads it.
+    pub artifact_summaries: Vec<String>,
+}
+
+/// Hooks of a sub-thinker: it delegates further only at [`Depth::Thorough`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SubThinkerHooks;
+
+impl ThinkerHooks for SubThinkerHooks {
+    fn delegation_threshold(&self) -> Depth {
+        Depth::Thorough
+    }
+}
+
+/// Everything a launch needs from the parent at the turn the door was built.
+pub(crate) struct Launch {
+    core: ThinkerCore,
+    parent: ThinkerObserver,
+    depth: Depth,
+}
+
+impl Launch {
+    /// A launch over the parent's `core`, with this turn's palette (doors removed) and catalogs.
+    pub(crate) fn new(
+        core: &ThinkerCore,
+        palette: ToolRegistry,
+        catalogs: Captured,
+        hub: Arc<ToolHub>,
+        parent: &ThinkerObserver,
+        depth: Depth,
+    ) -> Self {
+        let mut sub = core.clone();
+        sub.class = SUB_THINKER.to_owned();
+        sub.objective = SUB_TASK.to_owned();
+        sub.registry = palette;
+        sub.hooks = Arc::new(SubThinkerHooks);
+        sub.content = None;
+        sub.orchestration = Orchestration {
+            hub: Some(hub),
+            captured: Some(catalogs),
+            ..Orchestration::default()
+        };
+        Self {
+            core: sub,
+            parent: parent.clone(),
+            depth,
+        }
+    }
+}
+
+/// The `sub_thinker` provider, rebuilt with each turn's palette and catalogs.
+pub(crate) struct SubThinkerDoor {
+    launch: Arc<Launch>,
+    schema: Value,
+}
+
+impl SubThinkerDoor {
+    pub(crate) fn new(launch: Launch) -> Self {
+        let schema =
+            serde_json::to_value(schemars::schema_for!(SubThinkerInput)).unwrap_or(Value::Null);
+        Self {
+            launch: Arc::new(launch),
+            schema,
+        }
+    }
+}
+
+impl ToolProvider for SubThinkerDoor {
+    fn name(&self) -> &str {
+        SUB_THINKER
+    }
+    fn description(&self) -> &str {
+        "Hand one part of the problem to a sub-agent with your tools. Give it a self-contained \
+         objective and the refs of the artifacts it needs; it answers a summary and artifacts."
+    }
+    fn input_schema(&self) -> &Value {
+        &self.schema
+    }
+    fn instantiate(&self, arguments: Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
+        let input: SubThinkerInput = decode_arguments(arguments)?;
+        if input.objective.trim().is_empty() {
+            return Err(Error::invalid_input(
+                "objective",
+                None,
+                "the objective is empty; say what the sub-agent should do",
+            ));
+        }
+        {
+            let st = self.launch.parent.lock();
+            if let Some(unknown) = input
+                .artifact_refs
+                .iter()
+                .find(|r| st.artifacts.get(r).is_none())
+            {
+                let known: Vec<String> = st
+                    .artifacts
+                    .iter()
+                    .map(|a| a.reference.to_string())
+                    .collect();
+                let known = if known.is_empty() {
+                    "none yet".to_owned()
+                } else {
+                    known.join(", ")
+                };
+                return Err(Error::invalid_input(
+                    "artifact_refs",
+                    Some(unknown.to_string()),
+                    format!("no artifact has this ref; the known refs are: {known}"),
+                ));
+            }
+        }
+        let grade = cx
+            .parent_grade
+            .unwrap_or_else(|| self.launch.core.declaration.grade());
+        Ok(BoxJob::new(SubThinkerJob {
+            launch: self.launch.clone(),
+            input,
+            grade,
+        }))
+    }
+}
+
+/// One run of a sub-thinker, as the child job of the parent's tool round.
+struct SubThinkerJob {
+    launch: Arc<Launch>,
+    input: SubThinkerInput,
+    grade: Grade,
+}
+
+impl Orchestrator for SubThinkerJob {
+    type Output = ToolOutput;
+
+    fn class(&self) -> Cow<'static, str> {
+        Cow::Borrowed(SUB_THINKER)
+    }
+
+    /// The loop bounds its own corrections.
+    fn max_corrections(&self) -> u32 {
+        0
+    }
+
+    async fn execute(&mut self, cx: &JobContext) -> Result<ToolOutput> {
+        let mut core = self.launch.core.clone();
+        // Budgets never propagate: the sub-thinker's answer is a summary with refs.
+        core.declaration = ThinkerDeclaration::new(self.grade, OutputSize::Standard);
+        core.private = conversing::private_service();
+        let observer = ThinkerObserver::default();
+        let mut query = self.input.objective.clone();
+        {
+            let parent = self.launch.parent.lock();
+            let mut own = observer.lock();
+            for r in &self.input.artifact_refs {
+                if let Some(a) = parent.artifacts.get(r) {
+                    own.artifacts.seed(a.clone());
+                    query.push_str("\n\n");
+                    query.push_str(&artifacts::summary(r, &a.output));
+                }
+            }
+        }
+        let input = ThinkerInput {
+            query,
+            depth: self.launch.depth,
+            artifact_refs: self.input.artifact_refs.clone(),
+        };
+        let phase = SingleAnswer {
+            shape: Arc::new(AnswerShape::<SubThinkerAnswer>::new()),
+            guardrails: Vec::new(),
+            max_answer_corrections: core.limits.max_answer_corrections,
+            max_guardrail_corrections: core.limits.max_guardrail_corrections,
+            content: None,
+            answer_corrections: 0,
+            guardrail_corrections: 0,
+        };
+        let answer = run_loop(&core, phase, &input, None, &observer, cx).await?;
+        let reasoning = observer.lock().reasoning.clone();
+        let mut refs = Vec::with_capacity(answer.artifacts.len());
+        let mut summaries = Vec::with_capacity(answer.artifacts.len());
+        {
+            let own = observer.lock();
+            let mut parent = self.launch.parent.lock();
+            for r in &answer.artifacts {
+                let Some(a) = own.artifacts.get(r) else {
+                    continue;
+                };
+                let handed = self.input.artifact_refs.contains(r);
+                let reference = if handed {
+                    r.clone()
+                } else {
+                    parent.artifacts.register(&a.tool, a.output.clone())
+                };
+                summaries.push(artifacts::summary_within(
+                    &reference,
+                    &a.output,
+                    RETURNED_SUMMARY_BYTES,
+                ));
+                refs.push(reference);
+            }
+        }
+        let output = SubThinkerOutput {
+            summary: answer.summary,
+            reasoning,
+            artifacts: refs,
+            artifact_summaries: summaries,
+        };
+        let json =
+            serde_json::to_value(&output).map_err(|e| Error::system(SUB_THINKER, e.to_string()))?;
+        Ok(ToolOutput {
+            json,
+            typed: Arc::new(output),
+        })
+    }
+}
+
+/// A `sub_thinker` tool over a thinker's declared palette, its hub's compatible catalogs and its
+/// observer's artifacts, for code that starts a delegate outside a model turn (a doer, a tool).
+pub(crate) fn door_for(
+    core: &ThinkerCore,
+    observer: &ThinkerObserver,
+    depth: Depth,
+) -> Arc<dyn ToolProvider> {
+    let orch = &core.orchestration;
+    let (catalogs, hub) = match &orch.hub {
+        Some(hub) => (
+            Captured {
+                tools: hub.tool_catalog(&orch.tools),
+                skills: hub.skill_catalog(&orch.skills),
+            },
+            hub.clone(),
+        ),
+        None => (Captured::default(), Arc::new(ToolHub::new())),
+    };
+    let launch = Launch::new(core, core.registry.clone(), catalogs, hub, observer, depth);
+    Arc::new(SubThinkerDoor::new(launch))
+}

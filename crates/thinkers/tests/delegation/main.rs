@@ -1,0 +1,17 @@
+//! Delegation and discovery: the tool hub and skills, `request_tools`, `request_skill` and
+//! `sub_thinker` — the rules driven by scripted turns through a real dispatcher, and one run end
+//! to end over real HTTP against thinkers-sim, recorded to SQLite and rendered as a trace.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_docs,
+    unreachable_pub
+)]
+
+mod catalog;
+mod e2e;
+mod scope;
+mod skills;
+mod sub;
+mod support;

@@ -1,0 +1,17 @@
+//! The loopless thinker families over real HTTP against thinkers-sim: `ToollessThinker` (one
+//! call per candidate answer, guardrail corrections, no tools) and `DecisionThinker` (a choice or
+//! ranking among options, confidences from log-probabilities), plus snapshots of their request
+//! bodies, which carry no tool definitions.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_docs,
+    unreachable_pub
+)]
+
+mod decision;
+mod shape;
+mod support;
+mod toolless;
+mod wire;
