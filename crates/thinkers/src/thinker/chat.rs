@@ -10,14 +10,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::declaration::ThinkerDeclaration;
+use super::declaration::{ThinkerDeclaration, parent_thinker_depth};
 use super::events::ContentStream;
 use super::reactive::{ReactiveThinker, ReactiveTurn};
 use super::state::ThinkerObserver;
-use super::turn::{TurnRequest, TurnSource};
+use super::turn::{ModelTurns, TurnRequest, TurnSource};
 use super::turn_loop::ThinkerLimits;
 use crate::Result;
 use crate::conversation::{ConversationId, ConversationService};
+use crate::hub::ToolHub;
 use crate::job::JobContext;
 use crate::llm::{ChatResponse, LlmCall, StreamDelta};
 use crate::model::{Depth, Grade, ModelDependent};
@@ -155,6 +156,11 @@ impl TurnSource for StreamingTurns {
         cx: &'a JobContext,
     ) -> BoxFuture<'a, Result<ChatResponse>> {
         Box::pin(async move {
+            // A thinker started under the chat (a sub-thinker) answers its caller, not the
+            // person: its text is not streamed as the chat's answer.
+            if parent_thinker_depth(cx).is_some() {
+                return ModelTurns.take_turn(turn, cx).await;
+            }
             let events = self.events.clone();
             let sink = Box::new(move |delta: StreamDelta| {
                 if let StreamDelta::Text(text) = delta {
@@ -260,6 +266,14 @@ impl ChatThinker {
     #[must_use]
     pub fn content_stream(mut self, stream: ContentStream) -> Self {
         self.inner = self.inner.content_stream(stream);
+        self
+    }
+
+    /// Use this hub for the built-in orchestrators (`request_tools`, `request_skill`,
+    /// `sub_thinker`) instead of the one registered on the dispatcher.
+    #[must_use]
+    pub fn hub(mut self, hub: Arc<ToolHub>) -> Self {
+        self.inner = self.inner.hub(hub);
         self
     }
 

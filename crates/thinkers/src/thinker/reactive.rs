@@ -21,6 +21,7 @@ use super::state::ThinkerObserver;
 use super::turn::TurnSource;
 use super::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, turns};
 use crate::conversation::{ConversationId, ConversationService};
+use crate::hub::ToolHub;
 use crate::job::{JobContext, Orchestrator};
 use crate::model::{Depth, Grade, ModelDependent};
 use crate::tool::{Tool, ToolProvider, TypedToolProvider};
@@ -168,6 +169,15 @@ impl ReactiveThinker {
     #[must_use]
     pub fn conversations(mut self, service: ConversationService) -> Self {
         self.core.conversations = Some(service);
+        self
+    }
+
+    /// Use this hub for the built-in orchestrators (`request_tools`, `request_skill`,
+    /// `sub_thinker`) instead of the one registered on the dispatcher (with neither, the chat
+    /// has none of them).
+    #[must_use]
+    pub fn hub(mut self, hub: Arc<ToolHub>) -> Self {
+        self.core.orchestration.hub = Some(hub);
         self
     }
 

@@ -260,10 +260,7 @@ impl AnswerPhase for ReactivePhase {
         StepPlan { answer_now: true }
     }
 
-    fn after_round(&mut self, calls: &[ToolCallView<'_>], results: &[ContentBlock]) {
-        self.used = self
-            .used
-            .saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
+    fn before_round(&mut self, calls: &[ToolCallView<'_>]) {
         for call in calls {
             self.emit(ChatEvent::ToolCall {
                 id: call.id.to_owned(),
@@ -271,6 +268,12 @@ impl AnswerPhase for ReactivePhase {
                 arguments: call.arguments.clone(),
             });
         }
+    }
+
+    fn after_round(&mut self, calls: &[ToolCallView<'_>], results: &[ContentBlock]) {
+        self.used = self
+            .used
+            .saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
         for result in results {
             if let ContentBlock::ToolResult {
                 call_id,

@@ -195,6 +195,11 @@ pub(crate) trait AnswerPhase: Send {
         StepPlan::default()
     }
 
+    /// Called before a tool round with the turn's calls, in call order.
+    fn before_round(&mut self, calls: &[ToolCallView<'_>]) {
+        let _ = calls;
+    }
+
     /// Called after a tool round with the turn's calls and their results, in call order.
     fn after_round(&mut self, calls: &[ToolCallView<'_>], results: &[ContentBlock]) {
         let _ = (calls, results);
@@ -304,6 +309,7 @@ pub(crate) async fn turns<P: AnswerPhase>(
             let mut st = obs.lock();
             register_artifact(&mut st.artifacts, tool, out)
         };
+        phase.before_round(&calls);
         let outcome = run_round(round, &calls, &mut register).await;
         phase.after_round(&calls, &outcome.results);
         {
