@@ -180,3 +180,78 @@ async fn a_spent_budget_sends_tool_choice_none_in_both_dialects() {
     budget_forces_an_answer_over_the_wire("sim-small-a").await;
     budget_forces_an_answer_over_the_wire("sim-small-b").await;
 }
+
+#[tokio::test]
+async fn a_sub_thinker_under_a_chat_answers_the_chat_not_the_person() {
+    use serde_json::json;
+    use std::sync::Arc;
+    use thinkers::hub::ToolHub;
+    use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall};
+
+    let call = |name: &str, arguments: serde_json::Value| {
+        ScriptAnswer::ToolCalls(vec![ScriptToolCall {
+            name: name.to_owned(),
+            arguments,
+        }])
+    };
+    let script = Script::new(vec![
+        ScriptRule::when_contains(
+            "DELEGATE-ME",
+            call(
+                "sub_thinker",
+                json!({"objective": "DELEGATED: look up the term seat", "artifact_refs": []}),
+            ),
+        )
+        .times(1),
+        ScriptRule::when_contains("DELEGATED", call("lookup", json!({"term": "seat"}))).times(1),
+        ScriptRule::when_contains(
+            "the meaning of seat",
+            ScriptAnswer::Json(json!({
+                "reasoning": "looked it up",
+                "answer": {"summary": "SUB-SUMMARY: seat is defined", "artifacts": ["@a1"]}
+            })),
+        )
+        .times(1),
+        ScriptRule::when_contains(
+            "SUB-SUMMARY",
+            ScriptAnswer::Text("CHAT: the delegate found it.".into()),
+        ),
+    ]);
+    let s = setup_with(|c| thinkers_sim::SimConfig {
+        script: Some(script),
+        ..c
+    })
+    .await;
+    let hub = ToolHub::new();
+    hub.register_tool(Lookup::default()).unwrap();
+    let events = Collected::default();
+    let thinker = chat("sim-small-a")
+        .tool(Lookup::default())
+        .hub(Arc::new(hub))
+        .events(events.sink());
+    let turn = thinker.turn();
+    assert!(thinker.add_message("DELEGATE-ME please"));
+    let answer = s.rt.run(turn).await.unwrap();
+    assert_eq!(answer, "CHAT: the delegate found it.");
+
+    let all = events.all();
+    let names = events.names();
+    assert_eq!(
+        &names[..3],
+        &["message", "tool_call", "tool_result"],
+        "{names:?}"
+    );
+    assert!(
+        matches!(&all[1], ChatEvent::ToolCall { name, .. } if name == "sub_thinker"),
+        "{all:?}"
+    );
+    // Only the chat's own answer streamed: nothing of the delegate's JSON.
+    let streamed: String = all
+        .iter()
+        .filter_map(|e| match e {
+            ChatEvent::Token { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed, answer, "{names:?}");
+}
