@@ -65,6 +65,22 @@ async fn the_event_stream_carries_a_turn_in_order_with_ids_counting_up() {
     let messages = hist["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 4, "{hist}");
     assert_eq!(hist["turn_open"], json!(false));
+    assert_eq!(hist["last_event_id"], json!(events.len()));
+
+    // A reconnecting browser's Last-Event-ID wins over the URL's `after`.
+    let resp = reqwest::Client::new()
+        .get(format!("{}/api/chats/{chat}/events?after=0", h.url))
+        .header("last-event-id", (events.len() - 1).to_string())
+        .send()
+        .await
+        .unwrap();
+    let mut stream = eventsource_stream::Eventsource::eventsource(resp.bytes_stream());
+    let first = futures::StreamExt::next(&mut stream)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.id, events.len().to_string());
+    assert_eq!(first.event, "answer");
     assert_eq!(messages[0]["role"], "user");
     assert_eq!(messages[3]["role"], "assistant");
     assert_eq!(messages[3]["content"][0]["text"], answer["text"]);

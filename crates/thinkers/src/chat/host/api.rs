@@ -210,9 +210,9 @@ async fn events(
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    let after = query
-        .after
-        .or(from_header)
+    // A reconnecting EventSource repeats the URL it first used: its header is the newer truth.
+    let after = from_header
+        .or(query.after)
         .unwrap_or_else(|| session.last_id());
     let (replay, live) = session.subscribe(after);
     let last_replayed = replay.last().map_or(after, |n| n.id);

@@ -11,8 +11,8 @@
 //!
 //! Events are `message`, `token`, `tool_call`, `tool_result`, `answer` and `error`, each with an
 //! `id:` that increases by one per event of the chat and JSON data (the [`ChatEvent`] with its
-//! `type`). A subscriber receives events after `?after=N` or its `Last-Event-ID` header, else
-//! only new ones. Bad input is answered with a 4xx and `{"error": …, "field": …}` naming what
+//! `type`). A subscriber receives events after its `Last-Event-ID` header (a reconnecting
+//! browser sends it) or `?after=N` (the history's `last_event_id`), else only new ones. Bad input is answered with a 4xx and `{"error": …, "field": …}` naming what
 //! was wrong: `chat_id` (404), `body` (malformed JSON, 400), `text` (missing or empty, 422;
 //! too long, 413), `title` (422).
 //!
@@ -98,6 +98,8 @@ pub struct ChatHistory {
     pub messages: Vec<Message>,
     /// Whether a turn is open (a message posted now joins it).
     pub turn_open: bool,
+    /// The id of the chat's latest event: subscribe with `?after=` this id to miss nothing.
+    pub last_event_id: u64,
 }
 
 /// What a message post did.
@@ -193,6 +195,9 @@ impl ChatHost {
             .await?
             .ok_or_else(|| Self::unknown_chat(id))?;
         let session = self.inner.sessions.lock().await.get(id).cloned();
+        // The event id first: every event up to it changed the conversation before it was
+        // reported, so the messages read next already show it (a later one may show twice).
+        let last_event_id = session.as_ref().map_or(0, |s| s.last_id());
         if let Some(s) = &session
             && s.thinker.observer().conversation().is_some()
         {
@@ -200,6 +205,7 @@ impl ChatHost {
                 chat: record,
                 messages: s.thinker.observer().messages(),
                 turn_open: s.thinker.is_turn_open(),
+                last_event_id,
             });
         }
         let messages = match &record.conversation_id {
@@ -218,6 +224,7 @@ impl ChatHost {
             chat: record,
             messages,
             turn_open: session.is_some_and(|s| s.thinker.is_turn_open()),
+            last_event_id,
         })
     }
 
