@@ -169,7 +169,7 @@ fn cells(mut leading: Vec<String>, row: &CostRow) -> Vec<String> {
 }
 
 /// One row per (group, currency), then the totals per currency; `labels` names workflows.
-fn render(report: &CostReport, labels: &HashMap<String, String>) -> String {
+pub(crate) fn render(report: &CostReport, labels: &HashMap<String, String>) -> String {
     let workflow = report.by == GroupBy::Workflow;
     let mut leading = vec![report.by.as_str()];
     if workflow {

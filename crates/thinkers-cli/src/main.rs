@@ -1,5 +1,6 @@
 //! The `thinkers` command line: the demo, trajectory traces and more.
 
+mod bench;
 mod catalog;
 mod chat;
 mod cost;
@@ -51,6 +52,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Chat in the terminal: lines from stdin are messages, answers stream to stdout.
     Chat(chat::ChatArgs),
+    /// Race a task across every model of a grade, judged blind; print and write the report.
+    Bench(bench::BenchArgs),
 }
 
 #[tokio::main]
@@ -72,6 +75,7 @@ async fn main() -> std::process::ExitCode {
         Command::Cost(args) => cost::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Chat(args) => chat::run(args).await,
+        Command::Bench(args) => bench::run(args).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

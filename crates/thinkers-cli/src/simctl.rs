@@ -19,10 +19,18 @@ pub(crate) fn load_catalog(path: Option<&Path>) -> anyhow::Result<Catalog> {
 /// If the catalog points at the simulated provider, start one in-process serving the catalog's
 /// entries and bind the catalog to it.
 pub(crate) async fn bind(catalog: Catalog) -> anyhow::Result<(Catalog, Option<Sim>)> {
+    bind_with(catalog, |c| c).await
+}
+
+/// As [`bind`], with the sim's configuration adjusted by `tune` first.
+pub(crate) async fn bind_with(
+    catalog: Catalog,
+    tune: impl FnOnce(SimConfig) -> SimConfig,
+) -> anyhow::Result<(Catalog, Option<Sim>)> {
     if !catalog.needs_sim() {
         return Ok((catalog, None));
     }
-    let sim = Sim::start(sim_config(None)?)
+    let sim = Sim::start(tune(sim_config(None)?))
         .await
         .context("starting the simulated provider")?;
     let url = sim.base_url();

@@ -32,6 +32,17 @@ fn demo_runs_and_trace_prints_the_stored_trajectory() {
         "explain_workflow #- succeeded",
         "explainer #1 succeeded",
         "glossary_lookup",
+        "researcher #1 succeeded",
+        "request_tools #1 succeeded",
+        "request_skill #2 succeeded",
+        "sub_thinker #3 succeeded",
+        "sub_thinker.turn #1 succeeded",
+        "One-call thinkers",
+        "toolless classification: urgency",
+        "decision: route to",
+        "Benchmark over grade small",
+        "Means per model",
+        "Model calls and spend of this demo",
     ] {
         assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
     }
@@ -41,13 +52,31 @@ fn demo_runs_and_trace_prints_the_stored_trajectory() {
         .map(|s| s.trim_end_matches(':').to_owned())
         .unwrap();
 
+    // Only the one failure the demo stages on purpose.
+    // (trajectory lines and benchmark rows carry an ordinal `#n`.)
+    let failed: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains('#') && (l.contains(" failed ") || l.contains("failed:")))
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert!(failed[0].contains("flaky_service"));
+
     let list = thinkers()
         .args(["trace", "--list", "--db"])
         .arg(&db)
         .output()
         .unwrap();
     assert!(list.status.success());
-    assert!(String::from_utf8_lossy(&list.stdout).contains(&workflow));
+    let listed = String::from_utf8_lossy(&list.stdout);
+    for stored in [
+        workflow.as_str(),
+        "explain_workflow",
+        "triage",
+        "route_ticket",
+        "benchmark",
+    ] {
+        assert!(listed.contains(stored), "{stored} not stored:\n{listed}");
+    }
 
     let trace = thinkers()
         .args(["trace", &workflow, "--db"])

@@ -57,6 +57,7 @@
 //!   through axum; the chat list in the SQLite store. Part of `full`.
 //! * `full` — everything.
 
+pub mod benchmark;
 #[cfg(feature = "chat-host")]
 pub mod chat;
 pub mod conversation;

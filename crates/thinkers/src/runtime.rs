@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use crate::Result;
+use crate::benchmark::{CostLedger, LedgerRecorder};
 use crate::conversation::{ConversationService, MemoryConversationStore};
 use crate::dispatch::{BudgetStore, DispatchConfig, Dispatcher, MemoryBudgets, Services};
 use crate::job::Job;
@@ -22,6 +23,7 @@ pub struct Runtime {
     models: Arc<ModelServices>,
     recorder: Arc<dyn Recorder>,
     conversations: Arc<ConversationService>,
+    ledger: Arc<CostLedger>,
     #[cfg(feature = "sqlite")]
     store: Option<crate::store::SqliteStore>,
 }
@@ -87,6 +89,12 @@ impl Runtime {
     /// conversations go to the database when one was given, else to memory.
     pub fn conversations(&self) -> &Arc<ConversationService> {
         &self.conversations
+    }
+
+    /// The cost ledger the runtime's recorder feeds (registered on the dispatcher, so a
+    /// benchmark finds it).
+    pub fn ledger(&self) -> &Arc<CostLedger> {
+        &self.ledger
     }
 
     /// The SQLite store, when the runtime records to one.
@@ -208,6 +216,10 @@ impl RuntimeBuilder {
             },
             None => Arc::new(NoopRecorder),
         };
+        // Every row also feeds the cost ledger, which keeps only the workflows it watches.
+        let ledger = Arc::new(CostLedger::new());
+        let recorder: Arc<dyn Recorder> =
+            Arc::new(LedgerRecorder::new(recorder, CostLedger::clone(&ledger)));
         let conversations = Arc::new(match self.conversations {
             Some(c) => c,
             #[cfg(feature = "sqlite")]
@@ -225,6 +237,7 @@ impl RuntimeBuilder {
             .recorder(recorder.clone())
             .service(models.clone())
             .service(conversations.clone())
+            .service(ledger.clone())
             .services(self.services)
             .config(self.config)
             .build();
@@ -233,6 +246,7 @@ impl RuntimeBuilder {
             models,
             recorder,
             conversations,
+            ledger,
             #[cfg(feature = "sqlite")]
             store,
         })

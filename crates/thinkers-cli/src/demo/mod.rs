@@ -1,9 +1,12 @@
 //! `thinkers demo`: the main job. Runs offline against an in-process simulated provider (or
 //! against the providers of a given catalog) and shows the runtime at work.
 
+mod bench_stage;
 mod dispatch_stage;
+mod families_stage;
 mod thinker_stage;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -11,8 +14,11 @@ use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
 use thinkers::Runtime;
 use thinkers::job::JobId;
+use thinkers::ops::cost::{self, GroupBy};
+use thinkers::record::now_ms;
 use thinkers::record::trajectory::Trajectory;
-use thinkers::store::SqliteStore;
+use thinkers::store::{LlmRunFilter, SqliteStore};
+use thinkers_sim::SimConfig;
 
 use crate::simctl;
 
@@ -43,6 +49,11 @@ impl Progress {
         Self { bar }
     }
 
+    /// The spinner, for stages that report their own progress.
+    pub(crate) fn bar(&self) -> ProgressBar {
+        self.bar.clone()
+    }
+
     /// Say what is running now.
     pub(crate) fn set(&self, message: impl Into<std::borrow::Cow<'static, str>>) {
         self.bar.set_message(message);
@@ -56,7 +67,13 @@ impl Progress {
 pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let wall = Instant::now();
     let catalog = simctl::load_catalog(args.catalog.as_deref())?;
-    let (catalog, sim) = simctl::bind(catalog).await?;
+    // The simulated provider runs calm (no random faults: the dispatcher stage shows throttling
+    // and corrections on purpose) and follows the researcher's script.
+    let (catalog, sim) = simctl::bind_with(catalog, |c| SimConfig {
+        script: Some(thinker_stage::script()),
+        ..c.calm()
+    })
+    .await?;
     let db = args.db.to_string_lossy().into_owned();
     let rt = Runtime::builder(catalog)
         .database(db.clone())
@@ -78,19 +95,19 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
         ),
     }
 
+    let since = now_ms();
     let progress = Progress::new();
     progress.set("dispatcher: fan-out, throttling, correction, failure");
-    let dispatch = dispatch_stage::run(rt.dispatcher()).await;
-    let thinkers = match &dispatch {
-        Ok(_) => Some(thinker_stage::run(&rt, &progress).await),
-        Err(_) => None,
-    };
+    let outcome = stages(&rt, &progress).await;
     progress.clear();
-    let dispatch = dispatch?;
+    let (dispatch, thinkers, families, bench) = outcome?;
     dispatch.print();
-    let thinkers = thinkers.context("the thinker stage did not run")??;
     println!();
     thinkers.print();
+    println!();
+    families.print();
+    println!();
+    bench.print();
     rt.flush().await?;
 
     let store = rt
@@ -99,6 +116,12 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     for workflow in [dispatch.workflow, thinkers.workflow] {
         print_trajectory(store, workflow).await?;
     }
+    let runs = store.llm_runs(&LlmRunFilter::new().since_ms(since)).await?;
+    println!("\nModel calls and spend of this demo, by catalog entry:");
+    print!(
+        "{}",
+        crate::cost::render(&cost::report(&runs, GroupBy::Entry), &HashMap::new())
+    );
 
     println!(
         "\nDone in {:.1} s. Explore what was stored:",
@@ -110,11 +133,31 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
         "  cargo run -p thinkers-cli -- trace {} --db {db}",
         thinkers.workflow
     );
-    println!("  cargo run -p thinkers-cli -- cost --db {db}");
+    println!("  cargo run -p thinkers-cli -- cost --by workflow --db {db}");
+    println!(
+        "  cargo run -p thinkers-cli -- trace {} --db {db}   # the benchmark",
+        bench.workflow
+    );
     if let Some(sim) = sim {
         sim.shutdown().await.ok();
     }
     Ok(())
+}
+
+type Outcomes = (
+    dispatch_stage::Outcome,
+    thinker_stage::Outcome,
+    families_stage::Outcome,
+    bench_stage::Outcome,
+);
+
+/// Every stage in order; the first failure stops the demo.
+async fn stages(rt: &Runtime, progress: &Progress) -> anyhow::Result<Outcomes> {
+    let dispatch = dispatch_stage::run(rt.dispatcher()).await?;
+    let thinkers = thinker_stage::run(rt, progress).await?;
+    let families = families_stage::run(rt, progress).await?;
+    let bench = bench_stage::run(rt, progress).await?;
+    Ok((dispatch, thinkers, families, bench))
 }
 
 async fn print_trajectory(store: &SqliteStore, workflow: JobId) -> anyhow::Result<()> {

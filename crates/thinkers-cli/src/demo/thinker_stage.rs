@@ -1,5 +1,10 @@
 //! The thinker stage of the demo: a doer fans out single-objective thinkers with a tool in one
-//! step, then resumes one of their conversations by id with a follow-up question.
+//! step — one of them, the researcher, works from a tool hub: it discovers the glossary tool with
+//! `request_tools`, loads a skill with `request_skill` and delegates a lookup to a sub-thinker —
+//! then resumes one of their conversations by id with a follow-up question.
+//!
+//! Against the simulated provider, the researcher's moves come from [`script`] (a simulated
+//! model follows a script); against a real catalog, the model decides.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -7,12 +12,15 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use thinkers::Runtime;
 use thinkers::conversation::ConversationId;
+use thinkers::hub::{Skill, ToolHub};
 use thinkers::job::{JobId, doer};
 use thinkers::model::{Grade, OutputSize};
 use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
 use thinkers::tool::{Tool, ToolContext};
+use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall};
 
 use super::Progress;
 
@@ -90,7 +98,89 @@ pub(crate) struct Explanation {
     summary: String,
 }
 
-fn explainer() -> SingleObjectiveThinker<Explanation> {
+/// The query that starts the researcher's scripted moves.
+const RESEARCH: &str = "DEMO-RESEARCH: how do a seat and a grade relate?";
+/// The objective the researcher hands its sub-thinker.
+const DELEGATED: &str = "DEMO-DELEGATE: look up the term grade in the glossary";
+/// Marks the sub-thinker's summary.
+const SUB_SUMMARY: &str = "DEMO-SUB-SUMMARY";
+
+/// What the simulated model does for the researcher: discover, load, delegate, answer.
+pub(crate) fn script() -> Script {
+    let call = |name: &str, arguments: serde_json::Value| {
+        ScriptAnswer::ToolCalls(vec![ScriptToolCall {
+            name: name.to_owned(),
+            arguments,
+        }])
+    };
+    let rule = |needle: &str, answer| ScriptRule::when_contains(needle, answer).times(1);
+    Script::new(vec![
+        rule(
+            "DEMO-RESEARCH",
+            call("request_tools", json!({"tool_names": ["glossary_lookup"]})),
+        ),
+        rule(
+            r#""granted":["glossary_lookup"]"#,
+            call("request_skill", json!({"skill_names": ["plain_words"]})),
+        ),
+        rule(
+            r#""granted":["plain_words"]"#,
+            call(
+                "sub_thinker",
+                json!({"objective": DELEGATED, "artifact_refs": []}),
+            ),
+        ),
+        rule(
+            "DEMO-DELEGATE",
+            call("glossary_lookup", json!({"term": "grade"})),
+        ),
+        rule(
+            "the capability floor",
+            ScriptAnswer::Json(json!({
+                "reasoning": "looked the term up in the glossary",
+                "answer": {
+                    "summary": format!("{SUB_SUMMARY}: a grade is the capability floor work needs"),
+                    "artifacts": ["@a1"]
+                }
+            })),
+        ),
+        rule(
+            SUB_SUMMARY,
+            ScriptAnswer::Json(json!({
+                "reasoning": "the sub-thinker looked up grade; the glossary defines seat",
+                "answer": {
+                    "reasoning": "a seat is claimed at a grade, which the sub-thinker looked up",
+                    "summary": "A seat is a claim on a model at a grade; the grade is the \
+                                capability floor the work needs."
+                }
+            })),
+        ),
+    ])
+}
+
+/// A hub holding the glossary tool and one skill, for the researcher to discover.
+fn hub() -> anyhow::Result<Arc<ToolHub>> {
+    let hub = ToolHub::new();
+    hub.register_tool(Lookup)?;
+    hub.register_skill(Skill::new(
+        "plain_words",
+        "How to explain terms to a newcomer.",
+        "Explain in plain words, one idea per sentence, no jargon left undefined.",
+    )?);
+    Ok(Arc::new(hub))
+}
+
+fn researcher(hub: Arc<ToolHub>) -> SingleObjectiveThinker<Explanation> {
+    SingleObjectiveThinker::<Explanation>::new(
+        ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
+        "You research how terms of an agent runtime relate. Find the tools and skills you need, \
+         and delegate lookups to a sub-thinker when that helps.",
+    )
+    .hub(hub)
+    .class("researcher")
+}
+
+pub(crate) fn explainer() -> SingleObjectiveThinker<Explanation> {
     SingleObjectiveThinker::<Explanation>::new(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "You explain terms of an agent runtime to a new engineer. Look every term up in the \
@@ -128,11 +218,13 @@ pub(crate) async fn run(rt: &Runtime, progress: &Progress) -> anyhow::Result<Out
         "What does admission protect?",
         "What is an artifact?",
     ];
-    progress.set("thinkers: three explainers fan out in one step");
+    progress.set("thinkers: three explainers and a researcher fan out in one step");
     let thinkers: Arc<Vec<_>> = Arc::new(questions.iter().map(|_| explainer()).collect());
+    let research = Arc::new(researcher(hub()?));
     let shared = Arc::clone(&thinkers);
     let handle = rt.dispatcher().submit(doer("explain_workflow", move |cx| {
         let shared = Arc::clone(&shared);
+        let research = Arc::clone(&research);
         async move {
             cx.next_step();
             let handles: Vec<_> = shared
@@ -140,10 +232,12 @@ pub(crate) async fn run(rt: &Runtime, progress: &Progress) -> anyhow::Result<Out
                 .zip(questions)
                 .map(|(t, q)| cx.submit_in_current_step(t.ask(ThinkerInput::query(q))))
                 .collect();
+            let researched = cx.submit_in_current_step(research.ask(ThinkerInput::query(RESEARCH)));
             let mut answers = Vec::new();
             for h in handles {
                 answers.push(h.await?);
             }
+            answers.push(researched.await?);
             Ok(answers)
         }
     }));
@@ -151,8 +245,10 @@ pub(crate) async fn run(rt: &Runtime, progress: &Progress) -> anyhow::Result<Out
     let answers = handle.await?;
     let answers = questions
         .iter()
+        .copied()
+        .chain([RESEARCH])
         .zip(answers)
-        .map(|(q, a)| ((*q).to_owned(), a.summary))
+        .map(|(q, a)| (q.to_owned(), a.summary))
         .collect();
 
     progress.set("thinkers: resuming a conversation by id");
