@@ -31,6 +31,21 @@ if command -v npm >/dev/null 2>&1; then
     export THINKERS_MCP_EVERYTHING
 fi
 
+# Headless Chromium and its WebDriver for the chat page's browser test
+# (crates/thinkers/tests/chat_host/browser.rs). Debian's packages; installed only when missing.
+setup_browser() {
+    if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+        log "installing Debian's chromium and chromium-driver"
+        local sudo=""
+        if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver
+    fi
+    export THINKERS_CHROMIUM=/usr/bin/chromium
+    export THINKERS_CHROMEDRIVER=/usr/bin/chromedriver
+}
+setup_browser
+
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 log "cargo check without default features"
 cargo check -p thinkers --no-default-features --locked

@@ -2,9 +2,11 @@
 
 mod bench;
 mod catalog;
+mod chat;
 mod cost;
 mod demo;
 mod logging;
+mod serve;
 mod simctl;
 mod sizing;
 mod trace;
@@ -46,6 +48,10 @@ enum Command {
     Sizing(sizing::SizingArgs),
     /// Tokens, calls, latency and spend of recorded model calls.
     Cost(cost::CostArgs),
+    /// Serve chats over HTTP: a JSON API, server-sent events and a web page at `/`.
+    Serve(serve::ServeArgs),
+    /// Chat in the terminal: lines from stdin are messages, answers stream to stdout.
+    Chat(chat::ChatArgs),
     /// Race a task across every model of a grade, judged blind; print and write the report.
     Bench(bench::BenchArgs),
 }
@@ -67,6 +73,8 @@ async fn main() -> std::process::ExitCode {
         Command::Trace { workflow, list, db } => trace::run(workflow.as_deref(), list, &db).await,
         Command::Sizing(args) => sizing::run(args).await,
         Command::Cost(args) => cost::run(args).await,
+        Command::Serve(args) => serve::run(args).await,
+        Command::Chat(args) => chat::run(args).await,
         Command::Bench(args) => bench::run(args).await,
     };
     match result {

@@ -53,9 +53,13 @@
 //! * `test-utils` — test doubles for downstream crates.
 //! * `mcp` — the `mcp` module: MCP servers (stdio or streamable HTTP) as tool providers, through
 //!   rmcp. Part of `full`, not of the default.
+//! * `chat-host` — the `chat` module: chats over HTTP with server-sent events and a web page,
+//!   through axum; the chat list in the SQLite store. Part of `full`.
 //! * `full` — everything.
 
 pub mod benchmark;
+#[cfg(feature = "chat-host")]
+pub mod chat;
 pub mod conversation;
 pub mod dispatch;
 pub mod error;

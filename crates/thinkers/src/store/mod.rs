@@ -29,6 +29,8 @@
 //! of the process; the last batches before a power loss may not.
 
 #[cfg(feature = "sqlite")]
+mod chats;
+#[cfg(feature = "sqlite")]
 mod conversations;
 #[cfg(feature = "sqlite")]
 mod ops_queries;
@@ -41,6 +43,8 @@ mod tests;
 #[cfg(feature = "sqlite")]
 mod writer;
 
+#[cfg(feature = "sqlite")]
+pub use chats::{ChatRecord, SqliteChatStore};
 #[cfg(feature = "sqlite")]
 pub use conversations::SqliteConversationStore;
 #[cfg(feature = "sqlite")]

@@ -92,7 +92,10 @@ pub(crate) async fn open(
             refs.join(", ")
         )));
     }
-    conv.push(Message::new(Role::User, blocks));
+    // A reactive run has no query: its messages arrive through its inbox at each step.
+    if !(input.query.is_empty() && input.artifact_refs.is_empty()) {
+        conv.push(Message::new(Role::User, blocks));
+    }
     observer.lock().conversation = Some(conv);
     Ok(())
 }
@@ -258,10 +261,12 @@ pub(crate) async fn save_if_durable(
     if !durable {
         return Ok(());
     }
-    let Some(mut conv) = observer.lock().conversation.take() else {
+    // Save a copy, so code reading the observer meanwhile (a chat host serving history) still
+    // sees the conversation; the loop is its only writer, so the saved copy then replaces it.
+    let Some(mut conv) = observer.lock().conversation.clone() else {
         return Ok(());
     };
-    let saved = service.save(&mut conv).await;
+    service.save(&mut conv).await?;
     observer.lock().conversation = Some(conv);
-    saved
+    Ok(())
 }

@@ -10,6 +10,8 @@
 //! * [`ThinkerDeclaration`] — grade and output size, required by every constructor.
 //! * [`SingleObjectiveThinker`] — works toward one typed answer; [`ThinkerInput`] carries the
 //!   query, the depth (clamped to a calling thinker's) and artifact refs.
+//! * [`ReactiveThinker`] and [`ChatThinker`] — answer a person's messages turn by turn over a
+//!   conversation that lasts between turns ([`ChatEvent`]s report each turn).
 //! * [`ThinkerObserver`] — the conversation, transcript, artifacts and refusals after a run.
 //! * [`ContentStream`] — where a directly submitted thinker publishes its accepted answer.
 //! * [`ToollessThinker`] — no loop: one model call per candidate answer of a typed answer, with
@@ -28,6 +30,7 @@
 
 pub mod answer;
 pub mod artifacts;
+pub mod chat;
 mod conversing;
 pub mod decision;
 pub mod declaration;
@@ -35,6 +38,8 @@ pub mod doors;
 pub mod events;
 mod finish;
 pub mod guardrail;
+pub mod reactive;
+mod reactive_phase;
 mod single;
 pub mod state;
 pub mod subthinker;
@@ -45,6 +50,7 @@ pub mod turn_loop;
 
 pub use answer::{AnswerShape, Judgement, REASONING_DESCRIPTION};
 pub use artifacts::{Artifact, ArtifactRef, Artifacts};
+pub use chat::{ChatArtifact, ChatEvent, ChatEvents, ChatThinker};
 pub use conversing::TOOL_GUIDANCE;
 pub use decision::{
     Choice, Confidence, DecisionJob, DecisionOption, DecisionThinker, Ranking, Scored,
@@ -53,6 +59,7 @@ pub use declaration::{META_THINKER_DEPTH, ThinkerDeclaration, ThinkerInput};
 pub use doors::{DoorOutcome, REQUEST_SKILL, REQUEST_TOOLS, RefusedName};
 pub use events::{ContentStream, ContentStreamEvent, META_CONTENT};
 pub use guardrail::{Guardrail, Verdict};
+pub use reactive::{DEFAULT_TOOL_CALLS_PER_MESSAGE, ReactiveThinker, ReactiveTurn};
 pub use single::{SingleObjectiveThinker, ThinkerJob, ThinkerOutput};
 pub use state::{RefusedCall, ThinkerObserver, ThinkerState, Withheld};
 pub use subthinker::{

@@ -19,11 +19,11 @@ use super::events::ContentStream;
 use super::state::ThinkerObserver;
 use super::tools::{Palette, Round, register_artifact, run_round, sweep};
 use super::turn::{ModelTurns, TurnRequest, TurnSource};
-use crate::conversation::{ConversationId, ConversationService, Message};
+use crate::conversation::{ContentBlock, ConversationId, ConversationService, Message};
 use crate::hub::CatalogEntry;
 use crate::job::JobContext;
 use crate::llm::call::reasoning_for;
-use crate::llm::{ChatResponse, ModelServices, ResponseSchema, ToolChoice};
+use crate::llm::{ChatResponse, ModelServices, ResponseSchema, ToolCallView, ToolChoice};
 use crate::model::{Depth, Reasoning};
 use crate::tool::{ToolProvider, ToolRegistry};
 use crate::{Error, Result};
@@ -181,6 +181,38 @@ pub(crate) trait AnswerPhase: Send {
         observer: &ThinkerObserver,
         cx: &JobContext,
     ) -> Result<Option<Self::Output>>;
+
+    /// The answer schema put on the request; `None` asks for plain text (a chat's answer).
+    /// Defaults to [`AnswerPhase::schema`].
+    fn response_schema(&self, native_thinking: bool) -> Option<ResponseSchema> {
+        Some(self.schema(native_thinking))
+    }
+
+    /// Called at the start of every step, before the request is rendered: a family may add
+    /// messages that arrived meanwhile, and may ask for an answer without tools this step.
+    fn begin_step(&mut self, observer: &ThinkerObserver) -> StepPlan {
+        let _ = observer;
+        StepPlan::default()
+    }
+
+    /// Called before a tool round with the turn's calls, in call order.
+    fn before_round(&mut self, calls: &[ToolCallView<'_>]) {
+        let _ = calls;
+    }
+
+    /// Called after a tool round with the turn's calls and their results, in call order.
+    fn after_round(&mut self, calls: &[ToolCallView<'_>], results: &[ContentBlock]) {
+        let _ = (calls, results);
+    }
+}
+
+/// What a family asks of one step (see [`AnswerPhase::begin_step`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct StepPlan {
+    /// Answer now: the palette stays on the request (providers want the tools that earlier
+    /// calls named) but the model is told not to call any, and calls it makes anyway are not
+    /// run; the response goes to [`AnswerPhase::finish`].
+    pub(crate) answer_now: bool,
 }
 
 /// One run of the loop over `input`, appending to the observer's conversation (or to the
@@ -204,7 +236,7 @@ pub(crate) async fn run_loop<P: AnswerPhase>(
     Ok(out)
 }
 
-async fn turns<P: AnswerPhase>(
+pub(crate) async fn turns<P: AnswerPhase>(
     core: &ThinkerCore,
     phase: &mut P,
     depth: Depth,
@@ -217,6 +249,7 @@ async fn turns<P: AnswerPhase>(
         // Phase 1 (overridable), then phase 2 (the framework's own): reconcile, then sweep.
         core.hooks.reconcile_tools(&mut registry, depth);
         doors::reconcile(core, &mut registry, depth, observer, cx);
+        let plan = phase.begin_step(observer);
         let turn = cx.next_step();
         let Palette { specs, withheld } = sweep(&registry, cx.scope(), turn);
         let native = native_thinking(core, depth, cx);
@@ -231,8 +264,12 @@ async fn turns<P: AnswerPhase>(
             };
             let mut request = conversing::render(conv, phase.uses_refs(), !specs.is_empty());
             request.tools = specs;
-            request.tool_choice = ToolChoice::Auto;
-            request.response = Some(schema);
+            request.tool_choice = if plan.answer_now {
+                ToolChoice::None
+            } else {
+                ToolChoice::Auto
+            };
+            request.response = phase.response_schema(native.is_some());
             request
         };
         let response = core
@@ -251,7 +288,7 @@ async fn turns<P: AnswerPhase>(
             )
             .await?;
         let calls = response.tool_calls();
-        if calls.is_empty() {
+        if calls.is_empty() || plan.answer_now {
             if let Some(out) = phase.finish(&response, native.is_some(), observer, cx)? {
                 return Ok(out);
             }
@@ -272,7 +309,9 @@ async fn turns<P: AnswerPhase>(
             let mut st = obs.lock();
             register_artifact(&mut st.artifacts, tool, out)
         };
+        phase.before_round(&calls);
         let outcome = run_round(round, &calls, &mut register).await;
+        phase.after_round(&calls, &outcome.results);
         {
             let mut st = observer.lock();
             st.refused.extend(outcome.refused);

@@ -1,0 +1,120 @@
+//! `thinkers serve`: the chat host (JSON API, server-sent events, the web page) over a runtime
+//! recording into a SQLite file, offline against an in-process sim unless a catalog names real
+//! providers. Also the runtime setup `thinkers chat` shares.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use thinkers::Runtime;
+use thinkers::chat::{ChatHost, HostConfig};
+use thinkers::model::catalog::BUNDLED_TOML;
+use thinkers::model::{Catalog, Grade, OutputSize};
+use thinkers::thinker::{ChatThinker, ThinkerDeclaration};
+use thinkers_sim::{Sim, SimConfig};
+
+/// What a chat is told unless `--objective` says otherwise.
+pub(crate) const DEFAULT_OBJECTIVE: &str =
+    "You are a helpful assistant. Answer the person's messages clearly and briefly.";
+
+/// Options every chat command shares.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ChatSetup {
+    /// The database file: chats, conversations, jobs and model calls.
+    #[arg(long, default_value = "thinkers.db", env = "THINKERS_DB")]
+    db: PathBuf,
+    /// A model catalog; without one, the bundled catalog served by an in-process sim (calm: no
+    /// random faults).
+    #[arg(long)]
+    catalog: Option<PathBuf>,
+    /// The grade of the chat's model (`ceiling` for the strongest the catalog serves).
+    #[arg(long, default_value = "medium")]
+    grade: Grade,
+    /// The chat's objective (its system content).
+    #[arg(long, default_value = DEFAULT_OBJECTIVE)]
+    objective: String,
+}
+
+/// A runtime for chats, and the sim it talks to when offline (kept alive with it).
+pub(crate) struct ChatRuntime {
+    pub(crate) rt: Runtime,
+    pub(crate) _sim: Option<Sim>,
+    pub(crate) grade: Grade,
+    pub(crate) objective: String,
+}
+
+impl ChatRuntime {
+    /// A new chat thinker as these options describe it.
+    pub(crate) fn thinker(&self) -> ChatThinker {
+        ChatThinker::new(
+            ThinkerDeclaration::new(self.grade, OutputSize::Standard),
+            self.objective.clone(),
+        )
+    }
+}
+
+/// Build the runtime the options describe.
+pub(crate) async fn chat_runtime(setup: &ChatSetup) -> anyhow::Result<ChatRuntime> {
+    let (catalog, sim) = match &setup.catalog {
+        Some(path) => (load(path)?, None),
+        None => {
+            let config = SimConfig::from_catalog_toml(BUNDLED_TOML)?.calm();
+            let sim = Sim::start(config)
+                .await
+                .context("starting the simulated provider")?;
+            (Catalog::bundled().with_sim_url(&sim.base_url()), Some(sim))
+        }
+    };
+    let rt = Runtime::builder(catalog)
+        .database(setup.db.to_string_lossy())
+        .build()
+        .await
+        .with_context(|| format!("opening the database {}", setup.db.display()))?;
+    Ok(ChatRuntime {
+        rt,
+        _sim: sim,
+        grade: setup.grade,
+        objective: setup.objective.clone(),
+    })
+}
+
+fn load(path: &Path) -> anyhow::Result<Catalog> {
+    Catalog::load(path).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Options of `thinkers serve`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ServeArgs {
+    /// The port to listen on (127.0.0.1); 0 picks a free one.
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    #[command(flatten)]
+    setup: ChatSetup,
+}
+
+pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let chat = Arc::new(chat_runtime(&args.setup).await?);
+    let made = chat.clone();
+    let host = ChatHost::new(
+        &chat.rt,
+        Arc::new(move || made.thinker()),
+        HostConfig::default(),
+    )?;
+    let running = host
+        .start(SocketAddr::from((Ipv4Addr::LOCALHOST, args.port)))
+        .await?;
+    println!("chat host listening on {}", running.url());
+    println!(
+        "  open {} in a browser; chats are kept in {}",
+        running.url(),
+        args.setup.db.display()
+    );
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for ctrl-c")?;
+    println!("stopping");
+    running.shutdown().await?;
+    chat.rt.flush().await?;
+    Ok(())
+}

@@ -1,0 +1,351 @@
+//! [`ChatHost`]: chats over HTTP.
+//!
+//! | method and path | what it does |
+//! |---|---|
+//! | `GET /` | the web page (chat list, conversation, streamed answers, tool activity, errors) |
+//! | `POST /api/chats` | create a chat (`{"title": …}` optional) |
+//! | `GET /api/chats` | list chats, the most recently changed first |
+//! | `GET /api/chats/{id}` | a chat and its messages |
+//! | `POST /api/chats/{id}/messages` | `{"text": …}`: joins the open turn, or starts one (202) |
+//! | `GET /api/chats/{id}/events` | server-sent events of the chat's turns, numbered from 1 |
+//!
+//! Events are `message`, `token`, `tool_call`, `tool_result`, `answer` and `error`, each with an
+//! `id:` that increases by one per event of the chat and JSON data (the [`ChatEvent`] with its
+//! `type`). A subscriber receives events after its `Last-Event-ID` header (a reconnecting
+//! browser sends it) or `?after=N` (the history's `last_event_id`), else only new ones. Bad input is answered with a 4xx and `{"error": …, "field": …}` naming what
+//! was wrong: `chat_id` (404), `body` (malformed JSON, 400), `text` (missing or empty, 422;
+//! too long, 413), `title` (422).
+//!
+//! The chat list lives in the runtime's SQLite database ([`SqliteChatStore`]) and each chat's
+//! messages in its durable conversation, so a host started again on the same file serves the
+//! same chats. Turns of one chat run one at a time: a message arriving after a turn closed
+//! starts the next, which waits until the last has saved.
+
+mod api;
+mod session;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, PoisonError};
+
+use serde::Serialize;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use self::session::Session;
+use crate::conversation::{ConversationId, ConversationService, Message};
+use crate::dispatch::Dispatcher;
+use crate::runtime::Runtime;
+use crate::store::{ChatRecord, SqliteChatStore};
+use crate::thinker::{ChatEvent, ChatThinker};
+use crate::{Error, Result};
+
+/// Makes the thinker of a chat; the host adds the conversation to resume and its events.
+pub type ChatFactory = Arc<dyn Fn() -> ChatThinker + Send + Sync>;
+
+/// Bounds of what the host accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostConfig {
+    /// The longest message accepted, in bytes of UTF-8.
+    pub max_message_bytes: usize,
+    /// The longest chat title accepted, in bytes.
+    pub max_title_bytes: usize,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        Self {
+            max_message_bytes: 16 * 1024,
+            max_title_bytes: 200,
+        }
+    }
+}
+
+pub(crate) struct HostInner {
+    dispatcher: Dispatcher,
+    conversations: Arc<ConversationService>,
+    chats: SqliteChatStore,
+    factory: ChatFactory,
+    config: HostConfig,
+    /// Cancelled by [`RunningHost::shutdown`]: event streams end with it.
+    stop: CancellationToken,
+    /// The running turns, which a shutdown lets finish (and save).
+    turns: TaskTracker,
+    sessions: tokio::sync::Mutex<HashMap<String, Arc<Session>>>,
+}
+
+/// Serves chats over HTTP (see the module docs). Cheap to clone.
+#[derive(Clone)]
+pub struct ChatHost {
+    inner: Arc<HostInner>,
+}
+
+impl std::fmt::Debug for ChatHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatHost")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A chat and its conversation, as `GET /api/chats/{id}` returns it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatHistory {
+    /// The chat.
+    pub chat: ChatRecord,
+    /// Its messages in order (text, tool calls, tool results, rollback markers).
+    pub messages: Vec<Message>,
+    /// Whether a turn is open (a message posted now joins it).
+    pub turn_open: bool,
+    /// The id of the chat's latest event: subscribe with `?after=` this id to miss nothing.
+    pub last_event_id: u64,
+}
+
+/// What a message post did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Posted {
+    /// The message joined the open turn.
+    Joined,
+    /// The message started a turn.
+    Started,
+}
+
+impl ChatHost {
+    /// A host running chats made by `factory` on `runtime`, whose SQLite store keeps the chat
+    /// list (a runtime without a database is refused, naming `database`).
+    pub fn new(runtime: &Runtime, factory: ChatFactory, config: HostConfig) -> Result<Self> {
+        let store = runtime.store().ok_or_else(|| {
+            Error::invalid_input(
+                "database",
+                None,
+                "the chat host keeps its chats in the runtime's SQLite database; build the \
+                 runtime with one (RuntimeBuilder::database)",
+            )
+        })?;
+        Ok(Self {
+            inner: Arc::new(HostInner {
+                dispatcher: runtime.dispatcher().clone(),
+                conversations: runtime.conversations().clone(),
+                chats: SqliteChatStore::new(store),
+                factory,
+                config,
+                stop: CancellationToken::new(),
+                turns: TaskTracker::new(),
+                sessions: tokio::sync::Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The axum router of the page and the API.
+    pub fn router(&self) -> axum::Router {
+        api::router(self.clone())
+    }
+
+    /// Serve on `addr` (port 0 picks a free one) until [`RunningHost::shutdown`], which ends
+    /// this host's event streams too (a host is started once).
+    pub async fn start(&self, addr: SocketAddr) -> Result<RunningHost> {
+        let listener = TcpListener::bind(addr).await.map_err(|e| {
+            Error::invalid_input(
+                "addr",
+                Some(addr.to_string()),
+                format!("cannot listen there: {e}"),
+            )
+        })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| Error::system("chat host", format!("no local address after bind: {e}")))?;
+        let stop = self.inner.stop.clone();
+        let shutdown = stop.clone();
+        let app = self.router();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move { shutdown.cancelled().await })
+                .await
+        });
+        tracing::info!(%addr, "chat host listening");
+        Ok(RunningHost {
+            addr,
+            stop,
+            task,
+            turns: self.inner.turns.clone(),
+        })
+    }
+
+    /// Create a chat.
+    pub async fn create_chat(&self, title: &str) -> Result<ChatRecord> {
+        self.inner.chats.create(title).await
+    }
+
+    /// Every chat, the most recently changed first.
+    pub async fn list_chats(&self) -> Result<Vec<ChatRecord>> {
+        self.inner.chats.list().await
+    }
+
+    fn unknown_chat(id: &str) -> Error {
+        Error::invalid_input("chat_id", Some(id.to_owned()), "no chat has this id")
+    }
+
+    /// The chat's record and its messages (an unknown id is an error naming `chat_id`).
+    pub async fn history(&self, id: &str) -> Result<ChatHistory> {
+        let record = self
+            .inner
+            .chats
+            .get(id)
+            .await?
+            .ok_or_else(|| Self::unknown_chat(id))?;
+        let session = self.inner.sessions.lock().await.get(id).cloned();
+        // The event id first: every event up to it changed the conversation before it was
+        // reported, so the messages read next already show it (a later one may show twice).
+        let last_event_id = session.as_ref().map_or(0, |s| s.last_id());
+        if let Some(s) = &session
+            && s.thinker.observer().conversation().is_some()
+        {
+            return Ok(ChatHistory {
+                chat: record,
+                messages: s.thinker.observer().messages(),
+                turn_open: s.thinker.is_turn_open(),
+                last_event_id,
+            });
+        }
+        let messages = match &record.conversation_id {
+            Some(cid) => {
+                let cid = ConversationId::parse(cid)?;
+                self.inner
+                    .conversations
+                    .resume(&cid)
+                    .await?
+                    .messages()
+                    .to_vec()
+            }
+            None => Vec::new(),
+        };
+        Ok(ChatHistory {
+            chat: record,
+            messages,
+            turn_open: session.is_some_and(|s| s.thinker.is_turn_open()),
+            last_event_id,
+        })
+    }
+
+    /// The loaded session of a chat, loading it (and the conversation it resumes) when needed.
+    pub(crate) async fn session(&self, id: &str) -> Result<Arc<Session>> {
+        let mut sessions = self.inner.sessions.lock().await;
+        if let Some(s) = sessions.get(id) {
+            return Ok(s.clone());
+        }
+        let record = self
+            .inner
+            .chats
+            .get(id)
+            .await?
+            .ok_or_else(|| Self::unknown_chat(id))?;
+        let mut thinker = (self.inner.factory)();
+        if let Some(cid) = &record.conversation_id {
+            thinker = thinker.resume(ConversationId::parse(cid)?);
+        }
+        let session = Arc::new(Session::new(record.id.clone(), thinker));
+        sessions.insert(record.id, session.clone());
+        Ok(session)
+    }
+
+    /// Hand a message to the chat: it joins the open turn, or starts a new one that runs after
+    /// the previous turn has finished saving.
+    pub(crate) async fn post(&self, id: &str, text: String) -> Result<Posted> {
+        let session = self.session(id).await?;
+        let _posting = session
+            .posting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if session.thinker.add_message(text.clone()) {
+            return Ok(Posted::Joined);
+        }
+        let job = session.thinker.turn();
+        if !session.thinker.add_message(text) {
+            return Err(Error::system(
+                "chat host",
+                "a new turn refused its first message",
+            ));
+        }
+        let host = self.clone();
+        let running = session.clone();
+        self.inner.turns.spawn(async move {
+            let _turn = running.turn_lock.clone().lock_owned().await;
+            let outcome = host.inner.dispatcher.submit(job).await;
+            if let Err(e) = &outcome {
+                tracing::info!(chat = %running.chat_id, error = %e, "chat turn failed");
+            }
+            let cid = running.thinker.conversation_id().map(|c| c.to_string());
+            if let Err(e) = host
+                .inner
+                .chats
+                .touch(&running.chat_id, cid.as_deref())
+                .await
+            {
+                tracing::warn!(chat = %running.chat_id, error = %e, "could not update the chat row");
+                running.report(ChatEvent::Error {
+                    message: format!("the chat list could not be updated: {e}"),
+                });
+            }
+        });
+        Ok(Posted::Started)
+    }
+
+    pub(crate) fn config(&self) -> HostConfig {
+        self.inner.config
+    }
+
+    pub(crate) fn stopping(&self) -> CancellationToken {
+        self.inner.stop.clone()
+    }
+}
+
+/// A host serving on a socket.
+#[derive(Debug)]
+pub struct RunningHost {
+    addr: SocketAddr,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+    turns: TaskTracker,
+}
+
+impl RunningHost {
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://ADDR`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stop accepting connections (event streams end), then wait for the turns that are
+    /// running to finish and save, so a host started next on the same database sees them.
+    pub async fn shutdown(self) -> Result<()> {
+        self.stop.cancel();
+        let served = self.task.await;
+        self.turns.close();
+        self.turns.wait().await;
+        match served {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(Error::system("chat host", format!("server failed: {e}"))),
+            Err(e) => Err(Error::system(
+                "chat host",
+                format!("server task failed: {e}"),
+            )),
+        }
+    }
+
+    /// Wait until the server stops (it stops on its own only on failure).
+    pub async fn wait(self) -> Result<()> {
+        match self.task.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(Error::system("chat host", format!("server failed: {e}"))),
+            Err(e) => Err(Error::system(
+                "chat host",
+                format!("server task failed: {e}"),
+            )),
+        }
+    }
+}

@@ -1,0 +1,325 @@
+//! [`ChatThinker`]: the ready-made chat. A [`ReactiveThinker`] whose conversation is durable
+//! (resumable by id after a restart), whose answers are published as content stream events, and
+//! which reports each turn as [`ChatEvent`]s (answer text token by token where the provider
+//! streams, tool activity, the final answer with the conversation's artifacts, failures).
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::declaration::{ThinkerDeclaration, parent_thinker_depth};
+use super::events::ContentStream;
+use super::reactive::{ReactiveThinker, ReactiveTurn};
+use super::state::ThinkerObserver;
+use super::turn::{ModelTurns, TurnRequest, TurnSource};
+use super::turn_loop::ThinkerLimits;
+use crate::Result;
+use crate::conversation::{ConversationId, ConversationService};
+use crate::hub::ToolHub;
+use crate::job::JobContext;
+use crate::llm::{ChatResponse, LlmCall, StreamDelta};
+use crate::model::{Depth, Grade, ModelDependent};
+use crate::tool::{Tool, ToolProvider};
+
+/// An artifact as a chat reports it: its ref, the tool that made it and its value as JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatArtifact {
+    /// The short ref (`@a1`).
+    pub reference: String,
+    /// The tool whose output it is.
+    pub tool: String,
+    /// The output as JSON.
+    pub value: Value,
+}
+
+/// What happens in a chat turn, in order. Serialized with a `type` tag in snake case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ChatEvent {
+    /// A person's message was read by the turn (added to the conversation).
+    Message {
+        /// The message.
+        text: String,
+    },
+    /// A piece of answer text as the provider streamed it. Text streamed before tool calls is
+    /// the model's remark on its way to a tool, not an answer.
+    Token {
+        /// The text.
+        text: String,
+    },
+    /// The model called a tool.
+    ToolCall {
+        /// The call id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// The arguments as the model sent them.
+        arguments: Value,
+    },
+    /// A tool call's result (or why it was refused or failed).
+    ToolResult {
+        /// The call id it answers.
+        id: String,
+        /// The tool.
+        name: String,
+        /// What the model reads.
+        content: String,
+        /// Whether the call failed or was refused.
+        is_error: bool,
+    },
+    /// A final answer, with the conversation's artifacts.
+    Answer {
+        /// The answer text.
+        text: String,
+        /// Every artifact registered in the conversation so far.
+        artifacts: Vec<ChatArtifact>,
+    },
+    /// The turn failed; the conversation was rolled back and a marker records why.
+    Error {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl ChatEvent {
+    /// The event's name (the serialized `type`): `message`, `token`, `tool_call`,
+    /// `tool_result`, `answer` or `error`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Message { .. } => "message",
+            Self::Token { .. } => "token",
+            Self::ToolCall { .. } => "tool_call",
+            Self::ToolResult { .. } => "tool_result",
+            Self::Answer { .. } => "answer",
+            Self::Error { .. } => "error",
+        }
+    }
+}
+
+/// Where a chat reports its [`ChatEvent`]s: a callback run in order, on the task that produced
+/// the event (keep it short). Cheap to clone.
+#[derive(Clone)]
+pub struct ChatEvents {
+    sink: Arc<dyn Fn(ChatEvent) + Send + Sync>,
+}
+
+impl std::fmt::Debug for ChatEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatEvents").finish_non_exhaustive()
+    }
+}
+
+impl ChatEvents {
+    /// Events handed to `sink`.
+    pub fn new(sink: impl Fn(ChatEvent) + Send + Sync + 'static) -> Self {
+        Self {
+            sink: Arc::new(sink),
+        }
+    }
+
+    /// Events sent into an unbounded channel, with its receiver.
+    pub fn channel() -> (Self, mpsc::UnboundedReceiver<ChatEvent>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let events = Self::new(move |e| {
+            // A receiver that went away no longer wants events.
+            let _ = tx.send(e);
+        });
+        (events, rx)
+    }
+
+    /// Report an event.
+    pub fn publish(&self, event: ChatEvent) {
+        (self.sink)(event);
+    }
+}
+
+/// The turn source of a chat with events: one streamed [`LlmCall`] per turn, each piece of
+/// answer text reported as a [`ChatEvent::Token`] as it arrives.
+#[derive(Debug, Clone)]
+pub(crate) struct StreamingTurns {
+    events: ChatEvents,
+}
+
+impl StreamingTurns {
+    pub(crate) fn new(events: ChatEvents) -> Self {
+        Self { events }
+    }
+}
+
+impl TurnSource for StreamingTurns {
+    fn take_turn<'a>(
+        &'a self,
+        turn: TurnRequest,
+        cx: &'a JobContext,
+    ) -> BoxFuture<'a, Result<ChatResponse>> {
+        Box::pin(async move {
+            // A thinker started under the chat (a sub-thinker) answers its caller, not the
+            // person: its text is not streamed as the chat's answer.
+            if parent_thinker_depth(cx).is_some() {
+                return ModelTurns.take_turn(turn, cx).await;
+            }
+            let events = self.events.clone();
+            let sink = Box::new(move |delta: StreamDelta| {
+                if let StreamDelta::Text(text) = delta {
+                    events.publish(ChatEvent::Token { text });
+                }
+            });
+            let mut call = LlmCall::new(turn.grade, turn.output, turn.request)
+                .class(turn.class)
+                .depth(turn.depth)
+                .streaming(sink);
+            if let Some(pin) = turn.pin {
+                call = call.pinned(pin);
+            }
+            let outcome = cx.submit_in_current_step(call).await?;
+            Ok(outcome.response)
+        })
+    }
+}
+
+/// The ready-made chat: a [`ReactiveThinker`] with a durable conversation, recorded under the
+/// job class `chat`. Give it [`ChatEvents`] to stream answers and tool activity; resume a saved
+/// chat with [`ChatThinker::resume`].
+#[derive(Debug)]
+pub struct ChatThinker {
+    inner: ReactiveThinker,
+}
+
+impl ChatThinker {
+    /// A chat with its seat declaration (declare [`Grade::Ceiling`] for the strongest served
+    /// model) and its objective.
+    pub fn new(declaration: ThinkerDeclaration, objective: impl Into<String>) -> Self {
+        Self {
+            inner: ReactiveThinker::new(declaration, objective)
+                .durable()
+                .class("chat"),
+        }
+    }
+
+    /// Continue the chat saved under `id`.
+    #[must_use]
+    pub fn resume(mut self, id: ConversationId) -> Self {
+        self.inner = self.inner.resume(id);
+        self
+    }
+
+    /// Report turns to `events`, answers streamed token by token.
+    #[must_use]
+    pub fn events(mut self, events: ChatEvents) -> Self {
+        self.inner = self.inner.events(events);
+        self
+    }
+
+    /// Declare a typed tool.
+    #[must_use]
+    pub fn tool<T: Tool>(mut self, tool: T) -> Self {
+        self.inner = self.inner.tool(tool);
+        self
+    }
+
+    /// Declare a tool provider.
+    #[must_use]
+    pub fn provider(mut self, provider: Arc<dyn ToolProvider>) -> Self {
+        self.inner = self.inner.provider(provider);
+        self
+    }
+
+    /// Answer turns from this source instead of the model.
+    #[must_use]
+    pub fn turns(mut self, source: impl TurnSource) -> Self {
+        self.inner = self.inner.turns(source);
+        self
+    }
+
+    /// The effort of every turn ([`Depth::Standard`] unless set).
+    #[must_use]
+    pub fn depth(mut self, depth: Depth) -> Self {
+        self.inner = self.inner.depth(depth);
+        self
+    }
+
+    /// Tool calls one message may cause before an answer is forced (25 unless set).
+    #[must_use]
+    pub fn max_tool_calls_per_message(mut self, budget: u32) -> Self {
+        self.inner = self.inner.max_tool_calls_per_message(budget);
+        self
+    }
+
+    /// Replace the bounds of a turn.
+    #[must_use]
+    pub fn limits(mut self, limits: ThinkerLimits) -> Self {
+        self.inner = self.inner.limits(limits);
+        self
+    }
+
+    /// Use this conversation service instead of the one registered on the dispatcher.
+    #[must_use]
+    pub fn conversations(mut self, service: ConversationService) -> Self {
+        self.inner = self.inner.conversations(service);
+        self
+    }
+
+    /// Publish answers to this content stream (otherwise to a registered one, if any).
+    #[must_use]
+    pub fn content_stream(mut self, stream: ContentStream) -> Self {
+        self.inner = self.inner.content_stream(stream);
+        self
+    }
+
+    /// Use this hub for the built-in orchestrators (`request_tools`, `request_skill`,
+    /// `sub_thinker`) instead of the one registered on the dispatcher.
+    #[must_use]
+    pub fn hub(mut self, hub: Arc<ToolHub>) -> Self {
+        self.inner = self.inner.hub(hub);
+        self
+    }
+
+    /// Queue a message for the open turn; `false` when none is open (start one with
+    /// [`ChatThinker::turn`]).
+    pub fn add_message(&self, text: impl Into<String>) -> bool {
+        self.inner.add_message(text)
+    }
+
+    /// The job of the next turn (see [`ReactiveThinker::turn`]).
+    pub fn turn(&self) -> ReactiveTurn {
+        self.inner.turn()
+    }
+
+    /// Whether a turn is open.
+    pub fn is_turn_open(&self) -> bool {
+        self.inner.is_turn_open()
+    }
+
+    /// The conversation's id, once known.
+    pub fn conversation_id(&self) -> Option<ConversationId> {
+        self.inner.conversation_id()
+    }
+
+    /// A shared view of the chat's state.
+    pub fn observer(&self) -> ThinkerObserver {
+        self.inner.observer()
+    }
+
+    /// The reactive thinker underneath.
+    pub fn reactive(&self) -> &ReactiveThinker {
+        &self.inner
+    }
+}
+
+impl ModelDependent for ChatThinker {
+    fn grade(&self) -> Grade {
+        self.inner.grade()
+    }
+    fn set_grade(&mut self, grade: Grade) {
+        self.inner.set_grade(grade);
+    }
+    fn pin(&self) -> Option<&str> {
+        self.inner.pin()
+    }
+    fn pin_model(&mut self, entry: String) {
+        self.inner.pin_model(entry);
+    }
+}

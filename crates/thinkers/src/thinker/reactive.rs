@@ -1,0 +1,411 @@
+//! [`ReactiveThinker`]: a thinker that answers a person's messages, one turn at a time, over a
+//! conversation that lasts between turns.
+//!
+//! It has no structured input. Messages reach it through [`ReactiveThinker::add_message`]; one
+//! run of the job from [`ReactiveThinker::turn`] (a *turn*) answers every waiting message and
+//! completes. The shared loop ([`super::turn_loop`]) does the work; the family's answer phase
+//! (`reactive_phase.rs`) drains the inbox at the start of every step, counts tool
+//! calls against a per-message budget (forcing an answer without tools when it is spent), answers
+//! in plain text, closes the turn only when no message is waiting, and on a failed exchange rolls
+//! the conversation back to the person's last message and records why no answer came.
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::chat::{ChatEvent, ChatEvents, StreamingTurns};
+use super::conversing;
+use super::declaration::{ThinkerDeclaration, ThinkerInput, effective_depth};
+use super::events::ContentStream;
+use super::reactive_phase::{Inbox, MAX_REASON_BYTES, ReactivePhase, clip};
+use super::state::ThinkerObserver;
+use super::turn::TurnSource;
+use super::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, turns};
+use crate::conversation::{ConversationId, ConversationService};
+use crate::hub::ToolHub;
+use crate::job::{JobContext, Orchestrator};
+use crate::model::{Depth, Grade, ModelDependent};
+use crate::tool::{Tool, ToolProvider, TypedToolProvider};
+use crate::{Error, Result};
+
+/// Tool calls one message may cause unless the thinker sets another budget.
+pub const DEFAULT_TOOL_CALLS_PER_MESSAGE: u32 = 25;
+
+/// Model turns one run may take unless the thinker sets other limits. A turn of a chat may
+/// answer several messages, each with its own tool budget, so the bound is wider than a
+/// goal-directed thinker's.
+pub const DEFAULT_CHAT_ITERATIONS: u32 = 40;
+
+/// A thinker that answers a person's messages turn by turn, in plain text.
+///
+/// * [`ReactiveThinker::add_message`] queues a message for the open turn and returns `true`; a
+///   message sent while the model works is read at the next step of the loop. When no turn is
+///   open (none started yet, or the last one closed) it returns `false`: call
+///   [`ReactiveThinker::turn`], add the message, and run the job. The new turn continues the
+///   conversation the last one left (or the one named by [`ReactiveThinker::resume`]).
+/// * Tool calls are budgeted per message ([`DEFAULT_TOOL_CALLS_PER_MESSAGE`] unless set); when
+///   the budget is spent, one more call must answer without tools and say what is unverified.
+/// * Depth is the thinker's own ([`Depth::Standard`] unless set), clamped under a calling
+///   thinker. A chat wanting the strongest served model declares [`Grade::Ceiling`].
+/// * A failed exchange fails the turn but loses nothing: the conversation is cut back to the
+///   person's last message, an assistant note `[no answer: <why>]` takes the answer's place, and
+///   the next turn's model reads it.
+pub struct ReactiveThinker {
+    core: ThinkerCore,
+    observer: ThinkerObserver,
+    current: Arc<Mutex<Option<Arc<Inbox>>>>,
+    depth: Depth,
+    budget: u32,
+    resume: Option<ConversationId>,
+    events: Option<ChatEvents>,
+    custom_turns: bool,
+}
+
+impl std::fmt::Debug for ReactiveThinker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReactiveThinker")
+            .field("core", &self.core)
+            .field("depth", &self.depth)
+            .field("budget", &self.budget)
+            .field("resume", &self.resume)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReactiveThinker {
+    /// A reactive thinker with its seat declaration and its objective (the system content).
+    pub fn new(declaration: ThinkerDeclaration, objective: impl Into<String>) -> Self {
+        let mut core = ThinkerCore::new(declaration, objective.into());
+        core.class = "reactive_thinker".into();
+        core.limits.max_iterations = DEFAULT_CHAT_ITERATIONS;
+        Self {
+            core,
+            observer: ThinkerObserver::default(),
+            current: Arc::default(),
+            depth: Depth::Standard,
+            budget: DEFAULT_TOOL_CALLS_PER_MESSAGE,
+            resume: None,
+            events: None,
+            custom_turns: false,
+        }
+    }
+
+    /// Declare a typed tool.
+    #[must_use]
+    pub fn tool<T: Tool>(self, tool: T) -> Self {
+        self.provider(Arc::new(TypedToolProvider::new(tool)))
+    }
+
+    /// Declare a tool provider.
+    #[must_use]
+    pub fn provider(mut self, provider: Arc<dyn ToolProvider>) -> Self {
+        self.core.registry.register(provider);
+        self
+    }
+
+    /// Answer turns from this source instead of the model (tests drive the loop this way).
+    #[must_use]
+    pub fn turns(mut self, source: impl TurnSource) -> Self {
+        self.core.turns = Arc::new(source);
+        self.custom_turns = true;
+        self
+    }
+
+    /// Use these hooks.
+    #[must_use]
+    pub fn hooks(mut self, hooks: impl ThinkerHooks) -> Self {
+        self.core.hooks = Arc::new(hooks);
+        self
+    }
+
+    /// Replace the bounds of a run (model turns per run, tool calls per turn).
+    #[must_use]
+    pub fn limits(mut self, limits: ThinkerLimits) -> Self {
+        self.core.limits = limits;
+        self
+    }
+
+    /// The job class recorded for turns (model calls are recorded as `<class>.turn`).
+    #[must_use]
+    pub fn class(mut self, class: impl Into<String>) -> Self {
+        self.core.class = class.into();
+        self
+    }
+
+    /// The effort of every turn ([`Depth::Standard`] unless set).
+    #[must_use]
+    pub fn depth(mut self, depth: Depth) -> Self {
+        self.depth = depth;
+        self
+    }
+
+    /// Change the effort for the turns started from now on.
+    pub fn set_depth(&mut self, depth: Depth) {
+        self.depth = depth;
+    }
+
+    /// Tool calls one message may cause before an answer is forced (25 unless set).
+    #[must_use]
+    pub fn max_tool_calls_per_message(mut self, budget: u32) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Keep new conversations durable (saved after every step, resumable by id after a restart).
+    #[must_use]
+    pub fn durable(mut self) -> Self {
+        self.core.durable = true;
+        self
+    }
+
+    /// Continue the conversation saved under `id` (an unknown id fails the first turn with an
+    /// error naming it).
+    #[must_use]
+    pub fn resume(mut self, id: ConversationId) -> Self {
+        self.resume = Some(id);
+        self
+    }
+
+    /// Use this conversation service instead of the one registered on the dispatcher.
+    #[must_use]
+    pub fn conversations(mut self, service: ConversationService) -> Self {
+        self.core.conversations = Some(service);
+        self
+    }
+
+    /// Use this hub for the built-in orchestrators (`request_tools`, `request_skill`,
+    /// `sub_thinker`) instead of the one registered on the dispatcher (with neither, the chat
+    /// has none of them).
+    #[must_use]
+    pub fn hub(mut self, hub: Arc<ToolHub>) -> Self {
+        self.core.orchestration.hub = Some(hub);
+        self
+    }
+
+    /// Publish answers of direct runs to this stream (otherwise to a registered one, if any).
+    #[must_use]
+    pub fn content_stream(mut self, stream: ContentStream) -> Self {
+        self.core.content = Some(stream);
+        self
+    }
+
+    /// Report what happens in each turn (messages read, answer tokens, tool activity, answers,
+    /// failures) to `events`. Unless a turn source was set, answers are then requested as
+    /// streams so their text arrives token by token.
+    #[must_use]
+    pub fn events(mut self, events: ChatEvents) -> Self {
+        if !self.custom_turns {
+            self.core.turns = Arc::new(StreamingTurns::new(events.clone()));
+        }
+        self.events = Some(events);
+        self
+    }
+
+    /// Queue a message for the open turn. `false` when no turn is open: start one with
+    /// [`ReactiveThinker::turn`] and add the message again.
+    pub fn add_message(&self, text: impl Into<String>) -> bool {
+        let current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        match current.as_ref() {
+            Some(inbox) => inbox.add(text.into()),
+            None => false,
+        }
+    }
+
+    /// Whether a turn is open (messages added now are answered by it).
+    pub fn is_turn_open(&self) -> bool {
+        let current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        current.as_ref().is_some_and(|i| !i.is_closed())
+    }
+
+    /// The job of the next turn. When a turn is open already, the job shares its inbox (only one
+    /// of them runs; a second run of one turn fails with an error naming `turn`). Run one turn
+    /// of a thinker at a time: the next continues the conversation the last one saved.
+    pub fn turn(&self) -> ReactiveTurn {
+        let inbox = {
+            let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+            match current.as_ref() {
+                Some(open) if !open.is_closed() => open.clone(),
+                _ => {
+                    let fresh = Arc::new(Inbox::default());
+                    *current = Some(fresh.clone());
+                    fresh
+                }
+            }
+        };
+        ReactiveTurn {
+            core: self.core.clone(),
+            observer: self.observer.clone(),
+            inbox,
+            depth: self.depth,
+            budget: self.budget,
+            resume: self.resume.clone(),
+            events: self.events.clone(),
+        }
+    }
+
+    /// The declaration in force.
+    pub fn declaration(&self) -> &ThinkerDeclaration {
+        &self.core.declaration
+    }
+
+    /// The depth of the turns started from now on.
+    pub fn current_depth(&self) -> Depth {
+        self.depth
+    }
+
+    /// The tool-call budget per message.
+    pub fn tool_budget(&self) -> u32 {
+        self.budget
+    }
+
+    /// A shared view of the thinker's state, readable after a turn.
+    pub fn observer(&self) -> ThinkerObserver {
+        self.observer.clone()
+    }
+
+    /// The conversation's id: the one being resumed, or the one the first turn started.
+    pub fn conversation_id(&self) -> Option<ConversationId> {
+        self.observer
+            .conversation_id()
+            .or_else(|| self.resume.clone())
+    }
+
+    /// The conversation so far as text.
+    pub fn transcript(&self) -> String {
+        self.observer.transcript()
+    }
+}
+
+impl ModelDependent for ReactiveThinker {
+    fn grade(&self) -> Grade {
+        self.core.declaration.grade()
+    }
+    fn set_grade(&mut self, grade: Grade) {
+        self.core.declaration.set_grade(grade);
+    }
+    fn pin(&self) -> Option<&str> {
+        self.core.pin.as_deref()
+    }
+    fn pin_model(&mut self, entry: String) {
+        self.core.pin = Some(entry);
+    }
+}
+
+/// One turn of a [`ReactiveThinker`]: an orchestrator whose output is the last answer's text.
+pub struct ReactiveTurn {
+    core: ThinkerCore,
+    observer: ThinkerObserver,
+    inbox: Arc<Inbox>,
+    depth: Depth,
+    budget: u32,
+    resume: Option<ConversationId>,
+    events: Option<ChatEvents>,
+}
+
+impl std::fmt::Debug for ReactiveTurn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReactiveTurn")
+            .field("core", &self.core)
+            .field("depth", &self.depth)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ModelDependent for ReactiveTurn {
+    fn grade(&self) -> Grade {
+        self.core.declaration.grade()
+    }
+    fn set_grade(&mut self, grade: Grade) {
+        self.core.declaration.set_grade(grade);
+    }
+    fn pin(&self) -> Option<&str> {
+        self.core.pin.as_deref()
+    }
+    fn pin_model(&mut self, entry: String) {
+        self.core.pin = Some(entry);
+    }
+}
+
+impl ReactiveTurn {
+    fn emit(&self, event: ChatEvent) {
+        if let Some(events) = &self.events {
+            events.publish(event);
+        }
+    }
+
+    async fn run(&mut self, cx: &JobContext) -> Result<String> {
+        self.inbox.start()?;
+        let depth = effective_depth(self.depth, cx);
+        let service = conversing::service_for(&self.core, cx);
+        let input = ThinkerInput::query("").with_depth(depth);
+        if let Err(e) = conversing::open(
+            &self.core,
+            &input,
+            depth,
+            self.resume.as_ref(),
+            &service,
+            &self.observer,
+        )
+        .await
+        {
+            // No conversation to put them in: the waiting messages go back to the caller as the
+            // turn's failure (they were never read).
+            let lost = self.inbox.close();
+            return Err(if lost.is_empty() {
+                e
+            } else {
+                Error::invalid_input(
+                    "conversation",
+                    self.resume.as_ref().map(ToString::to_string),
+                    format!(
+                        "{} message(s) were not answered because the conversation could not be \
+                         opened: {e}",
+                        lost.len()
+                    ),
+                )
+            });
+        }
+        let mut phase = ReactivePhase::new(
+            self.inbox.clone(),
+            self.budget,
+            self.events.clone(),
+            self.core.content.clone(),
+        );
+        let outcome = turns(&self.core, &mut phase, depth, &service, &self.observer, cx).await;
+        match outcome {
+            Ok(text) => {
+                conversing::save_if_durable(&service, &self.observer).await?;
+                Ok(text)
+            }
+            Err(e) => {
+                phase.roll_back(&e, &self.observer);
+                if let Err(save) = conversing::save_if_durable(&service, &self.observer).await {
+                    tracing::warn!(error = %save, "could not save a chat rolled back after a failure");
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Orchestrator for ReactiveTurn {
+    type Output = String;
+
+    fn class(&self) -> Cow<'static, str> {
+        Cow::Owned(self.core.class.clone())
+    }
+
+    /// The loop bounds its own corrections; the dispatcher never re-runs a turn.
+    fn max_corrections(&self) -> u32 {
+        0
+    }
+
+    async fn execute(&mut self, cx: &JobContext) -> Result<String> {
+        let outcome = self.run(cx).await;
+        if let Err(e) = &outcome {
+            self.emit(ChatEvent::Error {
+                message: clip(&e.to_string(), MAX_REASON_BYTES),
+            });
+        }
+        outcome
+    }
+}

@@ -1,0 +1,359 @@
+//! The answer phase of a reactive turn ([`super::reactive`]): the inbox of waiting messages,
+//! draining it at each step, the per-message tool budget and its forced answer, plain-text
+//! answers that close the turn only when nothing waits, and the rollback after a failure.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use super::chat::{ChatArtifact, ChatEvent, ChatEvents};
+use super::declaration::parent_thinker_depth;
+use super::events::{ContentStream, ContentStreamEvent, META_CONTENT};
+use super::state::ThinkerObserver;
+use super::turn_loop::{AnswerPhase, StepPlan};
+use crate::conversation::{ContentBlock, Message};
+use crate::job::JobContext;
+use crate::llm::{ChatResponse, ResponseSchema, ToolCallView};
+use crate::{Error, Result};
+
+/// What the model is told when the tool budget of a message is spent.
+fn forced_note(budget: u32) -> String {
+    format!(
+        "The tool budget for this message ({budget} calls) is spent; no more tools will run. \
+         Answer the person now from what you have gathered, and say plainly which parts of \
+         your answer remain unverified."
+    )
+}
+
+/// What the model is told when it ended a step with neither text nor tool calls.
+const NUDGE: &str = "No answer was given. Answer the person's latest message in plain text, or \
+call a tool if you need one.";
+
+/// The answer recorded when a forced final call still produced no text.
+const FORCED_EMPTY: &str = "I ran out of my tool budget for this message before I could write \
+an answer; nothing I gathered is verified. Please ask again, perhaps more narrowly.";
+
+/// The longest reason a marker or an error event carries (an iteration-limit error carries a
+/// whole transcript tail, which the conversation already holds).
+pub(crate) const MAX_REASON_BYTES: usize = 600;
+
+/// `text`, cut at a character boundary after at most `max` bytes, marked when cut.
+pub(crate) fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// The marker recorded in place of an answer that did not come.
+fn no_answer_marker(error: &Error) -> String {
+    format!(
+        "[no answer: {}]",
+        clip(&error.for_model(), MAX_REASON_BYTES)
+    )
+}
+
+#[derive(Debug, Default)]
+struct InboxState {
+    pending: Vec<String>,
+    started: bool,
+    closed: bool,
+}
+
+/// The messages waiting for one turn. Open from [`super::ReactiveThinker::turn`] until the turn closes.
+#[derive(Debug, Default)]
+pub(crate) struct Inbox {
+    state: Mutex<InboxState>,
+}
+
+impl Inbox {
+    fn lock(&self) -> MutexGuard<'_, InboxState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn add(&self, text: String) -> bool {
+        let mut st = self.lock();
+        if st.closed {
+            return false;
+        }
+        st.pending.push(text);
+        true
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    /// Mark the turn as running. Refused when it ran (or closed) already, or when no message
+    /// waits (the turn then closes: there is nothing to answer).
+    pub(crate) fn start(&self) -> Result<()> {
+        let mut st = self.lock();
+        if st.started || st.closed {
+            return Err(Error::invalid_input(
+                "turn",
+                None,
+                "this turn has run already; start a new one with ReactiveThinker::turn",
+            ));
+        }
+        st.started = true;
+        if st.pending.is_empty() {
+            st.closed = true;
+            return Err(Error::invalid_input(
+                "message",
+                None,
+                "the turn has no message to answer; add one with add_message before running it",
+            ));
+        }
+        Ok(())
+    }
+
+    fn drain(&self) -> Vec<String> {
+        std::mem::take(&mut self.lock().pending)
+    }
+
+    /// Close the turn unless a message is waiting; `true` when it closed.
+    fn close_if_empty(&self) -> bool {
+        let mut st = self.lock();
+        if st.pending.is_empty() {
+            st.closed = true;
+        }
+        st.closed
+    }
+
+    /// Close the turn whatever is waiting, returning what was.
+    pub(crate) fn close(&self) -> Vec<String> {
+        let mut st = self.lock();
+        st.closed = true;
+        std::mem::take(&mut st.pending)
+    }
+}
+
+/// The answer phase of a reactive turn.
+pub(crate) struct ReactivePhase {
+    inbox: Arc<Inbox>,
+    budget: u32,
+    /// Tool calls made for the latest message(s).
+    used: u32,
+    /// Whether the answer-now note was given for the latest message(s).
+    forced: bool,
+    /// The conversation's length right after the person's latest message.
+    person_end: Option<usize>,
+    events: Option<ChatEvents>,
+    content: Option<ContentStream>,
+}
+
+impl ReactivePhase {
+    pub(crate) fn new(
+        inbox: Arc<Inbox>,
+        budget: u32,
+        events: Option<ChatEvents>,
+        content: Option<ContentStream>,
+    ) -> Self {
+        Self {
+            inbox,
+            budget,
+            used: 0,
+            forced: false,
+            person_end: None,
+            events,
+            content,
+        }
+    }
+
+    fn emit(&self, event: ChatEvent) {
+        if let Some(events) = &self.events {
+            events.publish(event);
+        }
+    }
+
+    fn publish(&self, text: &str, cx: &JobContext) {
+        if parent_thinker_depth(cx).is_some() {
+            return;
+        }
+        cx.set_metadata(META_CONTENT, serde_json::Value::String(text.to_owned()));
+        let event = ContentStreamEvent {
+            job: cx.id(),
+            class: cx.class().to_owned(),
+            content: text.to_owned(),
+        };
+        match &self.content {
+            Some(stream) => stream.publish(event),
+            None => {
+                if let Some(stream) = cx.services().get::<ContentStream>() {
+                    stream.publish(event);
+                }
+            }
+        }
+    }
+
+    /// After a failure: close the turn, cut the conversation back to the person's last message,
+    /// record why no answer came in the answer's place, then keep any message that arrived too
+    /// late to be read.
+    pub(crate) fn roll_back(&mut self, error: &Error, observer: &ThinkerObserver) {
+        let late = self.inbox.close();
+        let mut st = observer.lock();
+        let Some(conv) = st.conversation.as_mut() else {
+            return;
+        };
+        if let Some(end) = self.person_end {
+            if conv.messages().len() > end {
+                conv.truncate(end);
+            }
+            conv.push(Message::assistant_text(no_answer_marker(error)));
+        }
+        for text in late {
+            conv.push(Message::user_text(text));
+        }
+    }
+}
+
+impl AnswerPhase for ReactivePhase {
+    type Output = String;
+
+    /// Used only to size a request for the compaction check: the answer is plain text.
+    fn schema(&self, _native_thinking: bool) -> ResponseSchema {
+        ResponseSchema {
+            name: "text".into(),
+            schema: serde_json::json!({"type": "string"}),
+        }
+    }
+
+    fn response_schema(&self, _native_thinking: bool) -> Option<ResponseSchema> {
+        None
+    }
+
+    fn uses_refs(&self) -> bool {
+        false
+    }
+
+    fn begin_step(&mut self, observer: &ThinkerObserver) -> StepPlan {
+        let arrived = self.inbox.drain();
+        if !arrived.is_empty() {
+            {
+                let mut st = observer.lock();
+                for text in &arrived {
+                    st.push(Message::user_text(text.clone()));
+                }
+                self.person_end = st.conversation.as_ref().map(|c| c.messages().len());
+            }
+            for text in arrived {
+                self.emit(ChatEvent::Message { text });
+            }
+            self.used = 0;
+            self.forced = false;
+        }
+        if self.used < self.budget {
+            return StepPlan::default();
+        }
+        if !self.forced {
+            self.forced = true;
+            tracing::info!(
+                budget = self.budget,
+                "tool budget of a message spent; asking for an answer without tools"
+            );
+            observer
+                .lock()
+                .push(Message::user_text(forced_note(self.budget)));
+        }
+        StepPlan { answer_now: true }
+    }
+
+    fn before_round(&mut self, calls: &[ToolCallView<'_>]) {
+        for call in calls {
+            self.emit(ChatEvent::ToolCall {
+                id: call.id.to_owned(),
+                name: call.name.to_owned(),
+                arguments: call.arguments.clone(),
+            });
+        }
+    }
+
+    fn after_round(&mut self, calls: &[ToolCallView<'_>], results: &[ContentBlock]) {
+        self.used = self
+            .used
+            .saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
+        for result in results {
+            if let ContentBlock::ToolResult {
+                call_id,
+                name,
+                content,
+                is_error,
+            } = result
+            {
+                self.emit(ChatEvent::ToolResult {
+                    id: call_id.clone(),
+                    name: name.clone(),
+                    content: content.clone(),
+                    is_error: *is_error,
+                });
+            }
+        }
+    }
+
+    fn finish(
+        &mut self,
+        response: &ChatResponse,
+        _native_thinking: bool,
+        observer: &ThinkerObserver,
+        cx: &JobContext,
+    ) -> Result<Option<String>> {
+        let mut text = response.text();
+        let called_tools = !response.tool_calls().is_empty();
+        if text.trim().is_empty() {
+            if !self.forced {
+                observer.lock().push(Message::user_text(NUDGE));
+                return Ok(None);
+            }
+            text = FORCED_EMPTY.to_owned();
+        }
+        let artifacts = {
+            let mut st = observer.lock();
+            // Calls made despite a forced answer were not run: keep only what was said.
+            if called_tools || response.text().trim().is_empty() {
+                st.push(Message::assistant_text(text.clone()));
+            } else {
+                st.push(response.to_message());
+            }
+            st.artifacts
+                .iter()
+                .map(|a| ChatArtifact {
+                    reference: a.reference.to_string(),
+                    tool: a.tool.clone(),
+                    value: a.output.json.clone(),
+                })
+                .collect()
+        };
+        // Close first (when nothing waits), so whoever sees the answer sees a closed turn.
+        let closed = self.inbox.close_if_empty();
+        self.emit(ChatEvent::Answer {
+            text: text.clone(),
+            artifacts,
+        });
+        self.publish(&text, cx);
+        if closed {
+            Ok(Some(text))
+        } else {
+            // Messages arrived while this answer was written: the next step reads them.
+            Ok(None)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_reason_is_clipped_at_a_character_boundary() {
+        let long = "é".repeat(400); // 800 bytes
+        let clipped = clip(&long, 601);
+        assert!(clipped.ends_with('…'));
+        assert_eq!(clipped.len(), 600 + '…'.len_utf8());
+        assert_eq!(clip("short", 600), "short");
+        let marker = no_answer_marker(&Error::invalid_input("x", None, "y".repeat(5000)));
+        assert!(marker.starts_with("[no answer: "), "{marker}");
+        assert!(marker.len() < 700, "{}", marker.len());
+    }
+}

@@ -1,0 +1,270 @@
+//! The web page in a real browser: headless Chromium driven over the W3C WebDriver protocol
+//! (chromedriver, spoken to with reqwest) opens the host's page, creates a chat, sends a
+//! message and sees the streamed answer from the sim; a screenshot is saved to
+//! `target/screenshots/chat.png`.
+//!
+//! `scripts/test.sh` installs Debian's `chromium` and `chromium-driver` and exports
+//! `THINKERS_CHROMIUM` and `THINKERS_CHROMEDRIVER`; without them this test says so and skips.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+
+use crate::support::{PARIS, host, sim};
+
+/// The W3C key under which an element reference travels.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+/// A WebDriver session on a chromedriver process this test started.
+struct Browser {
+    http: reqwest::Client,
+    base: String,
+    session: String,
+    driver: Child,
+}
+
+impl Browser {
+    async fn start(chromium: &str, chromedriver: &str) -> Self {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let driver = Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {chromedriver}: {e}"));
+        let http = reqwest::Client::new();
+        let base = format!("http://127.0.0.1:{port}");
+        // Wait for the driver to listen (a hang guard, not a timing assertion).
+        let mut ready = false;
+        for _ in 0..100 {
+            if let Ok(r) = http.get(format!("{base}/status")).send().await
+                && let Ok(v) = r.json::<Value>().await
+                && v["value"]["ready"] == json!(true)
+            {
+                ready = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(ready, "chromedriver did not become ready on port {port}");
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": chromium,
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--disable-dev-shm-usage", "--window-size=1200,800"]
+            }
+        }}});
+        let resp: Value = http
+            .post(format!("{base}/session"))
+            .json(&caps)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let session = resp["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no WebDriver session: {resp}"))
+            .to_owned();
+        Self {
+            http,
+            base,
+            session,
+            driver,
+        }
+    }
+
+    async fn cmd(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
+        let url = format!("{}/session/{}{path}", self.base, self.session);
+        let req = self.http.request(method, url);
+        let req = if body.is_null() { req } else { req.json(&body) };
+        let resp: Value = req.send().await.unwrap().json().await.unwrap();
+        if let Some(err) = resp["value"]["error"].as_str() {
+            panic!("WebDriver {path}: {err}: {}", resp["value"]["message"]);
+        }
+        resp["value"].clone()
+    }
+
+    async fn goto(&self, url: &str) {
+        self.cmd(reqwest::Method::POST, "/url", json!({"url": url}))
+            .await;
+    }
+
+    async fn find(&self, css: &str) -> String {
+        let v = self
+            .cmd(
+                reqwest::Method::POST,
+                "/element",
+                json!({"using": "css selector", "value": css}),
+            )
+            .await;
+        v[ELEMENT].as_str().unwrap().to_owned()
+    }
+
+    async fn click(&self, css: &str) {
+        let id = self.find(css).await;
+        self.cmd(
+            reqwest::Method::POST,
+            &format!("/element/{id}/click"),
+            json!({}),
+        )
+        .await;
+    }
+
+    async fn type_into(&self, css: &str, text: &str) {
+        let id = self.find(css).await;
+        self.cmd(
+            reqwest::Method::POST,
+            &format!("/element/{id}/value"),
+            json!({"text": text}),
+        )
+        .await;
+    }
+
+    async fn eval(&self, script: &str) -> Value {
+        self.cmd(
+            reqwest::Method::POST,
+            "/execute/sync",
+            json!({"script": script, "args": []}),
+        )
+        .await
+    }
+
+    /// Evaluate `script` until `done` accepts its value (a hang guard of 30 s).
+    async fn wait_for(&self, script: &str, done: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..300 {
+            let v = self.eval(script).await;
+            if done(&v) {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let v = self.eval(script).await;
+        panic!("waited 30 s for `{script}`; last value {v}");
+    }
+
+    async fn screenshot(&self, path: &PathBuf) {
+        let v = self
+            .cmd(reqwest::Method::GET, "/screenshot", Value::Null)
+            .await;
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(v.as_str().unwrap())
+            .unwrap();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, png).unwrap();
+    }
+
+    async fn quit(mut self) {
+        let _ = self
+            .http
+            .delete(format!("{}/session/{}", self.base, self.session))
+            .send()
+            .await;
+        let _ = self.driver.kill().await;
+    }
+}
+
+fn screenshot_path() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+        PathBuf::from,
+    );
+    target.join("screenshots").join("chat.png")
+}
+
+#[tokio::test]
+async fn the_page_streams_an_answer_in_headless_chromium() {
+    let (Ok(chromium), Ok(chromedriver)) = (
+        std::env::var("THINKERS_CHROMIUM"),
+        std::env::var("THINKERS_CHROMEDRIVER"),
+    ) else {
+        eprintln!(
+            "\n*** SKIPPED the browser test: THINKERS_CHROMIUM and THINKERS_CHROMEDRIVER are not \
+             set. scripts/test.sh installs Debian's chromium and chromium-driver and sets them. ***\n"
+        );
+        return;
+    };
+    let sim = sim().await;
+    let dir = tempfile::tempdir().unwrap();
+    let h = host(&sim, &dir.path().join("chat.db"), true).await;
+    let browser = Browser::start(&chromium, &chromedriver).await;
+
+    browser.goto(&h.url).await;
+    let title = browser.eval("return document.title").await;
+    assert_eq!(title, "thinkers chat");
+    browser.click("#new-chat").await;
+    // The chat is listed and its event stream open (the send button is enabled then).
+    browser
+        .wait_for(
+            "return document.querySelectorAll('#chat-list .chat-item.active').length === 1 \
+             && !document.getElementById('send').disabled",
+            |v| v == &json!(true),
+        )
+        .await;
+    browser
+        .type_into("#input", "What is the capital of France?")
+        .await;
+    browser.click("#send").await;
+    let answer = browser
+        .wait_for(
+            "return [...document.querySelectorAll('.msg.assistant.final')]\
+             .map(e => e.textContent).join('\\n')",
+            |v| v.as_str().is_some_and(|s| s.contains(PARIS)),
+        )
+        .await;
+    assert!(answer.as_str().unwrap().contains(PARIS));
+    // It arrived as a stream of tokens, and the person's message is shown.
+    let tokens = browser.eval("return window.tokenEvents || 0").await;
+    assert!(
+        tokens.as_u64().unwrap() > 1,
+        "tokens seen by the page: {tokens}"
+    );
+    let user = browser
+        .eval("return document.querySelector('.msg.user').textContent")
+        .await;
+    assert_eq!(user, "What is the capital of France?");
+    // A second message makes the model use its tool: the activity shows, then the answer.
+    browser.type_into("#input", "What does seat mean?").await;
+    browser.click("#send").await;
+    browser
+        .wait_for(
+            "return document.querySelectorAll('.msg.assistant.final').length",
+            |v| v.as_u64() == Some(2),
+        )
+        .await;
+    let tools = browser
+        .eval("return [...document.querySelectorAll('.tool')].map(e => e.textContent)")
+        .await;
+    let tools: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(tools.iter().any(|t| t.starts_with("→ lookup")), "{tools:?}");
+    assert!(tools.iter().any(|t| t.starts_with("← lookup")), "{tools:?}");
+    let errors = browser
+        .eval("return document.querySelectorAll('.error').length")
+        .await;
+    assert_eq!(errors, json!(0));
+
+    let path = screenshot_path();
+    let path = std::fs::canonicalize(path.parent().unwrap().parent().unwrap())
+        .map_or(path.clone(), |t| t.join("screenshots").join("chat.png"));
+    browser.screenshot(&path).await;
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size > 1000, "a screenshot of {size} bytes");
+    println!("screenshot saved to {}", path.display());
+    browser.quit().await;
+    h.running.shutdown().await.unwrap();
+}

@@ -1,0 +1,14 @@
+//! The chat host over real HTTP: the JSON API and every refusal, server-sent events in order,
+//! chats surviving a restart of the host on the same database file, and the web page driven by
+//! headless Chromium (skipped, loudly, when the browser is not installed).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_docs,
+    unreachable_pub
+)]
+
+mod api;
+mod browser;
+mod support;
