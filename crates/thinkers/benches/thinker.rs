@@ -25,15 +25,15 @@ use std::time::{Duration, Instant};
 
 use cpu_time::ProcessTime;
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 use thinkers::Runtime;
-use thinkers::model::{Catalog, Grade, ModelDependent, OutputSize};
-use thinkers::record::MemoryRecorder;
-use futures::future::BoxFuture;
 use thinkers::job::JobContext;
 use thinkers::llm::ChatResponse;
+use thinkers::model::{Catalog, Grade, ModelDependent, OutputSize};
+use thinkers::record::MemoryRecorder;
 use thinkers::thinker::{
     SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput, TurnRequest, TurnSource,
 };

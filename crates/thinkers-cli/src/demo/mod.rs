@@ -2,6 +2,7 @@
 //! against the providers of a given catalog) and shows the runtime at work.
 
 mod bench_stage;
+mod chat_stage;
 mod dispatch_stage;
 mod families_stage;
 mod thinker_stage;
@@ -100,12 +101,14 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     progress.set("dispatcher: fan-out, throttling, correction, failure");
     let outcome = stages(&rt, &progress).await;
     progress.clear();
-    let (dispatch, thinkers, families, bench) = outcome?;
+    let (dispatch, thinkers, families, chat, bench) = outcome?;
     dispatch.print();
     println!();
     thinkers.print();
     println!();
     families.print();
+    println!();
+    chat.print();
     println!();
     bench.print();
     rt.flush().await?;
@@ -134,6 +137,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
         thinkers.workflow
     );
     println!("  cargo run -p thinkers-cli -- cost --by workflow --db {db}");
+    println!("  cargo run -p thinkers-cli -- serve --db {db}   # the chat host and its web page");
     println!(
         "  cargo run -p thinkers-cli -- trace {} --db {db}   # the benchmark",
         bench.workflow
@@ -148,6 +152,7 @@ type Outcomes = (
     dispatch_stage::Outcome,
     thinker_stage::Outcome,
     families_stage::Outcome,
+    chat_stage::Outcome,
     bench_stage::Outcome,
 );
 
@@ -156,8 +161,9 @@ async fn stages(rt: &Runtime, progress: &Progress) -> anyhow::Result<Outcomes> {
     let dispatch = dispatch_stage::run(rt.dispatcher()).await?;
     let thinkers = thinker_stage::run(rt, progress).await?;
     let families = families_stage::run(rt, progress).await?;
+    let chat = chat_stage::run(rt, progress).await?;
     let bench = bench_stage::run(rt, progress).await?;
-    Ok((dispatch, thinkers, families, bench))
+    Ok((dispatch, thinkers, families, chat, bench))
 }
 
 async fn print_trajectory(store: &SqliteStore, workflow: JobId) -> anyhow::Result<()> {
