@@ -49,11 +49,12 @@
 //! * `test-utils` — test doubles for downstream crates (with `otel`, the SDK's in-memory span
 //!   exporter).
 //! * `otel` — export the runtime's spans over OTLP ([`telemetry::otel`]).
-//!
-//! * `test-utils` — test doubles for downstream crates.
 //! * `mcp` — the `mcp` module: MCP servers (stdio or streamable HTTP) as tool providers, through
 //!   rmcp. Part of `full`, not of the default.
 //! * `full` — everything.
+
+// Every public item of the library carries rustdoc: the workspace warns, the library refuses.
+#![deny(missing_docs)]
 
 pub mod benchmark;
 pub mod conversation;
