@@ -7,7 +7,9 @@
     clippy::expect_used,
     clippy::panic,
     missing_docs,
-    unreachable_pub
+    unreachable_pub,
+    // Each example includes the support module itself, so that it also runs on its own.
+    clippy::duplicate_mod
 )]
 
 use thinkers::record::{JobRow, JobStatus, MemoryRecorder};
@@ -250,4 +252,56 @@ async fn mcp_example_calls_the_servers_echo_tool() {
     );
     assert!(out.transcript.contains("Echo: "), "{}", out.transcript);
     assert_eq!(env.sim.unwrap().requests().len(), 2);
+}
+
+/// The lines of `text`, trimmed, without blank ones.
+fn code_lines(text: &str) -> Vec<&str> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// Every `rust` code block of the guide is an excerpt of an example (so it compiles and runs as
+/// part of it); every other block is marked `text` or `sh`.
+#[test]
+fn every_rust_block_of_the_guide_is_an_excerpt_of_an_example() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let guide = std::fs::read_to_string(root.join("../../docs/guide.md")).unwrap();
+    let examples: Vec<String> = std::fs::read_dir(root.join("examples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .chain([root.join("examples/support/mod.rs")])
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    let mut blocks = 0;
+    let mut rest = guide.as_str();
+    while let Some(open) = rest.find("```") {
+        let after = &rest[open + 3..];
+        let (lang, body_start) = after.split_at(after.find('\n').unwrap());
+        let close = body_start.find("\n```").unwrap();
+        let body = &body_start[..close];
+        rest = &body_start[close + 4..];
+        match lang {
+            "rust" => {
+                blocks += 1;
+                let wanted = code_lines(body);
+                assert!(
+                    examples.iter().any(|e| code_lines(e)
+                        .windows(wanted.len())
+                        .any(|w| w == wanted.as_slice())),
+                    "a rust block of docs/guide.md is not an excerpt of any example:\n{body}"
+                );
+            }
+            "text" | "sh" => {}
+            other => {
+                panic!("a code block of docs/guide.md is marked `{other}`, not rust, text or sh")
+            }
+        }
+    }
+    assert!(
+        blocks >= 10,
+        "the guide shows the examples' code: {blocks} rust blocks"
+    );
 }
