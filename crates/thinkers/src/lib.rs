@@ -49,13 +49,14 @@
 //! * `test-utils` — test doubles for downstream crates (with `otel`, the SDK's in-memory span
 //!   exporter).
 //! * `otel` — export the runtime's spans over OTLP ([`telemetry::otel`]).
-//!
-//! * `test-utils` — test doubles for downstream crates.
 //! * `mcp` — the `mcp` module: MCP servers (stdio or streamable HTTP) as tool providers, through
 //!   rmcp. Part of `full`, not of the default.
 //! * `chat-host` — the `chat` module: chats over HTTP with server-sent events and a web page,
 //!   through axum; the chat list in the SQLite store. Part of `full`.
 //! * `full` — everything.
+
+// Every public item of the library carries rustdoc: the workspace warns, the library refuses.
+#![deny(missing_docs)]
 
 pub mod benchmark;
 #[cfg(feature = "chat-host")]

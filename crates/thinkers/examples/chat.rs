@@ -1,0 +1,77 @@
+//! A chat: two turns of a durable `ChatThinker`. Each turn answers the person's waiting
+//! messages; the answer streams token by token as chat events; a second turn, started after the
+//! first closed, continues the same conversation.
+//!
+//! Run it with `cargo run -p thinkers --example chat`; `thinkers chat` and `thinkers serve` run the
+//! same machinery in a terminal and behind a web page.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anyhow::Result;
+use thinkers::Runtime;
+use thinkers::model::{Grade, OutputSize};
+use thinkers::thinker::{ChatEvent, ChatEvents, ChatThinker, ThinkerDeclaration};
+use thinkers_sim::SimConfig;
+
+#[path = "support/mod.rs"]
+mod support;
+
+/// What the run produced.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The two answers, in order.
+    pub answers: Vec<String>,
+    /// The event names seen, in order (`message`, `token`, `answer`, …).
+    pub events: Vec<&'static str>,
+    /// Whether a message added after the first turn closed was refused.
+    pub late_message_refused: bool,
+}
+
+/// Two turns of one chat.
+pub async fn run(rt: &Runtime) -> Result<Outcome> {
+    let seen: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    let chat = ChatThinker::new(
+        ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
+        "You are a friendly help desk for an agent runtime.",
+    )
+    .events(ChatEvents::new(move |event: ChatEvent| {
+        if let ChatEvent::Token { text } = &event {
+            print!("{text}");
+        }
+        sink.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(event.name());
+    }));
+
+    // A turn answers every message waiting when it runs, then closes.
+    let first = chat.turn();
+    chat.add_message("Hello! What is a seat?");
+    let mut answers = vec![rt.run(first).await?];
+    println!();
+    // The turn has closed: a message now is refused, and the caller starts a new turn.
+    let late_message_refused = !chat.add_message("And a grade?");
+    let second = chat.turn();
+    chat.add_message("And a grade?");
+    answers.push(rt.run(second).await?);
+    println!();
+
+    let events = seen.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    Ok(Outcome {
+        answers,
+        events,
+        late_message_refused,
+    })
+}
+
+/// The chat needs nothing scripted: the sim answers in text and streams it.
+pub fn tune(config: SimConfig) -> SimConfig {
+    config
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let env = support::from_args(tune).await?;
+    run(&env.rt).await?;
+    Ok(())
+}

@@ -1,0 +1,362 @@
+//! Runs every example in `crates/thinkers/examples/` against an in-process thinkers-sim and
+//! checks what it did: each example's `run` is included here by path and called with a runtime
+//! from the examples' own support module, then its result, the sim's request log and the
+//! recorded jobs are checked.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_docs,
+    unreachable_pub,
+    // Each example includes the support module itself, so that it also runs on its own.
+    clippy::duplicate_mod
+)]
+
+use thinkers::record::{JobRow, JobStatus, MemoryRecorder};
+
+#[path = "../examples/support/mod.rs"]
+mod support;
+
+// Each example file also holds a `main` (and its own copy of the support module) that only
+// `cargo run --example` uses.
+#[allow(dead_code)]
+#[path = "../examples/benchmark.rs"]
+mod benchmark;
+#[allow(dead_code)]
+#[path = "../examples/decision.rs"]
+mod decision;
+#[allow(dead_code)]
+#[path = "../examples/delegation.rs"]
+mod delegation;
+#[allow(dead_code)]
+#[path = "../examples/doer.rs"]
+mod doer;
+#[cfg(feature = "mcp")]
+#[allow(dead_code)]
+#[path = "../examples/mcp.rs"]
+mod mcp;
+#[allow(dead_code)]
+#[path = "../examples/read_only.rs"]
+mod read_only;
+#[allow(dead_code)]
+#[path = "../examples/thinker.rs"]
+mod thinker;
+#[allow(dead_code)]
+#[path = "../examples/tool.rs"]
+mod tool;
+#[allow(dead_code)]
+#[path = "../examples/toolless.rs"]
+mod toolless;
+
+#[allow(dead_code)]
+#[path = "../examples/chat.rs"]
+mod chat;
+
+fn jobs_of(rec: &MemoryRecorder, class: &str) -> Vec<JobRow> {
+    rec.jobs()
+        .into_iter()
+        .filter(|j| j.start.class == class)
+        .collect()
+}
+
+fn one_job(rec: &MemoryRecorder, class: &str) -> JobRow {
+    let jobs = jobs_of(rec, class);
+    assert_eq!(jobs.len(), 1, "one `{class}` job: {jobs:?}");
+    jobs.into_iter().next().unwrap()
+}
+
+#[tokio::test]
+async fn tool_example_calls_typed_and_by_json_and_refuses_bad_arguments() {
+    let env = support::offline(tool::tune).await.unwrap();
+    let out = tool::run(&env.rt).await.unwrap();
+    assert_eq!(
+        out.typed,
+        tool::WordCount {
+            words: 5,
+            longest: "dispatcher".into()
+        }
+    );
+    assert_eq!(out.from_json["words"], 3);
+    assert_eq!(out.from_json["longest"], "thinkers");
+    assert!(out.refusal.contains("text"), "{}", out.refusal);
+    let runs = jobs_of(&env.rec, "count_words");
+    assert_eq!(runs.len(), 2, "both calls went through the dispatcher");
+    assert!(runs.iter().all(|j| j.status() == JobStatus::Succeeded));
+    assert_eq!(
+        env.sim.unwrap().requests().len(),
+        0,
+        "a tool needs no model"
+    );
+}
+
+#[tokio::test]
+async fn doer_example_fans_out_in_one_step_then_summarises_in_the_next() {
+    let env = support::offline(doer::tune).await.unwrap();
+    let out = doer::run(&env.rt).await.unwrap();
+    assert_eq!(out.answers.len(), doer::TOPICS.len());
+    assert!(out.answers.iter().all(|a| !a.answer.is_empty()));
+    assert!(!out.summary.summary.is_empty());
+
+    let root = one_job(&env.rec, "briefing");
+    assert_eq!(root.status(), JobStatus::Succeeded);
+    let questions = jobs_of(&env.rec, "quick_llm_question");
+    assert_eq!(questions.len(), 3);
+    for q in &questions {
+        assert_eq!(q.start.parent, Some(root.start.id));
+        assert_eq!(q.start.ordinal, Some(1), "the fan-out shares one step");
+    }
+    let summary = one_job(&env.rec, "summarization");
+    assert_eq!(summary.start.parent, Some(root.start.id));
+    assert_eq!(
+        summary.start.ordinal,
+        Some(2),
+        "the summary is the next step"
+    );
+    // Each question's text reached the wire.
+    let bodies: Vec<String> = env
+        .sim
+        .unwrap()
+        .requests()
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect();
+    for topic in doer::TOPICS {
+        assert!(bodies.iter().any(|b| b.contains(topic)), "{topic}");
+    }
+}
+
+#[tokio::test]
+async fn thinker_example_runs_a_tool_round_and_answers_typed() {
+    let env = support::offline(thinker::tune).await.unwrap();
+    let out = thinker::run(&env.rt).await.unwrap();
+    assert!(!out.answer.summary.is_empty());
+    assert_eq!(out.tool_calls, 1, "one tool round of one call");
+    assert!(
+        out.transcript.contains("[tool call glossary") && out.transcript.contains("[tool result"),
+        "{}",
+        out.transcript
+    );
+    let root = one_job(&env.rec, "glossary_thinker");
+    assert_eq!(root.status(), JobStatus::Succeeded);
+    assert_eq!(jobs_of(&env.rec, "glossary_thinker.turn").len(), 2);
+    let tool = one_job(&env.rec, "glossary");
+    assert_eq!(tool.start.parent, Some(root.start.id));
+}
+
+#[tokio::test]
+async fn read_only_example_withholds_and_refuses_the_side_effect() {
+    let env = support::offline(read_only::tune).await.unwrap();
+    let out = read_only::run(&env.rt).await.unwrap();
+    assert_eq!(out.deletions, 0, "the deletion never ran");
+    assert!(!out.withheld.is_empty());
+    assert!(
+        out.withheld.iter().all(|t| t == "delete_record"),
+        "{:?}",
+        out.withheld
+    );
+    assert_eq!(out.refused.len(), 1, "{:?}", out.refused);
+    assert_eq!(out.refused[0].tool, "delete_record");
+    assert!(
+        out.refused[0].reason.contains("read-only"),
+        "{}",
+        out.refused[0].reason
+    );
+    assert!(
+        jobs_of(&env.rec, "delete_record").is_empty(),
+        "no job was submitted"
+    );
+    // The first request shows the model the read-only tool and nothing of the withheld one,
+    // whatever the dialect (native tool definitions or tools listed in the system prompt).
+    let first = env.sim.unwrap().requests()[0].body.to_string();
+    assert!(first.contains("read_record"), "{first}");
+    assert!(!first.contains("delete_record"), "{first}");
+}
+
+#[tokio::test]
+async fn benchmark_example_races_the_small_grade_and_judges_every_candidate() {
+    let env = support::offline(benchmark::tune).await.unwrap();
+    let report = benchmark::run(&env.rt).await.unwrap();
+    let reference = report.reference().expect("a reference row");
+    assert!(reference.succeeded, "{reference:?}");
+    let candidates: Vec<_> = report.candidates().collect();
+    assert!(candidates.len() >= 2, "{candidates:?}");
+    let table = report.table();
+    for row in &candidates {
+        assert!(row.succeeded, "{row:?}");
+        assert!(row.model.starts_with("sim-small"), "{row:?}");
+        assert!(
+            row.judge_score.is_some(),
+            "every candidate is judged: {row:?}"
+        );
+        assert!(table.contains(&row.model), "{table}");
+    }
+}
+
+#[tokio::test]
+async fn toolless_example_is_corrected_by_its_guardrail() {
+    let env = support::offline(toolless::tune).await.unwrap();
+    let out = toolless::run(&env.rt).await.unwrap();
+    assert_eq!(out.routing.team, toolless::Team::Billing);
+    let sim = env.sim.unwrap();
+    let bodies = sim.requests();
+    assert_eq!(bodies.len(), 2, "refused once, then accepted");
+    let second = bodies[1].body.to_string();
+    assert!(
+        second.contains("a ticket about money goes to a named team"),
+        "{second}"
+    );
+    for b in &bodies {
+        assert!(
+            b.body.get("tools").is_none(),
+            "a toolless thinker offers no tool"
+        );
+    }
+    assert_eq!(jobs_of(&env.rec, "ticket_router.call").len(), 2);
+}
+
+#[tokio::test]
+async fn decision_example_chooses_and_ranks_among_its_options() {
+    let env = support::offline(decision::tune).await.unwrap();
+    let out = decision::run(&env.rt).await.unwrap();
+    assert!(decision::TEAMS.contains(&out.choice.chosen.option.id.as_str()));
+    let ids: Vec<&str> = out
+        .choice
+        .options
+        .iter()
+        .map(|o| o.option.id.as_str())
+        .collect();
+    assert_eq!(ids, decision::TEAMS, "every option, in the order given");
+    assert_eq!(out.ranking.ranked.len(), 2);
+    assert_ne!(
+        out.ranking.ranked[0].option.id,
+        out.ranking.ranked[1].option.id
+    );
+    assert_eq!(jobs_of(&env.rec, "ticket_decision").len(), 2);
+}
+
+#[tokio::test]
+async fn delegation_example_discovers_a_tool_and_a_skill_through_the_hub() {
+    let env = support::offline(delegation::tune).await.unwrap();
+    let out = delegation::run(&env.rt).await.unwrap();
+    assert!(!out.answer.is_empty());
+    assert_eq!(out.glossary_calls, 1, "the granted tool ran once");
+    for step in [
+        "[tool call request_tools",
+        "[tool call request_skill",
+        "[tool call glossary",
+    ] {
+        assert!(out.transcript.contains(step), "{step}:\n{}", out.transcript);
+    }
+    let at = |step: &str| out.transcript.find(step).unwrap();
+    assert!(at("[tool call request_tools") < at("[tool call glossary"));
+    let requests = env.sim.unwrap().requests();
+    assert_eq!(requests.len(), 4, "three tool rounds, then the answer");
+    let first = requests[0].body.to_string();
+    assert!(
+        !first.contains(delegation::HOUSE_STYLE),
+        "no skill before it is loaded"
+    );
+    let last = requests[3].body.to_string();
+    assert!(
+        last.contains(delegation::HOUSE_STYLE),
+        "the skill's text is in the conversation"
+    );
+    let tool = one_job(&env.rec, "glossary");
+    let root = one_job(&env.rec, "delegating_thinker");
+    assert_eq!(tool.start.parent, Some(root.start.id));
+}
+
+#[cfg(feature = "mcp")]
+#[tokio::test]
+async fn mcp_example_calls_the_servers_echo_tool() {
+    let env = support::offline(mcp::tune).await.unwrap();
+    let Some(out) = mcp::run(&env.rt).await.unwrap() else {
+        return; // `server_command` printed the skip loudly.
+    };
+    assert!(!out.answer.is_empty());
+    assert!(
+        out.transcript.contains("[tool call echo"),
+        "{}",
+        out.transcript
+    );
+    assert!(out.transcript.contains("Echo: "), "{}", out.transcript);
+    assert_eq!(env.sim.unwrap().requests().len(), 2);
+}
+
+/// The lines of `text`, trimmed, without blank ones.
+fn code_lines(text: &str) -> Vec<&str> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// Every `rust` code block of the guide is an excerpt of an example (so it compiles and runs as
+/// part of it); every other block is marked `text` or `sh`.
+#[test]
+fn every_rust_block_of_the_guide_is_an_excerpt_of_an_example() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let guide = std::fs::read_to_string(root.join("../../docs/guide.md")).unwrap();
+    let examples: Vec<String> = std::fs::read_dir(root.join("examples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .chain([root.join("examples/support/mod.rs")])
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    let mut blocks = 0;
+    let mut rest = guide.as_str();
+    while let Some(open) = rest.find("```") {
+        let after = &rest[open + 3..];
+        let (lang, body_start) = after.split_at(after.find('\n').unwrap());
+        let close = body_start.find("\n```").unwrap();
+        let body = &body_start[..close];
+        rest = &body_start[close + 4..];
+        match lang {
+            "rust" => {
+                blocks += 1;
+                let wanted = code_lines(body);
+                assert!(
+                    examples.iter().any(|e| code_lines(e)
+                        .windows(wanted.len())
+                        .any(|w| w == wanted.as_slice())),
+                    "a rust block of docs/guide.md is not an excerpt of any example:\n{body}"
+                );
+            }
+            "text" | "sh" => {}
+            other => {
+                panic!("a code block of docs/guide.md is marked `{other}`, not rust, text or sh")
+            }
+        }
+    }
+    assert!(
+        blocks >= 10,
+        "the guide shows the examples' code: {blocks} rust blocks"
+    );
+}
+
+#[tokio::test]
+async fn chat_example_streams_two_turns_of_one_conversation() {
+    let env = support::offline(chat::tune).await.unwrap();
+    let out = chat::run(&env.rt).await.unwrap();
+    assert_eq!(out.answers.len(), 2);
+    assert!(
+        out.answers.iter().all(|a| !a.is_empty()),
+        "{:?}",
+        out.answers
+    );
+    assert!(out.late_message_refused, "a closed turn refuses messages");
+    // Each turn: the person's message, streamed pieces, then the answer.
+    let answers = out.events.iter().filter(|e| **e == "answer").count();
+    assert_eq!(answers, 2, "{:?}", out.events);
+    assert!(out.events.iter().filter(|e| **e == "token").count() >= 2);
+    assert_eq!(out.events.first(), Some(&"message"));
+    // The second turn's request carries the first exchange.
+    let sim = env.sim.unwrap();
+    let last = sim.requests().last().unwrap().raw_body.clone();
+    assert!(
+        last.contains("What is a seat?") && last.contains("And a grade?"),
+        "{last}"
+    );
+    assert_eq!(jobs_of(&env.rec, "chat").len(), 2, "one job per turn");
+}
