@@ -61,7 +61,14 @@ pub(crate) async fn open(
     let held = observer.lock().conversation.take();
     let existing = match resume {
         Some(id) if held.as_ref().is_some_and(|c| c.id() == id) => held,
-        Some(id) => Some(service.resume(id).await?),
+        Some(id) => match service.resume(id).await {
+            Ok(conv) => Some(conv),
+            Err(e) => {
+                // The conversation this thinker held stays with it.
+                observer.lock().conversation = held;
+                return Err(e);
+            }
+        },
         None => held,
     };
     let mut conv = match existing {

@@ -1,20 +1,16 @@
 //! Shared pieces of the chat tests: a glossary tool, a turn source that runs a callback before
 //! each scripted turn, and event collection.
 
-use std::borrow::Cow;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use thinkers::Dispatcher;
 use thinkers::job::JobContext;
 use thinkers::llm::ChatResponse;
 use thinkers::record::MemoryRecorder;
 use thinkers::thinker::{ChatEvent, ChatEvents, ScriptedTurns, TurnRequest, TurnSource};
-use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::SimConfig;
 
 #[path = "../common/offline.rs"]
@@ -35,46 +31,10 @@ pub fn dispatcher() -> (Dispatcher, MemoryRecorder) {
     (d, rec)
 }
 
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct LookupInput {
-    /// The term to look up.
-    pub term: String,
-}
+#[path = "../common/glossary.rs"]
+mod glossary;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Definition {
-    pub term: String,
-    pub meaning: String,
-}
-
-/// A read-only glossary lookup that counts its calls.
-#[derive(Debug, Default, Clone)]
-pub struct Lookup {
-    pub calls: Arc<AtomicUsize>,
-}
-
-impl Tool for Lookup {
-    const NAME: &'static str = "lookup";
-    type Input = LookupInput;
-    type Output = Definition;
-    fn description(&self) -> Cow<'static, str> {
-        "Look a term up in the glossary.".into()
-    }
-    fn read_only(&self) -> bool {
-        true
-    }
-    async fn call(
-        &self,
-        input: &LookupInput,
-        _cx: &ToolContext<'_>,
-    ) -> thinkers::Result<Definition> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        Ok(Definition {
-            term: input.term.clone(),
-            meaning: format!("the meaning of {}", input.term),
-        })
-    }
-}
+pub use glossary::Lookup;
 
 type OnTurn = Arc<dyn Fn(u32) + Send + Sync>;
 

@@ -186,14 +186,20 @@ async fn resuming_an_unknown_id_fails_naming_it() -> Result<()> {
     let db = dir.path().join("t.db");
     let sim = sim(0, 1).await?;
     let rt = runtime(&sim, db.to_str().context("utf-8")?).await?;
+    // A thinker that already holds a conversation keeps it when a resume fails.
+    let t = glossary("o");
+    rt.run(t.ask(ThinkerInput::query("first"))).await?;
+    let held = t.observer().conversation_id().context("a conversation")?;
+    let calls = sim.requests().len();
     let id = ConversationId::new();
     let err = rt
-        .run(glossary("o").resume(id.clone(), ThinkerInput::query("q")))
+        .run(t.resume(id.clone(), ThinkerInput::query("q")))
         .await
         .expect_err("unknown id");
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert!(err.to_string().contains(id.as_str()), "{err}");
-    assert_eq!(sim.requests().len(), 0, "no model call was made");
+    assert_eq!(sim.requests().len(), calls, "no model call was made");
+    assert_eq!(t.observer().conversation_id(), Some(held));
     Ok(())
 }
 

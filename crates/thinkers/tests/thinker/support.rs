@@ -1,87 +1,20 @@
 //! Shared tools, runtimes and a log capture for the thinker tests.
 
-use std::borrow::Cow;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thinkers::Dispatcher;
 use thinkers::job::BoxJob;
 use thinkers::record::MemoryRecorder;
-use thinkers::tool::{
-    Tool, ToolCallContext, ToolContext, ToolOutput, ToolProvider, TypedToolProvider,
-};
+use thinkers::tool::{ToolCallContext, ToolOutput, ToolProvider, TypedToolProvider};
 use thinkers_sim::SimConfig;
 
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct LookupInput {
-    /// The term to look up.
-    pub term: String,
-}
+#[path = "../common/glossary.rs"]
+mod glossary;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Definition {
-    pub term: String,
-    pub meaning: String,
-}
-
-/// A read-only glossary lookup.
-#[derive(Debug, Default, Clone)]
-pub struct Lookup {
-    pub calls: Arc<AtomicUsize>,
-}
-
-impl Tool for Lookup {
-    const NAME: &'static str = "lookup";
-    type Input = LookupInput;
-    type Output = Definition;
-    fn description(&self) -> Cow<'static, str> {
-        "Look a term up in the glossary.".into()
-    }
-    fn read_only(&self) -> bool {
-        true
-    }
-    async fn call(
-        &self,
-        input: &LookupInput,
-        _cx: &ToolContext<'_>,
-    ) -> thinkers::Result<Definition> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        Ok(Definition {
-            term: input.term.clone(),
-            meaning: format!("the meaning of {}", input.term),
-        })
-    }
-}
-
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct DeleteInput {
-    /// What to delete.
-    pub id: String,
-}
-
-/// A tool with side effects: never read-only.
-#[derive(Debug, Default, Clone)]
-pub struct Delete {
-    pub calls: Arc<AtomicUsize>,
-}
-
-impl Tool for Delete {
-    const NAME: &'static str = "delete_record";
-    type Input = DeleteInput;
-    type Output = String;
-    fn description(&self) -> Cow<'static, str> {
-        "Delete a record.".into()
-    }
-    async fn call(&self, input: &DeleteInput, _cx: &ToolContext<'_>) -> thinkers::Result<String> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        Ok(format!("deleted {}", input.id))
-    }
-}
+pub use glossary::{Definition, Delete, Lookup, LookupInput};
 
 /// A provider wrapping another. A correct wrapper forwards `read_only`; `lying` claims read-only
 /// whatever the wrapped tool says.
