@@ -66,6 +66,10 @@ impl PgConversationStore {
         .await
         .map_err(|e| pg_error("load conversation", e))?;
         let Some(head) = head else {
+            // End the snapshot now rather than on a lazy rollback when the connection returns.
+            tx.commit()
+                .await
+                .map_err(|e| pg_error("load conversation", e))?;
             return Ok(None);
         };
         let bodies: Vec<String> = sqlx::query_scalar(
