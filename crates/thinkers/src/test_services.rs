@@ -26,13 +26,20 @@ fn missing(service: &str, tried: &str, why: &str) -> Result<()> {
 /// user `postgres`, then `root`. `None` means skip.
 pub(crate) async fn postgres_url() -> Result<Option<String>> {
     use sqlx::Connection as _;
-    let candidates = match std::env::var("THINKERS_TEST_PG_URL") {
-        Ok(url) if !url.is_empty() => vec![url],
-        _ => vec![
-            "postgres://postgres@127.0.0.1:5432/test".to_owned(),
-            "postgres://root@127.0.0.1:5432/test".to_owned(),
-        ],
-    };
+    // The configured URL first, then the local defaults (user `postgres`, then `root`).
+    let mut candidates: Vec<String> = std::env::var("THINKERS_TEST_PG_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .into_iter()
+        .collect();
+    for url in [
+        "postgres://postgres@127.0.0.1:5432/test",
+        "postgres://root@127.0.0.1:5432/test",
+    ] {
+        if !candidates.iter().any(|c| c == url) {
+            candidates.push(url.to_owned());
+        }
+    }
     let mut last = String::new();
     for url in &candidates {
         match sqlx::PgConnection::connect(url).await {

@@ -14,13 +14,20 @@ use thinkers::conversation::ConversationStore;
 use thinkers::store::{PgConversationStore, PgStore};
 
 async fn base_url() -> Result<Option<String>> {
-    let candidates = match std::env::var("THINKERS_TEST_PG_URL") {
-        Ok(url) if !url.is_empty() => vec![url],
-        _ => vec![
-            "postgres://postgres@127.0.0.1:5432/test".to_owned(),
-            "postgres://root@127.0.0.1:5432/test".to_owned(),
-        ],
-    };
+    // The configured URL first, then the local defaults (user `postgres`, then `root`).
+    let mut candidates: Vec<String> = std::env::var("THINKERS_TEST_PG_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .into_iter()
+        .collect();
+    for url in [
+        "postgres://postgres@127.0.0.1:5432/test",
+        "postgres://root@127.0.0.1:5432/test",
+    ] {
+        if !candidates.iter().any(|c| c == url) {
+            candidates.push(url.to_owned());
+        }
+    }
     let mut last = String::new();
     for url in &candidates {
         match sqlx::PgConnection::connect(url).await {
@@ -55,9 +62,11 @@ pub async fn pg_conversations() -> Result<Option<Arc<dyn ConversationStore>>> {
     for schema in old {
         let made = schema.split('_').nth(1).and_then(|t| t.parse::<u64>().ok());
         if made.is_some_and(|t| t + 3_600 < now) {
-            sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {schema} CASCADE")))
-                .execute(&mut c)
-                .await?;
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP SCHEMA IF EXISTS {schema} CASCADE"
+            )))
+            .execute(&mut c)
+            .await?;
         }
     }
     sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}")))
