@@ -5,7 +5,7 @@
 //! Needs Redis (`THINKERS_TEST_REDIS_URL`, default `redis://127.0.0.1:6379`). Run with
 //! `cargo bench -p thinkers --features redis --bench admission_shared`, or in the test profile
 //! with `cargo test -p thinkers --features redis --bench admission_shared`. Figures are printed.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -93,10 +93,15 @@ async fn main() {
     sequential(redis.as_ref(), 50).await;
     let m = report("memory", sequential(memory.as_ref(), DECISIONS).await);
     let r = report("redis", sequential(redis.as_ref(), DECISIONS).await);
-    println!("added latency per admission decision with Redis: {:.1?}", r.saturating_sub(m));
+    println!(
+        "added latency per admission decision with Redis: {:.1?}",
+        r.saturating_sub(m)
+    );
     for tasks in [1, 8] {
         let mem = concurrent(Arc::clone(&memory), tasks, DECISIONS / tasks).await;
         let red = concurrent(Arc::clone(&redis), tasks, DECISIONS / tasks).await;
-        println!("{tasks} reserver(s): memory {mem:>10.0} decisions/s, redis {red:>8.0} decisions/s");
+        println!(
+            "{tasks} reserver(s): memory {mem:>10.0} decisions/s, redis {red:>8.0} decisions/s"
+        );
     }
 }

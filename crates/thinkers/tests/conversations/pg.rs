@@ -46,7 +46,17 @@ async fn base_url() -> Result<Option<String>> {
 }
 
 /// Conversations in a fresh PostgreSQL schema, or `None` when PostgreSQL is not there.
-pub async fn pg_conversations() -> Result<Option<Arc<dyn ConversationStore>>> {
+pub(crate) async fn pg_conversations() -> Result<Option<Arc<dyn ConversationStore>>> {
+    let Some(url) = fresh_schema_url().await? else {
+        return Ok(None);
+    };
+    let store = PgStore::open(&url).await?;
+    Ok(Some(Arc::new(PgConversationStore::new(&store))))
+}
+
+/// A URL whose connections use a fresh schema of the test database, or `None` when PostgreSQL
+/// is not there.
+pub(crate) async fn fresh_schema_url() -> Result<Option<String>> {
     let Some(base) = base_url().await? else {
         return Ok(None);
     };
@@ -73,6 +83,5 @@ pub async fn pg_conversations() -> Result<Option<Arc<dyn ConversationStore>>> {
         .execute(&mut c)
         .await?;
     c.close().await?;
-    let store = PgStore::open(&format!("{base}?options[search_path]={name}")).await?;
-    Ok(Some(Arc::new(PgConversationStore::new(&store))))
+    Ok(Some(format!("{base}?options[search_path]={name}")))
 }

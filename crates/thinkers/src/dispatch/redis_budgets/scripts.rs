@@ -5,7 +5,7 @@
 //! `P:tok:z`/`P:req:z` (sorted sets of grants scored by grant time, ms), `P:tok:a`/`P:req:a`
 //! (hash grant → amount), `P:tok:s`/`P:req:s` (the running sum), `P:held:z` (sorted set of
 //! concurrency holders scored by lease expiry), `P:held:s` (hash holder → slots), `P:pause`
-//! (pause end, ms) and `P:seq` (the lease id counter).
+//! (pause end, ms) and `P:seq` (the lease id counter, kept a day after its last use).
 
 use std::sync::LazyLock;
 
@@ -86,6 +86,7 @@ if cl >= 0 and inflight + as > cl then return {1, -1, ts, rs, inflight} end
 if tl >= 0 and ts + at > tl then return {1, wait_for(KEYS[1], KEYS[2], ts, at, tl, tw), ts, rs, inflight} end
 if rl >= 0 and rs + ar > rl then return {1, wait_for(KEYS[4], KEYS[5], rs, ar, rl, rw), ts, rs, inflight} end
 local id = redis.call('INCR', KEYS[10])
+redis.call('PEXPIRE', KEYS[10], 86400000)
 if tl >= 0 and at > 0 then ts = push(KEYS[1], KEYS[2], KEYS[3], id, now, at, tw) end
 if rl >= 0 and ar > 0 then rs = push(KEYS[4], KEYS[5], KEYS[6], id, now, ar, rw) end
 if cl >= 0 and as > 0 then
