@@ -218,3 +218,50 @@ async fn settle_pause_and_refusals_are_shared() -> Result<()> {
     }
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_providers_smaller_allowance_is_booked_for_every_process() -> Result<()> {
+    let limits = Limits {
+        tokens: Some(Rate::per_minute(1_000)),
+        ..Limits::default()
+    };
+    let mut stores = stores(2, &prefix(), DEFAULT_LEASE_TTL, limits).await?;
+    let (Some(b), Some(a)) = (stores.pop(), stores.pop()) else {
+        return Ok(());
+    };
+    // The provider says only 100 tokens remain (other clients share the key): A books the
+    // difference, and B then cannot have 500.
+    a.observe(
+        "entry",
+        RateObservation {
+            remaining_tokens: Some(100),
+            tokens_reset: Some(Duration::from_secs(60)),
+            ..RateObservation::default()
+        },
+    );
+    // The booking is sent on a task: probe with empty asks until B's decisions see it.
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        b.try_reserve(&ask("entry", 0, 0)).await?;
+        if b.headroom("entry").is_some_and(|h| h <= 0.1 + 1e-9) {
+            break;
+        }
+        if Instant::now() > until {
+            bail!("the observation never reached the shared window");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    match b.try_reserve(&ask("entry", 500, 0)).await? {
+        Reservation::Wait(Some(d)) => {
+            assert!(d > Duration::from_secs(50), "waits for the reset: {d:?}");
+        }
+        other => bail!("expected a wait for the provider's reset, got {other:?}"),
+    }
+    assert!(
+        reserve(&b, &ask("entry", 100, 0), Duration::from_secs(1))
+            .await?
+            .is_some(),
+        "what the provider still has is granted"
+    );
+    Ok(())
+}
