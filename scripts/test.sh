@@ -46,6 +46,31 @@ setup_browser() {
 }
 setup_browser
 
+# PostgreSQL and Redis for the scale-out tests (PgStore, RedisBudgets). The machines start both
+# before every session and CI run; check they answer, with a plain TCP probe (the client tools
+# may be absent), and say which one does not. The tests fail rather than skip when
+# THINKERS_REQUIRE_SERVICES=1.
+export THINKERS_TEST_PG_URL="${THINKERS_TEST_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
+export THINKERS_TEST_REDIS_URL="${THINKERS_TEST_REDIS_URL:-redis://127.0.0.1:6379}"
+export THINKERS_REQUIRE_SERVICES=1
+probe() { # name host port
+    if timeout 5 bash -c "exec 3<>/dev/tcp/$2/$3" 2>/dev/null; then
+        log "$1 answers on $2:$3"
+    else
+        printf '\nERROR: %s does not answer on %s:%s; the PostgreSQL/Redis tests will fail.\n' "$1" "$2" "$3" >&2
+        services_missing=1
+    fi
+}
+services_missing=0
+probe PostgreSQL 127.0.0.1 5432
+probe Redis 127.0.0.1 6379
+if [ "$services_missing" = 1 ]; then
+    echo "ERROR: start the missing service(s) above before running the tests." >&2
+    exit 1
+fi
+if command -v pg_isready >/dev/null 2>&1; then pg_isready -h 127.0.0.1 -p 5432 || true; fi
+if command -v redis-cli >/dev/null 2>&1; then redis-cli -h 127.0.0.1 -p 6379 ping || true; fi
+
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 log "cargo check without default features"
 cargo check -p thinkers --no-default-features --locked

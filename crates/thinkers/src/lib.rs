@@ -76,6 +76,8 @@ pub mod record;
 pub mod runtime;
 pub mod store;
 pub mod telemetry;
+#[cfg(all(test, any(feature = "postgres", feature = "redis")))]
+mod test_services;
 pub mod thinker;
 pub mod tool;
 pub mod tools;

@@ -25,7 +25,7 @@ pub struct Runtime {
     conversations: Arc<ConversationService>,
     ledger: Arc<CostLedger>,
     #[cfg(feature = "sqlite")]
-    store: Option<crate::store::SqliteStore>,
+    store: Option<crate::store::Store>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -100,6 +100,12 @@ impl Runtime {
     /// The SQLite store, when the runtime records to one.
     #[cfg(feature = "sqlite")]
     pub fn store(&self) -> Option<&crate::store::SqliteStore> {
+        self.store.as_ref().and_then(crate::store::Store::as_sqlite)
+    }
+
+    /// The store the runtime records to, whichever the backend.
+    #[cfg(feature = "sqlite")]
+    pub fn open_store(&self) -> Option<&crate::store::Store> {
         self.store.as_ref()
     }
 
@@ -133,7 +139,8 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Record to this SQLite file or URL (for example `thinkers.db` or `sqlite::memory:`).
+    /// Record to this SQLite file or URL (for example `thinkers.db` or `sqlite::memory:`), or,
+    /// with the `postgres` feature, to a `postgres://` URL.
     pub fn database(mut self, path_or_url: impl Into<String>) -> Self {
         self.db = Some(path_or_url.into());
         self
@@ -196,7 +203,7 @@ impl RuntimeBuilder {
         let models = Arc::new(ModelServices::with_client(router, client));
         #[cfg(feature = "sqlite")]
         let store = match &self.db {
-            Some(db) => Some(crate::store::SqliteStore::open(db).await?),
+            Some(db) => Some(crate::store::open(db).await?),
             None => None,
         };
         #[cfg(not(feature = "sqlite"))]
@@ -211,7 +218,7 @@ impl RuntimeBuilder {
             Some(r) => r,
             #[cfg(feature = "sqlite")]
             None if store.is_some() => match &store {
-                Some(s) => Arc::new(crate::store::SqliteRecorder::new(s)?),
+                Some(s) => s.recorder()?,
                 None => Arc::new(NoopRecorder),
             },
             None => Arc::new(NoopRecorder),
@@ -224,9 +231,7 @@ impl RuntimeBuilder {
             Some(c) => c,
             #[cfg(feature = "sqlite")]
             None if store.is_some() => match &store {
-                Some(s) => ConversationService::new(Arc::new(
-                    crate::store::SqliteConversationStore::new(s),
-                )),
+                Some(s) => ConversationService::new(s.conversations()),
                 None => ConversationService::new(Arc::new(MemoryConversationStore::new())),
             },
             None => ConversationService::new(Arc::new(MemoryConversationStore::new())),

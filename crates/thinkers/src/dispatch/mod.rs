@@ -21,12 +21,16 @@
 mod admission;
 mod budget;
 mod handle;
+#[cfg(feature = "redis")]
+mod redis_budgets;
 mod run;
 mod services;
 
 pub use admission::{Admission, Permit};
 pub use budget::{BudgetStore, Lease, Limits, MemoryBudgets, Rate, RateObservation, Reservation};
 pub use handle::JobHandle;
+#[cfg(feature = "redis")]
+pub use redis_budgets::{DEFAULT_LEASE_TTL, RedisBudgets};
 pub use services::Services;
 
 use std::borrow::Cow;

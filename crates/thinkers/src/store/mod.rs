@@ -11,7 +11,8 @@
 //! implementation of [`crate::conversation::ConversationStore`].
 //!
 //! **API boundary:** nothing outside this module names sqlx; the SQLite parts are behind the
-//! `sqlite` cargo feature.
+//! `sqlite` cargo feature. With the `postgres` feature the same store exists on PostgreSQL
+//! ([`PgStore`], [`PgRecorder`], [`PgConversationStore`]); [`open`] picks the backend from a URL.
 //!
 //! Guarantees of the SQLite recorder:
 //!
@@ -34,8 +35,12 @@ mod chats;
 mod conversations;
 #[cfg(feature = "sqlite")]
 mod ops_queries;
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "sqlite")]
 mod query;
+#[cfg(feature = "sqlite")]
+mod select;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(all(test, feature = "sqlite"))]
@@ -47,6 +52,10 @@ mod writer;
 pub use chats::{ChatRecord, SqliteChatStore};
 #[cfg(feature = "sqlite")]
 pub use conversations::SqliteConversationStore;
+#[cfg(feature = "postgres")]
+pub use postgres::{PgConversationStore, PgRecorder, PgStore};
+#[cfg(feature = "sqlite")]
+pub use select::{Store, open};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 #[cfg(feature = "sqlite")]

@@ -1,4 +1,8 @@
-//! Tests of the SQLite store, the batching recorder and the queries, each on a fresh database.
+//! Tests of the stores, the batching recorders and the queries, each on a fresh database.
+//!
+//! The conformance tests are written once against [`Backend`] and run on SQLite and, with the
+//! `postgres` feature, on PostgreSQL (a fresh schema per test): `both!(name)` makes the tests
+//! `name::sqlite` and `name::postgres`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,19 +15,122 @@ use crate::error::{Error, ErrorKind};
 use crate::job::{JobId, doer};
 use crate::record::{JobEnd, JobStart, JobStatus, LlmRun, Recorder, Trajectory};
 
-async fn memory() -> Result<(SqliteStore, SqliteRecorder)> {
-    let store = SqliteStore::open("sqlite::memory:").await?;
-    let recorder = SqliteRecorder::new(&store)?;
-    Ok((store, recorder))
+/// A store of either backend under test, with its recorder and its read queries.
+struct Backend {
+    store: Store,
+    recorder: Arc<dyn Recorder>,
+    records: Arc<dyn RecordStore>,
+    /// What reopens the same database (a file path or a URL); `None` for in-memory SQLite.
+    target: Option<String>,
+    /// The PostgreSQL schema to drop afterwards.
+    schema: Option<String>,
+    _dir: Option<tempfile::TempDir>,
 }
 
-async fn count(store: &SqliteStore, table: &'static str) -> Result<i64> {
+impl Backend {
+    async fn on(store: Store) -> Result<Self> {
+        Ok(Self {
+            recorder: store.recorder()?,
+            records: store.records(),
+            store,
+            target: None,
+            schema: None,
+            _dir: None,
+        })
+    }
+
+    /// SQLite in a fresh temporary file.
+    async fn sqlite() -> Result<Option<Self>> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("conformance.db");
+        let target = path.to_str().context("utf-8 temp path")?.to_owned();
+        let mut b = Self::on(open(&target).await?).await?;
+        b.target = Some(target);
+        b._dir = Some(dir);
+        Ok(Some(b))
+    }
+
+    /// PostgreSQL in a fresh schema; `None` when PostgreSQL does not answer (and is not
+    /// required).
+    #[cfg(feature = "postgres")]
+    async fn postgres() -> Result<Option<Self>> {
+        let Some((url, schema)) = crate::test_services::fresh_pg_schema().await? else {
+            return Ok(None);
+        };
+        let mut b = Self::on(open(&url).await?).await?;
+        b.target = Some(url);
+        b.schema = Some(schema);
+        Ok(Some(b))
+    }
+
+    async fn cleanup(self) -> Result<()> {
+        self.store.close().await;
+        #[cfg(feature = "postgres")]
+        if let Some(schema) = &self.schema {
+            crate::test_services::drop_schema(schema).await?;
+        }
+        Ok(())
+    }
+
+    /// Run `sql` (a statement without parameters) on the store.
+    async fn execute(&self, sql: &'static str) -> Result<()> {
+        match &self.store {
+            Store::Sqlite(s) => {
+                sqlx::query(sql).execute(s.pool()).await?;
+            }
+            #[cfg(feature = "postgres")]
+            Store::Postgres(s) => {
+                sqlx::query(sql).execute(s.pool()).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One number from `sql`.
+    async fn scalar(&self, sql: &'static str) -> Result<i64> {
+        Ok(match &self.store {
+            Store::Sqlite(s) => sqlx::query_scalar(sql).fetch_one(s.pool()).await?,
+            #[cfg(feature = "postgres")]
+            Store::Postgres(s) => sqlx::query_scalar(sql).fetch_one(s.pool()).await?,
+        })
+    }
+}
+
+async fn count(b: &Backend, table: &'static str) -> Result<i64> {
     let sql = match table {
         "jobs" => "SELECT COUNT(*) FROM jobs",
         "llm_runs" => "SELECT COUNT(*) FROM llm_runs",
         other => anyhow::bail!("unknown table {other}"),
     };
-    Ok(sqlx::query_scalar(sql).fetch_one(store.pool()).await?)
+    b.scalar(sql).await
+}
+
+/// `name::sqlite` and `name::postgres`, each running the body `name(backend)` on a fresh
+/// database and dropping it afterwards.
+macro_rules! both {
+    ($name:ident) => {
+        mod $name {
+            use super::*;
+
+            async fn run_on(b: Option<Backend>) -> Result<()> {
+                let Some(b) = b else { return Ok(()) };
+                let outcome = super::$name(&b).await;
+                b.cleanup().await?;
+                outcome
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() -> Result<()> {
+                run_on(Backend::sqlite().await?).await
+            }
+
+            #[cfg(feature = "postgres")]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() -> Result<()> {
+                run_on(Backend::postgres().await?).await
+            }
+        }
+    };
 }
 
 fn start(id: JobId, parent: Option<JobId>, workflow: JobId, class: &str, at: i64) -> JobStart {
@@ -123,8 +230,8 @@ async fn migrations_apply_on_a_fresh_file_in_wal_mode() -> Result<()> {
 #[tokio::test]
 async fn open_accepts_memory_forms_and_refuses_an_empty_target() -> Result<()> {
     for target in ["sqlite::memory:", ":memory:", "sqlite://:memory:"] {
-        let store = SqliteStore::open(target).await?;
-        assert_eq!(count(&store, "jobs").await?, 0);
+        let b = Backend::on(Store::Sqlite(SqliteStore::open(target).await?)).await?;
+        assert_eq!(count(&b, "jobs").await?, 0);
     }
     let err = SqliteStore::open("  ")
         .await
@@ -134,12 +241,10 @@ async fn open_accepts_memory_forms_and_refuses_an_empty_target() -> Result<()> {
     Ok(())
 }
 
-#[tokio::test]
-async fn dispatcher_records_every_job_of_a_nested_workflow() -> Result<()> {
-    let (store, recorder) = memory().await?;
-    let dispatcher = Dispatcher::builder()
-        .recorder(Arc::new(recorder.clone()))
-        .build();
+both!(dispatcher_records_every_job_of_a_nested_workflow);
+async fn dispatcher_records_every_job_of_a_nested_workflow(b: &Backend) -> Result<()> {
+    let store = &b.records;
+    let dispatcher = Dispatcher::builder().recorder(b.recorder.clone()).build();
     let root = doer("root", |cx| async move {
         cx.submit_in_step(doer("prepare", |cx| async move {
             cx.submit_in_step(doer("leaf", |_| async { Ok(()) })).await
@@ -227,9 +332,9 @@ async fn dispatcher_records_every_job_of_a_nested_workflow() -> Result<()> {
     Ok(())
 }
 
-#[tokio::test]
-async fn flush_waits_for_everything_queued_before_it() -> Result<()> {
-    let (store, recorder) = memory().await?;
+both!(flush_waits_for_everything_queued_before_it);
+async fn flush_waits_for_everything_queued_before_it(b: &Backend) -> Result<()> {
+    let recorder = &b.recorder;
     recorder.flush().await?; // Nothing queued: answers at once.
     let workflow = JobId::new();
     for i in 0..1_500 {
@@ -238,13 +343,13 @@ async fn flush_waits_for_everything_queued_before_it() -> Result<()> {
         recorder.job_started(start(id, parent, workflow, "step", i));
     }
     recorder.flush().await?;
-    assert_eq!(count(&store, "jobs").await?, 1_500);
+    assert_eq!(count(b, "jobs").await?, 1_500);
     Ok(())
 }
 
-#[tokio::test]
-async fn an_end_reaching_the_store_before_its_start_is_kept() -> Result<()> {
-    let (store, recorder) = memory().await?;
+both!(an_end_reaching_the_store_before_its_start_is_kept);
+async fn an_end_reaching_the_store_before_its_start_is_kept(b: &Backend) -> Result<()> {
+    let (store, recorder) = (&b.records, &b.recorder);
     let workflow = JobId::new();
 
     // Across batches: the end is committed first, as a partial row the start completes.
@@ -281,12 +386,9 @@ async fn an_end_reaching_the_store_before_its_start_is_kept() -> Result<()> {
     Ok(())
 }
 
-#[tokio::test]
-async fn ten_thousand_jobs_are_written_in_batches() -> Result<()> {
-    let dir = tempfile::tempdir()?;
-    let target = dir.path().join("bulk.db");
-    let store = SqliteStore::open(target.to_str().context("utf-8 temp path")?).await?;
-    let recorder = SqliteRecorder::new(&store)?;
+both!(ten_thousand_jobs_are_written_in_batches);
+async fn ten_thousand_jobs_are_written_in_batches(b: &Backend) -> Result<()> {
+    let (store, recorder) = (&b.records, &b.recorder);
     let workflow = JobId::new();
     let started = std::time::Instant::now();
     let mut ids = Vec::with_capacity(10_000);
@@ -306,28 +408,25 @@ async fn ten_thousand_jobs_are_written_in_batches() -> Result<()> {
         "10,000 jobs + 1,000 runs written in {:?}",
         started.elapsed()
     );
-    assert_eq!(count(&store, "jobs").await?, 10_000);
-    assert_eq!(count(&store, "llm_runs").await?, 1_000);
-    let running: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE status <> 'succeeded'")
-        .fetch_one(store.pool())
+    assert_eq!(count(b, "jobs").await?, 10_000);
+    assert_eq!(count(b, "llm_runs").await?, 1_000);
+    let running = b
+        .scalar("SELECT COUNT(*) FROM jobs WHERE status <> 'succeeded'")
         .await?;
     assert_eq!(running, 0);
-    assert_eq!(recorder.failed_rows(), 0);
     let listed = store.list_workflows(5).await?;
     assert_eq!(listed[0].job_count, 10_000);
     Ok(())
 }
 
-#[tokio::test]
-async fn rows_survive_reopening_the_file() -> Result<()> {
-    let dir = tempfile::tempdir()?;
-    let path = dir.path().join("durable.db");
-    let target = path.to_str().context("utf-8 temp path")?;
+both!(rows_survive_reopening_the_store);
+async fn rows_survive_reopening_the_store(b: &Backend) -> Result<()> {
+    let target = b.target.as_deref().context("a reopenable store")?;
     let workflow = JobId::new();
     let child = JobId::new();
     {
-        let store = SqliteStore::open(target).await?;
-        let recorder = SqliteRecorder::new(&store)?;
+        let store = open(target).await?;
+        let recorder = store.recorder()?;
         recorder.job_started(start(workflow, None, workflow, "root", 1));
         recorder.job_started(start(child, Some(workflow), workflow, "child", 2));
         recorder.llm_run(run(child, workflow, "child", "sim-medium", 3));
@@ -337,7 +436,7 @@ async fn rows_survive_reopening_the_file() -> Result<()> {
         drop(recorder);
         store.close().await;
     }
-    let store = SqliteStore::open(target).await?;
+    let store = open(target).await?.records();
     let jobs = store.workflow_jobs(workflow).await?;
     assert_eq!(
         jobs.iter().map(|j| j.class.as_str()).collect::<Vec<_>>(),
@@ -345,15 +444,15 @@ async fn rows_survive_reopening_the_file() -> Result<()> {
     );
     assert!(jobs.iter().all(|j| j.status == JobStatus::Succeeded));
     let runs = store
-        .llm_runs(&LlmRunFilter::new().workflow(workflow))
+        .llm_runs(LlmRunFilter::new().workflow(workflow))
         .await?;
     assert_eq!(runs, vec![run(child, workflow, "child", "sim-medium", 3)]);
     Ok(())
 }
 
-#[tokio::test]
-async fn an_unknown_workflow_is_invalid_input_naming_the_id() -> Result<()> {
-    let (store, _recorder) = memory().await?;
+both!(an_unknown_workflow_is_invalid_input_naming_the_id);
+async fn an_unknown_workflow_is_invalid_input_naming_the_id(b: &Backend) -> Result<()> {
+    let store = &b.records;
     let unknown = JobId::new();
     let err = store
         .workflow_jobs(unknown)
@@ -371,8 +470,7 @@ async fn an_unknown_workflow_is_invalid_input_naming_the_id() -> Result<()> {
         }
         other => anyhow::bail!("unexpected {other:?}"),
     }
-    // The same through the backend-neutral trait.
-    let dyn_store: Arc<dyn RecordStore> = Arc::new(store);
+    let dyn_store = store;
     let err = dyn_store
         .workflow_jobs(unknown)
         .await
@@ -384,9 +482,9 @@ async fn an_unknown_workflow_is_invalid_input_naming_the_id() -> Result<()> {
     Ok(())
 }
 
-#[tokio::test]
-async fn llm_runs_round_trip_and_filter() -> Result<()> {
-    let (store, recorder) = memory().await?;
+both!(llm_runs_round_trip_and_filter);
+async fn llm_runs_round_trip_and_filter(b: &Backend) -> Result<()> {
+    let (store, recorder) = (&b.records, &b.recorder);
     let (w1, w2) = (JobId::new(), JobId::new());
     let mut big = run(w1, w1, "planner", "sim-large", 10);
     big.input_tokens = u64::from(u32::MAX) * 4;
@@ -398,13 +496,13 @@ async fn llm_runs_round_trip_and_filter() -> Result<()> {
     recorder.llm_run(run(w2, w2, "planner", "sim-small", 40));
     recorder.flush().await?;
 
-    let every = store.llm_runs(&LlmRunFilter::new()).await?;
+    let every = store.llm_runs(LlmRunFilter::new()).await?;
     assert_eq!(every.len(), 4);
     assert_eq!(every[0], big, "every field round-trips");
     let at = |runs: Vec<LlmRun>| runs.iter().map(|r| r.at_ms).collect::<Vec<_>>();
     let of = |f: LlmRunFilter| {
-        let store = store.clone();
-        async move { store.llm_runs(&f).await }
+        let store = Arc::clone(store);
+        async move { store.llm_runs(f).await }
     };
     assert_eq!(
         at(of(LlmRunFilter::new().workflow(w1)).await?),
@@ -425,25 +523,18 @@ async fn llm_runs_round_trip_and_filter() -> Result<()> {
         .since_ms(15)
         .limit(1);
     assert_eq!(at(of(combined).await?), [20]);
-
-    // Through the backend-neutral trait.
-    let dyn_store: Arc<dyn RecordStore> = Arc::new(store.clone());
-    assert_eq!(dyn_store.llm_runs(LlmRunFilter::new()).await?.len(), 4);
     Ok(())
 }
 
-#[tokio::test]
-async fn a_failed_batch_is_counted_and_reported_by_the_next_flush() -> Result<()> {
-    let (store, recorder) = memory().await?;
-    sqlx::query("DROP TABLE llm_runs")
-        .execute(store.pool())
-        .await?;
+both!(a_failed_batch_is_counted_and_reported_by_the_next_flush);
+async fn a_failed_batch_is_counted_and_reported_by_the_next_flush(b: &Backend) -> Result<()> {
+    let (store, recorder) = (&b.records, &b.recorder);
+    b.execute("DROP TABLE llm_runs").await?;
     let w = JobId::new();
     recorder.llm_run(run(w, w, "x", "sim-small", 1));
     let err = recorder.flush().await.err().context("the write fails")?;
     assert_eq!(err.kind(), ErrorKind::ExternalService);
     assert!(err.to_string().contains("1 recorded rows"), "{err}");
-    assert_eq!(recorder.failed_rows(), 1);
     // The failure was reported once; later rows are written and flushed normally.
     recorder.job_started(start(w, None, w, "root", 1));
     recorder.flush().await?;

@@ -57,6 +57,21 @@ async fn writer(
 async fn two_writers_lose_no_message() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let (_store, conversations) = sqlite_at(dir.path()).await?;
+    two_writers_on(conversations).await
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_writers_lose_no_message_on_postgres() -> Result<()> {
+    match crate::pg::pg_conversations().await? {
+        Some(conversations) => two_writers_on(conversations).await,
+        None => Ok(()),
+    }
+}
+
+async fn two_writers_on(
+    conversations: Arc<dyn thinkers::conversation::ConversationStore>,
+) -> Result<()> {
     let svc = ConversationService::new(conversations);
     let mut c = svc.obtain_new(stamps(), true);
     c.push(Message::user_text("start"));

@@ -12,6 +12,8 @@
 
 mod compaction;
 mod concurrency;
+#[cfg(feature = "postgres")]
+mod pg;
 mod resume;
 mod roundtrip;
 mod support;

@@ -33,14 +33,21 @@ pub async fn sqlite_at(dir: &Path) -> Result<(SqliteStore, Arc<dyn ConversationS
     Ok((store, conversations))
 }
 
-/// Both stores, each fresh: the memory store and SQLite on a temporary file. The directory
+/// Every store, each fresh: the memory store, SQLite on a temporary file and (feature
+/// `postgres`) PostgreSQL in a fresh schema. The directory
 /// must outlive the stores.
 pub async fn both_stores(dir: &Path) -> Result<Vec<(&'static str, Arc<dyn ConversationStore>)>> {
     let (_, sqlite) = sqlite_at(dir).await?;
-    Ok(vec![
+    #[allow(unused_mut)]
+    let mut stores: Vec<(&'static str, Arc<dyn ConversationStore>)> = vec![
         ("memory", Arc::new(MemoryConversationStore::new())),
         ("sqlite", sqlite),
-    ])
+    ];
+    #[cfg(feature = "postgres")]
+    if let Some(pg) = crate::pg::pg_conversations().await? {
+        stores.push(("postgres", pg));
+    }
+    Ok(stores)
 }
 
 pub fn service(store: Arc<dyn ConversationStore>) -> ConversationService {

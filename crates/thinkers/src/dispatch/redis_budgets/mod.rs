@@ -1,0 +1,396 @@
+//! [`RedisBudgets`] (feature `redis`): a [`BudgetStore`] kept in Redis, so every process that
+//! uses one catalog entry draws on one set of limits.
+//!
+//! Every decision is one Lua script run atomically on the server ([`scripts`]): purge the
+//! sliding windows, check the pause, the concurrency and both rates, and book the grant. The
+//! windows are the in-process store's (a grant counts for its period plus the same skew
+//! allowance), judged by the Redis server's clock so machines with drifting clocks agree.
+//!
+//! Concurrency is held as leases with an expiry. A background task of each store extends the
+//! leases its process still holds every third of the lease time; a process that dies stops
+//! extending them and its slots come free at most one lease time later.
+//!
+//! Differences from [`super::MemoryBudgets`], because the trait's bookkeeping methods are
+//! synchronous and must not block on the network:
+//!
+//! * `settle`, `release`, `pause` and `observe` are sent to Redis on a spawned task; a pause also
+//!   takes effect locally at once. A release is therefore visible to other reservations a
+//!   round trip later, which costs utilisation, never a limit.
+//! * A reservation that waits for a concurrency slot returns a short retry delay instead of
+//!   waiting for a release: a release by another process cannot wake this one.
+//! * `headroom` answers from the sums the last decision on the budget saw (a cache), not from a
+//!   fresh read.
+//! * Limits are configured per process (from the catalog each worker loads); processes sharing a
+//!   budget must configure the same limits.
+
+mod scripts;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use redis::aio::MultiplexedConnection;
+use tokio::time::Instant;
+
+use super::budget::skew;
+use super::{BudgetStore, Lease, Limits, RateObservation, Reservation};
+use crate::job::Ask;
+use crate::{Error, Result};
+use scripts::SCRIPTS;
+
+/// How long a concurrency lease lives without a heartbeat, unless configured otherwise.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
+
+/// How long a reservation that waits for a concurrency slot waits before asking again.
+const SLOT_POLL: Duration = Duration::from_millis(25);
+
+/// The key prefix unless configured otherwise.
+const DEFAULT_PREFIX: &str = "thinkers:budget";
+
+/// What this process knows of one budget.
+#[derive(Debug, Default)]
+struct Local {
+    limits: Limits,
+    /// Leases holding concurrency that this process must keep alive.
+    held: HashSet<u64>,
+    /// Tokens, requests and slots in use, as the last decision saw them.
+    seen: (u64, u64, u64),
+    paused_until: Option<Instant>,
+}
+
+struct Inner {
+    conn: MultiplexedConnection,
+    prefix: String,
+    ttl: Duration,
+    budgets: Mutex<HashMap<String, Local>>,
+    runtime: tokio::runtime::Handle,
+}
+
+/// Admission budgets shared through Redis. Cheap to clone; clones share the connection and the
+/// heartbeat task, which stops when the last clone is dropped.
+#[derive(Clone)]
+pub struct RedisBudgets {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for RedisBudgets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisBudgets")
+            .field("prefix", &self.inner.prefix)
+            .field("lease_ttl", &self.inner.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+fn redis_error(step: &str, err: &redis::RedisError) -> Error {
+    Error::external("redis", step, err.to_string())
+}
+
+impl RedisBudgets {
+    /// Connect to `url` (`redis://host:port/db`) with the default key prefix and lease time.
+    /// Must be called inside a tokio runtime (the heartbeat runs on it).
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::connect_with(url, DEFAULT_PREFIX, DEFAULT_LEASE_TTL).await
+    }
+
+    /// Connect with a key `prefix` (processes sharing budgets use the same one) and the time a
+    /// concurrency lease survives its holder's last heartbeat.
+    pub async fn connect_with(url: &str, prefix: &str, lease_ttl: Duration) -> Result<Self> {
+        if lease_ttl < Duration::from_millis(30) {
+            return Err(Error::invalid_input(
+                "lease_ttl",
+                Some(format!("{lease_ttl:?}")),
+                "must be at least 30 ms (heartbeats run every third of it)",
+            ));
+        }
+        let client = redis::Client::open(url)
+            .map_err(|e| Error::invalid_input("redis url", Some(url.to_owned()), e.to_string()))?;
+        let conn = client
+            .get_multiplexed_async_connection()
+            .await
+            .map_err(|e| redis_error("connect", &e))?;
+        let runtime = tokio::runtime::Handle::try_current().map_err(|e| {
+            Error::system(
+                "RedisBudgets::connect",
+                format!("must be called inside a tokio runtime: {e}"),
+            )
+        })?;
+        let inner = Arc::new(Inner {
+            conn,
+            prefix: prefix.to_owned(),
+            ttl: lease_ttl,
+            budgets: Mutex::new(HashMap::new()),
+            runtime,
+        });
+        inner
+            .runtime
+            .spawn(heartbeat_loop(Arc::downgrade(&inner), lease_ttl / 3));
+        Ok(Self { inner })
+    }
+
+    /// The time a concurrency lease survives without a heartbeat.
+    pub fn lease_ttl(&self) -> Duration {
+        self.inner.ttl
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Local>> {
+        self.budgets.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn key(&self, budget: &str, part: &str) -> String {
+        // The braces keep one budget's keys in one cluster slot.
+        format!("{}:{{{budget}}}:{part}", self.prefix)
+    }
+
+    fn spawn(self: &Arc<Self>, what: &'static str, invocation: redis::ScriptInvocation<'static>) {
+        let mut conn = self.conn.clone();
+        self.runtime.spawn(async move {
+            if let Err(e) = invocation.invoke_async::<redis::Value>(&mut conn).await {
+                tracing::warn!(error = %e, what, "redis budgets: update failed");
+            }
+        });
+    }
+
+    async fn reserve(&self, ask: &Ask) -> Result<Reservation> {
+        let limits = {
+            let g = self.lock();
+            let Some(local) = g.get(&ask.budget) else {
+                return Ok(Reservation::Never(format!(
+                    "budget `{}` is not configured",
+                    ask.budget
+                )));
+            };
+            if let Some(until) = local.paused_until
+                && until > Instant::now()
+            {
+                return Ok(Reservation::Wait(Some(until - Instant::now())));
+            }
+            local.limits
+        };
+        if let Some(r) = limits.tokens
+            && ask.tokens > r.amount
+        {
+            return Ok(Reservation::Never(format!(
+                "asks {} tokens but the limit is {} per {:?}",
+                ask.tokens, r.amount, r.per
+            )));
+        }
+        if let Some(c) = limits.concurrency
+            && ask.slots > c
+        {
+            return Ok(Reservation::Never(format!(
+                "asks {} concurrent slots but the limit is {c}",
+                ask.slots
+            )));
+        }
+        let rate = |r: Option<super::Rate>| match r {
+            Some(r) => (signed(r.amount), millis(r.per + skew(r.per))),
+            None => (-1, 0),
+        };
+        let (tl, tw) = rate(limits.tokens);
+        let (rl, rw) = rate(limits.requests);
+        let b = &ask.budget;
+        let mut inv = SCRIPTS.reserve.prepare_invoke();
+        for part in [
+            "tok:z", "tok:a", "tok:s", "req:z", "req:a", "req:s", "held:z", "held:s", "pause",
+            "seq",
+        ] {
+            inv.key(self.key(b, part));
+        }
+        inv.arg(tl)
+            .arg(tw)
+            .arg(rl)
+            .arg(rw)
+            .arg(limits.concurrency.map_or(-1, i64::from))
+            .arg(signed(ask.tokens))
+            .arg(ask.requests)
+            .arg(ask.slots)
+            .arg(millis(self.ttl));
+        let mut conn = self.conn.clone();
+        let answer: Vec<i64> = inv
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| redis_error("reserve", &e))?;
+        let [kind, value, tokens, requests, slots] = answer[..] else {
+            return Err(Error::system(
+                "redis budgets",
+                format!("the reserve script answered {answer:?}, not five numbers"),
+            ));
+        };
+        let granted = kind == 0 && limits.concurrency.is_some() && ask.slots > 0;
+        if let Some(local) = self.lock().get_mut(b) {
+            local.seen = (unsigned(tokens), unsigned(requests), unsigned(slots));
+            if granted {
+                local.held.insert(unsigned(value));
+            }
+        }
+        Ok(match kind {
+            0 => Reservation::Granted(Lease {
+                budget: b.clone(),
+                id: unsigned(value),
+                tokens: ask.tokens,
+                slots: ask.slots,
+            }),
+            _ if value < 0 => Reservation::Wait(Some(SLOT_POLL)),
+            _ => Reservation::Wait(Some(Duration::from_millis(unsigned(value)))),
+        })
+    }
+}
+
+fn signed(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn unsigned(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Extend the leases this process holds until the store is dropped.
+async fn heartbeat_loop(inner: Weak<Inner>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        let beats: Vec<(String, Vec<u64>)> = inner
+            .lock()
+            .iter()
+            .filter(|(_, l)| !l.held.is_empty())
+            .map(|(b, l)| (b.clone(), l.held.iter().copied().collect()))
+            .collect();
+        for (budget, ids) in beats {
+            let mut inv = SCRIPTS.heartbeat.prepare_invoke();
+            inv.key(inner.key(&budget, "held:z")).arg(millis(inner.ttl));
+            for id in ids {
+                inv.arg(id);
+            }
+            let mut conn = inner.conn.clone();
+            if let Err(e) = inv.invoke_async::<i64>(&mut conn).await {
+                tracing::warn!(error = %e, budget, "redis budgets: heartbeat failed");
+            }
+        }
+    }
+}
+
+impl BudgetStore for RedisBudgets {
+    fn configure(&self, budget: &str, limits: Limits) {
+        self.inner
+            .lock()
+            .entry(budget.to_owned())
+            .or_default()
+            .limits = limits;
+    }
+
+    fn limits(&self, budget: &str) -> Option<Limits> {
+        self.inner.lock().get(budget).map(|l| l.limits)
+    }
+
+    fn try_reserve<'a>(&'a self, ask: &'a Ask) -> BoxFuture<'a, Result<Reservation>> {
+        Box::pin(self.inner.reserve(ask))
+    }
+
+    fn settle(&self, lease: &Lease, used_tokens: u64) {
+        if self
+            .limits(&lease.budget)
+            .is_none_or(|l| l.tokens.is_none())
+            || used_tokens == lease.tokens
+        {
+            return;
+        }
+        let mut inv = SCRIPTS.settle.prepare_invoke();
+        for part in ["tok:z", "tok:a", "tok:s"] {
+            inv.key(self.inner.key(&lease.budget, part));
+        }
+        inv.arg(lease.id).arg(signed(used_tokens));
+        self.inner.spawn("settle", inv);
+    }
+
+    fn release(&self, lease: &Lease) {
+        let held = self
+            .inner
+            .lock()
+            .get_mut(&lease.budget)
+            .is_some_and(|l| l.held.remove(&lease.id));
+        if !held {
+            return;
+        }
+        let mut inv = SCRIPTS.release.prepare_invoke();
+        inv.key(self.inner.key(&lease.budget, "held:z"))
+            .key(self.inner.key(&lease.budget, "held:s"))
+            .arg(lease.id);
+        self.inner.spawn("release", inv);
+    }
+
+    fn pause(&self, budget: &str, wait: Duration) {
+        let until = Instant::now() + wait;
+        if let Some(l) = self.inner.lock().get_mut(budget)
+            && l.paused_until.is_none_or(|p| p < until)
+        {
+            l.paused_until = Some(until);
+        }
+        let mut inv = SCRIPTS.pause.prepare_invoke();
+        inv.key(self.inner.key(budget, "pause"))
+            .arg(millis(wait).max(1));
+        self.inner.spawn("pause", inv);
+    }
+
+    fn observe(&self, budget: &str, obs: RateObservation) {
+        let Some(limits) = self.limits(budget) else {
+            return;
+        };
+        let axes = [
+            ("tok", limits.tokens, obs.remaining_tokens, obs.tokens_reset),
+            (
+                "req",
+                limits.requests,
+                obs.remaining_requests,
+                obs.requests_reset,
+            ),
+        ];
+        for (axis, rate, remaining, reset) in axes {
+            let (Some(rate), Some(remaining)) = (rate, remaining) else {
+                continue;
+            };
+            let mut inv = SCRIPTS.observe.prepare_invoke();
+            for part in ["z", "a", "s"] {
+                inv.key(self.inner.key(budget, &format!("{axis}:{part}")));
+            }
+            inv.key(self.inner.key(budget, "seq"))
+                .arg(signed(rate.amount))
+                .arg(millis(rate.per + skew(rate.per)))
+                .arg(millis(rate.per))
+                .arg(signed(remaining))
+                .arg(millis(reset.unwrap_or(rate.per)));
+            self.inner.spawn("observe", inv);
+        }
+    }
+
+    fn headroom(&self, budget: &str) -> Option<f64> {
+        let g = self.inner.lock();
+        let l = g.get(budget)?;
+        let (tokens, requests, slots) = l.seen;
+        let mut h: f64 = 1.0;
+        if let Some(r) = l.limits.tokens {
+            h = h.min(1.0 - tokens as f64 / r.amount.max(1) as f64);
+        }
+        if let Some(r) = l.limits.requests {
+            h = h.min(1.0 - requests as f64 / r.amount.max(1) as f64);
+        }
+        if let Some(c) = l.limits.concurrency {
+            h = h.min(1.0 - slots as f64 / f64::from(c.max(1)));
+        }
+        Some(h.max(0.0))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,267 @@
+//! Tests against the real Redis: several stores (separate connections, as separate processes
+//! would have) sharing one budget never exceed its limits; a dead holder's lease expires.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail};
+use tokio::time::Instant;
+
+use super::*;
+use crate::dispatch::Rate;
+use crate::test_services::redis_url;
+
+/// A fresh key prefix, so tests running at once never share budgets.
+fn prefix() -> String {
+    format!("thinkers-test:{}", uuid::Uuid::new_v4().simple())
+}
+
+fn ask(budget: &str, tokens: u64, slots: u32) -> Ask {
+    Ask {
+        budget: budget.to_owned(),
+        tokens,
+        requests: 1,
+        slots,
+    }
+}
+
+async fn stores(
+    n: usize,
+    prefix: &str,
+    ttl: Duration,
+    limits: Limits,
+) -> Result<Vec<RedisBudgets>> {
+    let Some(url) = redis_url().await? else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let s = RedisBudgets::connect_with(&url, prefix, ttl).await?;
+        s.configure("entry", limits);
+        out.push(s);
+    }
+    Ok(out)
+}
+
+/// Reserve until granted (waiting as told), giving up after `deadline`.
+async fn reserve(store: &RedisBudgets, ask: &Ask, deadline: Duration) -> Result<Option<Lease>> {
+    let until = Instant::now() + deadline;
+    loop {
+        match store.try_reserve(ask).await? {
+            Reservation::Granted(lease) => return Ok(Some(lease)),
+            Reservation::Never(why) => bail!("never: {why}"),
+            Reservation::Wait(d) => {
+                if Instant::now() >= until {
+                    return Ok(None);
+                }
+                let d = d.unwrap_or(Duration::from_millis(10));
+                tokio::time::sleep(d.min(Duration::from_millis(50))).await;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_processes_never_exceed_a_shared_budget() -> Result<()> {
+    let per = Duration::from_secs(1);
+    let limits = Limits {
+        tokens: Some(Rate { amount: 1_000, per }),
+        requests: Some(Rate { amount: 30, per }),
+        concurrency: Some(3),
+    };
+    let stores = stores(4, &prefix(), Duration::from_secs(5), limits).await?;
+    if stores.is_empty() {
+        return Ok(());
+    }
+    let run_for = Duration::from_millis(3_500);
+    let start = Instant::now();
+    let in_flight = Arc::new(AtomicU32::new(0));
+    let max_in_flight = Arc::new(AtomicU32::new(0));
+    let mut tasks = Vec::new();
+    for (s, store) in stores.iter().enumerate() {
+        for w in 0..3u64 {
+            let store = store.clone();
+            let (in_flight, max_in_flight) = (Arc::clone(&in_flight), Arc::clone(&max_in_flight));
+            tasks.push(tokio::spawn(async move {
+                let mut grants: Vec<(Instant, u64)> = Vec::new();
+                let mut i = 0u64;
+                while start.elapsed() < run_for {
+                    i += 1;
+                    let tokens = 20 + (i * 37 + s as u64 * 11 + w * 7) % 120;
+                    let Some(lease) = reserve(&store, &ask("entry", tokens, 1), run_for).await?
+                    else {
+                        break;
+                    };
+                    let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                    max_in_flight.fetch_max(now, Ordering::SeqCst);
+                    grants.push((Instant::now(), tokens));
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                    store.release(&lease);
+                }
+                anyhow::Ok(grants)
+            }));
+        }
+    }
+    let mut grants = Vec::new();
+    for t in tasks {
+        grants.extend(t.await??);
+    }
+    grants.sort_by_key(|g| g.0);
+    assert!(
+        max_in_flight.load(Ordering::SeqCst) <= 3,
+        "concurrency exceeded: {}",
+        max_in_flight.load(Ordering::SeqCst)
+    );
+    // Every window of the period (less a margin for the round trip between the server's clock
+    // and ours) holds at most the limits.
+    let window = per - Duration::from_millis(50);
+    let (mut worst_tokens, mut worst_requests) = (0, 0);
+    for (i, &(at, _)) in grants.iter().enumerate() {
+        let inside = grants[i..].iter().take_while(|g| g.0 < at + window);
+        let (tokens, requests) = inside.fold((0, 0), |(t, r), g| (t + g.1, r + 1));
+        worst_tokens = worst_tokens.max(tokens);
+        worst_requests = worst_requests.max(requests);
+    }
+    assert!(worst_tokens <= 1_000, "token window held {worst_tokens}");
+    assert!(worst_requests <= 30, "request window held {worst_requests}");
+    // The budget was really used, not trivially respected: over three full periods the shared
+    // budget granted most of what it allows.
+    let total: u64 = grants.iter().map(|g| g.1).sum();
+    assert!(total >= 2_400, "only {total} tokens granted in {run_for:?}");
+    eprintln!(
+        "4 stores x 3 workers: {} grants, {total} tokens; worst window {worst_tokens} tokens, \
+         {worst_requests} requests",
+        grants.len()
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_holders_lease_expires_and_a_live_one_does_not() -> Result<()> {
+    let limits = Limits {
+        concurrency: Some(1),
+        ..Limits::default()
+    };
+    let ttl = Duration::from_millis(300);
+    let mut stores = stores(2, &prefix(), ttl, limits).await?;
+    let (Some(b), Some(a)) = (stores.pop(), stores.pop()) else {
+        return Ok(());
+    };
+    let one = ask("entry", 0, 1);
+    let lease = reserve(&a, &one, Duration::from_secs(1))
+        .await?
+        .context("the first holder is granted")?;
+    // While its holder heartbeats, the lease outlives several lease times.
+    tokio::time::sleep(ttl * 4).await;
+    assert!(
+        matches!(b.try_reserve(&one).await?, Reservation::Wait(_)),
+        "a heartbeating holder keeps its slot"
+    );
+    // The holder dies without releasing: its heartbeats stop, and the slot comes free.
+    drop(a);
+    let freed = reserve(&b, &one, ttl * 10).await?;
+    assert!(freed.is_some(), "the dead holder's slot was never freed");
+    // A live release frees a slot for the other process too.
+    drop(lease);
+    let held = freed.context("granted")?;
+    b.release(&held);
+    assert!(reserve(&b, &one, Duration::from_secs(2)).await?.is_some());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settle_pause_and_refusals_are_shared() -> Result<()> {
+    let limits = Limits {
+        tokens: Some(Rate::per_minute(600)),
+        ..Limits::default()
+    };
+    let mut stores = stores(2, &prefix(), DEFAULT_LEASE_TTL, limits).await?;
+    let (Some(b), Some(a)) = (stores.pop(), stores.pop()) else {
+        return Ok(());
+    };
+    // Over the whole limit: never; unknown budget: never.
+    assert!(matches!(
+        a.try_reserve(&ask("entry", 601, 0)).await?,
+        Reservation::Never(_)
+    ));
+    assert!(matches!(
+        a.try_reserve(&ask("other", 1, 0)).await?,
+        Reservation::Never(_)
+    ));
+    // A reserves 500; B cannot have 400 until A settles at 100.
+    let lease = reserve(&a, &ask("entry", 500, 0), Duration::from_secs(1))
+        .await?
+        .context("granted")?;
+    match b.try_reserve(&ask("entry", 400, 0)).await? {
+        Reservation::Wait(Some(d)) => assert!(d > Duration::from_secs(50), "{d:?}"),
+        other => bail!("expected a wait of about a minute, got {other:?}"),
+    }
+    a.settle(&lease, 100);
+    assert!(
+        reserve(&b, &ask("entry", 400, 0), Duration::from_secs(2))
+            .await?
+            .is_some(),
+        "the settled surplus is visible to the other process"
+    );
+    assert!(b.headroom("entry").is_some_and(|h| h < 0.2));
+    // A pause set by one process holds the other back.
+    a.pause("entry", Duration::from_secs(30));
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        match b.try_reserve(&ask("entry", 0, 0)).await? {
+            Reservation::Wait(Some(d)) if d > Duration::from_secs(20) => break,
+            _ if Instant::now() > until => bail!("the pause never reached the other process"),
+            _ => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_providers_smaller_allowance_is_booked_for_every_process() -> Result<()> {
+    let limits = Limits {
+        tokens: Some(Rate::per_minute(1_000)),
+        ..Limits::default()
+    };
+    let mut stores = stores(2, &prefix(), DEFAULT_LEASE_TTL, limits).await?;
+    let (Some(b), Some(a)) = (stores.pop(), stores.pop()) else {
+        return Ok(());
+    };
+    // The provider says only 100 tokens remain (other clients share the key): A books the
+    // difference, and B then cannot have 500.
+    a.observe(
+        "entry",
+        RateObservation {
+            remaining_tokens: Some(100),
+            tokens_reset: Some(Duration::from_secs(60)),
+            ..RateObservation::default()
+        },
+    );
+    // The booking is sent on a task: probe with empty asks until B's decisions see it.
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        b.try_reserve(&ask("entry", 0, 0)).await?;
+        if b.headroom("entry").is_some_and(|h| h <= 0.1 + 1e-9) {
+            break;
+        }
+        if Instant::now() > until {
+            bail!("the observation never reached the shared window");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    match b.try_reserve(&ask("entry", 500, 0)).await? {
+        Reservation::Wait(Some(d)) => {
+            assert!(d > Duration::from_secs(50), "waits for the reset: {d:?}");
+        }
+        other => bail!("expected a wait for the provider's reset, got {other:?}"),
+    }
+    assert!(
+        reserve(&b, &ask("entry", 100, 0), Duration::from_secs(1))
+            .await?
+            .is_some(),
+        "what the provider still has is granted"
+    );
+    Ok(())
+}

@@ -1,0 +1,83 @@
+//! [`open`]: one store, SQLite or PostgreSQL, chosen by the URL.
+
+use std::sync::Arc;
+
+use super::{RecordStore, SqliteConversationStore, SqliteRecorder, SqliteStore};
+use crate::Result;
+use crate::conversation::ConversationStore;
+use crate::record::Recorder;
+
+/// An open store of either backend.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Store {
+    /// The embedded SQLite file.
+    Sqlite(SqliteStore),
+    /// A PostgreSQL database shared by several processes.
+    #[cfg(feature = "postgres")]
+    Postgres(super::PgStore),
+}
+
+/// Open the store `target` names: `postgres://…` or `postgresql://…` is PostgreSQL (feature
+/// `postgres`); a `sqlite:` URL, `:memory:` or a file path is SQLite. Migrations are applied.
+pub async fn open(target: &str) -> Result<Store> {
+    let target = target.trim();
+    if target.starts_with("postgres://") || target.starts_with("postgresql://") {
+        #[cfg(feature = "postgres")]
+        return Ok(Store::Postgres(super::PgStore::open(target).await?));
+        #[cfg(not(feature = "postgres"))]
+        return Err(crate::Error::invalid_input(
+            "database",
+            Some("postgres://…".to_owned()),
+            "this build has no PostgreSQL support (enable the `postgres` feature)",
+        ));
+    }
+    Ok(Store::Sqlite(SqliteStore::open(target).await?))
+}
+
+impl Store {
+    /// A batching recorder writing to this store (spawns its writer on the current runtime).
+    pub fn recorder(&self) -> Result<Arc<dyn Recorder>> {
+        Ok(match self {
+            Self::Sqlite(s) => Arc::new(SqliteRecorder::new(s)?),
+            #[cfg(feature = "postgres")]
+            Self::Postgres(s) => Arc::new(super::PgRecorder::new(s)?),
+        })
+    }
+
+    /// Durable conversations in this store.
+    pub fn conversations(&self) -> Arc<dyn ConversationStore> {
+        match self {
+            Self::Sqlite(s) => Arc::new(SqliteConversationStore::new(s)),
+            #[cfg(feature = "postgres")]
+            Self::Postgres(s) => Arc::new(super::PgConversationStore::new(s)),
+        }
+    }
+
+    /// The read queries over this store.
+    pub fn records(&self) -> Arc<dyn RecordStore> {
+        match self {
+            Self::Sqlite(s) => Arc::new(s.clone()),
+            #[cfg(feature = "postgres")]
+            Self::Postgres(s) => Arc::new(s.clone()),
+        }
+    }
+
+    /// The SQLite store, when this is one.
+    pub fn as_sqlite(&self) -> Option<&SqliteStore> {
+        match self {
+            Self::Sqlite(s) => Some(s),
+            #[cfg(feature = "postgres")]
+            Self::Postgres(_) => None,
+        }
+    }
+
+    /// Close every connection. Flush recorders writing to this store first.
+    pub async fn close(&self) {
+        match self {
+            Self::Sqlite(s) => s.close().await,
+            #[cfg(feature = "postgres")]
+            Self::Postgres(s) => s.close().await,
+        }
+    }
+}
