@@ -12,12 +12,9 @@
 //! the limited phase spans two rate windows.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cpu_time::ProcessTime;
-use futures::StreamExt;
 use thinkers::Runtime;
 use thinkers::conversation::Message;
 use thinkers::llm::{ChatRequest, LlmCall, encode};
@@ -28,55 +25,24 @@ const TPM: u64 = 60_000;
 /// In-flight requests of both paths: the entry's concurrency limit for the dispatcher, the
 /// `buffer_unordered` width for the bare loop.
 const CONCURRENCY: usize = 256;
-const CHILD_ENV: &str = "THINKERS_BENCH_SIM_CHILD";
+#[path = "common/mod.rs"]
+mod common;
 
 fn main() {
-    if std::env::var_os(CHILD_ENV).is_some() {
-        run_sim_child();
-        return;
-    }
-    let (mut child, base) = spawn_sim();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(bench(&base));
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-fn run_sim_child() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let config = thinkers_sim::SimConfig::builder()
+    if common::serve_sim_if_child(|| {
+        thinkers_sim::SimConfig::builder()
             .model(thinkers_sim::SimModel::new("bench-limited").tpm(TPM))
             .model(thinkers_sim::SimModel::new("bench-free"))
             .log_bodies(true)
             .build()
-            .unwrap();
-        let sim = thinkers_sim::Sim::start(config).await.unwrap();
-        println!("{}", sim.base_url());
-        // Serve until the parent kills us.
-        std::future::pending::<()>().await;
-    });
-}
-
-fn spawn_sim() -> (Child, String) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .env(CHILD_ENV, "1")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    (child, line.trim().to_owned())
+            .unwrap()
+    }) {
+        return;
+    }
+    let (mut child, base) = common::spawn_sim();
+    common::client_runtime().block_on(bench(&base));
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 fn catalog(base: &str) -> Catalog {
@@ -162,31 +128,7 @@ async fn run_calls(rt: &Runtime, entry: &str, grade: Grade) -> (f64, Duration) {
 }
 
 async fn bare_loop(base: &str, bodies: Vec<bytes::Bytes>) -> f64 {
-    let client = reqwest::Client::new();
-    let url = format!("{base}/v1/chat/completions");
-    let cpu = ProcessTime::now();
-    futures::stream::iter(bodies)
-        .map(|body| {
-            let client = client.clone();
-            let url = url.clone();
-            async move {
-                let resp = client
-                    .post(&url)
-                    .header("authorization", "Bearer bench")
-                    .header("content-type", "application/json")
-                    .body(body)
-                    .send()
-                    .await
-                    .unwrap();
-                let bytes = resp.bytes().await.unwrap();
-                let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-                assert!(v["choices"][0]["message"].is_object());
-            }
-        })
-        .buffer_unordered(CONCURRENCY)
-        .collect::<Vec<()>>()
-        .await;
-    cpu.elapsed().as_secs_f64() * 1e6 / CALLS as f64
+    common::bare_loop(base, bodies, CONCURRENCY).await
 }
 
 async fn bench(base: &str) {

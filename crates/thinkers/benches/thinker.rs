@@ -19,12 +19,9 @@
 
 use std::alloc::System;
 use std::borrow::Cow;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cpu_time::ProcessTime;
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -53,40 +50,11 @@ const RUNS: usize = 200;
 const TOOL_ROUNDS: u32 = 2;
 const CONCURRENCY: usize = 64;
 const IDLE: usize = 10_000;
-const CHILD_ENV: &str = "THINKERS_BENCH_SIM_CHILD";
+#[path = "common/mod.rs"]
+mod common;
 
 fn main() {
-    if std::env::var_os(CHILD_ENV).is_some() {
-        run_sim_child();
-        return;
-    }
-    let (mut child, base) = spawn_sim();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    // THINKERS_BENCH_ONLY=overhead|memory runs one part (for profiling one of them).
-    let only = std::env::var("THINKERS_BENCH_ONLY").unwrap_or_default();
-    rt.block_on(async {
-        if only != "memory" {
-            overhead(&base).await;
-        }
-        if only != "overhead" {
-            idle_memory(&base).await;
-        }
-    });
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-fn run_sim_child() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    if common::serve_sim_if_child(|| {
         let fast = thinkers_sim::Profile {
             tool_rounds: TOOL_ROUNDS,
             ..thinkers_sim::Profile::default()
@@ -96,30 +64,29 @@ fn run_sim_child() {
             tool_rounds: 0,
             ..thinkers_sim::Profile::default()
         };
-        let config = thinkers_sim::SimConfig::builder()
+        thinkers_sim::SimConfig::builder()
             .model(thinkers_sim::SimModel::new("bench-fast").profile(fast))
             .model(thinkers_sim::SimModel::new("bench-slow").profile(slow))
             .log_bodies(true)
             .hang_ms(900_000)
             .build()
-            .unwrap();
-        let sim = thinkers_sim::Sim::start(config).await.unwrap();
-        println!("{}", sim.base_url());
-        std::future::pending::<()>().await;
+            .unwrap()
+    }) {
+        return;
+    }
+    let (mut child, base) = common::spawn_sim();
+    // THINKERS_BENCH_ONLY=overhead|memory runs one part (for profiling one of them).
+    let only = std::env::var("THINKERS_BENCH_ONLY").unwrap_or_default();
+    common::client_runtime().block_on(async {
+        if only != "memory" {
+            overhead(&base).await;
+        }
+        if only != "overhead" {
+            idle_memory(&base).await;
+        }
     });
-}
-
-fn spawn_sim() -> (Child, String) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .env(CHILD_ENV, "1")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    (child, line.trim().to_owned())
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 fn catalog(base: &str) -> Catalog {
@@ -280,32 +247,7 @@ async fn run_thinkers(rt: &Runtime) -> (f64, usize, Duration) {
 }
 
 async fn bare_loop(base: &str, bodies: Vec<bytes::Bytes>) -> f64 {
-    let n = bodies.len();
-    let client = reqwest::Client::new();
-    let url = format!("{base}/v1/chat/completions");
-    let cpu = ProcessTime::now();
-    futures::stream::iter(bodies)
-        .map(|body| {
-            let client = client.clone();
-            let url = url.clone();
-            async move {
-                let resp = client
-                    .post(&url)
-                    .header("authorization", "Bearer bench")
-                    .header("content-type", "application/json")
-                    .body(body)
-                    .send()
-                    .await
-                    .unwrap();
-                let bytes = resp.bytes().await.unwrap();
-                let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-                assert!(v["choices"][0]["message"].is_object());
-            }
-        })
-        .buffer_unordered(CONCURRENCY)
-        .collect::<Vec<()>>()
-        .await;
-    cpu.elapsed().as_secs_f64() * 1e6 / n as f64
+    common::bare_loop(base, bodies, CONCURRENCY).await
 }
 
 /// Rounds of each path, alternated so load from other processes hits both alike; medians are

@@ -1,0 +1,87 @@
+//! What the model-call benches share: the simulated provider in a child process (this bench
+//! binary re-executed), so the CPU and memory a bench measures are the client's alone, and the
+//! bare reqwest loop the runtime is compared with.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use cpu_time::ProcessTime;
+use futures::StreamExt;
+
+/// Set in the child's environment: the binary serves the sim instead of benchmarking.
+const CHILD_ENV: &str = "THINKERS_BENCH_SIM_CHILD";
+
+/// In the child process (this returns `true` after serving until killed), start the sim `config`
+/// builds and print its base URL; in the parent, return `false` at once.
+pub(crate) fn serve_sim_if_child(config: impl FnOnce() -> thinkers_sim::SimConfig) -> bool {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return false;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let sim = thinkers_sim::Sim::start(config()).await.unwrap();
+        println!("{}", sim.base_url());
+        // Serve until the parent kills us.
+        std::future::pending::<()>().await;
+    });
+    true
+}
+
+/// The sim in a child process: the process and its base URL.
+pub(crate) fn spawn_sim() -> (Child, String) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env(CHILD_ENV, "1")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (child, line.trim().to_owned())
+}
+
+/// The client's runtime: two worker threads, like the machine's two cores.
+pub(crate) fn client_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Send `bodies` to the sim's chat completions endpoint with a bare reqwest client, at most
+/// `concurrency` in flight; the process CPU µs per call.
+pub(crate) async fn bare_loop(base: &str, bodies: Vec<bytes::Bytes>, concurrency: usize) -> f64 {
+    let n = bodies.len();
+    let client = reqwest::Client::new();
+    let url = format!("{base}/v1/chat/completions");
+    let cpu = ProcessTime::now();
+    futures::stream::iter(bodies)
+        .map(|body| {
+            let client = client.clone();
+            let url = url.clone();
+            async move {
+                let resp = client
+                    .post(&url)
+                    .header("authorization", "Bearer bench")
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap();
+                let bytes = resp.bytes().await.unwrap();
+                let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+                assert!(v["choices"][0]["message"].is_object());
+            }
+        })
+        .buffer_unordered(concurrency)
+        .collect::<Vec<()>>()
+        .await;
+    cpu.elapsed().as_secs_f64() * 1e6 / n as f64
+}
