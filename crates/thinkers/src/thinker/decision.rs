@@ -47,7 +47,6 @@ use super::turn::TurnSource;
 use super::turn_loop::{ThinkerCore, ThinkerLimits};
 use crate::job::{JobContext, Orchestrator};
 use crate::llm::ChatResponse;
-use crate::model::{Grade, ModelDependent};
 use crate::tool::{Tool, ToolProvider};
 use crate::{Error, Result};
 
@@ -294,35 +293,9 @@ impl<T> fmt::Debug for DecisionJob<T> {
     }
 }
 
-impl<T> ModelDependent for DecisionJob<T> {
-    fn grade(&self) -> Grade {
-        self.core.declaration.grade()
-    }
-    fn set_grade(&mut self, grade: Grade) {
-        self.core.declaration.set_grade(grade);
-    }
-    fn pin(&self) -> Option<&str> {
-        self.core.pin.as_deref()
-    }
-    fn pin_model(&mut self, entry: String) {
-        self.core.pin = Some(entry);
-    }
-}
+seat_in_core!(impl<T> for DecisionJob<T>);
 
-impl ModelDependent for DecisionThinker {
-    fn grade(&self) -> Grade {
-        self.core.declaration.grade()
-    }
-    fn set_grade(&mut self, grade: Grade) {
-        self.core.declaration.set_grade(grade);
-    }
-    fn pin(&self) -> Option<&str> {
-        self.core.pin.as_deref()
-    }
-    fn pin_model(&mut self, entry: String) {
-        self.core.pin = Some(entry);
-    }
-}
+seat_in_core!(impl for DecisionThinker);
 
 impl<T> DecisionJob<T> {
     /// Run the exchange: the ids the model picked and the response that carried them.

@@ -28,6 +28,28 @@
 //! check refuses such a call whatever the palette said; both sit outside any hook. Children the
 //! thinker submits inherit its scope through the submission door.
 
+/// Implements [`crate::model::ModelDependent`] for a thinker type (or its job) whose seat lives
+/// in its `core: ThinkerCore`: the declaration carries the grade, the core the pin. Every family
+/// uses it, so the seat reads the same everywhere.
+macro_rules! seat_in_core {
+    (impl $(<$($g:ident),+>)? for $ty:ty) => {
+        impl$(<$($g),+>)? $crate::model::ModelDependent for $ty {
+            fn grade(&self) -> $crate::model::Grade {
+                self.core.declaration.grade()
+            }
+            fn set_grade(&mut self, grade: $crate::model::Grade) {
+                self.core.declaration.set_grade(grade);
+            }
+            fn pin(&self) -> Option<&str> {
+                self.core.pin.as_deref()
+            }
+            fn pin_model(&mut self, entry: String) {
+                self.core.pin = Some(entry);
+            }
+        }
+    };
+}
+
 pub mod answer;
 pub mod artifacts;
 pub mod chat;

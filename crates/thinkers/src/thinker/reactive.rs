@@ -23,7 +23,7 @@ use super::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, turns};
 use crate::conversation::{ConversationId, ConversationService};
 use crate::hub::ToolHub;
 use crate::job::{JobContext, Orchestrator};
-use crate::model::{Depth, Grade, ModelDependent};
+use crate::model::Depth;
 use crate::tool::{Tool, ToolProvider, TypedToolProvider};
 use crate::{Error, Result};
 
@@ -275,20 +275,7 @@ impl ReactiveThinker {
     }
 }
 
-impl ModelDependent for ReactiveThinker {
-    fn grade(&self) -> Grade {
-        self.core.declaration.grade()
-    }
-    fn set_grade(&mut self, grade: Grade) {
-        self.core.declaration.set_grade(grade);
-    }
-    fn pin(&self) -> Option<&str> {
-        self.core.pin.as_deref()
-    }
-    fn pin_model(&mut self, entry: String) {
-        self.core.pin = Some(entry);
-    }
-}
+seat_in_core!(impl for ReactiveThinker);
 
 /// One turn of a [`ReactiveThinker`]: an orchestrator whose output is the last answer's text.
 pub struct ReactiveTurn {
@@ -310,20 +297,7 @@ impl std::fmt::Debug for ReactiveTurn {
     }
 }
 
-impl ModelDependent for ReactiveTurn {
-    fn grade(&self) -> Grade {
-        self.core.declaration.grade()
-    }
-    fn set_grade(&mut self, grade: Grade) {
-        self.core.declaration.set_grade(grade);
-    }
-    fn pin(&self) -> Option<&str> {
-        self.core.pin.as_deref()
-    }
-    fn pin_model(&mut self, entry: String) {
-        self.core.pin = Some(entry);
-    }
-}
+seat_in_core!(impl for ReactiveTurn);
 
 impl ReactiveTurn {
     fn emit(&self, event: ChatEvent) {

@@ -21,7 +21,7 @@ use crate::Result;
 use crate::conversation::{ConversationId, ConversationService};
 use crate::hub::{Compatible, ToolHub};
 use crate::job::{JobContext, Orchestrator};
-use crate::model::{Depth, Grade, ModelDependent, OutputSize};
+use crate::model::{Depth, OutputSize};
 use crate::tool::{Tool, ToolProvider, TypedToolProvider};
 
 /// The fields most answers of a goal-directed thinker carry; embed them (for example with
@@ -232,20 +232,7 @@ where
     }
 }
 
-impl<A> ModelDependent for SingleObjectiveThinker<A> {
-    fn grade(&self) -> Grade {
-        self.core.declaration.grade()
-    }
-    fn set_grade(&mut self, grade: Grade) {
-        self.core.declaration.set_grade(grade);
-    }
-    fn pin(&self) -> Option<&str> {
-        self.core.pin.as_deref()
-    }
-    fn pin_model(&mut self, entry: String) {
-        self.core.pin = Some(entry);
-    }
-}
+seat_in_core!(impl<A> for SingleObjectiveThinker<A>);
 
 /// One run of a [`SingleObjectiveThinker`]: an orchestrator whose output is the typed answer.
 pub struct ThinkerJob<A> {
@@ -266,20 +253,7 @@ impl<A> std::fmt::Debug for ThinkerJob<A> {
     }
 }
 
-impl<A> ModelDependent for ThinkerJob<A> {
-    fn grade(&self) -> Grade {
-        self.core.declaration.grade()
-    }
-    fn set_grade(&mut self, grade: Grade) {
-        self.core.declaration.set_grade(grade);
-    }
-    fn pin(&self) -> Option<&str> {
-        self.core.pin.as_deref()
-    }
-    fn pin_model(&mut self, entry: String) {
-        self.core.pin = Some(entry);
-    }
-}
+seat_in_core!(impl<A> for ThinkerJob<A>);
 
 impl<A> Orchestrator for ThinkerJob<A>
 where

@@ -38,7 +38,7 @@ use super::turn::TurnSource;
 use super::turn_loop::{ThinkerCore, ThinkerLimits};
 use crate::job::{JobContext, Orchestrator};
 use crate::llm::ResponseSchema;
-use crate::model::{Depth, Grade, ModelDependent};
+use crate::model::Depth;
 use crate::tool::{Tool, ToolProvider};
 use crate::{Error, Result};
 
@@ -325,27 +325,8 @@ where
     }
 }
 
-macro_rules! model_dependent {
-    ($ty:ident) => {
-        impl<I, O> ModelDependent for $ty<I, O> {
-            fn grade(&self) -> Grade {
-                self.core.declaration.grade()
-            }
-            fn set_grade(&mut self, grade: Grade) {
-                self.core.declaration.set_grade(grade);
-            }
-            fn pin(&self) -> Option<&str> {
-                self.core.pin.as_deref()
-            }
-            fn pin_model(&mut self, entry: String) {
-                self.core.pin = Some(entry);
-            }
-        }
-    };
-}
-
-model_dependent!(ToollessThinker);
-model_dependent!(ToollessJob);
+seat_in_core!(impl<I, O> for ToollessThinker<I, O>);
+seat_in_core!(impl<I, O> for ToollessJob<I, O>);
 
 /// The answer type's own shape and the declared guardrails.
 struct ShapeContract<O> {
