@@ -74,6 +74,7 @@ pub mod onecall;
 pub mod ops;
 pub mod record;
 pub mod runtime;
+mod schema;
 pub mod store;
 pub mod telemetry;
 #[cfg(all(test, any(feature = "postgres", feature = "redis")))]

@@ -105,7 +105,7 @@ mod tests {
         let tool = ToolSpec {
             name: "search".into(),
             description: "Search the corpus for documents about a topic.".into(),
-            parameters: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+            parameters: json!({"type": "object", "properties": {"q": {"type": "string"}}}).into(),
         };
         let with_tools = WireSizer::new(target.clone(), Arc::clone(&counter))
             .with_tools(vec![tool])

@@ -1,5 +1,7 @@
 //! What the runtime asks of a model, before any dialect renders it.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -13,8 +15,9 @@ pub struct ToolSpec {
     /// What the tool does, for the model.
     pub description: String,
     /// The JSON Schema of the tool's arguments (an object schema). Dialects adapt it where a
-    /// provider constrains schemas (see `llm::strict`).
-    pub parameters: Value,
+    /// provider constrains schemas (see `llm::strict`). Shared: a palette is rendered every
+    /// turn, and a schema is built once per tool, not once per turn.
+    pub parameters: Arc<Value>,
 }
 
 /// Whether and which tools the model must call.
@@ -37,8 +40,8 @@ pub enum ToolChoice {
 pub struct ResponseSchema {
     /// A short name for the shape (`[a-zA-Z0-9_-]`, as OpenAI requires).
     pub name: String,
-    /// The JSON Schema of the answer.
-    pub schema: Value,
+    /// The JSON Schema of the answer (shared, like [`ToolSpec::parameters`]).
+    pub schema: Arc<Value>,
 }
 
 /// How much the model should reason before answering.

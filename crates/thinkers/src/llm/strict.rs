@@ -15,6 +15,9 @@
 //! Removing a keyword only loosens what the provider enforces; the runtime still validates the
 //! answer against the original schema.
 
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+
 use serde_json::{Map, Value, json};
 
 /// Keywords OpenAI strict mode rejects (or is not documented to accept), removed on adaptation.
@@ -56,6 +59,46 @@ pub fn openai_strict(schema: &Value) -> Value {
         return json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false});
     }
     strict_in_place(&mut out);
+    out
+}
+
+/// How many adapted schemas [`shared`] keeps before it starts over.
+const SHARED_CAPACITY: usize = 256;
+
+/// Adapted schemas by the address of their shared source. The source `Arc` is held with its
+/// adaptation, so its address cannot be reused for another schema while the entry lives.
+type Adapted = HashMap<(usize, Adaptation), (Arc<Value>, Arc<Value>)>;
+
+static ADAPTED: LazyLock<Mutex<Adapted>> = LazyLock::new(Default::default);
+
+/// Which adaptation [`shared`] applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Adaptation {
+    /// [`openai_strict`].
+    OpenAiStrict,
+    /// [`closed_objects`].
+    ClosedObjects,
+}
+
+/// The adaptation of a shared schema, computed once per source and shared in turn: a palette and
+/// an answer schema are rendered on every turn, and their sources are built once per type (see
+/// [`crate::llm::ToolSpec::parameters`]), so after the first turn this is a lookup.
+pub fn shared(schema: &Arc<Value>, adaptation: Adaptation) -> Arc<Value> {
+    let key = (Arc::as_ptr(schema) as usize, adaptation);
+    let mut adapted = ADAPTED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((source, out)) = adapted.get(&key)
+        && Arc::ptr_eq(source, schema)
+    {
+        return Arc::clone(out);
+    }
+    let out = Arc::new(match adaptation {
+        Adaptation::OpenAiStrict => openai_strict(schema),
+        Adaptation::ClosedObjects => closed_objects(schema),
+    });
+    if adapted.len() >= SHARED_CAPACITY {
+        adapted.clear();
+    }
+    adapted.insert(key, (Arc::clone(schema), Arc::clone(&out)));
     out
 }
 

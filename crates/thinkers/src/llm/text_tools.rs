@@ -373,7 +373,7 @@ mod tests {
         ToolSpec {
             name: "get_weather".into(),
             description: "Current weather for a city".into(),
-            parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+            parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}).into(),
         }
     }
 
@@ -398,7 +398,7 @@ mod tests {
     fn the_schema_sits_between_marker_lines() -> anyhow::Result<()> {
         let schema = ResponseSchema {
             name: "answer".into(),
-            schema: json!({"type": "object"}),
+            schema: json!({"type": "object"}).into(),
         };
         let s = render_system("", &[], &ToolChoice::Auto, Some(&schema));
         let inner = s

@@ -193,7 +193,7 @@ impl<T: ModelTool> ModelToolJob<T> {
         let mut request = ChatRequest::new(self.tool.instructions(), messages);
         request.response = Some(ResponseSchema {
             name: T::NAME.to_owned(),
-            schema: self.shape.schema().clone(),
+            schema: self.shape.shared_schema(),
         });
         Ok(request)
     }

@@ -20,7 +20,7 @@ use crate::{Error, Result};
 pub struct ModelToolProvider<T: ModelTool> {
     tool: Arc<T>,
     description: Cow<'static, str>,
-    input_schema: Value,
+    input_schema: Arc<Value>,
     shape: Arc<AnswerShape>,
     pin: Option<String>,
     answerer: Option<Arc<dyn Answerer>>,
@@ -41,7 +41,7 @@ impl<T: ModelTool> ModelToolProvider<T> {
     pub fn new(tool: T) -> Self {
         Self {
             description: tool.description(),
-            input_schema: schemars::schema_for!(T::Input).to_value(),
+            input_schema: crate::schema::of::<T::Input>(),
             shape: Arc::new(AnswerShape::of::<T::Output>()),
             tool: Arc::new(tool),
             pin: None,
@@ -109,6 +109,10 @@ impl<T: ModelTool> ToolProvider for ModelToolProvider<T> {
 
     fn input_schema(&self) -> &Value {
         &self.input_schema
+    }
+
+    fn shared_input_schema(&self) -> Arc<Value> {
+        Arc::clone(&self.input_schema)
     }
 
     fn read_only(&self) -> bool {

@@ -27,7 +27,7 @@ pub const ANSWER_PARAMETER: &str = "answer";
 #[derive(Debug, Clone)]
 pub struct AnswerShape {
     type_name: String,
-    schema: Value,
+    schema: std::sync::Arc<Value>,
 }
 
 /// Why an answer could not be converted into its declared type.
@@ -58,8 +58,8 @@ impl AnswerRefusal {
 impl AnswerShape {
     /// The shape of `T`, from its JSON Schema. The type name is the schema's title (the Rust
     /// type's name), or the short Rust type name when the schema has none.
-    pub fn of<T: JsonSchema>() -> Self {
-        let schema = schemars::schema_for!(T).to_value();
+    pub fn of<T: JsonSchema + 'static>() -> Self {
+        let schema = crate::schema::of::<T>();
         let type_name = schema
             .get("title")
             .and_then(Value::as_str)
@@ -75,6 +75,11 @@ impl AnswerShape {
     /// The declared type's JSON Schema (the response contract sent to the model).
     pub fn schema(&self) -> &Value {
         &self.schema
+    }
+
+    /// The same schema, shared (a request carries it without copying it).
+    pub fn shared_schema(&self) -> std::sync::Arc<Value> {
+        std::sync::Arc::clone(&self.schema)
     }
 
     /// The declared shape in words, for example ``a JSON object of type `Verdict` with the

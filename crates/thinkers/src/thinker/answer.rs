@@ -18,6 +18,7 @@
 //! `{"answer": …}`, since providers want an object at the root).
 
 use std::marker::PhantomData;
+use std::sync::{Arc, OnceLock};
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -49,15 +50,34 @@ pub enum Judgement<A> {
     Refused(Error),
 }
 
-/// The declared answer type of a thinker, as a schema and a decoder.
-#[derive(Debug, Clone)]
+/// The declared answer type of a thinker, as a schema and a decoder. Cheap to create and to
+/// clone: what it knows of a type is derived once per process and shared.
+#[derive(Debug)]
 pub struct AnswerShape<A> {
+    data: Arc<ShapeData>,
+    _answer: PhantomData<fn() -> A>,
+}
+
+impl<A> Clone for AnswerShape<A> {
+    fn clone(&self) -> Self {
+        Self {
+            data: Arc::clone(&self.data),
+            _answer: PhantomData,
+        }
+    }
+}
+
+/// What the boundary knows of one answer type, and the request schemas derived from it (each
+/// built on first use: `[without native thinking, with native thinking]`).
+#[derive(Debug)]
+struct ShapeData {
     type_name: String,
     schema: Value,
     kind: Kind,
     has_reasoning: bool,
     uses_refs: bool,
-    _answer: PhantomData<fn() -> A>,
+    envelope: [OnceLock<Arc<Value>>; 2],
+    bare: [OnceLock<Arc<Value>>; 2],
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,10 +150,19 @@ fn json_kind(v: &Value) -> &'static str {
     }
 }
 
-impl<A: DeserializeOwned + JsonSchema> AnswerShape<A> {
-    /// The shape of `A`, generated once.
+impl<A: DeserializeOwned + JsonSchema + 'static> AnswerShape<A> {
+    /// The shape of `A`, derived once per process.
     pub fn new() -> Self {
-        let schema = serde_json::to_value(schemars::schema_for!(A)).unwrap_or(Value::Null);
+        Self {
+            data: crate::schema::per_type::<A, ShapeData>(ShapeData::of::<A>),
+            _answer: PhantomData,
+        }
+    }
+}
+
+impl ShapeData {
+    fn of<A: JsonSchema + 'static>() -> Self {
+        let schema = (*crate::schema::of::<A>()).clone();
         let type_name = schema
             .get("title")
             .and_then(Value::as_str)
@@ -150,12 +179,13 @@ impl<A: DeserializeOwned + JsonSchema> AnswerShape<A> {
             kind,
             has_reasoning,
             uses_refs,
-            _answer: PhantomData,
+            envelope: Default::default(),
+            bare: Default::default(),
         }
     }
 }
 
-impl<A: DeserializeOwned + JsonSchema> Default for AnswerShape<A> {
+impl<A: DeserializeOwned + JsonSchema + 'static> Default for AnswerShape<A> {
     fn default() -> Self {
         Self::new()
     }
@@ -164,23 +194,32 @@ impl<A: DeserializeOwned + JsonSchema> Default for AnswerShape<A> {
 impl<A: DeserializeOwned> AnswerShape<A> {
     /// The declared type's name, as the schema titles it.
     pub fn type_name(&self) -> &str {
-        &self.type_name
+        &self.data.type_name
     }
 
     /// Whether the answer schema names artifact refs (so the `@` legend is rendered).
     pub fn uses_refs(&self) -> bool {
-        self.uses_refs
+        self.data.uses_refs
     }
 
     /// Whether the answer type carries its own `reasoning` property.
     pub fn has_reasoning(&self) -> bool {
-        self.has_reasoning
+        self.data.has_reasoning
     }
 
     /// The envelope schema requested from the model. Under `native_thinking` the reasoning
     /// fields are left out (the thinking block supplies them).
     pub fn request_schema(&self, native_thinking: bool) -> ResponseSchema {
-        let mut answer = self.schema.clone();
+        let schema = self.data.envelope[usize::from(native_thinking)]
+            .get_or_init(|| Arc::new(self.envelope_schema(native_thinking)));
+        ResponseSchema {
+            name: "final_answer".into(),
+            schema: Arc::clone(schema),
+        }
+    }
+
+    fn envelope_schema(&self, native_thinking: bool) -> Value {
+        let mut answer = self.data.schema.clone();
         let defs = answer
             .as_object_mut()
             .and_then(|m| {
@@ -222,10 +261,7 @@ impl<A: DeserializeOwned> AnswerShape<A> {
         {
             m.insert("$defs".into(), defs);
         }
-        ResponseSchema {
-            name: "final_answer".into(),
-            schema: envelope,
-        }
+        envelope
     }
 
     /// Judge one final answer: the text the model wrote and, under native thinking, the text of
@@ -242,8 +278,8 @@ impl<A: DeserializeOwned> AnswerShape<A> {
                     format!(
                         "the final answer was not valid JSON; answer with one JSON object \
                          {{\"reasoning\": …, \"answer\": …}} whose answer is {} of type {}",
-                        self.kind.article(),
-                        self.type_name
+                        self.data.kind.article(),
+                        self.data.type_name
                     ),
                     Some(Box::new(e)),
                 ));
@@ -257,8 +293,8 @@ impl<A: DeserializeOwned> AnswerShape<A> {
                     format!(
                         "expected an object {{\"reasoning\": …, \"answer\": …}} whose answer is \
                          {} of type {}, but the final answer was {}",
-                        self.kind.article(),
-                        self.type_name,
+                        self.data.kind.article(),
+                        self.data.type_name,
                         json_kind(&other)
                     ),
                     None,
@@ -277,7 +313,7 @@ impl<A: DeserializeOwned> AnswerShape<A> {
     /// structured-answer modes need an object at the root, so a declared type that is not an
     /// object (a string, an enum, a list) is wrapped. An object type is asked for as itself.
     pub fn bare_is_wrapped(&self) -> bool {
-        self.kind != Kind::Object
+        self.data.kind != Kind::Object
     }
 
     /// The schema of the answer type itself, without the loop's envelope: what a thinker that
@@ -286,7 +322,16 @@ impl<A: DeserializeOwned> AnswerShape<A> {
     /// out under `native_thinking` (filled from the thinking block), described otherwise. A
     /// non-object type is wrapped (see [`AnswerShape::bare_is_wrapped`]).
     pub fn bare_request_schema(&self, native_thinking: bool) -> ResponseSchema {
-        let mut answer = self.schema.clone();
+        let schema = self.data.bare[usize::from(native_thinking)]
+            .get_or_init(|| Arc::new(self.bare_schema(native_thinking)));
+        ResponseSchema {
+            name: "answer".into(),
+            schema: Arc::clone(schema),
+        }
+    }
+
+    fn bare_schema(&self, native_thinking: bool) -> Value {
+        let mut answer = self.data.schema.clone();
         let defs = answer.as_object_mut().and_then(|m| {
             m.remove("$schema");
             m.remove("$defs")
@@ -318,10 +363,7 @@ impl<A: DeserializeOwned> AnswerShape<A> {
         {
             m.insert("$defs".into(), defs);
         }
-        ResponseSchema {
-            name: "answer".into(),
-            schema: root,
-        }
+        root
     }
 
     /// Judge an answer requested with [`AnswerShape::bare_request_schema`]: the same one
@@ -339,11 +381,11 @@ impl<A: DeserializeOwned> AnswerShape<A> {
                 let wanted = if self.bare_is_wrapped() {
                     format!(
                         "one JSON object {{\"answer\": …}} whose answer is {} of type {}",
-                        self.kind.article(),
-                        self.type_name
+                        self.data.kind.article(),
+                        self.data.type_name
                     )
                 } else {
-                    format!("one JSON object of type {}", self.type_name)
+                    format!("one JSON object of type {}", self.data.type_name)
                 };
                 return Judgement::Refused(self.refusal(
                     format!("the answer was not valid JSON; answer with {wanted}"),
@@ -363,8 +405,8 @@ impl<A: DeserializeOwned> AnswerShape<A> {
                         format!(
                             "expected an object {{\"answer\": …}} whose answer is {} of type \
                              {}, but the answer was {}",
-                            self.kind.article(),
-                            self.type_name,
+                            self.data.kind.article(),
+                            self.data.type_name,
                             json_kind(&other)
                         ),
                         None,
@@ -386,19 +428,19 @@ impl<A: DeserializeOwned> AnswerShape<A> {
     /// The one conversion: `answer` into `A`, its reasoning field filled from `reasoning` when
     /// the type has one and the answer lacks it. `at` says where the answer sat, for messages.
     fn judge_value(&self, mut answer: Value, reasoning: Option<&str>, at: &str) -> Judgement<A> {
-        if !self.kind.fits(&answer) {
+        if !self.data.kind.fits(&answer) {
             return Judgement::Refused(self.refusal(
                 format!(
                     "expected {} of type {}{at}, but it was {}",
-                    self.kind.article(),
-                    self.type_name,
+                    self.data.kind.article(),
+                    self.data.type_name,
                     json_kind(&answer)
                 ),
                 None,
             ));
         }
         let reasoning = reasoning.unwrap_or_default().to_owned();
-        if self.has_reasoning
+        if self.data.has_reasoning
             && let Value::Object(fields) = &mut answer
             && !fields.get("reasoning").is_some_and(Value::is_string)
         {
@@ -431,7 +473,7 @@ impl<A: DeserializeOwned> AnswerShape<A> {
         use serde_path_to_error::Segment;
         let inner = e.inner().to_string();
         let mut names = vec!["answer".to_owned()];
-        let mut at = Some(resolve(&self.schema, &self.schema));
+        let mut at = Some(resolve(&self.data.schema, &self.data.schema));
         for seg in e.path().iter() {
             match seg {
                 Segment::Map { key } => {
@@ -439,13 +481,13 @@ impl<A: DeserializeOwned> AnswerShape<A> {
                     at = at
                         .and_then(|s| s.get("properties"))
                         .and_then(|p| p.get(key.as_str()))
-                        .map(|s| resolve(s, &self.schema));
+                        .map(|s| resolve(s, &self.data.schema));
                 }
                 Segment::Seq { index } => {
                     names.push(format!("[{index}]"));
                     at = at
                         .and_then(|s| s.get("items"))
-                        .map(|s| resolve(s, &self.schema));
+                        .map(|s| resolve(s, &self.data.schema));
                 }
                 Segment::Enum { .. } | Segment::Unknown => {}
             }
@@ -462,22 +504,22 @@ impl<A: DeserializeOwned> AnswerShape<A> {
             return match declared {
                 Some(s) => format!(
                     "`{path}` is required: {} (answer type {})",
-                    describe(resolve(s, &self.schema), &self.schema),
-                    self.type_name
+                    describe(resolve(s, &self.data.schema), &self.data.schema),
+                    self.data.type_name
                 ),
-                None => format!("`{path}` is required (answer type {})", self.type_name),
+                None => format!("`{path}` is required (answer type {})", self.data.type_name),
             };
         }
         let path = names.concat();
         match at {
             Some(s) => format!(
                 "`{path}` must be {} (answer type {})",
-                describe(s, &self.schema),
-                self.type_name
+                describe(s, &self.data.schema),
+                self.data.type_name
             ),
             None => format!(
                 "`{path}` does not fit the answer type {}; follow its schema",
-                self.type_name
+                self.data.type_name
             ),
         }
     }

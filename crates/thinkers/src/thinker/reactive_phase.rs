@@ -216,7 +216,7 @@ impl AnswerPhase for ReactivePhase {
     fn schema(&self, _native_thinking: bool) -> ResponseSchema {
         ResponseSchema {
             name: "text".into(),
-            schema: serde_json::json!({"type": "string"}),
+            schema: serde_json::json!({"type": "string"}).into(),
         }
     }
 

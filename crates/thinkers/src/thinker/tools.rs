@@ -46,7 +46,7 @@ pub(crate) fn sweep(registry: &ToolRegistry, scope: &ScopeGuard, turn: u32) -> P
         palette.specs.push(ToolSpec {
             name: p.name().to_owned(),
             description: p.description().to_owned(),
-            parameters: p.input_schema().clone(),
+            parameters: p.shared_input_schema(),
         });
     }
     palette

@@ -63,6 +63,12 @@ pub trait ToolProvider: Send + Sync + 'static {
     fn description(&self) -> &str;
     /// The JSON Schema of the arguments.
     fn input_schema(&self) -> &Value;
+    /// The same schema, shared: what a palette puts on every request. The default copies
+    /// [`ToolProvider::input_schema`]; a provider that holds its schema in an [`Arc`] hands out
+    /// the `Arc`, so rendering a turn copies no schema.
+    fn shared_input_schema(&self) -> Arc<Value> {
+        Arc::new(self.input_schema().clone())
+    }
     /// Whether the tool has no side effects. Defaults to `false`: MCP servers and dynamic tools
     /// cannot establish it, so they are never read-only. A wrapping provider forwards it.
     fn read_only(&self) -> bool {
@@ -78,6 +84,7 @@ macro_rules! forward_provider {
             fn name(&self) -> &str { (**self).name() }
             fn description(&self) -> &str { (**self).description() }
             fn input_schema(&self) -> &Value { (**self).input_schema() }
+            fn shared_input_schema(&self) -> Arc<Value> { (**self).shared_input_schema() }
             fn read_only(&self) -> bool { (**self).read_only() }
             fn instantiate(&self, arguments: Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
                 (**self).instantiate(arguments, cx)
@@ -109,7 +116,7 @@ pub fn admit_call(provider: &dyn ToolProvider, scope: &ScopeGuard) -> Result<()>
 pub struct TypedToolProvider<T: Tool> {
     tool: Arc<T>,
     description: Cow<'static, str>,
-    schema: Value,
+    schema: Arc<Value>,
 }
 
 impl<T: Tool> std::fmt::Debug for TypedToolProvider<T> {
@@ -121,10 +128,9 @@ impl<T: Tool> std::fmt::Debug for TypedToolProvider<T> {
 }
 
 impl<T: Tool> TypedToolProvider<T> {
-    /// Wrap a tool. The input schema is generated once here.
+    /// Wrap a tool. The input schema is generated once per input type and shared.
     pub fn new(tool: T) -> Self {
-        let schema = schemars::schema_for!(T::Input);
-        let schema = serde_json::to_value(schema).unwrap_or(Value::Null);
+        let schema = crate::schema::of::<T::Input>();
         Self {
             description: tool.description(),
             tool: Arc::new(tool),
@@ -236,6 +242,9 @@ impl<T: Tool> ToolProvider for TypedToolProvider<T> {
     }
     fn input_schema(&self) -> &Value {
         &self.schema
+    }
+    fn shared_input_schema(&self) -> Arc<Value> {
+        Arc::clone(&self.schema)
     }
     fn read_only(&self) -> bool {
         self.tool.read_only()

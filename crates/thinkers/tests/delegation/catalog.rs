@@ -20,7 +20,7 @@ fn door_schema(turns: &ScriptedTurns, i: usize, door: &str) -> Option<serde_json
         .tools
         .iter()
         .find(|t| t.name == door)
-        .map(|t| t.parameters.clone())
+        .map(|t| (*t.parameters).clone())
 }
 
 #[tokio::test]

@@ -25,7 +25,8 @@ fn with_tool() -> ChatRequest {
             "properties": {"term": {"type": "string"}},
             "required": ["term"],
             "additionalProperties": false
-        }),
+        })
+        .into(),
     });
     r
 }
@@ -42,7 +43,8 @@ fn structured() -> ChatRequest {
             },
             "required": ["summary", "confidence"],
             "additionalProperties": false
-        }),
+        })
+        .into(),
     });
     r
 }

@@ -15,6 +15,7 @@
 //!   play, in which case the schema goes into the system prompt.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -24,8 +25,9 @@ use crate::Result;
 use crate::conversation::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::encoded::{DecodePlan, EncodedRequest, Header, Segments, Tracked};
 use crate::llm::request::{ChatRequest, Reasoning, ToolChoice};
+use crate::llm::strict::{self, Adaptation};
 use crate::llm::target::WireTarget;
-use crate::llm::{strict, text_tools};
+use crate::llm::text_tools;
 
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -103,7 +105,14 @@ struct OutputConfig<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     effort: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    format: Option<Tracked<'a, Value>>,
+    format: Option<Tracked<'a, Format>>,
+}
+
+#[derive(Serialize)]
+struct Format {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    schema: Arc<Value>,
 }
 
 #[derive(Serialize)]
@@ -161,7 +170,7 @@ pub(crate) fn encode(
                     name: &t.name,
                     description: &t.description,
                     input_schema: if t.parameters.is_object() {
-                        Cow::Borrowed(&t.parameters)
+                        Cow::Borrowed(t.parameters.as_ref())
                     } else {
                         Cow::Owned(json!({"type": "object", "properties": {}}))
                     },
@@ -178,10 +187,10 @@ pub(crate) fn encode(
     };
 
     let format = match &req.response {
-        Some(r) if !schema_in_prompt => Some(seg.track(json!({
-            "type": "json_schema",
-            "schema": strict::closed_objects(&r.schema),
-        }))),
+        Some(r) if !schema_in_prompt => Some(seg.track(Format {
+            kind: "json_schema",
+            schema: strict::shared(&r.schema, Adaptation::ClosedObjects),
+        })),
         _ => None,
     };
     let effort = match &req.reasoning {

@@ -76,7 +76,7 @@ fn tools_body() -> anyhow::Result<()> {
     assert_eq!(v["tool_choice"], json!({"type": "any"}));
     assert_eq!(
         v["tools"][0]["input_schema"],
-        fixtures::weather_tool().parameters
+        *fixtures::weather_tool().parameters
     );
     Ok(())
 }

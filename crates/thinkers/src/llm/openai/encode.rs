@@ -8,6 +8,7 @@
 //! Thinking blocks are never sent: OpenAI keeps reasoning on its side.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -15,8 +16,9 @@ use serde_json::{Value, json};
 use crate::conversation::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::encoded::{DecodePlan, EncodedRequest, Header, Segments, Tracked};
 use crate::llm::request::{ChatRequest, Reasoning, ToolChoice};
+use crate::llm::strict::{self, Adaptation};
 use crate::llm::target::{Dialect, WireTarget};
-use crate::llm::{strict, text_tools};
+use crate::llm::text_tools;
 use crate::{Error, Result};
 
 #[derive(Serialize)]
@@ -92,9 +94,23 @@ struct OaTool<'a> {
 struct OaFunction<'a> {
     name: &'a str,
     description: &'a str,
-    parameters: Value,
+    parameters: Arc<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     strict: Option<bool>,
+}
+
+#[derive(Serialize)]
+struct ResponseFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    json_schema: JsonSchemaFormat<'a>,
+}
+
+#[derive(Serialize)]
+struct JsonSchemaFormat<'a> {
+    name: &'a str,
+    schema: Arc<Value>,
+    strict: bool,
 }
 
 #[derive(Serialize)]
@@ -111,7 +127,7 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    response_format: Option<Tracked<'a, Value>>,
+    response_format: Option<Tracked<'a, ResponseFormat<'a>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_effort: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -162,10 +178,14 @@ pub(crate) fn encode(
     };
 
     let response_format = match &req.response {
-        Some(r) if !schema_in_prompt => Some(seg.track(json!({
-            "type": "json_schema",
-            "json_schema": {"name": r.name, "schema": strict::openai_strict(&r.schema), "strict": true}
-        }))),
+        Some(r) if !schema_in_prompt => Some(seg.track(ResponseFormat {
+            kind: "json_schema",
+            json_schema: JsonSchemaFormat {
+                name: &r.name,
+                schema: strict::shared(&r.schema, Adaptation::OpenAiStrict),
+                strict: true,
+            },
+        })),
         _ => None,
     };
 
@@ -243,9 +263,9 @@ fn render_tools<'a>(
                     name: &t.name,
                     description: &t.description,
                     parameters: if compat {
-                        t.parameters.clone()
+                        Arc::clone(&t.parameters)
                     } else {
-                        strict::openai_strict(&t.parameters)
+                        strict::shared(&t.parameters, Adaptation::OpenAiStrict)
                     },
                     strict: (!compat).then_some(true),
                 },

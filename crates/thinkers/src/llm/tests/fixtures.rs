@@ -32,7 +32,8 @@ pub(crate) fn weather_tool() -> ToolSpec {
                 "unit": {"type": "string", "enum": ["c", "f"]}
             },
             "required": ["city"]
-        }),
+        })
+        .into(),
     }
 }
 
@@ -40,7 +41,7 @@ pub(crate) fn time_tool() -> ToolSpec {
     ToolSpec {
         name: "get_time".into(),
         description: "The local time of a city".into(),
-        parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}).into(),
     }
 }
 
@@ -98,7 +99,8 @@ pub(crate) fn structured() -> ChatRequest {
                 "note": {"type": "string", "maxLength": 200}
             },
             "required": ["vendor", "total_cents"]
-        }),
+        })
+        .into(),
     });
     r
 }

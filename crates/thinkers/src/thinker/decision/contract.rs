@@ -115,7 +115,7 @@ impl Contract for OptionsContract {
         };
         ResponseSchema {
             name: "decision".into(),
-            schema,
+            schema: schema.into(),
         }
     }
 
