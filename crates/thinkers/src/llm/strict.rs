@@ -71,6 +71,48 @@ type Adapted = HashMap<(usize, Adaptation), (Arc<Value>, Arc<Value>)>;
 
 static ADAPTED: LazyLock<Mutex<Adapted>> = LazyLock::new(Default::default);
 
+static LENGTHS: LazyLock<Mutex<HashMap<usize, (Arc<Value>, usize)>>> =
+    LazyLock::new(Default::default);
+
+/// The length of a shared schema's JSON text, measured once per source (as [`shared`] caches
+/// adaptations): what a cheap size bound of a request adds for each schema it carries.
+pub fn shared_json_len(schema: &Arc<Value>) -> usize {
+    let key = Arc::as_ptr(schema) as usize;
+    let mut lengths = LENGTHS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((source, n)) = lengths.get(&key)
+        && Arc::ptr_eq(source, schema)
+    {
+        return *n;
+    }
+    let n = json_len(schema);
+    if lengths.len() >= SHARED_CAPACITY {
+        lengths.clear();
+    }
+    lengths.insert(key, (Arc::clone(schema), n));
+    n
+}
+
+/// The length of a value's JSON text, counted without building the text.
+pub fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+            self.0 += data.len();
+            Ok(data.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail; a value that would not serialise counts as huge, so a
+    // caller bounding a size measures exactly instead.
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => usize::MAX / 8,
+    }
+}
+
 /// Which adaptation [`shared`] applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Adaptation {

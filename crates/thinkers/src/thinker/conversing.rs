@@ -13,6 +13,7 @@ use crate::conversation::{
     MemoryConversationStore, Message, Objective, Role, Stamps, WireSizer,
 };
 use crate::job::JobContext;
+use crate::llm::strict::{json_len, shared_json_len};
 use crate::llm::{ChatRequest, ModelServices, ResponseSchema, ToolSpec};
 use crate::model::Depth;
 use crate::onecall::tools::JobSummarizer;
@@ -224,34 +225,13 @@ fn rough_upper_bound(conv: &Conversation, tools: &[ToolSpec], response: &Respons
         }
     }
     for t in tools {
-        bytes += t.name.len() + t.description.len() + json_len(&t.parameters);
+        bytes += t.name.len() + t.description.len() + shared_json_len(&t.parameters);
     }
-    bytes += response.name.len() + json_len(&response.schema);
+    bytes += response.name.len() + shared_json_len(&response.schema);
     // JSON escaping at most sextuples a byte (`\u0000`); 64 bytes of framing per block.
     (bytes as u64)
         .saturating_mul(6)
         .saturating_add(64 * blocks as u64 + 1024)
-}
-
-/// The length of a value's JSON text, counted without building the text.
-fn json_len(value: &serde_json::Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-            self.0 += data.len();
-            Ok(data.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing to a counter cannot fail; a value that would not serialise counts as huge, so the
-    // exact measure runs.
-    match serde_json::to_writer(&mut count, value) {
-        Ok(()) => count.0,
-        Err(_) => usize::MAX / 8,
-    }
 }
 
 /// Save a durable conversation (after every turn, so a crash loses at most the turn in flight).
