@@ -49,11 +49,11 @@ mod tests;
 mod writer;
 
 #[cfg(feature = "sqlite")]
-pub use chats::{ChatRecord, SqliteChatStore};
+pub use chats::{ChatRecord, ChatStore, ChatTurnLock, SqliteChatStore};
 #[cfg(feature = "sqlite")]
 pub use conversations::SqliteConversationStore;
 #[cfg(feature = "postgres")]
-pub use postgres::{PgConversationStore, PgRecorder, PgStore};
+pub use postgres::{PgChatStore, PgConversationStore, PgRecorder, PgStore};
 #[cfg(feature = "sqlite")]
 pub use select::{Store, open};
 #[cfg(feature = "sqlite")]

@@ -6,12 +6,15 @@
 //! Statements use `$n` parameters; everything else (row shapes, upsert rules, optimistic
 //! versioning) is the SQLite store's, so one conformance suite runs against both.
 
+mod chats;
 mod conversations;
 mod query;
 #[cfg(test)]
 mod tests;
 mod writer;
 
+pub use chats::PgChatStore;
+pub(crate) use chats::PgTurnLock;
 pub use conversations::PgConversationStore;
 pub use writer::PgRecorder;
 
