@@ -118,7 +118,11 @@ macro_rules! chat_queries {
             }
 
             /// Record the chat's conversation (when known) and that it changed now.
-            pub async fn touch(&self, id: &str, conversation_id: Option<&str>) -> $crate::Result<()> {
+            pub async fn touch(
+                &self,
+                id: &str,
+                conversation_id: Option<&str>,
+            ) -> $crate::Result<()> {
                 sqlx::query($crate::store::chats::sql::TOUCH)
                     .bind(conversation_id)
                     .bind($crate::record::now_ms())

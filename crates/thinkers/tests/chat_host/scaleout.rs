@@ -46,6 +46,10 @@ struct PgHost {
 }
 
 async fn pg_host(sim: &Sim, db: &str) -> Result<PgHost> {
+    pg_host_with(sim, db, HostConfig::default()).await
+}
+
+async fn pg_host_with(sim: &Sim, db: &str, config: HostConfig) -> Result<PgHost> {
     let rt = Runtime::builder(Catalog::bundled().with_sim_url(&sim.base_url()))
         .database(db)
         .config(DispatchConfig {
@@ -55,7 +59,7 @@ async fn pg_host(sim: &Sim, db: &str) -> Result<PgHost> {
         })
         .build()
         .await?;
-    let host = ChatHost::new(&rt, factory("sim-small-a", false), HostConfig::default())?;
+    let host = ChatHost::new(&rt, factory("sim-small-a", false), config)?;
     let running = host.start("127.0.0.1:0".parse::<SocketAddr>()?).await?;
     let url = running.url();
     Ok(PgHost { rt, running, url })
@@ -134,9 +138,12 @@ async fn two_hosts_on_one_postgres_chat_serialise_its_turns() -> Result<()> {
         .await?;
     assert_eq!(calls.len(), 2, "{calls:?}");
     calls.sort_by_key(|c| c.at_ms);
-    assert!(calls.iter().all(|c| c.latency_ms >= LATENCY_MS as i64), "{calls:?}");
     assert!(
-        calls[0].at_ms <= calls[1].at_ms - calls[1].latency_ms,
+        calls.iter().all(|c| c.latency_ms >= LATENCY_MS),
+        "{calls:?}"
+    );
+    assert!(
+        calls[0].at_ms <= calls[1].at_ms - i64::try_from(calls[1].latency_ms)?,
         "the model calls overlap: {calls:?}"
     );
 
@@ -155,7 +162,10 @@ async fn two_hosts_on_one_postgres_chat_serialise_its_turns() -> Result<()> {
         .iter()
         .filter(|m| m["role"] == "assistant")
         .count();
-    assert_eq!(answers_seen, 1, "the first turn's answer is in the second request");
+    assert_eq!(
+        answers_seen, 1,
+        "the first turn's answer is in the second request"
+    );
 
     // One conversation holds both exchanges, in the order they ran: a third host reads them.
     let again = pg_host(&sim, &db).await?;
@@ -169,5 +179,100 @@ async fn two_hosts_on_one_postgres_chat_serialise_its_turns() -> Result<()> {
     assert_eq!(roles, ["user", "assistant", "user", "assistant"], "{h}");
     assert!(h["chat"]["conversation_id"].is_string(), "{h}");
     again.running.shutdown().await?;
+    Ok(())
+}
+
+/// Post `text` to the chat on `url` and wait for the turn's last event.
+async fn turn(url: &str, chat: &str, text: &str) -> Result<crate::support::Sse> {
+    let after = history(url, chat).await["last_event_id"]
+        .as_u64()
+        .context("last_event_id")?;
+    let (status, body) = post_text(url, chat, text).await;
+    assert_eq!(status, 202, "{body}");
+    let events = events_until_answer(url, chat, after).await;
+    events.last().cloned().context("events")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_continues_what_another_host_added_to_a_chat_it_served_before() -> Result<()> {
+    let Some(db) = crate::pg::fresh_schema_url().await? else {
+        return Ok(());
+    };
+    let sim = slow_sim().await?;
+    let a = pg_host(&sim, &db).await?;
+    let b = pg_host(&sim, &db).await?;
+    let chat = create_chat(&a.url, "taking turns").await;
+    // A serves the first turn and keeps the conversation in memory; B serves the second; the
+    // third, on A again, must read the second from the store rather than A's copy.
+    for (host, text) in [(&a, "one"), (&b, "two"), (&a, "three")] {
+        let last = turn(&host.url, &chat, text).await?;
+        assert_eq!(last.name, "answer", "{last:?}");
+    }
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(
+        user_texts(&requests[2].body),
+        ["\"one\"", "\"two\"", "\"three\""],
+        "the third turn read every earlier message"
+    );
+    let h = history(&a.url, &chat).await;
+    assert_eq!(h["messages"].as_array().map(Vec::len), Some(6), "{h}");
+    a.running.shutdown().await?;
+    b.running.shutdown().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_waiting_too_long_for_another_host_is_given_up_with_an_error() -> Result<()> {
+    let Some(db) = crate::pg::fresh_schema_url().await? else {
+        return Ok(());
+    };
+    let sim = slow_sim().await?;
+    let a = pg_host(&sim, &db).await?;
+    let impatient = HostConfig {
+        turn_wait: Duration::from_millis(50),
+        ..HostConfig::default()
+    };
+    let b = pg_host_with(&sim, &db, impatient).await?;
+    let chat = create_chat(&a.url, "busy").await;
+
+    // A's turn holds the chat once it has read its message (the sim then takes 300 ms).
+    let (status, _) = post_text(&a.url, &chat, "a slow question").await;
+    assert_eq!(status, 202);
+    let mut a_events = reqwest::get(format!("{}/api/chats/{chat}/events?after=0", a.url))
+        .await?
+        .bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("event: message") {
+        use futures::StreamExt as _;
+        let chunk = a_events.next().await.context("A's stream ended")??;
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    drop(a_events);
+    // B's turn waits 50 ms for it, then gives up and says so.
+    let (status, _) = post_text(&b.url, &chat, "an impatient question").await;
+    assert_eq!(status, 202);
+    let b_events = events_until_answer(&b.url, &chat, 0).await;
+    let last = b_events.last().context("B's events")?;
+    assert_eq!(last.name, "error", "{b_events:?}");
+    let message = last.data["message"].as_str().context("message")?;
+    assert!(
+        message.contains("1 message(s) were not answered") && message.contains("busy"),
+        "{message}"
+    );
+    // A's turn answers; B's message was not put in the conversation.
+    let a_events = events_until_answer(&a.url, &chat, 0).await;
+    assert_eq!(a_events.last().map(|e| e.name.as_str()), Some("answer"));
+    a.running.shutdown().await?;
+    // The chat is free again: B's next message starts a turn that answers.
+    let last = turn(&b.url, &chat, "again").await?;
+    assert_eq!(last.name, "answer", "{last:?}");
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        user_texts(&requests[1].body),
+        ["\"a slow question\"", "\"again\""]
+    );
+    b.running.shutdown().await?;
     Ok(())
 }

@@ -297,7 +297,12 @@ impl ChatHost {
     async fn run_turn(self, session: Arc<Session>, job: ReactiveTurn) {
         let _here = session.turn_lock.clone().lock_owned().await;
         let chat = session.chat_id.as_str();
-        let held = match self.inner.chats.lock_turn(chat, self.inner.config.turn_wait).await {
+        let held = match self
+            .inner
+            .chats
+            .lock_turn(chat, self.inner.config.turn_wait)
+            .await
+        {
             Ok(held) => held,
             Err(e) => return Self::give_up(&session, job, &e),
         };

@@ -110,7 +110,10 @@ impl PgTurnLock {
         } else {
             Err(Error::system(
                 "chat turn lock",
-                format!("chat `{}`: the session did not hold its turn lock", self.chat_id),
+                format!(
+                    "chat `{}`: the session did not hold its turn lock",
+                    self.chat_id
+                ),
             ))
         }
     }

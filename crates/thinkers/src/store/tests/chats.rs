@@ -23,11 +23,18 @@ async fn chats_are_created_listed_and_touched(b: &Backend) -> Result<()> {
     assert_eq!(chats.get("no-such-chat").await?, None);
 
     // Most recently changed first; ids (uuid v7) break ties of one millisecond.
-    let ids = |list: Vec<crate::store::ChatRecord>| list.into_iter().map(|c| c.id).collect::<Vec<_>>();
-    assert_eq!(ids(chats.list().await?), [second.id.clone(), first.id.clone()]);
+    let ids =
+        |list: Vec<crate::store::ChatRecord>| list.into_iter().map(|c| c.id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(chats.list().await?),
+        [second.id.clone(), first.id.clone()]
+    );
     tokio::time::sleep(Duration::from_millis(5)).await;
     chats.touch(&first.id, Some("conv-1")).await?;
-    assert_eq!(ids(chats.list().await?), [first.id.clone(), second.id.clone()]);
+    assert_eq!(
+        ids(chats.list().await?),
+        [first.id.clone(), second.id.clone()]
+    );
     let touched = chats.get(&first.id).await?.context("still there")?;
     assert_eq!(touched.conversation_id.as_deref(), Some("conv-1"));
     assert!(touched.updated_at_ms > first.updated_at_ms);
@@ -94,7 +101,10 @@ async fn a_chat_turn_is_held_against_other_processes_sharing_the_store(b: &Backe
         tokio::spawn(async move { elsewhere.lock_turn(&id, long).await })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(!waiting.is_finished(), "the second turn waits for the first");
+    assert!(
+        !waiting.is_finished(),
+        "the second turn waits for the first"
+    );
     held.release().await?;
     let second = waiting.await??;
 
