@@ -12,7 +12,8 @@
 //!
 //! **API boundary:** nothing outside this module names sqlx; the SQLite parts are behind the
 //! `sqlite` cargo feature. With the `postgres` feature the same store exists on PostgreSQL
-//! ([`PgStore`], [`PgRecorder`], [`PgConversationStore`]); [`open`] picks the backend from a URL.
+//! ([`PgStore`], [`PgRecorder`], [`PgConversationStore`], [`PgChatStore`]); [`open`] picks the
+//! backend from a URL. The chat host's list of chats is [`ChatStore`] on either.
 //!
 //! Guarantees of the SQLite recorder:
 //!

@@ -1,5 +1,6 @@
-//! The PostgreSQL store (feature `postgres`): the same tables, recorder, queries and durable
-//! conversations as the SQLite store, for several workers sharing one database.
+//! The PostgreSQL store (feature `postgres`): the same tables, recorder, queries, durable
+//! conversations and chat list as the SQLite store, for several workers (and chat hosts) sharing
+//! one database.
 //!
 //! The migrations live in `crates/thinkers/migrations/postgres/`, numbered like the SQLite ones
 //! and differing only where the dialects do (identity column, BIGINT for small integers).
