@@ -1,6 +1,7 @@
 //! `thinkers serve`: the chat host (JSON API, server-sent events, the web page) over a runtime
-//! recording into a SQLite file, offline against an in-process sim unless a catalog names real
-//! providers. Also the runtime setup `thinkers chat` shares.
+//! recording into a SQLite file or a PostgreSQL database (`--db postgres://…`, where several
+//! `thinkers serve` may serve the same chats), offline against an in-process sim unless a
+//! catalog names real providers. Also the runtime setup `thinkers chat` shares.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use thinkers::Runtime;
 use thinkers::chat::{ChatHost, HostConfig};
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, Grade, OutputSize};
+use thinkers::store::Store;
 use thinkers::thinker::{ChatThinker, ThinkerDeclaration};
 use thinkers_sim::{Sim, SimConfig};
 
@@ -21,7 +23,8 @@ pub(crate) const DEFAULT_OBJECTIVE: &str =
 /// Options every chat command shares.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ChatSetup {
-    /// The database file: chats, conversations, jobs and model calls.
+    /// The database: chats, conversations, jobs and model calls. A SQLite file, or a
+    /// `postgres://` URL, which several `thinkers serve` processes may share.
     #[arg(long, default_value = "thinkers.db", env = "THINKERS_DB")]
     db: PathBuf,
     /// A model catalog; without one, the bundled catalog served by an in-process sim (calm: no
@@ -70,7 +73,7 @@ pub(crate) async fn chat_runtime(setup: &ChatSetup) -> anyhow::Result<ChatRuntim
         .database(setup.db.to_string_lossy())
         .build()
         .await
-        .with_context(|| format!("opening the database {}", setup.db.display()))?;
+        .context("opening the database given by --db")?;
     Ok(ChatRuntime {
         rt,
         _sim: sim,
@@ -105,10 +108,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .start(SocketAddr::from((Ipv4Addr::LOCALHOST, args.port)))
         .await?;
     println!("chat host listening on {}", running.url());
+    let kept = match chat.rt.open_store() {
+        Some(Store::Postgres(pg)) => pg.location(),
+        _ => args.setup.db.display().to_string(),
+    };
     println!(
-        "  open {} in a browser; chats are kept in {}",
-        running.url(),
-        args.setup.db.display()
+        "  open {} in a browser; chats are kept in {kept}",
+        running.url()
     );
     tokio::signal::ctrl_c()
         .await

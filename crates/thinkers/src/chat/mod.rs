@@ -1,6 +1,7 @@
 //! Chat hosting: [`host::ChatHost`] exposes [`crate::thinker::ChatThinker`]s over HTTP — a JSON
 //! API, server-sent events for each chat's turns, and a web page — with the chat list kept in
-//! the runtime's SQLite database so chats survive a restart. Behind the `chat-host` feature.
+//! the runtime's database (SQLite, or PostgreSQL shared by several hosts) so chats survive a
+//! restart. Behind the `chat-host` feature.
 
 pub mod host;
 

@@ -12,7 +12,8 @@
 //!
 //! **API boundary:** nothing outside this module names sqlx; the SQLite parts are behind the
 //! `sqlite` cargo feature. With the `postgres` feature the same store exists on PostgreSQL
-//! ([`PgStore`], [`PgRecorder`], [`PgConversationStore`]); [`open`] picks the backend from a URL.
+//! ([`PgStore`], [`PgRecorder`], [`PgConversationStore`], [`PgChatStore`]); [`open`] picks the
+//! backend from a URL. The chat host's list of chats is [`ChatStore`] on either.
 //!
 //! Guarantees of the SQLite recorder:
 //!
@@ -49,11 +50,11 @@ mod tests;
 mod writer;
 
 #[cfg(feature = "sqlite")]
-pub use chats::{ChatRecord, SqliteChatStore};
+pub use chats::{ChatRecord, ChatStore, ChatTurnLock, SqliteChatStore};
 #[cfg(feature = "sqlite")]
 pub use conversations::SqliteConversationStore;
 #[cfg(feature = "postgres")]
-pub use postgres::{PgConversationStore, PgRecorder, PgStore};
+pub use postgres::{PgChatStore, PgConversationStore, PgRecorder, PgStore};
 #[cfg(feature = "sqlite")]
 pub use select::{Store, open};
 #[cfg(feature = "sqlite")]

@@ -554,3 +554,6 @@ fn a_recorder_needs_a_runtime() -> Result<()> {
     assert_eq!(err.kind(), ErrorKind::System);
     Ok(())
 }
+
+/// The chat list and the chat turn lock, on both backends.
+mod chats;

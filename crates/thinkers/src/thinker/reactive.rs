@@ -238,6 +238,7 @@ impl ReactiveThinker {
             depth: self.depth,
             budget: self.budget,
             resume: self.resume.clone(),
+            fresh: false,
             events: self.events.clone(),
         }
     }
@@ -285,6 +286,8 @@ pub struct ReactiveTurn {
     depth: Depth,
     budget: u32,
     resume: Option<ConversationId>,
+    /// Load the conversation from the store even when the thinker holds a copy.
+    fresh: bool,
     events: Option<ChatEvents>,
 }
 
@@ -300,6 +303,22 @@ impl std::fmt::Debug for ReactiveTurn {
 seat_in_core!(impl for ReactiveTurn);
 
 impl ReactiveTurn {
+    /// Continue the conversation saved under `id` as the store has it now, dropping the copy
+    /// the thinker holds: for a chat that another process may have continued since this
+    /// thinker's last turn (several chat hosts on one database).
+    #[must_use]
+    pub fn resume_stored(mut self, id: ConversationId) -> Self {
+        self.resume = Some(id);
+        self.fresh = true;
+        self
+    }
+
+    /// Give the turn up without running it: it closes, and the messages added to it are
+    /// returned (no model read them). A message added from now on starts the next turn.
+    pub fn abandon(self) -> Vec<String> {
+        self.inbox.close()
+    }
+
     fn emit(&self, event: ChatEvent) {
         if let Some(events) = &self.events {
             events.publish(event);
@@ -311,6 +330,10 @@ impl ReactiveTurn {
         let depth = effective_depth(self.depth, cx);
         let service = conversing::service_for(&self.core, cx);
         let input = ThinkerInput::query("").with_depth(depth);
+        if self.fresh {
+            // The copy may be stale; `open` loads the stored one in its place.
+            self.observer.lock().conversation = None;
+        }
         if let Err(e) = conversing::open(
             &self.core,
             &input,

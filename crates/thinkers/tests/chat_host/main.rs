@@ -1,6 +1,7 @@
 //! The chat host over real HTTP: the JSON API and every refusal, server-sent events in order,
 //! chats surviving a restart of the host on the same database file, and the web page driven by
-//! headless Chromium (skipped, loudly, when the browser is not installed).
+//! headless Chromium (skipped, loudly, when the browser is not installed); with `postgres`, two
+//! hosts on one PostgreSQL database serialising the turns of one chat.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -11,4 +12,10 @@
 
 mod api;
 mod browser;
+#[cfg(feature = "postgres")]
+#[allow(dead_code)]
+#[path = "../conversations/pg.rs"]
+mod pg;
+#[cfg(feature = "postgres")]
+mod scaleout;
 mod support;

@@ -16,10 +16,18 @@
 //! was wrong: `chat_id` (404), `body` (malformed JSON, 400), `text` (missing or empty, 422;
 //! too long, 413), `title` (422).
 //!
-//! The chat list lives in the runtime's SQLite database ([`SqliteChatStore`]) and each chat's
-//! messages in its durable conversation, so a host started again on the same file serves the
-//! same chats. Turns of one chat run one at a time: a message arriving after a turn closed
-//! starts the next, which waits until the last has saved.
+//! The chat list lives in the runtime's store ([`ChatStore`]: SQLite or PostgreSQL) and each
+//! chat's messages in its durable conversation, so a host started again on the same database
+//! serves the same chats. Turns of one chat run one at a time: a message arriving after a turn
+//! closed starts the next, which waits until the last has saved.
+//!
+//! On PostgreSQL several hosts may serve the same chats. A turn then also holds the chat's lock
+//! in the database ([`ChatStore::lock_turn`]) and, once it holds it, continues the conversation
+//! as stored (another host may have added a turn since). A turn waits for another host's turn
+//! at most [`HostConfig::turn_wait`]; past that it is given up and an `error` event says the
+//! chat was busy and the message was not answered. Events are streamed by the host that runs
+//! the turn, so route a chat's requests to one host when you can; the lock keeps turns apart
+//! when they do reach two.
 
 mod api;
 mod session;
@@ -27,6 +35,7 @@ mod session;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, PoisonError};
+use std::time::Duration;
 
 use serde::Serialize;
 use tokio::net::TcpListener;
@@ -37,8 +46,8 @@ use self::session::Session;
 use crate::conversation::{ConversationId, ConversationService, Message};
 use crate::dispatch::Dispatcher;
 use crate::runtime::Runtime;
-use crate::store::{ChatRecord, SqliteChatStore};
-use crate::thinker::{ChatEvent, ChatThinker};
+use crate::store::{ChatRecord, ChatStore, ChatTurnLock};
+use crate::thinker::{ChatEvent, ChatThinker, ReactiveTurn};
 use crate::{Error, Result};
 
 /// Makes the thinker of a chat; the host adds the conversation to resume and its events.
@@ -51,6 +60,9 @@ pub struct HostConfig {
     pub max_message_bytes: usize,
     /// The longest chat title accepted, in bytes.
     pub max_title_bytes: usize,
+    /// How long a turn waits for a turn of the same chat running on another host sharing the
+    /// database, before it is given up with an error event (PostgreSQL only).
+    pub turn_wait: Duration,
 }
 
 impl Default for HostConfig {
@@ -58,6 +70,7 @@ impl Default for HostConfig {
         Self {
             max_message_bytes: 16 * 1024,
             max_title_bytes: 200,
+            turn_wait: Duration::from_secs(120),
         }
     }
 }
@@ -65,7 +78,7 @@ impl Default for HostConfig {
 pub(crate) struct HostInner {
     dispatcher: Dispatcher,
     conversations: Arc<ConversationService>,
-    chats: SqliteChatStore,
+    chats: ChatStore,
     factory: ChatFactory,
     config: HostConfig,
     /// Cancelled by [`RunningHost::shutdown`]: event streams end with it.
@@ -112,22 +125,22 @@ pub(crate) enum Posted {
 }
 
 impl ChatHost {
-    /// A host running chats made by `factory` on `runtime`, whose SQLite store keeps the chat
-    /// list (a runtime without a database is refused, naming `database`).
+    /// A host running chats made by `factory` on `runtime`, whose store (SQLite or PostgreSQL)
+    /// keeps the chat list (a runtime without a database is refused, naming `database`).
     pub fn new(runtime: &Runtime, factory: ChatFactory, config: HostConfig) -> Result<Self> {
-        let store = runtime.store().ok_or_else(|| {
+        let store = runtime.open_store().ok_or_else(|| {
             Error::invalid_input(
                 "database",
                 None,
-                "the chat host keeps its chats in the runtime's SQLite database; build the \
-                 runtime with one (RuntimeBuilder::database)",
+                "the chat host keeps its chats in the runtime's database; build the runtime \
+                 with one (RuntimeBuilder::database)",
             )
         })?;
         Ok(Self {
             inner: Arc::new(HostInner {
                 dispatcher: runtime.dispatcher().clone(),
                 conversations: runtime.conversations().clone(),
-                chats: SqliteChatStore::new(store),
+                chats: ChatStore::of(store),
                 factory,
                 config,
                 stop: CancellationToken::new(),
@@ -198,8 +211,11 @@ impl ChatHost {
         // The event id first: every event up to it changed the conversation before it was
         // reported, so the messages read next already show it (a later one may show twice).
         let last_event_id = session.as_ref().map_or(0, |s| s.last_id());
+        // The thinker's copy is the freshest while a turn runs here; otherwise, when other
+        // hosts share the store, the stored conversation may be newer.
         if let Some(s) = &session
             && s.thinker.observer().conversation().is_some()
+            && (!self.inner.chats.is_shared() || s.turn_running())
         {
             return Ok(ChatHistory {
                 chat: record,
@@ -269,26 +285,87 @@ impl ChatHost {
         }
         let host = self.clone();
         let running = session.clone();
-        self.inner.turns.spawn(async move {
-            let _turn = running.turn_lock.clone().lock_owned().await;
-            let outcome = host.inner.dispatcher.submit(job).await;
-            if let Err(e) = &outcome {
-                tracing::info!(chat = %running.chat_id, error = %e, "chat turn failed");
-            }
-            let cid = running.thinker.conversation_id().map(|c| c.to_string());
-            if let Err(e) = host
-                .inner
-                .chats
-                .touch(&running.chat_id, cid.as_deref())
-                .await
-            {
-                tracing::warn!(chat = %running.chat_id, error = %e, "could not update the chat row");
-                running.report(ChatEvent::Error {
-                    message: format!("the chat list could not be updated: {e}"),
-                });
-            }
-        });
+        self.inner
+            .turns
+            .spawn(async move { host.run_turn(running, job).await });
         Ok(Posted::Started)
+    }
+
+    /// Run `job`, a turn of `session`'s chat, once no other turn of the chat runs: not here (the
+    /// session's lock) and not on another host sharing the store (the store's lock, after
+    /// which the turn continues the conversation as stored). Then record the chat's change.
+    async fn run_turn(self, session: Arc<Session>, job: ReactiveTurn) {
+        let _here = session.turn_lock.clone().lock_owned().await;
+        let chat = session.chat_id.as_str();
+        let held = match self
+            .inner
+            .chats
+            .lock_turn(chat, self.inner.config.turn_wait)
+            .await
+        {
+            Ok(held) => held,
+            Err(e) => return Self::give_up(&session, job, &e),
+        };
+        let job = match self.stored_turn(chat, job).await {
+            Ok(job) => job,
+            Err((job, e)) => {
+                Self::give_up(&session, job, &e);
+                return Self::release(chat, held).await;
+            }
+        };
+        let outcome = self.inner.dispatcher.submit(job).await;
+        if let Err(e) = &outcome {
+            tracing::info!(chat, error = %e, "chat turn failed");
+        }
+        let cid = session.thinker.conversation_id().map(|c| c.to_string());
+        if let Err(e) = self.inner.chats.touch(chat, cid.as_deref()).await {
+            tracing::warn!(chat, error = %e, "could not update the chat row");
+            session.report(ChatEvent::Error {
+                message: format!("the chat list could not be updated: {e}"),
+            });
+        }
+        Self::release(chat, held).await;
+    }
+
+    /// `job` set to continue the chat's conversation as stored, when other hosts may have
+    /// continued it (a shared store); unchanged otherwise.
+    async fn stored_turn(
+        &self,
+        chat: &str,
+        job: ReactiveTurn,
+    ) -> std::result::Result<ReactiveTurn, (ReactiveTurn, Error)> {
+        if !self.inner.chats.is_shared() {
+            return Ok(job);
+        }
+        let stored = match self.inner.chats.get(chat).await {
+            Ok(Some(record)) => record.conversation_id,
+            Ok(None) => return Err((job, Self::unknown_chat(chat))),
+            Err(e) => return Err((job, e)),
+        };
+        match stored.as_deref().map(ConversationId::parse).transpose() {
+            Ok(Some(cid)) => Ok(job.resume_stored(cid)),
+            Ok(None) => Ok(job),
+            Err(e) => Err((job, e)),
+        }
+    }
+
+    /// Close a turn that cannot run, telling the chat's subscribers why.
+    fn give_up(session: &Session, job: ReactiveTurn, why: &Error) {
+        let lost = job.abandon();
+        tracing::warn!(chat = %session.chat_id, error = %why, "chat turn given up");
+        session.report(ChatEvent::Error {
+            message: format!(
+                "{} message(s) were not answered; send again: {why}",
+                lost.len()
+            ),
+        });
+    }
+
+    async fn release(chat: &str, held: ChatTurnLock) {
+        if let Err(e) = held.release().await {
+            // The lock went with its connection: nothing stays held.
+            tracing::warn!(chat, error = %e, "could not release the chat's turn lock cleanly");
+        }
     }
 
     pub(crate) fn config(&self) -> HostConfig {

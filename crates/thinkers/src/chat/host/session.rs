@@ -93,6 +93,11 @@ impl Session {
         (replay, log.live.subscribe())
     }
 
+    /// Whether a turn of the chat is running in this host.
+    pub(crate) fn turn_running(&self) -> bool {
+        self.turn_lock.try_lock().is_err()
+    }
+
     /// The id of the latest event (0 before any).
     pub(crate) fn last_id(&self) -> u64 {
         lock(&self.log).next - 1

@@ -1,17 +1,21 @@
-//! The PostgreSQL store (feature `postgres`): the same tables, recorder, queries and durable
-//! conversations as the SQLite store, for several workers sharing one database.
+//! The PostgreSQL store (feature `postgres`): the same tables, recorder, queries, durable
+//! conversations and chat list as the SQLite store, for several workers (and chat hosts) sharing
+//! one database.
 //!
 //! The migrations live in `crates/thinkers/migrations/postgres/`, numbered like the SQLite ones
 //! and differing only where the dialects do (identity column, BIGINT for small integers).
 //! Statements use `$n` parameters; everything else (row shapes, upsert rules, optimistic
 //! versioning) is the SQLite store's, so one conformance suite runs against both.
 
+mod chats;
 mod conversations;
 mod query;
 #[cfg(test)]
 mod tests;
 mod writer;
 
+pub use chats::PgChatStore;
+pub(crate) use chats::PgTurnLock;
 pub use conversations::PgConversationStore;
 pub use writer::PgRecorder;
 

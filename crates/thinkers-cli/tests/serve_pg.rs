@@ -1,0 +1,156 @@
+//! Two `thinkers serve` processes on one PostgreSQL schema serving one chat: a message posted to
+//! each at the same moment gives two turns that run one after the other in one conversation.
+//! Skipped (loudly) when PostgreSQL does not answer, unless `THINKERS_REQUIRE_SERVICES=1`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sqlx::Connection as _;
+
+fn base_url() -> Option<String> {
+    let url = std::env::var("THINKERS_TEST_PG_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let answers = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(async { sqlx::PgConnection::connect(&url).await.map(|_| ()) });
+    match answers {
+        Ok(()) => Some(url),
+        Err(e) if std::env::var("THINKERS_REQUIRE_SERVICES").is_ok_and(|v| v == "1") => {
+            panic!("PostgreSQL is required but does not answer at {url}: {e}")
+        }
+        Err(e) => {
+            eprintln!("\n*** SKIPPED: PostgreSQL does not answer at {url} ({e}) ***\n");
+            None
+        }
+    }
+}
+
+fn sql(base: &str, statement: String) -> Vec<(String, i64, Option<i64>)> {
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let mut c = sqlx::PgConnection::connect(base).await.unwrap();
+        let rows = sqlx::query_as(sqlx::AssertSqlSafe(statement))
+            .fetch_all(&mut c)
+            .await
+            .unwrap();
+        c.close().await.unwrap();
+        rows
+    })
+}
+
+struct Serve {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(db: &str) -> Serve {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_thinkers"))
+        .args(["serve", "--port", "0", "--grade", "small", "--db", db])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .trim()
+        .strip_prefix("chat host listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line: {first}"))
+        .to_owned();
+    Serve { child, addr }
+}
+
+/// One HTTP/1.1 request; the response's status line and body.
+fn http(addr: &str, method: &str, path: &str, body: &str) -> (String, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    stream.read_to_string(&mut out).unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_owned(), body.to_owned())
+}
+
+#[test]
+fn two_serve_processes_on_one_postgres_chat_take_turns() {
+    let Some(base) = base_url() else { return };
+    let schema = format!("tserve_{}", std::process::id());
+    sql(&base, format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+    sql(&base, format!("CREATE SCHEMA {schema}"));
+    let db = format!("{base}?options[search_path]={schema}");
+    let (a, b) = (serve(&db), serve(&db));
+
+    let (status, created) = http(&a.addr, "POST", "/api/chats", r#"{"title": "shared"}"#);
+    assert!(status.contains("201"), "{status} {created}");
+    let id = created
+        .split("\"id\":\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap()
+        .to_owned();
+    let path = format!("/api/chats/{id}/messages");
+    let (to_a, to_b) = std::thread::scope(|s| {
+        let one = s.spawn(|| http(&a.addr, "POST", &path, r#"{"text": "from A"}"#));
+        let two = s.spawn(|| http(&b.addr, "POST", &path, r#"{"text": "from B"}"#));
+        (one.join().unwrap(), two.join().unwrap())
+    });
+    assert!(
+        to_a.0.contains("202") && to_a.1.contains("\"joined\":false"),
+        "{to_a:?}"
+    );
+    assert!(
+        to_b.0.contains("202") && to_b.1.contains("\"joined\":false"),
+        "{to_b:?}"
+    );
+
+    // Both turns land in the chat's one conversation (a guard of 30 s stops a broken test).
+    let started = Instant::now();
+    let history = loop {
+        let (_, h) = http(&b.addr, "GET", &format!("/api/chats/{id}"), "");
+        if h.matches("\"role\":\"assistant\"").count() == 2 {
+            break h;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{h}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(history.matches("\"role\":\"user\"").count(), 2, "{history}");
+    assert!(
+        history.contains("from A") && history.contains("from B"),
+        "{history}"
+    );
+    drop((a, b));
+
+    // The recorded turns, one per process, did not overlap.
+    let turns = sql(
+        &base,
+        format!(
+            "SELECT status, started_at_ms, ended_at_ms FROM {schema}.jobs \
+             WHERE class = 'chat' ORDER BY started_at_ms"
+        ),
+    );
+    sql(&base, format!("DROP SCHEMA {schema} CASCADE"));
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    assert!(turns.iter().all(|t| t.0 == "succeeded"), "{turns:?}");
+    assert!(
+        turns[0].2.unwrap() <= turns[1].1,
+        "the turns overlap: {turns:?}"
+    );
+}
