@@ -62,9 +62,11 @@ fn serve(db: &str) -> Serve {
         .spawn()
         .unwrap();
     let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    out.read_line(&mut first).unwrap();
+    // Keep draining what the host prints: with the pipe closed, its next line would fail and
+    // end the process mid-turn.
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
     let addr = first
         .trim()
         .strip_prefix("chat host listening on http://")

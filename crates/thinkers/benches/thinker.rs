@@ -269,13 +269,22 @@ async fn overhead(base: &str) {
     assert_eq!(bodies.len(), calls, "every model call was logged");
     let _ = bare_loop(base, bodies.clone()).await;
     let (mut bare, mut ours, mut walls) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut bare_allocs, mut our_allocs) = (0usize, 0usize);
     for _ in 0..ROUNDS {
         reset(base).await;
+        let a0 = GLOBAL.stats().allocations;
         bare.push(bare_loop(base, bodies.clone()).await);
+        let a1 = GLOBAL.stats().allocations;
         let (cpu, _, wall) = run_thinkers(&rt).await;
+        let a2 = GLOBAL.stats().allocations;
+        bare_allocs += a1 - a0;
+        our_allocs += a2 - a1;
         ours.push(cpu);
         walls.push(wall.as_secs_f64());
     }
+    // Allocations are counted process-wide, so these include the client's own background work;
+    // they are stable across runs, unlike CPU time on a shared machine.
+    let per_call = |n: usize| n as f64 / (ROUNDS * calls) as f64;
     let (bare, ours, wall) = (median(bare), median(ours), median(walls));
     println!(
         "overhead per model turn: {RUNS} thinkers × {} turns ({calls} calls), \
@@ -287,6 +296,11 @@ async fn overhead(base: &str) {
         "  thinker turns through the runtime {ours:>8.1} µs CPU per call  ({:.2}× the bare loop; \
          wall {wall:.2} s per round)",
         ours / bare,
+    );
+    println!(
+        "  heap allocations per call: bare {:.0}, through the runtime {:.0}",
+        per_call(bare_allocs),
+        per_call(our_allocs)
     );
 }
 
