@@ -53,7 +53,7 @@ pub use chats::{ChatRecord, SqliteChatStore};
 #[cfg(feature = "sqlite")]
 pub use conversations::SqliteConversationStore;
 #[cfg(feature = "postgres")]
-pub use postgres::{PgConversationStore, PgRecorder, PgStore};
+pub use postgres::{PgConversationStore, PgRecorder, PgResponseCache, PgStore};
 #[cfg(feature = "sqlite")]
 pub use select::{Store, open};
 #[cfg(feature = "sqlite")]

@@ -8,11 +8,14 @@
 
 mod conversations;
 mod query;
+mod response_cache;
 #[cfg(test)]
 mod tests;
+mod workflows;
 mod writer;
 
 pub use conversations::PgConversationStore;
+pub use response_cache::PgResponseCache;
 pub use writer::PgRecorder;
 
 use std::time::Duration;
