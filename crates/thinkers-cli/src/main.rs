@@ -41,7 +41,7 @@ enum Command {
         /// List recent workflows instead.
         #[arg(long)]
         list: bool,
-        /// The database file.
+        /// The database file, or a `postgres://` URL.
         #[arg(long, default_value = "thinkers.db", env = "THINKERS_DB")]
         db: PathBuf,
     },

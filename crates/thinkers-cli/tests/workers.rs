@@ -204,6 +204,13 @@ async fn a_killed_workers_workflow_completes_on_another_without_paying_twice() -
     assert_eq!(last["model_calls"], STEPS as u64, "{last}");
     assert_eq!(last["cache_hits"], 1, "{last}");
 
+    // The run's trajectory is in the database: the chain and its steps.
+    let tree = run_ok(&["trace", run_b, "--db", &db]).await?;
+    assert!(
+        tree.contains("chain") && tree.matches("chain_step").count() == STEPS,
+        "{tree}"
+    );
+
     // The sim saw every body exactly once: nothing was paid twice.
     let bodies: Vec<String> = sim
         .requests()

@@ -266,6 +266,7 @@ pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<()> {
     println!("  attempt: {} of {}", s.attempt, s.max_attempts);
     if let Some(run) = s.run {
         println!("  run:     {run} ({calls} model calls, {hits} answered from the cache)");
+        println!("           thinkers trace {run} --db <the same database>");
     }
     Ok(())
 }
