@@ -10,6 +10,7 @@ mod serve;
 mod simctl;
 mod sizing;
 mod trace;
+mod work;
 
 use std::path::PathBuf;
 
@@ -40,7 +41,7 @@ enum Command {
         /// List recent workflows instead.
         #[arg(long)]
         list: bool,
-        /// The database file.
+        /// The database file, or a `postgres://` URL.
         #[arg(long, default_value = "thinkers.db", env = "THINKERS_DB")]
         db: PathBuf,
     },
@@ -54,6 +55,12 @@ enum Command {
     Chat(chat::ChatArgs),
     /// Race a task across every model of a grade, judged blind; print and write the report.
     Bench(bench::BenchArgs),
+    /// Put a workflow (by registered name, with JSON input) on the PostgreSQL queue.
+    Submit(work::SubmitArgs),
+    /// Claim workflows from the PostgreSQL queue and run them (lease with heartbeats).
+    Worker(work::WorkerArgs),
+    /// Where a submitted workflow is: queued, running (where), succeeded or failed.
+    Status(work::StatusArgs),
 }
 
 #[tokio::main]
@@ -76,6 +83,9 @@ async fn main() -> std::process::ExitCode {
         Command::Serve(args) => serve::run(args).await,
         Command::Chat(args) => chat::run(args).await,
         Command::Bench(args) => bench::run(args).await,
+        Command::Submit(args) => work::submit(args).await,
+        Command::Worker(args) => work::worker(args).await,
+        Command::Status(args) => work::status(args).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

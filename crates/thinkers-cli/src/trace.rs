@@ -6,18 +6,29 @@ use anyhow::{Context as _, bail};
 use comfy_table::Table;
 use thinkers::job::JobId;
 use thinkers::record::trajectory::Trajectory;
-use thinkers::store::SqliteStore;
 
 pub(crate) async fn run(workflow: Option<&str>, list: bool, db: &Path) -> anyhow::Result<()> {
-    if !db.exists() {
+    let target = db.to_string_lossy().into_owned();
+    let postgres = target.starts_with("postgres://") || target.starts_with("postgresql://");
+    if !postgres && !db.exists() {
         bail!(
             "no database at {} (run `thinkers demo` first, or pass --db)",
             db.display()
         );
     }
-    let store = SqliteStore::open(&db.to_string_lossy())
+    let store = thinkers::store::open(&target)
         .await
-        .with_context(|| format!("opening {}", db.display()))?;
+        .with_context(|| {
+            format!(
+                "opening {}",
+                if postgres {
+                    "the PostgreSQL database"
+                } else {
+                    target.as_str()
+                }
+            )
+        })?
+        .records();
     if list || workflow.is_none() {
         let rows = store.list_workflows(20).await?;
         if rows.is_empty() {

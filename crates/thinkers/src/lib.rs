@@ -53,6 +53,9 @@
 //!   rmcp. Part of `full`, not of the default.
 //! * `chat-host` — the `chat` module: chats over HTTP with server-sent events and a web page,
 //!   through axum; the chat list in the SQLite store. Part of `full`.
+//! * `postgres` — the PostgreSQL store, the workflow queue (`queue`: `thinkers submit`/`worker`)
+//!   and its response cache.
+//! * `redis` — admission budgets shared across processes through Redis.
 //! * `full` — everything.
 
 // Every public item of the library carries rustdoc: the workspace warns, the library refuses.
@@ -72,6 +75,8 @@ pub mod mcp;
 pub mod model;
 pub mod onecall;
 pub mod ops;
+#[cfg(feature = "postgres")]
+pub mod queue;
 pub mod record;
 pub mod runtime;
 mod schema;

@@ -7,6 +7,8 @@ mod dispatch_stage;
 mod families_stage;
 mod thinker_stage;
 
+pub(crate) use thinker_stage::explainer;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -264,24 +264,12 @@ pub async fn converse_bound(
         b.encoded.plan.dialect.as_str(),
         u64::from(b.output_budget),
     );
-    let sent = match stream {
-        Some(sink) => {
-            services
-                .client()
-                .send_encoded_streaming(&b.encoded, sink)
-                .instrument(span.clone())
-                .await
-        }
-        None => {
-            services
-                .client()
-                .send_encoded(&b.encoded)
-                .instrument(span.clone())
-                .await
-        }
-    };
-    let outcome = match sent {
-        Ok(o) => o,
+    // Through the response cache when the dispatcher has one (`super::cache`).
+    let sent = super::cache::send(services.client(), &b.encoded, &b.entry, stream, cx)
+        .instrument(span.clone())
+        .await;
+    let (outcome, from_cache) = match sent {
+        Ok(o) => (o.outcome, o.from_cache),
         Err(e) => {
             crate::telemetry::record_error(&span, &e);
             return Err(match e {
@@ -298,13 +286,21 @@ pub async fn converse_bound(
         store.observe(&b.budget, obs);
     }
     let usage = outcome.response.usage;
-    res.report_seat_usage(usage.input + usage.output);
+    res.report_seat_usage(if from_cache {
+        0
+    } else {
+        usage.input + usage.output
+    });
     services
         .counter()
         .calibrate(&b.entry, b.counted, usage.input);
     let entry = services.router().catalog().entry(&b.entry)?;
     let cached = usage.cached.min(usage.input);
-    let cost = entry.cost(usage.input - cached, cached, usage.output);
+    let cost = if from_cache {
+        0.0
+    } else {
+        entry.cost(usage.input - cached, cached, usage.output)
+    };
     let currency = entry.pricing().currency.clone();
     let run = LlmRun {
         job: cx.id(),

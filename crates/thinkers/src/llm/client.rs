@@ -221,7 +221,10 @@ async fn read_stream(
     decoder.finish(&mut *on_delta)
 }
 
-fn replay_as_deltas(response: &ChatResponse, on_delta: &mut (dyn FnMut(StreamDelta) + Send)) {
+pub(crate) fn replay_as_deltas(
+    response: &ChatResponse,
+    on_delta: &mut (dyn FnMut(StreamDelta) + Send),
+) {
     let mut calls = 0;
     for b in &response.content {
         match b {

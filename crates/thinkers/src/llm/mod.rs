@@ -20,6 +20,7 @@
 //! [`tokens`].
 
 mod anthropic;
+pub mod cache;
 pub mod call;
 pub mod client;
 mod codec;
@@ -38,6 +39,7 @@ pub mod tokens;
 #[cfg(test)]
 mod tests;
 
+pub use cache::{CacheKey, CacheUse, ResponseCache, ResponseCacheService};
 pub use call::{BoundSeat, LlmCall, LlmOutcome, converse_bound, require_seat};
 pub use client::{ModelClient, ModelClientBuilder, SendOutcome};
 pub use codec::{StreamDecoder, decode, encode};

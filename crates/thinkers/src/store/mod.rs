@@ -54,7 +54,7 @@ pub use chats::{ChatRecord, ChatStore, ChatTurnLock, SqliteChatStore};
 #[cfg(feature = "sqlite")]
 pub use conversations::SqliteConversationStore;
 #[cfg(feature = "postgres")]
-pub use postgres::{PgChatStore, PgConversationStore, PgRecorder, PgStore};
+pub use postgres::{PgChatStore, PgConversationStore, PgRecorder, PgResponseCache, PgStore};
 #[cfg(feature = "sqlite")]
 pub use select::{Store, open};
 #[cfg(feature = "sqlite")]

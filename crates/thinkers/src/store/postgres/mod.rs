@@ -10,13 +10,16 @@
 mod chats;
 mod conversations;
 mod query;
+mod response_cache;
 #[cfg(test)]
 mod tests;
+mod workflows;
 mod writer;
 
 pub use chats::PgChatStore;
 pub(crate) use chats::PgTurnLock;
 pub use conversations::PgConversationStore;
+pub use response_cache::PgResponseCache;
 pub use writer::PgRecorder;
 
 use std::time::Duration;

@@ -1,0 +1,272 @@
+//! `thinkers submit`, `thinkers worker` and `thinkers status`: workflows on a PostgreSQL queue,
+//! run by any number of worker processes.
+
+mod workflows;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use thinkers::Runtime;
+use thinkers::dispatch::RedisBudgets;
+use thinkers::llm::ResponseCacheService;
+use thinkers::queue::{
+    DEFAULT_MAX_ATTEMPTS, DEFAULT_QUEUE, QueueId, Worker, WorkerConfig, WorkflowQueue,
+    WorkflowState,
+};
+use thinkers::store::{LlmRunFilter, PgResponseCache, PgStore};
+use tokio_util::sync::CancellationToken;
+
+use crate::simctl;
+
+/// Where the queue is.
+#[derive(Debug, clap::Args)]
+pub(crate) struct QueueArgs {
+    /// The PostgreSQL database of the queue and the records (`postgres://…`).
+    #[arg(long, env = "THINKERS_DB")]
+    db: String,
+    /// The queue's name.
+    #[arg(long, default_value = DEFAULT_QUEUE)]
+    queue: String,
+}
+
+impl QueueArgs {
+    async fn open(&self) -> anyhow::Result<(PgStore, WorkflowQueue)> {
+        if !(self.db.starts_with("postgres://") || self.db.starts_with("postgresql://")) {
+            bail!(
+                "--db must be a postgres:// URL (the queue lives in PostgreSQL), not `{}`",
+                self.db
+            );
+        }
+        let store = PgStore::open(&self.db)
+            .await
+            .context("opening the PostgreSQL database of --db")?;
+        let queue = WorkflowQueue::new(&store).named(self.queue.clone());
+        Ok((store, queue))
+    }
+}
+
+/// Options of `thinkers submit`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct SubmitArgs {
+    /// The registered workflow: `chain` (a doer) or `explain` (a thinker).
+    name: String,
+    /// The workflow's input as JSON.
+    #[arg(long, default_value = "{}")]
+    input: String,
+    /// How many times the workflow may be claimed (a claim whose worker dies counts).
+    #[arg(long, default_value_t = DEFAULT_MAX_ATTEMPTS)]
+    max_attempts: u32,
+    #[command(flatten)]
+    queue: QueueArgs,
+}
+
+pub(crate) async fn submit(args: SubmitArgs) -> anyhow::Result<()> {
+    let input: serde_json::Value = serde_json::from_str(&args.input)
+        .with_context(|| format!("--input is not JSON: {}", args.input))?;
+    let registry = workflows::registry();
+    // Name and input are checked before connecting, so a typo fails fast.
+    registry.check(&args.name, &input)?;
+    let (_, queue) = args.queue.open().await?;
+    let id = queue
+        .max_attempts(args.max_attempts)
+        .submit(&registry, &args.name, input)
+        .await?;
+    println!("{id}");
+    Ok(())
+}
+
+/// Options of `thinkers worker`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct WorkerArgs {
+    #[command(flatten)]
+    queue: QueueArgs,
+    /// Workflows run at once.
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    /// Seconds a claim holds without a heartbeat (heartbeats go every third of it).
+    #[arg(long, default_value_t = 30.0)]
+    lease_secs: f64,
+    /// Seconds an idle worker waits before looking at the queue again.
+    #[arg(long, default_value_t = 0.25)]
+    poll_secs: f64,
+    /// The worker's name (default: host, process id and a random suffix).
+    #[arg(long)]
+    name: Option<String>,
+    /// A model catalog (its providers' API keys from the variables it names); the bundled
+    /// catalog when omitted.
+    #[arg(long)]
+    catalog: Option<PathBuf>,
+    /// The simulated provider to call when the catalog points at one; without it the worker
+    /// starts its own in-process.
+    #[arg(long, env = "THINKERS_SIM_URL")]
+    sim_url: Option<String>,
+    /// Share admission budgets with other workers through this Redis (`redis://…`); in-process
+    /// budgets when omitted.
+    #[arg(long, env = "THINKERS_REDIS_URL")]
+    redis: Option<String>,
+    /// The key prefix of the shared budgets in Redis.
+    #[arg(long, default_value = "thinkers:budget")]
+    redis_prefix: String,
+}
+
+fn secs(flag: &str, s: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(s)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .with_context(|| format!("{flag} must be a positive number of seconds, not {s}"))
+}
+
+pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
+    let lease = secs("--lease-secs", args.lease_secs)?;
+    let poll = secs("--poll-secs", args.poll_secs)?;
+    let (store, _) = args.queue.open().await?;
+    let catalog = simctl::load_catalog(args.catalog.as_deref())?;
+    let (catalog, sim) = match (&args.sim_url, catalog.needs_sim()) {
+        (Some(url), true) => (catalog.with_sim_url(url.trim_end_matches('/')), None),
+        _ => simctl::bind(catalog).await?,
+    };
+    if let Some(sim) = &sim {
+        eprintln!(
+            "worker: calling an in-process simulated provider at {}",
+            sim.base_url()
+        );
+    }
+    let mut builder = Runtime::builder(catalog)
+        .database(args.queue.db.clone())
+        .service(Arc::new(ResponseCacheService::new(Arc::new(
+            PgResponseCache::new(&store),
+        ))));
+    if let Some(url) = &args.redis {
+        let budgets = RedisBudgets::connect_with(
+            url,
+            &args.redis_prefix,
+            thinkers::dispatch::DEFAULT_LEASE_TTL,
+        )
+        .await
+        .with_context(|| format!("connecting to Redis at {url}"))?;
+        builder = builder.budgets(Arc::new(budgets));
+    }
+    let runtime = builder.build().await.context("starting the runtime")?;
+    let mut config = WorkerConfig {
+        queue: args.queue.queue.clone(),
+        concurrency: args.concurrency,
+        lease,
+        poll,
+        ..WorkerConfig::default()
+    };
+    if let Some(name) = args.name {
+        config.name = name;
+    }
+    let worker = Worker::new(&store, runtime.clone(), workflows::registry(), config);
+    eprintln!(
+        "worker {} claiming from queue `{}` (concurrency {}, lease {:.1} s)",
+        worker.config().name,
+        worker.config().queue,
+        worker.config().concurrency,
+        lease.as_secs_f64()
+    );
+    let shutdown = CancellationToken::new();
+    let on_signal = shutdown.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("worker: stopping after the running workflows finish");
+            on_signal.cancel();
+        }
+    });
+    worker.run(shutdown).await?;
+    runtime.flush().await?;
+    if let Some(sim) = sim {
+        sim.shutdown().await.ok();
+    }
+    Ok(())
+}
+
+/// Options of `thinkers status`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct StatusArgs {
+    /// The workflow id `thinkers submit` printed.
+    workflow: String,
+    /// Print the row as JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    queue: QueueArgs,
+}
+
+pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<()> {
+    let id = QueueId::parse(&args.workflow)?;
+    let (store, queue) = args.queue.open().await?;
+    let s = queue.status(id).await?;
+    let (calls, hits) = match s.run {
+        Some(run) => {
+            let runs = thinkers::store::Store::Postgres(store.clone())
+                .records()
+                .llm_runs(LlmRunFilter::new().workflow(run))
+                .await?;
+            (
+                runs.len() as u64,
+                PgResponseCache::new(&store).hits(run).await?,
+            )
+        }
+        None => (0, 0),
+    };
+    if args.json {
+        let state = match &s.state {
+            WorkflowState::Queued => serde_json::json!({}),
+            WorkflowState::Running {
+                worker,
+                since_ms,
+                lease_expired,
+            } => {
+                serde_json::json!({"worker": worker, "since_ms": since_ms, "lease_expired": lease_expired})
+            }
+            WorkflowState::Succeeded { output } => serde_json::json!({"output": output}),
+            WorkflowState::Failed { error } => serde_json::json!({"error": error}),
+        };
+        let row = serde_json::json!({
+            "id": s.id.to_string(), "name": s.name, "queue": s.queue, "status": s.state.name(),
+            "attempt": s.attempt, "max_attempts": s.max_attempts,
+            "run": s.run.map(|r| r.to_string()), "model_calls": calls, "cache_hits": hits,
+            "submitted_at_ms": s.submitted_at_ms, "finished_at_ms": s.finished_at_ms,
+            "state": state,
+        });
+        println!("{row}");
+        return Ok(());
+    }
+    println!("workflow {} ({}) on queue `{}`", s.id, s.name, s.queue);
+    println!("  input:   {}", s.input);
+    match &s.state {
+        WorkflowState::Queued => println!("  status:  queued"),
+        WorkflowState::Running {
+            worker,
+            since_ms,
+            lease_expired,
+        } => {
+            let since = chrono::DateTime::from_timestamp_millis(*since_ms)
+                .map_or_else(|| since_ms.to_string(), |t| t.to_rfc3339());
+            println!("  status:  running on worker {worker} since {since}");
+            if *lease_expired {
+                println!(
+                    "           (its lease has passed: the worker stopped answering; the next \
+                     worker to look claims it again)"
+                );
+            }
+        }
+        WorkflowState::Succeeded { output } => {
+            println!("  status:  succeeded");
+            println!("  output:  {output}");
+        }
+        WorkflowState::Failed { error } => {
+            println!("  status:  failed");
+            println!("  error:   {error}");
+        }
+    }
+    println!("  attempt: {} of {}", s.attempt, s.max_attempts);
+    if let Some(run) = s.run {
+        println!("  run:     {run} ({calls} model calls, {hits} answered from the cache)");
+        println!("           thinkers trace {run} --db <the same database>");
+    }
+    Ok(())
+}

@@ -1,0 +1,216 @@
+//! The response cache: answers kept by the exact request that produced them.
+//!
+//! A worker that dies mid-workflow leaves its workflow to another worker, which runs it again
+//! from the start. The model calls the dead worker completed are not sent (and paid) again: each
+//! successful answer is stored under a key of the exact bytes that were sent ([`CacheKey`]:
+//! SHA-256 of the endpoint and the body) as soon as it is received, and a call whose bytes hash to
+//! a stored key is answered from the store instead of the provider. Replays hit because encoding
+//! is deterministic: the same conversation renders to the same bytes (tool-call ids are numbered,
+//! not random; no timestamps go into bodies).
+//!
+//! The cache is optional. A dispatcher finds it as the [`ResponseCacheService`] service; without
+//! one (the embedded default), every call goes to the provider. The PostgreSQL store provides
+//! one (`store::PgResponseCache`), which workers sharing a database use.
+//!
+//! A call answered from the cache is still recorded as a model call (its usage as the provider
+//! reported it when it was paid, its cost zero), and the cache notes the hit with the job that
+//! made it, so a trajectory stays complete and shows what was not paid for. A hit does not
+//! consume provider budget: its reservation is reconciled to zero.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::future::BoxFuture;
+use sha2::{Digest, Sha256};
+
+use super::client::replay_as_deltas;
+use super::{ChatResponse, EncodedRequest, ModelClient, SendOutcome, StreamDelta};
+use crate::Result;
+use crate::job::{JobContext, JobId};
+
+/// The key of a cached answer: SHA-256 over the endpoint URL, a newline and the exact body.
+/// Headers (API keys) are not part of it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CacheKey([u8; 32]);
+
+impl CacheKey {
+    /// The key of an encoded request.
+    pub fn of(request: &EncodedRequest) -> Self {
+        let mut h = Sha256::new();
+        h.update(request.url.as_bytes());
+        h.update(b"\n");
+        h.update(&request.body);
+        Self(h.finalize().into())
+    }
+
+    /// The 32 bytes of the hash.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// The hash in lower-case hex.
+    pub fn to_hex(&self) -> String {
+        use fmt::Write as _;
+        self.0.iter().fold(String::with_capacity(64), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+    }
+}
+
+impl fmt::Debug for CacheKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CacheKey({})", self.to_hex())
+    }
+}
+
+/// Which job looked an answer up or stored it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheUse {
+    /// The workflow (root job) of the call.
+    pub workflow: JobId,
+    /// The job that made the call.
+    pub job: JobId,
+}
+
+/// A store of model answers by [`CacheKey`]. Implementations must be safe to share between
+/// processes that serve the same workflows: a stored answer is never replaced by another one.
+pub trait ResponseCache: Send + Sync + 'static {
+    /// The answer stored under `key`, if any. A hit is noted with `by`.
+    fn get<'a>(
+        &'a self,
+        key: &'a CacheKey,
+        by: CacheUse,
+    ) -> BoxFuture<'a, Result<Option<ChatResponse>>>;
+
+    /// Store `response` under `key` (a no-op when an answer is already stored). `entry` is the
+    /// catalog entry that answered.
+    fn put<'a>(
+        &'a self,
+        key: &'a CacheKey,
+        entry: &'a str,
+        response: &'a ChatResponse,
+        by: CacheUse,
+    ) -> BoxFuture<'a, Result<()>>;
+}
+
+/// The response cache as a dispatcher service: register it with
+/// `RuntimeBuilder::service(Arc::new(ResponseCacheService::new(cache)))`.
+#[derive(Clone)]
+pub struct ResponseCacheService(Arc<dyn ResponseCache>);
+
+impl fmt::Debug for ResponseCacheService {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ResponseCacheService")
+    }
+}
+
+impl ResponseCacheService {
+    /// Wrap a cache.
+    pub fn new(cache: Arc<dyn ResponseCache>) -> Self {
+        Self(cache)
+    }
+
+    /// The cache.
+    pub fn cache(&self) -> &Arc<dyn ResponseCache> {
+        &self.0
+    }
+}
+
+/// What [`send`] returns: the outcome, and whether it came from the cache.
+#[derive(Debug)]
+pub struct CachedSend {
+    /// The answer (no rate observation when it came from the cache).
+    pub outcome: SendOutcome,
+    /// Whether the cache answered (nothing was sent).
+    pub from_cache: bool,
+}
+
+/// Send `request` through the job's response cache, if the dispatcher has one: answer from the
+/// cache on a hit, else send and store the answer before returning it. Cache failures are
+/// logged and never fail the call (the provider is asked instead; an unstored answer is only a
+/// lost saving).
+pub async fn send(
+    client: &ModelClient,
+    request: &EncodedRequest,
+    entry: &str,
+    stream: Option<&mut (dyn FnMut(StreamDelta) + Send)>,
+    cx: &JobContext,
+) -> Result<CachedSend> {
+    let Some(service) = cx.services().get::<ResponseCacheService>() else {
+        let outcome = match stream {
+            Some(sink) => client.send_encoded_streaming(request, sink).await?,
+            None => client.send_encoded(request).await?,
+        };
+        return Ok(CachedSend {
+            outcome,
+            from_cache: false,
+        });
+    };
+    let key = CacheKey::of(request);
+    let by = CacheUse {
+        workflow: cx.workflow(),
+        job: cx.id(),
+    };
+    let started = Instant::now();
+    match service.cache().get(&key, by).await {
+        Ok(Some(response)) => {
+            if let Some(sink) = stream {
+                replay_as_deltas(&response, sink);
+            }
+            tracing::debug!(key = ?key, "model call answered from the response cache");
+            return Ok(CachedSend {
+                outcome: SendOutcome {
+                    response,
+                    rate: None,
+                    latency: started.elapsed(),
+                },
+                from_cache: true,
+            });
+        }
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, "response cache lookup failed; asking the provider"),
+    }
+    let outcome = match stream {
+        Some(sink) => client.send_encoded_streaming(request, sink).await?,
+        None => client.send_encoded(request).await?,
+    };
+    if let Err(e) = service
+        .cache()
+        .put(&key, entry, &outcome.response, by)
+        .await
+    {
+        tracing::warn!(error = %e, "storing the answer in the response cache failed");
+    }
+    Ok(CachedSend {
+        outcome,
+        from_cache: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_covers_endpoint_and_body() {
+        let enc = |url: &str, body: &'static str| EncodedRequest {
+            url: url.to_owned(),
+            headers: Vec::new(),
+            body: bytes::Bytes::from_static(body.as_bytes()),
+            segments: Vec::new(),
+            plan: super::super::DecodePlan {
+                dialect: super::super::Dialect::OpenAi,
+                text_tools: false,
+                next_call_number: 0,
+                stream: false,
+            },
+        };
+        let a = CacheKey::of(&enc("http://a/v1", "{}"));
+        assert_eq!(a, CacheKey::of(&enc("http://a/v1", "{}")));
+        assert_ne!(a, CacheKey::of(&enc("http://b/v1", "{}")));
+        assert_ne!(a, CacheKey::of(&enc("http://a/v1", "{ }")));
+        assert_eq!(a.to_hex().len(), 64);
+    }
+}
