@@ -300,11 +300,10 @@ async fn without_a_hub_the_model_delegates_and_the_parent_uses_the_result() {
         .class("researcher");
     t.pin_model(entry.to_owned());
     let obs = t.observer();
-    let answer = s
-        .rt
-        .run(t.ask(ThinkerInput::query("NOHUB-QUERY: what is a seat?")))
-        .await
-        .unwrap();
+    let answer =
+        s.rt.run(t.ask(ThinkerInput::query("NOHUB-QUERY: what is a seat?")))
+            .await
+            .unwrap();
     assert_eq!(answer.summary, "NOHUB-PARENT: a seat is what @a1 says");
     let arts = obs.artifacts();
     let used: &Definition = arts.resolve(&answer.artifacts[0]).unwrap();
@@ -331,7 +330,10 @@ async fn without_a_hub_the_model_delegates_and_the_parent_uses_the_result() {
     for b in &parent {
         assert!(b.contains(r#""name":"sub_thinker""#), "{b}");
         assert!(b.contains(r#""name":"lookup""#), "{b}");
-        assert!(!b.contains("request_tools") && !b.contains("request_skill"), "{b}");
+        assert!(
+            !b.contains("request_tools") && !b.contains("request_skill"),
+            "{b}"
+        );
     }
     // The delegate (standard depth) got the parent's tool and no way to delegate further.
     for b in &delegate {
@@ -343,7 +345,10 @@ async fn without_a_hub_the_model_delegates_and_the_parent_uses_the_result() {
 
     let jobs = s.rec.jobs();
     let top = jobs.iter().find(|j| j.start.class == "researcher").unwrap();
-    let sub = jobs.iter().find(|j| j.start.class == "sub_thinker").unwrap();
+    let sub = jobs
+        .iter()
+        .find(|j| j.start.class == "sub_thinker")
+        .unwrap();
     assert_eq!(sub.start.parent, Some(top.start.id));
     let look = jobs.iter().find(|j| j.start.class == "lookup").unwrap();
     assert_eq!(look.start.parent, Some(sub.start.id));

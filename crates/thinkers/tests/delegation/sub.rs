@@ -130,10 +130,7 @@ async fn without_a_hub_a_delegate_called_by_the_model_runs_with_the_parents_tool
     assert_eq!(seat.term, "seat");
     let jobs = rec.jobs();
     let top = jobs.iter().find(|j| j.start.class == "top").unwrap();
-    let sub = jobs
-        .iter()
-        .find(|j| j.start.class == SUB_THINKER)
-        .unwrap();
+    let sub = jobs.iter().find(|j| j.start.class == SUB_THINKER).unwrap();
     assert_eq!(sub.start.parent, Some(top.start.id));
 }
 

@@ -252,7 +252,12 @@ async fn children_inherit_the_scope_and_hooks_cannot_undo_the_sweep() {
     let withheld: Vec<String> = sub_obs.withheld().into_iter().map(|w| w.tool).collect();
     assert_eq!(
         withheld,
-        ["delete_record", "sub_thinker", "delete_record", "sub_thinker"]
+        [
+            "delete_record",
+            "sub_thinker",
+            "delete_record",
+            "sub_thinker"
+        ]
     );
     assert_eq!(sub_obs.refused().len(), 1);
     assert_eq!(deletes.load(Ordering::SeqCst), 0);
