@@ -139,8 +139,13 @@ pub(crate) fn encode(
     let (system, history) = text_tools::prompt_parts(req, text_tools, schema_in_prompt);
     let history: &[Message] = &history;
 
+    // With thinking on, the provider wants the latest assistant turn that called tools to open
+    // with a thinking block. A turn served by another entry (one without thinking) has none, so
+    // this request goes without thinking rather than be refused.
     let budget = match req.reasoning {
-        Reasoning::Tokens(n) if n > 0 && target.thinking => Some(n.max(MIN_THINKING_BUDGET)),
+        Reasoning::Tokens(n) if n > 0 && target.thinking && !unthought_tool_turn(history) => {
+            Some(n.max(MIN_THINKING_BUDGET))
+        }
         _ => None,
     };
 
@@ -295,6 +300,23 @@ fn block<'a>(b: &'a ContentBlock, thinking: bool) -> Option<Block<'a>> {
             title: name.as_deref(),
         },
     })
+}
+
+/// Whether the latest assistant turn called tools without a (signed) thinking block.
+fn unthought_tool_turn(history: &[Message]) -> bool {
+    let Some(last) = history.iter().rev().find(|m| m.role == Role::Assistant) else {
+        return false;
+    };
+    let calls = last
+        .content
+        .iter()
+        .any(|b| matches!(b, ContentBlock::ToolCall { .. }));
+    let thought = last.content.iter().any(|b| match b {
+        ContentBlock::Thinking { signature, .. } => !signature.is_empty(),
+        ContentBlock::RedactedThinking { .. } => true,
+        _ => false,
+    });
+    calls && !thought
 }
 
 fn turns(history: &[Message], thinking: bool) -> Vec<Turn<'_>> {
