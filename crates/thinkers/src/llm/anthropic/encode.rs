@@ -9,7 +9,9 @@
 //!   budget_tokens}` with the budget raised to at least 1,024; thinking counts toward
 //!   `max_tokens`, so `max_tokens` is the answer budget plus the thinking budget (which keeps the
 //!   budget below `max_tokens`, as required). A forced tool choice cannot be combined with
-//!   thinking and falls back to `auto`.
+//!   thinking and falls back to `auto`. When the latest assistant turn called tools without a
+//!   signed thinking block (another entry served it), thinking stays off for the request: the
+//!   provider refuses thinking after such a turn.
 //! * `Reasoning::Effort` becomes `output_config.effort`; a structured answer becomes
 //!   `output_config.format` (objects closed by `llm::strict`), unless text-protocol tools are in
 //!   play, in which case the schema goes into the system prompt.
