@@ -11,7 +11,7 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use thinkers::Runtime;
-use thinkers::model::{Grade, OutputSize};
+use thinkers::model::{Depth, Grade, OutputSize};
 use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput, Verdict};
 use thinkers::tool::{Tool, ToolContext};
 
@@ -94,8 +94,9 @@ pub async fn run(rt: &Runtime) -> Result<Outcome> {
     })
     .class("glossary_thinker");
     let observer = thinker.observer();
+    // Quick: a lookup needs no delegation, so `sub_thinker` (offered from standard) stays out.
     let answer = rt
-        .run(thinker.ask(ThinkerInput::query("What is a seat?")))
+        .run(thinker.ask(ThinkerInput::query("What is a seat?").with_depth(Depth::Quick)))
         .await?;
     let transcript = observer.transcript();
     println!("{transcript}");

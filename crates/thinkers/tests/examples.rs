@@ -148,12 +148,13 @@ async fn read_only_example_withholds_and_refuses_the_side_effect() {
     let env = support::offline(read_only::tune).await.unwrap();
     let out = read_only::run(&env.rt).await.unwrap();
     assert_eq!(out.deletions, 0, "the deletion never ran");
+    // Withheld at every turn: the side-effecting tool and the built-in `sub_thinker` (neither
+    // is read-only).
     assert!(!out.withheld.is_empty());
-    assert!(
-        out.withheld.iter().all(|t| t == "delete_record"),
-        "{:?}",
-        out.withheld
-    );
+    assert_eq!(out.withheld.len() % 2, 0, "{:?}", out.withheld);
+    for pair in out.withheld.chunks(2) {
+        assert_eq!(pair, ["delete_record", "sub_thinker"], "{:?}", out.withheld);
+    }
     assert_eq!(out.refused.len(), 1, "{:?}", out.refused);
     assert_eq!(out.refused[0].tool, "delete_record");
     assert!(

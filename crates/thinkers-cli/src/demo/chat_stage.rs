@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use thinkers::Runtime;
 use thinkers::conversation::ConversationId;
-use thinkers::model::{Grade, OutputSize};
+use thinkers::model::{Depth, Grade, OutputSize};
 use thinkers::thinker::{ChatEvent, ChatEvents, ChatThinker, ThinkerDeclaration};
 
 use super::Progress;
@@ -47,6 +47,9 @@ pub(crate) async fn run(rt: &Runtime, progress: &Progress) -> anyhow::Result<Out
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "You are the runtime's help desk. Look terms up in the glossary before you answer.",
     )
+    // A one-sentence question at quick depth: below the delegation threshold, so the palette is
+    // the glossary alone (no `sub_thinker`) and the turn shows the lookup.
+    .depth(Depth::Quick)
     .tool(Lookup)
     .events(ChatEvents::new(move |event| {
         if let ChatEvent::Token { .. } = &event {

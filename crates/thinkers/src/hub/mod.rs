@@ -4,8 +4,9 @@
 //! [`Skill`]s, and the rules that decide whether a thinker may take a tool or a skill in its
 //! scope ([`ToolHub::tool_admission`], [`ToolHub::skill_admission`]). Thinkers reach it as a
 //! dispatcher service (`RuntimeBuilder::service(Arc<ToolHub>)`) or through their own builder;
-//! with a hub in reach every thinker gets the built-in orchestrators: `request_tools` and
-//! `request_skill` over its compatible catalogs, and `sub_thinker` (see [`crate::thinker`]).
+//! with a hub in reach every thinker gets the catalog doors `request_tools` and `request_skill`
+//! over its compatible catalogs (`sub_thinker` is on every thinker, hub or not; see
+//! [`crate::thinker`]).
 //!
 //! The hub is shared and may change while thinkers run (a dynamic tool registered, a skill
 //! folder reloaded): a thinker reconciles its catalogs against what the hub holds at the start

@@ -269,8 +269,8 @@ impl ChatThinker {
         self
     }
 
-    /// Use this hub for the built-in orchestrators (`request_tools`, `request_skill`,
-    /// `sub_thinker`) instead of the one registered on the dispatcher.
+    /// Use this hub for the catalog doors (`request_tools`, `request_skill`) and the catalogs a
+    /// `sub_thinker` inherits, instead of the one registered on the dispatcher.
     #[must_use]
     pub fn hub(mut self, hub: Arc<ToolHub>) -> Self {
         self.inner = self.inner.hub(hub);

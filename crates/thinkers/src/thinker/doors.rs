@@ -1,13 +1,16 @@
 //! The catalog doors, `request_tools` and `request_skill`, and the per-turn step that wires the
-//! built-in orchestrators into a thinker's palette when a [`ToolHub`] is in reach.
+//! built-in orchestrators into every thinker's palette.
 //!
-//! Each turn, after the family's reconcile hook: the tools this conversation was granted are put
-//! back in the palette (they are kept in the conversation's state, so they survive compaction
-//! and resumption); the compatible catalogs are reconciled against what the hub holds now (minus
-//! what the palette already has, then the catalog hooks); each door is rebuilt with a schema
-//! that enumerates its catalog (`oneOf` of `{const, description}`), or withdrawn when its
-//! catalog is empty; and `sub_thinker` is rebuilt over this turn's palette and catalogs and
-//! handed to [`ThinkerHooks::reconcile_delegation`](super::ThinkerHooks::reconcile_delegation). The read-only sweep runs after all of this.
+//! Each turn, after the family's reconcile hook, with a [`ToolHub`] in reach (the thinker's own
+//! or the dispatcher's): the tools this conversation was granted are put back in the palette
+//! (they are kept in the conversation's state, so they survive compaction and resumption); the
+//! compatible catalogs are reconciled against what the hub holds now (minus what the palette
+//! already has, then the catalog hooks); each door is rebuilt with a schema that enumerates its
+//! catalog (`oneOf` of `{const, description}`), or withdrawn when its catalog is empty. Then, with
+//! or without a hub, `sub_thinker` is rebuilt over this turn's palette and catalogs (empty
+//! without a hub) and handed to
+//! [`ThinkerHooks::reconcile_delegation`](super::ThinkerHooks::reconcile_delegation), which keeps
+//! it at or above the thinker's delegation threshold. The read-only sweep runs after all of this.
 //!
 //! A door call goes through the hub's admission rules in the caller's scope. Granted tools join
 //! the palette from the next turn; granted skills are written into the conversation's
@@ -64,7 +67,8 @@ pub(crate) fn hub_for(core: &ThinkerCore, cx: &JobContext) -> Option<Arc<ToolHub
         .or_else(|| cx.services().get::<ToolHub>())
 }
 
-/// The orchestrator step of one turn (see the module docs). Does nothing without a hub.
+/// The orchestrator step of one turn (see the module docs). Without a hub the catalog doors are
+/// absent and `sub_thinker` is still built, over the palette with empty catalogs.
 pub(crate) fn reconcile(
     core: &ThinkerCore,
     registry: &mut ToolRegistry,
@@ -72,16 +76,34 @@ pub(crate) fn reconcile(
     observer: &ThinkerObserver,
     cx: &JobContext,
 ) {
-    let Some(hub) = hub_for(core, cx) else {
-        return;
+    let hub = hub_for(core, cx);
+    if let Some(hub) = &hub {
+        restore_granted(hub, registry, observer);
+    }
+    for door in DOORS {
+        registry.unregister(door);
+    }
+    let palette = registry.clone();
+    let catalogs = match &hub {
+        Some(hub) => offer_catalogs(core, registry, &palette, hub, depth, observer),
+        None => Captured::default(),
     };
-    let (granted, attached) = {
+    let launch = Launch::new(core, palette, catalogs, hub, observer, depth);
+    core.hooks
+        .reconcile_delegation(registry, depth, Arc::new(SubThinkerDoor::new(launch)));
+}
+
+/// The three built-in orchestrators' names.
+const DOORS: [&str; 3] = [REQUEST_TOOLS, REQUEST_SKILL, super::subthinker::SUB_THINKER];
+
+/// Put back in the palette the hub tools this conversation was granted.
+fn restore_granted(hub: &ToolHub, registry: &mut ToolRegistry, observer: &ThinkerObserver) {
+    let granted = {
         let st = observer.lock();
-        let conv = st.conversation.as_ref();
-        (
-            conv.map(granted_tools).unwrap_or_default(),
-            conv.map(attached_skills).unwrap_or_default(),
-        )
+        st.conversation
+            .as_ref()
+            .map(granted_tools)
+            .unwrap_or_default()
     };
     for name in &granted {
         if !registry.contains(name)
@@ -90,10 +112,26 @@ pub(crate) fn reconcile(
             registry.register(p);
         }
     }
-    for door in [REQUEST_TOOLS, REQUEST_SKILL, super::subthinker::SUB_THINKER] {
-        registry.unregister(door);
-    }
-    let palette = registry.clone();
+}
+
+/// Reconcile this turn's catalogs (the captured ones for a sub-thinker, else the hub's
+/// compatible ones), minus what the palette holds and the attached skills, through the catalog
+/// hooks; register a door over each non-empty one and return both for `sub_thinker`'s launch.
+fn offer_catalogs(
+    core: &ThinkerCore,
+    registry: &mut ToolRegistry,
+    palette: &ToolRegistry,
+    hub: &Arc<ToolHub>,
+    depth: Depth,
+    observer: &ThinkerObserver,
+) -> Captured {
+    let attached = {
+        let st = observer.lock();
+        st.conversation
+            .as_ref()
+            .map(attached_skills)
+            .unwrap_or_default()
+    };
     let orch = &core.orchestration;
     let (mut tools, mut skills) = match &orch.captured {
         Some(c) => (c.tools.clone(), c.skills.clone()),
@@ -106,36 +144,21 @@ pub(crate) fn reconcile(
     skills.retain(|e| !attached.iter().any(|s| s.name == e.name));
     core.hooks.reconcile_tool_catalog(&mut tools, depth);
     core.hooks.reconcile_skill_catalog(&mut skills, depth);
-    if !tools.is_empty() {
-        registry.register(Arc::new(CatalogDoor::new(
-            DoorKind::Tools,
-            &tools,
-            hub.clone(),
-            observer.clone(),
-        )));
+    for (kind, catalog) in [(DoorKind::Tools, &tools), (DoorKind::Skills, &skills)] {
+        if !catalog.is_empty() {
+            registry.register(Arc::new(CatalogDoor::new(
+                kind,
+                catalog,
+                hub.clone(),
+                observer.clone(),
+            )));
+        }
     }
-    if !skills.is_empty() {
-        registry.register(Arc::new(CatalogDoor::new(
-            DoorKind::Skills,
-            &skills,
-            hub.clone(),
-            observer.clone(),
-        )));
-    }
-    let launch = Launch::new(
-        core,
-        palette,
-        Captured { tools, skills },
-        hub,
-        observer,
-        depth,
-    );
-    core.hooks
-        .reconcile_delegation(registry, depth, Arc::new(SubThinkerDoor::new(launch)));
+    Captured { tools, skills }
 }
 
 fn is_door(name: &str) -> bool {
-    [REQUEST_TOOLS, REQUEST_SKILL, super::subthinker::SUB_THINKER].contains(&name)
+    DOORS.contains(&name)
 }
 
 /// The tool names granted to this conversation.

@@ -19,9 +19,10 @@
 //! * [`DecisionThinker`] — the model only chooses (or ranks) among given options, with a
 //!   confidence per option where the provider returns log-probabilities.
 //!
-//! **Orchestrators.** With a [`crate::hub::ToolHub`] in reach (the thinker's own or a dispatcher
-//! service), every thinker gets `request_tools` and `request_skill` over its compatible catalogs
-//! ([`doors`]) and `sub_thinker` ([`subthinker`]) at or above its delegation threshold.
+//! **Orchestrators.** Every looping thinker gets `sub_thinker` ([`subthinker`]) at or above its
+//! delegation threshold; with a [`crate::hub::ToolHub`] in reach (the thinker's own or a
+//! dispatcher service) it also gets `request_tools` and `request_skill` over its compatible
+//! catalogs ([`doors`]).
 //!
 //! **Read-only.** Under a read-only scope the loop withholds every tool that is not read-only
 //! from the palette (logged and recorded in [`ThinkerState::withheld`]), and the admission

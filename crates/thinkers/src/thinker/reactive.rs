@@ -172,9 +172,9 @@ impl ReactiveThinker {
         self
     }
 
-    /// Use this hub for the built-in orchestrators (`request_tools`, `request_skill`,
-    /// `sub_thinker`) instead of the one registered on the dispatcher (with neither, the chat
-    /// has none of them).
+    /// Use this hub for the catalog doors (`request_tools`, `request_skill`) and the catalogs a
+    /// `sub_thinker` inherits, instead of the one registered on the dispatcher (with neither,
+    /// the chat has no doors; it keeps `sub_thinker`).
     #[must_use]
     pub fn hub(mut self, hub: Arc<ToolHub>) -> Self {
         self.core.orchestration.hub = Some(hub);

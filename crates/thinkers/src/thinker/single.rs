@@ -144,8 +144,8 @@ where
     }
 
     /// Use this hub for the built-in orchestrators instead of the one registered on the
-    /// dispatcher (with neither, the thinker has no `request_tools`, `request_skill` or
-    /// `sub_thinker`).
+    /// dispatcher (with neither, the thinker has no `request_tools` or `request_skill`; it keeps
+    /// `sub_thinker`, whose delegate then has no doors either).
     #[must_use]
     pub fn hub(mut self, hub: Arc<ToolHub>) -> Self {
         self.core.orchestration.hub = Some(hub);

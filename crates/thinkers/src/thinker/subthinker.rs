@@ -18,7 +18,7 @@
 //! them summarised with those refs.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -26,12 +26,13 @@ use serde_json::Value;
 
 use super::answer::AnswerShape;
 use super::artifacts::{self, ArtifactRef};
-use super::conversing;
 use super::declaration::{ThinkerDeclaration, ThinkerInput};
 use super::doors::{Captured, Orchestration};
 use super::finish::SingleAnswer;
 use super::state::ThinkerObserver;
-use super::turn_loop::{ThinkerCore, ThinkerHooks, run_loop};
+use super::turn::TurnSource;
+use super::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, run_loop};
+use crate::conversation::ConversationService;
 use crate::hub::ToolHub;
 use crate::job::{BoxJob, JobContext, Orchestrator};
 use crate::model::{Depth, Grade, OutputSize};
@@ -92,55 +93,92 @@ impl ThinkerHooks for SubThinkerHooks {
     }
 }
 
-/// Everything a launch needs from the parent at the turn the door was built.
+/// Everything a launch needs from the parent at the turn the door was built. Built every turn,
+/// so it holds only cheap clones (the palette is a list of `Arc`s); the sub-thinker's core is
+/// made from it when the model calls the door.
 pub(crate) struct Launch {
-    core: ThinkerCore,
+    /// The parent's grade, used when the call carries none.
+    grade: Grade,
+    pin: Option<String>,
+    limits: ThinkerLimits,
+    turns: Arc<dyn TurnSource>,
+    conversations: Option<ConversationService>,
+    durable: bool,
+    /// The parent's palette this turn, doors removed.
+    palette: ToolRegistry,
+    hub: Option<Arc<ToolHub>>,
+    catalogs: Captured,
     parent: ThinkerObserver,
     depth: Depth,
 }
 
 impl Launch {
-    /// A launch over the parent's `core`, with this turn's palette (doors removed) and catalogs.
+    /// A launch over the parent's `core`, with this turn's palette (doors removed), catalogs and
+    /// hub (none: the delegate has no doors).
     pub(crate) fn new(
         core: &ThinkerCore,
         palette: ToolRegistry,
         catalogs: Captured,
-        hub: Arc<ToolHub>,
+        hub: Option<Arc<ToolHub>>,
         parent: &ThinkerObserver,
         depth: Depth,
     ) -> Self {
-        let mut sub = core.clone();
-        sub.class = SUB_THINKER.to_owned();
-        sub.objective = SUB_TASK.to_owned();
-        sub.registry = palette;
-        sub.hooks = Arc::new(SubThinkerHooks);
-        sub.content = None;
-        sub.orchestration = Orchestration {
-            hub: Some(hub),
-            captured: Some(catalogs),
-            ..Orchestration::default()
-        };
         Self {
-            core: sub,
+            grade: core.declaration.grade(),
+            pin: core.pin.clone(),
+            limits: core.limits,
+            turns: core.turns.clone(),
+            conversations: core.conversations.clone(),
+            durable: core.durable,
+            palette,
+            hub,
+            catalogs,
             parent: parent.clone(),
             depth,
         }
     }
+
+    /// The sub-thinker's core at `grade`. Budgets never propagate: it books its own output
+    /// size; its conversations live in a fresh private store unless the parent named a service.
+    fn core(&self, grade: Grade) -> ThinkerCore {
+        let mut core = ThinkerCore::new(
+            ThinkerDeclaration::new(grade, OutputSize::Standard),
+            SUB_TASK.to_owned(),
+        );
+        core.class = SUB_THINKER.to_owned();
+        core.registry = self.palette.clone();
+        core.limits = self.limits;
+        core.pin = self.pin.clone();
+        core.turns = self.turns.clone();
+        core.hooks = Arc::new(SubThinkerHooks);
+        core.conversations = self.conversations.clone();
+        core.durable = self.durable;
+        core.orchestration = Orchestration {
+            hub: self.hub.clone(),
+            captured: Some(self.catalogs.clone()),
+            ..Orchestration::default()
+        };
+        core
+    }
+}
+
+/// The input schema of `sub_thinker`, generated once.
+fn input_schema() -> &'static Value {
+    static SCHEMA: LazyLock<Value> = LazyLock::new(|| {
+        serde_json::to_value(schemars::schema_for!(SubThinkerInput)).unwrap_or(Value::Null)
+    });
+    &SCHEMA
 }
 
 /// The `sub_thinker` provider, rebuilt with each turn's palette and catalogs.
 pub(crate) struct SubThinkerDoor {
     launch: Arc<Launch>,
-    schema: Value,
 }
 
 impl SubThinkerDoor {
     pub(crate) fn new(launch: Launch) -> Self {
-        let schema =
-            serde_json::to_value(schemars::schema_for!(SubThinkerInput)).unwrap_or(Value::Null);
         Self {
             launch: Arc::new(launch),
-            schema,
         }
     }
 }
@@ -154,7 +192,7 @@ impl ToolProvider for SubThinkerDoor {
          objective and the refs of the artifacts it needs; it answers a summary and artifacts."
     }
     fn input_schema(&self) -> &Value {
-        &self.schema
+        input_schema()
     }
     fn instantiate(&self, arguments: Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
         let input: SubThinkerInput = decode_arguments(arguments)?;
@@ -189,9 +227,7 @@ impl ToolProvider for SubThinkerDoor {
                 ));
             }
         }
-        let grade = cx
-            .parent_grade
-            .unwrap_or_else(|| self.launch.core.declaration.grade());
+        let grade = cx.parent_grade.unwrap_or(self.launch.grade);
         Ok(BoxJob::new(SubThinkerJob {
             launch: self.launch.clone(),
             input,
@@ -220,10 +256,8 @@ impl Orchestrator for SubThinkerJob {
     }
 
     async fn execute(&mut self, cx: &JobContext) -> Result<ToolOutput> {
-        let mut core = self.launch.core.clone();
         // Budgets never propagate: the sub-thinker's answer is a summary with refs.
-        core.declaration = ThinkerDeclaration::new(self.grade, OutputSize::Standard);
-        core.private = conversing::private_service();
+        let core = self.launch.core(self.grade);
         let observer = ThinkerObserver::default();
         let mut query = self.input.objective.clone();
         {
@@ -291,24 +325,30 @@ impl Orchestrator for SubThinkerJob {
     }
 }
 
-/// A `sub_thinker` tool over a thinker's declared palette, its hub's compatible catalogs and its
-/// observer's artifacts, for code that starts a delegate outside a model turn (a doer, a tool).
+/// A `sub_thinker` tool over a thinker's declared palette, its own hub's compatible catalogs
+/// (empty without a hub) and its observer's artifacts, for code that starts a delegate outside a
+/// model turn (a doer, a tool).
 pub(crate) fn door_for(
     core: &ThinkerCore,
     observer: &ThinkerObserver,
     depth: Depth,
 ) -> Arc<dyn ToolProvider> {
     let orch = &core.orchestration;
-    let (catalogs, hub) = match &orch.hub {
-        Some(hub) => (
-            Captured {
-                tools: hub.tool_catalog(&orch.tools),
-                skills: hub.skill_catalog(&orch.skills),
-            },
-            hub.clone(),
-        ),
-        None => (Captured::default(), Arc::new(ToolHub::new())),
-    };
-    let launch = Launch::new(core, core.registry.clone(), catalogs, hub, observer, depth);
+    let catalogs = orch
+        .hub
+        .as_ref()
+        .map(|hub| Captured {
+            tools: hub.tool_catalog(&orch.tools),
+            skills: hub.skill_catalog(&orch.skills),
+        })
+        .unwrap_or_default();
+    let launch = Launch::new(
+        core,
+        core.registry.clone(),
+        catalogs,
+        orch.hub.clone(),
+        observer,
+        depth,
+    );
     Arc::new(SubThinkerDoor::new(launch))
 }

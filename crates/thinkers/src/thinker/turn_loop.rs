@@ -2,7 +2,7 @@
 //! answer type; the phases below are the framework's own path:
 //!
 //! 1. **reconcile** — the family's [`ThinkerHooks::reconcile_tools`] (idempotent, state-based),
-//!    then, with a hub in reach, the built-in orchestrators (`thinker::doors`);
+//!    then the built-in orchestrators (`thinker::doors`; the catalog doors need a hub);
 //! 2. **sweep** — the read-only sweep of the palette (not overridable);
 //! 3. **render** — objective, messages, palette and the answer schema into one request;
 //! 4. **call** — one model turn through the [`TurnSource`] seam, stamped with the turn ordinal;
@@ -51,8 +51,8 @@ pub trait ThinkerHooks: Send + Sync + 'static {
         Depth::Standard
     }
 
-    /// Keep `sub_thinker` in the palette or take it out (with a [`crate::hub::ToolHub`] in
-    /// reach, after [`ThinkerHooks::reconcile_tools`], every turn). The default keeps it when
+    /// Keep `sub_thinker` in the palette or take it out (every turn, after
+    /// [`ThinkerHooks::reconcile_tools`], hub or not). The default keeps it when
     /// `depth` is at or above [`ThinkerHooks::delegation_threshold`] and removes it below.
     fn reconcile_delegation(
         &self,

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use thinkers::benchmark::{Benchmark, OneCallSubject};
 use thinkers::job::JobId;
-use thinkers::model::{Grade, OutputSize};
+use thinkers::model::{Depth, Grade, OutputSize};
 use thinkers::onecall::ModelToolProvider;
 use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
 use thinkers::tools::{QuickQuestion, QuickQuestionInput};
@@ -45,7 +45,9 @@ async fn a_thinkers_children_land_on_its_row() {
     .await;
     let bench = Benchmark::new(
         researcher,
-        ThinkerInput::query("What is the boiling point of water at sea level?"),
+        // Quick: the palette is the quick question alone (no `sub_thinker`), so the round is it.
+        ThinkerInput::query("What is the boiling point of water at sea level?")
+            .with_depth(Depth::Quick),
         1,
     )
     .candidates(["sim-small-a", "sim-small-b"]);

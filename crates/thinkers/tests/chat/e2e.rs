@@ -3,17 +3,20 @@
 //! and resumable by id from a new thinker, and a provider failure rolled back with a marker.
 
 use thinkers::conversation::{Message, Role};
-use thinkers::model::{Grade, ModelDependent, OutputSize};
+use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
 use thinkers::thinker::{ChatEvent, ChatThinker, ContentStream, ThinkerDeclaration};
 use thinkers_sim::{FaultKind, FaultRule};
 
 use crate::support::{Collected, Lookup, setup_with};
 
+/// A chat at quick depth: below the delegation threshold, so the sim's model picks among the
+/// test's own tools only (no `sub_thinker`).
 fn chat(pin: &str) -> ChatThinker {
     let mut chat = ChatThinker::new(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "You are a helpful assistant.",
-    );
+    )
+    .depth(Depth::Quick);
     chat.pin_model(pin.to_owned());
     chat
 }
@@ -134,7 +137,8 @@ async fn a_chat_declaring_ceiling_is_served_by_the_strongest_entry() {
     let thinker = ChatThinker::new(
         ThinkerDeclaration::new(Grade::Ceiling, OutputSize::Compact),
         "You are a helpful assistant.",
-    );
+    )
+    .depth(Depth::Quick);
     let turn = thinker.turn();
     assert!(thinker.add_message("Hello"));
     s.rt.run(turn).await.unwrap();
@@ -226,6 +230,7 @@ async fn a_sub_thinker_under_a_chat_answers_the_chat_not_the_person() {
     hub.register_tool(Lookup::default()).unwrap();
     let events = Collected::default();
     let thinker = chat("sim-small-a")
+        .depth(Depth::Standard)
         .tool(Lookup::default())
         .hub(Arc::new(hub))
         .events(events.sink());

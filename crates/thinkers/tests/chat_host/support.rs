@@ -16,7 +16,7 @@ use thinkers::Runtime;
 use thinkers::chat::{ChatHost, HostConfig, RunningHost};
 use thinkers::dispatch::DispatchConfig;
 use thinkers::model::catalog::BUNDLED_TOML;
-use thinkers::model::{Catalog, Grade, ModelDependent, OutputSize};
+use thinkers::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
 use thinkers::thinker::{ChatThinker, ThinkerDeclaration};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, Sim, SimConfig};
@@ -95,13 +95,15 @@ pub async fn runtime(sim: &Sim, db: &Path) -> Runtime {
         .unwrap()
 }
 
-/// The chats of the tests: Small, pinned to the OpenAI-dialect entry, with the lookup tool.
+/// The chats of the tests: Small, pinned to the OpenAI-dialect entry, with the lookup tool, at
+/// quick depth (below the delegation threshold, so no `sub_thinker` for the sim to pick).
 pub fn factory(pin: &'static str, tools: bool) -> thinkers::chat::ChatFactory {
     Arc::new(move || {
         let mut chat = ChatThinker::new(
             ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
             "You are a helpful assistant.",
-        );
+        )
+        .depth(Depth::Quick);
         if tools {
             chat = chat.tool(Lookup);
         }

@@ -253,3 +253,103 @@ async fn schema_driven_door_calls_are_accepted_on_every_dialect() {
         .count();
     assert!(doors >= 3, "a door job per dialect at least: {doors}");
 }
+
+/// Without any hub (none on the thinker, none on the runtime), over the sim: the parent's model
+/// calls `sub_thinker`, the delegate calls the parent's own tool, and the parent answers citing
+/// the artifact the delegate returned.
+#[tokio::test]
+async fn without_a_hub_the_model_delegates_and_the_parent_uses_the_result() {
+    let entry = "sim-small-a";
+    let when = |needle: &str, answer| when(entry, needle, answer);
+    let script = Script::new(vec![
+        when(
+            "NOHUB-QUERY",
+            call(
+                "sub_thinker",
+                json!({"objective": "NOHUB-DELEGATED: look up the term seat", "artifact_refs": []}),
+            ),
+        ),
+        when("NOHUB-DELEGATED", call("lookup", json!({"term": "seat"}))),
+        when(
+            "NOHUB-SUB-SUMMARY",
+            ScriptAnswer::Json(json!({
+                "reasoning": "the delegate looked the term up",
+                "answer": {
+                    "reasoning": "@a1 defines the term",
+                    "summary": "NOHUB-PARENT: a seat is what @a1 says",
+                    "artifacts": ["@a1"]
+                }
+            })),
+        ),
+        when(
+            "the meaning of seat",
+            ScriptAnswer::Json(json!({
+                "reasoning": "looked it up",
+                "answer": {"summary": "NOHUB-SUB-SUMMARY: seat is defined", "artifacts": ["@a1"]}
+            })),
+        ),
+    ]);
+    let s = offline::start(Duration::from_secs(5), |c| SimConfig {
+        script: Some(script),
+        ..c
+    })
+    .await;
+    let lookup = Lookup::default();
+    let mut t = SingleObjectiveThinker::<Summary>::new(decl(), TASK)
+        .tool(lookup.clone())
+        .class("researcher");
+    t.pin_model(entry.to_owned());
+    let obs = t.observer();
+    let answer =
+        s.rt.run(t.ask(ThinkerInput::query("NOHUB-QUERY: what is a seat?")))
+            .await
+            .unwrap();
+    assert_eq!(answer.summary, "NOHUB-PARENT: a seat is what @a1 says");
+    let arts = obs.artifacts();
+    let used: &Definition = arts.resolve(&answer.artifacts[0]).unwrap();
+    assert_eq!(used.term, "seat");
+    assert_eq!(arts.get(&answer.artifacts[0]).unwrap().tool, "lookup");
+    assert_eq!(lookup.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    let bodies: Vec<String> = s
+        .sim
+        .requests()
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect();
+    let parent: Vec<&String> = bodies
+        .iter()
+        .filter(|b| b.contains("RESEARCHER-TASK"))
+        .collect();
+    let delegate: Vec<&String> = bodies
+        .iter()
+        .filter(|b| b.contains("another agent handed you"))
+        .collect();
+    assert_eq!((parent.len(), delegate.len()), (2, 2), "{bodies:?}");
+    // The parent was offered its tool and sub_thinker, and no catalog door.
+    for b in &parent {
+        assert!(b.contains(r#""name":"sub_thinker""#), "{b}");
+        assert!(b.contains(r#""name":"lookup""#), "{b}");
+        assert!(
+            !b.contains("request_tools") && !b.contains("request_skill"),
+            "{b}"
+        );
+    }
+    // The delegate (standard depth) got the parent's tool and no way to delegate further.
+    for b in &delegate {
+        assert!(b.contains(r#""name":"lookup""#), "{b}");
+        assert!(!b.contains(r#""name":"sub_thinker""#), "{b}");
+    }
+    // The parent's last request carried the delegate's summary back.
+    assert!(parent[1].contains("NOHUB-SUB-SUMMARY"), "{}", parent[1]);
+
+    let jobs = s.rec.jobs();
+    let top = jobs.iter().find(|j| j.start.class == "researcher").unwrap();
+    let sub = jobs
+        .iter()
+        .find(|j| j.start.class == "sub_thinker")
+        .unwrap();
+    assert_eq!(sub.start.parent, Some(top.start.id));
+    let look = jobs.iter().find(|j| j.start.class == "lookup").unwrap();
+    assert_eq!(look.start.parent, Some(sub.start.id));
+}

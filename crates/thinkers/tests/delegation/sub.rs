@@ -40,16 +40,98 @@ async fn a_thinker_delegates_at_standard_and_above_only() {
 }
 
 #[tokio::test]
-async fn without_a_hub_a_thinker_has_no_orchestrators() {
+async fn without_a_hub_a_thinker_offers_sub_thinker_from_standard_and_no_doors() {
+    let (d, _) = dispatcher();
+    for depth in Depth::ALL {
+        let turns = ScriptedTurns::new().then_answer("r", summary("ok", &[]));
+        let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+            .tool(Lookup::default())
+            .turns(turns.clone());
+        d.run(t.ask(ThinkerInput::query("q").with_depth(depth)))
+            .await
+            .unwrap();
+        let want: &[&str] = if depth >= Depth::Standard {
+            &["lookup", SUB_THINKER]
+        } else {
+            &["lookup"]
+        };
+        assert_eq!(offered(&turns, 0), want, "{depth:?}");
+    }
+}
+
+#[tokio::test]
+async fn without_a_hub_or_tools_a_thinker_at_standard_still_offers_sub_thinker() {
     let (d, _) = dispatcher();
     let turns = ScriptedTurns::new().then_answer("r", summary("ok", &[]));
-    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
-        .tool(Lookup::default())
-        .turns(turns.clone());
-    d.run(t.ask(ThinkerInput::query("q").with_depth(Depth::Thorough)))
+    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x").turns(turns.clone());
+    d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
+    assert_eq!(offered(&turns, 0), [SUB_THINKER]);
+    let turns = ScriptedTurns::new().then_answer("r", summary("ok", &[]));
+    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x").turns(turns.clone());
+    d.run(t.ask(ThinkerInput::query("q").with_depth(Depth::Quick)))
         .await
         .unwrap();
-    assert_eq!(offered(&turns, 0), ["lookup"]);
+    assert!(offered(&turns, 0).is_empty(), "{:?}", offered(&turns, 0));
+}
+
+#[tokio::test]
+async fn without_a_hub_a_sub_thinker_inherits_the_palette_and_delegates_only_at_thorough() {
+    let (d, _) = dispatcher();
+    for depth in Depth::ALL {
+        let turns = ScriptedTurns::new().then_answer("r", sub_answer("ok", &[]));
+        let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+            .tool(Lookup::default())
+            .turns(turns.clone());
+        let door = t.sub_thinker(depth);
+        let out = d
+            .run(doer("launcher", move |cx| {
+                let job = door
+                    .instantiate(json!({"objective": "look"}), &ToolCallContext::default())
+                    .unwrap();
+                async move { cx.submit_in_step(job).await }
+            }))
+            .await
+            .unwrap();
+        assert_eq!(out.downcast::<SubThinkerOutput>().unwrap().summary, "ok");
+        let seen = &turns.seen()[0];
+        assert_eq!(seen.class, "sub_thinker.turn");
+        assert_eq!(seen.depth, depth);
+        let want: &[&str] = if depth == Depth::Thorough {
+            &["lookup", SUB_THINKER]
+        } else {
+            &["lookup"]
+        };
+        assert_eq!(offered(&turns, 0), want, "{depth:?}");
+    }
+}
+
+#[tokio::test]
+async fn without_a_hub_a_delegate_called_by_the_model_runs_with_the_parents_tools() {
+    let (d, rec) = dispatcher();
+    let lookup = Lookup::default();
+    let turns = ScriptedTurns::new()
+        .then_calls(&[("p1", SUB_THINKER, json!({"objective": "define seat"}))])
+        .then_calls(&[("s1", "lookup", json!({"term": "seat"}))])
+        .then_answer("r", sub_answer("seat defined", &["@a1"]))
+        .then_answer("r", summary("a seat is what @a1 says", &["@a1"]));
+    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+        .tool(lookup.clone())
+        .turns(turns.clone())
+        .class("top");
+    let obs = t.observer();
+    let answer = d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
+    assert_eq!(turns.remaining(), 0);
+    assert_eq!(lookup.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // The delegate was offered the parent's tool and nothing else at standard depth.
+    assert_eq!(offered_by(&turns, "sub_thinker.turn")[0], ["lookup"]);
+    // Its artifact came back to the parent, which cites it.
+    let arts = obs.artifacts();
+    let seat: &Definition = arts.resolve(&answer.artifacts[0]).unwrap();
+    assert_eq!(seat.term, "seat");
+    let jobs = rec.jobs();
+    let top = jobs.iter().find(|j| j.start.class == "top").unwrap();
+    let sub = jobs.iter().find(|j| j.start.class == SUB_THINKER).unwrap();
+    assert_eq!(sub.start.parent, Some(top.start.id));
 }
 
 #[tokio::test]

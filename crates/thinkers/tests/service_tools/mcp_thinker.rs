@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 use thinkers::job::ScopeGuard;
 use thinkers::mcp::{McpServer, McpToolset};
-use thinkers::model::{Grade, ModelDependent, OutputSize};
+use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
 use thinkers::record::JobStatus;
 use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall};
@@ -60,10 +60,12 @@ async fn a_thinker_calls_an_mcp_tool_and_the_transcript_shows_it() {
     .await;
     let t = thinker(&toolset);
     let obs = t.observer();
-    let answer =
-        s.rt.run(t.ask(ThinkerInput::query("Say hello through the tool.")))
-            .await
-            .unwrap();
+    // Quick: below the delegation threshold, so echo is the only tool the sim can pick.
+    let answer = s
+        .rt
+        .run(t.ask(ThinkerInput::query("Say hello through the tool.").with_depth(Depth::Quick)))
+        .await
+        .unwrap();
     assert!(!answer.is_empty());
 
     let transcript = obs.transcript();
@@ -141,7 +143,12 @@ async fn under_a_read_only_scope_the_mcp_tool_is_withheld_and_a_call_to_it_refus
         requests[0].body
     );
     let withheld: Vec<String> = obs.withheld().into_iter().map(|w| w.tool).collect();
-    assert_eq!(withheld, ["echo", "echo"], "withheld in both turns");
+    // echo (MCP tools are never read-only) and the built-in sub_thinker, in both turns.
+    assert_eq!(
+        withheld,
+        ["echo", "sub_thinker", "echo", "sub_thinker"],
+        "withheld in both turns"
+    );
     let refused = obs.refused();
     assert_eq!(refused.len(), 1);
     assert_eq!(refused[0].tool, "echo");

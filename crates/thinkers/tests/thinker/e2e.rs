@@ -82,8 +82,10 @@ async fn three_dialects_run_tool_rounds_in_one_step_and_answer_typed() {
         let t = thinker(entry, Grade::Small);
         let obs = t.observer();
         let before = s.rec.jobs().len();
+        // Quick: below the delegation threshold, so the palette is exactly the two tools and
+        // the sim's two parallel calls are one of each.
         let answer =
-            s.rt.run(t.ask(ThinkerInput::query("What is a seat?")))
+            s.rt.run(t.ask(ThinkerInput::query("What is a seat?").with_depth(Depth::Quick)))
                 .await
                 .unwrap_or_else(|e| panic!("{entry}: {e}"));
         assert!(!answer.summary.is_empty(), "{entry}");
@@ -130,13 +132,16 @@ async fn a_wrong_shape_from_the_wire_is_corrected_and_not_echoed() {
                 .for_model(entry)
                 .times(1),
         );
-        // No tools, so the first answer is the wrong-shaped final answer.
+        // No tools (and, at quick depth, no sub_thinker), so the first answer is the
+        // wrong-shaped final answer.
         let mut t = SingleObjectiveThinker::<Brief>::new(
             ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
             "Answer briefly.",
         );
         t.pin_model(entry.to_owned());
-        let answer = s.rt.run(t.ask(ThinkerInput::query("Hi?"))).await;
+        let answer =
+            s.rt.run(t.ask(ThinkerInput::query("Hi?").with_depth(Depth::Quick)))
+                .await;
         let answer = answer.unwrap_or_else(|e| panic!("{entry}: {e}"));
         assert!(!answer.summary.is_empty());
         let stats = s.sim.stats().model(entry);
@@ -215,7 +220,11 @@ async fn canaries_in_wrong_answers_from_the_wire_never_go_back_nor_into_logs() {
     );
     t.pin_model("sim-small-a".to_owned());
     let obs = t.observer();
-    let answer = s.rt.run(t.ask(ThinkerInput::query("Hi?"))).await.unwrap();
+    // Quick: no sub_thinker for the sim to call once the script is spent.
+    let answer =
+        s.rt.run(t.ask(ThinkerInput::query("Hi?").with_depth(Depth::Quick)))
+            .await
+            .unwrap();
     assert_ne!(answer.summary, CANARY);
     let bodies = s.sim.requests();
     assert_eq!(bodies.len(), 4, "three refusals, then an answer");

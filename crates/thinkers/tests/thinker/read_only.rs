@@ -82,9 +82,22 @@ async fn every_bypass_attempt_is_withheld_refused_and_logged() {
         "the declared delete tool was withheld"
     );
     assert_eq!(offered(&turns, 1), ["lookup"]);
-    let withheld = obs.withheld();
-    assert_eq!(withheld.len(), 2, "withheld at every turn: {withheld:?}");
-    assert!(withheld.iter().all(|w| w.tool == "delete_record"));
+    // The declared delete tool and the built-in sub_thinker (not read-only) at every turn.
+    let withheld: Vec<(u32, String)> = obs
+        .withheld()
+        .into_iter()
+        .map(|w| (w.turn, w.tool))
+        .collect();
+    assert_eq!(
+        withheld,
+        [
+            (1, "delete_record".to_owned()),
+            (1, "sub_thinker".to_owned()),
+            (2, "delete_record".to_owned()),
+            (2, "sub_thinker".to_owned()),
+        ],
+        "withheld at every turn"
+    );
     // Called by name anyway: refused on its own id, never run.
     let r = results(&obs, 2);
     assert_eq!(r[0].0, "c1");
@@ -233,10 +246,19 @@ async fn children_inherit_the_scope_and_hooks_cannot_undo_the_sweep() {
         r[0].2
     );
     assert!(r[1].2.contains("sub done"));
-    // The sub-thinker ran in the inherited read-only scope: its re-added tool was withheld and
-    // the call refused.
+    // The sub-thinker ran in the inherited read-only scope: its re-added tool (and its own
+    // sub_thinker) was withheld at both turns and the call refused.
     assert!(offered(&sub_turns, 0).is_empty());
-    assert_eq!(sub_obs.withheld().len(), 2);
+    let withheld: Vec<String> = sub_obs.withheld().into_iter().map(|w| w.tool).collect();
+    assert_eq!(
+        withheld,
+        [
+            "delete_record",
+            "sub_thinker",
+            "delete_record",
+            "sub_thinker"
+        ]
+    );
     assert_eq!(sub_obs.refused().len(), 1);
     assert_eq!(deletes.load(Ordering::SeqCst), 0);
 }

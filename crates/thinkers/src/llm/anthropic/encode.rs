@@ -9,7 +9,9 @@
 //!   budget_tokens}` with the budget raised to at least 1,024; thinking counts toward
 //!   `max_tokens`, so `max_tokens` is the answer budget plus the thinking budget (which keeps the
 //!   budget below `max_tokens`, as required). A forced tool choice cannot be combined with
-//!   thinking and falls back to `auto`.
+//!   thinking and falls back to `auto`. When the latest assistant turn called tools without a
+//!   signed thinking block (another entry served it), thinking stays off for the request: the
+//!   provider refuses thinking after such a turn.
 //! * `Reasoning::Effort` becomes `output_config.effort`; a structured answer becomes
 //!   `output_config.format` (objects closed by `llm::strict`), unless text-protocol tools are in
 //!   play, in which case the schema goes into the system prompt.
@@ -148,8 +150,13 @@ pub(crate) fn encode(
     let (system, history) = text_tools::prompt_parts(req, text_tools, schema_in_prompt);
     let history: &[Message] = &history;
 
+    // With thinking on, the provider wants the latest assistant turn that called tools to open
+    // with a thinking block. A turn served by another entry (one without thinking) has none, so
+    // this request goes without thinking rather than be refused.
     let budget = match req.reasoning {
-        Reasoning::Tokens(n) if n > 0 && target.thinking => Some(n.max(MIN_THINKING_BUDGET)),
+        Reasoning::Tokens(n) if n > 0 && target.thinking && !unthought_tool_turn(history) => {
+            Some(n.max(MIN_THINKING_BUDGET))
+        }
         _ => None,
     };
 
@@ -304,6 +311,23 @@ fn block<'a>(b: &'a ContentBlock, thinking: bool) -> Option<Block<'a>> {
             title: name.as_deref(),
         },
     })
+}
+
+/// Whether the latest assistant turn called tools without a (signed) thinking block.
+fn unthought_tool_turn(history: &[Message]) -> bool {
+    let Some(last) = history.iter().rev().find(|m| m.role == Role::Assistant) else {
+        return false;
+    };
+    let calls = last
+        .content
+        .iter()
+        .any(|b| matches!(b, ContentBlock::ToolCall { .. }));
+    let thought = last.content.iter().any(|b| match b {
+        ContentBlock::Thinking { signature, .. } => !signature.is_empty(),
+        ContentBlock::RedactedThinking { .. } => true,
+        _ => false,
+    });
+    calls && !thought
 }
 
 fn turns(history: &[Message], thinking: bool) -> Vec<Turn<'_>> {

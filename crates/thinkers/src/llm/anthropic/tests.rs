@@ -175,6 +175,21 @@ fn thinking_budget_is_raised_and_forced_choice_falls_back() -> anyhow::Result<()
 }
 
 #[test]
+fn a_tool_turn_without_thinking_from_another_entry_goes_without_thinking() -> anyhow::Result<()> {
+    // The tool round was served by an entry without thinking: its turn has no thinking block.
+    let mut req = fixtures::tool_round();
+    req.reasoning = Reasoning::Tokens(2048);
+    req.max_output_tokens = 4096;
+    let (_, v) = encode_json(&req, true, true)?;
+    assert!(v.get("thinking").is_none(), "{v}");
+    assert_eq!(v["max_tokens"], 4096);
+    // The same round with its thinking blocks keeps thinking on.
+    let (_, v) = encode_json(&thinking_round(), true, true)?;
+    assert_eq!(v["thinking"]["budget_tokens"], 2048);
+    Ok(())
+}
+
+#[test]
 fn structured_output_and_effort_body() -> anyhow::Result<()> {
     let mut req = fixtures::structured();
     req.reasoning = Reasoning::Effort("high".into());
