@@ -71,8 +71,10 @@ type Adapted = HashMap<(usize, Adaptation), (Arc<Value>, Arc<Value>)>;
 
 static ADAPTED: LazyLock<Mutex<Adapted>> = LazyLock::new(Default::default);
 
-static LENGTHS: LazyLock<Mutex<HashMap<usize, (Arc<Value>, usize)>>> =
-    LazyLock::new(Default::default);
+/// Measured JSON lengths by the address of their shared source (held, as in [`Adapted`]).
+type Lengths = HashMap<usize, (Arc<Value>, usize)>;
+
+static LENGTHS: LazyLock<Mutex<Lengths>> = LazyLock::new(Default::default);
 
 /// The length of a shared schema's JSON text, measured once per source (as [`shared`] caches
 /// adaptations): what a cheap size bound of a request adds for each schema it carries.

@@ -216,7 +216,7 @@ impl DoorKind {
 struct CatalogDoor {
     kind: DoorKind,
     description: String,
-    schema: Value,
+    schema: Arc<Value>,
     accepted: Vec<String>,
     hub: Arc<ToolHub>,
     observer: ThinkerObserver,
@@ -244,7 +244,7 @@ impl CatalogDoor {
         Self {
             kind,
             description: description.to_owned(),
-            schema: catalog_schema(kind.field(), items, catalog),
+            schema: Arc::new(catalog_schema(kind.field(), items, catalog)),
             accepted: catalog.iter().map(|e| e.name.clone()).collect(),
             hub,
             observer,
@@ -283,6 +283,9 @@ impl ToolProvider for CatalogDoor {
     }
     fn input_schema(&self) -> &Value {
         &self.schema
+    }
+    fn shared_input_schema(&self) -> Arc<Value> {
+        Arc::clone(&self.schema)
     }
     /// Loading a skill changes nothing outside the conversation; taking a tool widens the palette.
     fn read_only(&self) -> bool {

@@ -162,11 +162,9 @@ impl Launch {
     }
 }
 
-/// The input schema of `sub_thinker`, generated once.
-fn input_schema() -> &'static Value {
-    static SCHEMA: LazyLock<Value> = LazyLock::new(|| {
-        serde_json::to_value(schemars::schema_for!(SubThinkerInput)).unwrap_or(Value::Null)
-    });
+/// The input schema of `sub_thinker`, generated once and shared by every turn's door.
+fn input_schema() -> &'static Arc<Value> {
+    static SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(crate::schema::of::<SubThinkerInput>);
     &SCHEMA
 }
 
@@ -193,6 +191,9 @@ impl ToolProvider for SubThinkerDoor {
     }
     fn input_schema(&self) -> &Value {
         input_schema()
+    }
+    fn shared_input_schema(&self) -> Arc<Value> {
+        Arc::clone(input_schema())
     }
     fn instantiate(&self, arguments: Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
         let input: SubThinkerInput = decode_arguments(arguments)?;
