@@ -63,6 +63,7 @@ mod finish;
 pub mod guardrail;
 pub mod reactive;
 mod reactive_phase;
+mod schema_text;
 mod single;
 pub mod state;
 pub mod subthinker;
