@@ -2,8 +2,8 @@
 //! weighs.
 //!
 //! Prints:
-//! * **Overhead per turn.** 200 single-objective thinkers, each running two tool rounds and a
-//!   final answer (600 model calls, plus three for each `sub_thinker` call the sim's model
+//! * **Overhead per turn.** 600 single-objective thinkers, each running two tool rounds and a
+//!   final answer (1,800 model calls, plus three for each `sub_thinker` call the sim's model
 //!   picks among the offered tools), against a sim with zero latency; the client CPU µs per model
 //!   call, compared in the same run with a bare reqwest loop replaying the exact bodies the
 //!   thinkers sent (taken from the sim's request log) at the same concurrency. Target ≤ 1.5×.
@@ -47,7 +47,7 @@ fn live() -> isize {
     s.bytes_allocated as isize - s.bytes_deallocated as isize + s.bytes_reallocated
 }
 
-const RUNS: usize = 200;
+const RUNS: usize = 600;
 const TOOL_ROUNDS: u32 = 2;
 const CONCURRENCY: usize = 64;
 const IDLE: usize = 10_000;
@@ -242,13 +242,16 @@ async fn run_thinkers(rt: &Runtime) -> (f64, Duration) {
     (cpu.elapsed().as_secs_f64() * 1e6, wall.elapsed())
 }
 
+/// The bare loop's client lives across rounds, as the runtime's connection pool does.
 async fn bare_loop(base: &str, bodies: Vec<bytes::Bytes>) -> f64 {
-    common::bare_loop(base, bodies, CONCURRENCY).await
+    static CLIENT: std::sync::LazyLock<reqwest::Client> =
+        std::sync::LazyLock::new(reqwest::Client::new);
+    common::bare_loop(&CLIENT, base, bodies, CONCURRENCY).await
 }
 
 /// Rounds of each path, alternated so load from other processes hits both alike; medians are
 /// reported.
-const ROUNDS: usize = 7;
+const ROUNDS: usize = 9;
 
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);

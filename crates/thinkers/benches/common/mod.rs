@@ -57,9 +57,13 @@ pub(crate) fn client_runtime() -> tokio::runtime::Runtime {
 
 /// Send `bodies` to the sim's chat completions endpoint with a bare reqwest client, at most
 /// `concurrency` in flight; the process CPU µs per call.
-pub(crate) async fn bare_loop(base: &str, bodies: Vec<bytes::Bytes>, concurrency: usize) -> f64 {
+pub(crate) async fn bare_loop(
+    client: &reqwest::Client,
+    base: &str,
+    bodies: Vec<bytes::Bytes>,
+    concurrency: usize,
+) -> f64 {
     let n = bodies.len();
-    let client = reqwest::Client::new();
     let url = format!("{base}/v1/chat/completions");
     let cpu = ProcessTime::now();
     futures::stream::iter(bodies)

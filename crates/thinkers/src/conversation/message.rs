@@ -107,6 +107,31 @@ impl ContentBlock {
         }
     }
 
+    /// The bytes of the block's own text (its strings, and its arguments as compact JSON) before
+    /// any escaping; `None` for media, whose size on the wire is the provider's business.
+    pub(crate) fn text_bytes(&self) -> Option<usize> {
+        Some(match self {
+            Self::Text { text } => text.len(),
+            Self::ToolCall {
+                id,
+                name,
+                arguments,
+            } => id.len() + name.len() + crate::llm::strict::json_len(arguments),
+            Self::ToolResult {
+                call_id,
+                name,
+                content,
+                ..
+            } => call_id.len() + name.len() + content.len(),
+            Self::Thinking {
+                thinking,
+                signature,
+            } => thinking.len() + signature.len(),
+            Self::RedactedThinking { data } => data.len(),
+            Self::Image { .. } | Self::File { .. } => return None,
+        })
+    }
+
     /// A successful tool result.
     pub fn tool_result(
         call_id: impl Into<String>,

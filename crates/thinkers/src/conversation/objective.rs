@@ -94,9 +94,39 @@ impl Objective {
 
     /// The system content: every slot holding text, in render order, separated by a blank line.
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        for slot in self.slots() {
-            let text = slot.text.trim_end();
+        self.render_with(None)
+    }
+
+    /// The system content as if slot `name` held `text` (written in place, or added), without
+    /// changing this objective: how a thinker adds the guidance it derives at render time.
+    pub fn render_replacing(&self, name: &str, text: &str) -> String {
+        self.render_with(Some((name, text)))
+    }
+
+    /// At least the length of [`Self::render`]'s text, without rendering it.
+    pub(crate) fn render_len_bound(&self) -> usize {
+        self.slots.iter().map(|s| s.text.len() + 2).sum()
+    }
+
+    fn render_with(&self, replacing: Option<(&str, &str)>) -> String {
+        let mut parts: Vec<(&str, &str)> = self
+            .slots
+            .iter()
+            .map(|s| match replacing {
+                Some((name, text)) if name == s.name => (name, text),
+                _ => (s.name.as_str(), s.text.as_str()),
+            })
+            .collect();
+        if let Some((name, text)) = replacing
+            && !self.slots.iter().any(|s| s.name == name)
+        {
+            parts.push((name, text));
+        }
+        // A stable sort keeps the other slots in the order they were first written.
+        parts.sort_by_key(|(name, _)| rank(name));
+        let mut out = String::with_capacity(parts.iter().map(|(_, t)| t.len() + 2).sum());
+        for (_, text) in parts {
+            let text = text.trim_end();
             if text.trim().is_empty() {
                 continue;
             }
@@ -120,6 +150,33 @@ fn rank(name: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rendering_with_a_slot_replaced_matches_writing_it() {
+        let mut o = Objective::new();
+        o.put("house_rules", "Be brief.");
+        o.put(Objective::TASK, "Find the answer.");
+        // Added where it ranks, and written in place, as `put` then `render` would.
+        let mut added = o.clone();
+        added.put(Objective::GUIDANCE, "Use tools.");
+        assert_eq!(
+            o.render_replacing(Objective::GUIDANCE, "Use tools."),
+            added.render()
+        );
+        o.put(Objective::GUIDANCE, "Old advice.");
+        let mut replaced = o.clone();
+        replaced.put(Objective::GUIDANCE, "New advice.");
+        assert_eq!(
+            o.render_replacing(Objective::GUIDANCE, "New advice."),
+            replaced.render()
+        );
+        assert_eq!(
+            o.get(Objective::GUIDANCE),
+            Some("Old advice."),
+            "left unchanged"
+        );
+        assert!(o.render_len_bound() >= o.render().len());
+    }
 
     #[test]
     fn renders_in_a_fixed_order_whoever_writes_first() {

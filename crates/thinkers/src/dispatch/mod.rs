@@ -3,7 +3,9 @@
 //! [`Dispatcher::submit`] (for a root job) and the [`crate::job::JobContext`] doors (for children)
 //! pass through the *submission door*, which assigns the job id, links the parent and workflow,
 //! seals the parent's [`ScopeGuard`] onto the child, stamps the step ordinal and records the start
-//! row. The job then runs on its own task through the attempt loop in [`run`]:
+//! row. The job then runs on its own task (or, for a child its caller awaits at once and alone,
+//! inside the caller's task: [`crate::job::JobContext::run_in_current_step`]) through the attempt
+//! loop in [`run`]:
 //!
 //! 1. ask the job for its requirements (fresh each attempt);
 //! 2. wait for [`Admission`] to grant them (FIFO per budget, never over a limit);
@@ -221,7 +223,37 @@ impl Dispatcher {
         ordinal: Option<u32>,
         scope: Option<Arc<ScopeGuard>>,
     ) -> JobHandle<J::Output> {
-        let class: Cow<'static, str> = job.class();
+        let cx = self.admit_job(job.class(), parent, ordinal, scope);
+        let task = tokio::spawn(run::run(job, cx.clone()));
+        JobHandle::new(cx, task)
+    }
+
+    /// The submission door for a child run in its caller's own task (see
+    /// [`JobContext::run_in_current_step`]): the same record, lineage, scope and attempt loop as
+    /// [`Self::spawn`], without a task of its own. Dropping the future cancels the child, and its
+    /// end is recorded as cancelled.
+    pub(crate) async fn run_here<J: Job>(
+        &self,
+        job: J,
+        parent: &JobContext,
+        ordinal: Option<u32>,
+    ) -> crate::Result<J::Output> {
+        let cx = self.admit_job(job.class(), Some(parent), ordinal, None);
+        let mut unfinished = run::Unfinished::new(cx.clone());
+        let out = run::run(job, cx).await;
+        unfinished.disarm();
+        out
+    }
+
+    /// Assign the id, link the parent and workflow, seal the scope, stamp the ordinal and record
+    /// the start row.
+    fn admit_job(
+        &self,
+        class: Cow<'static, str>,
+        parent: Option<&JobContext>,
+        ordinal: Option<u32>,
+        scope: Option<Arc<ScopeGuard>>,
+    ) -> JobContext {
         let scope = scope
             .or_else(|| parent.map(|p| p.node.scope.clone()))
             .unwrap_or_default();
@@ -242,8 +274,6 @@ impl Dispatcher {
             ordinal,
             started_at_ms: crate::record::now_ms(),
         });
-        let cx = JobContext { node };
-        let task = tokio::spawn(run::run(job, cx.clone()));
-        JobHandle::new(cx, task)
+        JobContext { node }
     }
 }

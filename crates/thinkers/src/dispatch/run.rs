@@ -12,6 +12,39 @@ use crate::job::{AttemptInfo, Job, JobContext, Requirements, Resources};
 use crate::record::{JobEnd, JobStatus, now_ms};
 use crate::telemetry;
 
+/// Records a job run in its caller's task as cancelled if the caller drops it before it ends
+/// (a spawned job runs on; one run in place stops with its caller).
+pub(crate) struct Unfinished {
+    cx: Option<JobContext>,
+}
+
+impl Unfinished {
+    pub(crate) fn new(cx: JobContext) -> Self {
+        Self { cx: Some(cx) }
+    }
+
+    /// The job ended and recorded its own end.
+    pub(crate) fn disarm(&mut self) {
+        self.cx = None;
+    }
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if let Some(cx) = self.cx.take() {
+            cx.node.cancel.cancel();
+            cx.dispatcher().recorder().job_finished(JobEnd {
+                id: cx.id(),
+                status: JobStatus::Cancelled,
+                error_kind: Some("cancelled".to_owned()),
+                error: Some("the job that was waiting for it stopped".to_owned()),
+                ended_at_ms: now_ms(),
+                attempts: 0,
+            });
+        }
+    }
+}
+
 pub(crate) async fn run<J: Job>(mut job: J, cx: JobContext) -> Result<J::Output> {
     let mut attempt = AttemptInfo::default();
     let token = cx.node.cancel.clone();

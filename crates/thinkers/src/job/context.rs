@@ -243,6 +243,19 @@ impl JobContext {
         self.dispatcher().spawn(job, Some(self), Some(n), None)
     }
 
+    /// Run a child in the current step (as [`Self::submit_in_current_step`]) inside this task
+    /// rather than on a task of its own: for a child the caller awaits at once and alone (a
+    /// thinker's model call for its turn), it spares a task and the hand-offs between threads.
+    /// The child is recorded, scoped, admitted and retried exactly as a submitted one; dropping
+    /// the future cancels it (recorded as cancelled), where a submitted child would run on.
+    pub async fn run_in_current_step<J: Job>(&self, job: J) -> crate::Result<J::Output> {
+        let mut n = self.current_step();
+        if n == 0 {
+            n = self.next_step();
+        }
+        self.dispatcher().run_here(job, self, Some(n)).await
+    }
+
     /// Submit a child with no ordinal. The child has no place in the trajectory; doers use
     /// [`JobContext::submit_in_step`] or [`JobContext::submit_in_current_step`] instead.
     pub fn submit<J: Job>(&self, job: J) -> JobHandle<J::Output> {

@@ -12,6 +12,8 @@
 //! No API key is ever logged or put into an error: headers are redacted in `Debug`, and a key a
 //! provider echoes in its error message is scrubbed.
 
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use eventsource_stream::Eventsource;
@@ -76,7 +78,10 @@ impl ModelClientBuilder {
             .map_err(|e| {
                 Error::system("model client", "the HTTP client could not be built").with_source(e)
             })?;
-        Ok(ModelClient { http })
+        Ok(ModelClient {
+            http,
+            endpoints: Arc::default(),
+        })
     }
 }
 
@@ -84,7 +89,13 @@ impl ModelClientBuilder {
 #[derive(Debug, Clone)]
 pub struct ModelClient {
     http: reqwest::Client,
+    /// Endpoints already parsed: a client talks to a handful of URLs, and parsing one costs
+    /// more than the rest of building a request.
+    endpoints: Arc<RwLock<HashMap<String, reqwest::Url>>>,
 }
+
+/// How many parsed endpoints a client keeps before starting over.
+const MAX_ENDPOINTS: usize = 64;
 
 impl ModelClient {
     /// A client with the default timeouts.
@@ -119,6 +130,34 @@ impl ModelClient {
         self.send_encoded_streaming(&enc, &mut on_delta).await
     }
 
+    /// The parsed form of `url`, from the cache when it was seen before.
+    fn endpoint(&self, url: &str) -> Result<reqwest::Url> {
+        if let Some(u) = self
+            .endpoints
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(url)
+        {
+            return Ok(u.clone());
+        }
+        let parsed = reqwest::Url::parse(url).map_err(|e| {
+            Error::system(
+                "model client",
+                format!("the endpoint `{url}` is not a valid URL"),
+            )
+            .with_source(e)
+        })?;
+        let mut map = self
+            .endpoints
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if map.len() >= MAX_ENDPOINTS {
+            map.clear();
+        }
+        map.insert(url.to_owned(), parsed.clone());
+        Ok(parsed)
+    }
+
     /// Send an already encoded request. A streamed one is read to its end with no callback.
     pub async fn send_encoded(&self, enc: &EncodedRequest) -> Result<SendOutcome> {
         self.send_encoded_streaming(enc, &mut |_| {}).await
@@ -133,7 +172,10 @@ impl ModelClient {
     ) -> Result<SendOutcome> {
         let dialect = enc.plan.dialect;
         let started = Instant::now();
-        let mut rb = self.http.post(&enc.url).body(enc.body.clone());
+        let mut rb = self
+            .http
+            .post(self.endpoint(&enc.url)?)
+            .body(enc.body.clone());
         for h in &enc.headers {
             rb = rb.header(h.name(), h.raw_value());
         }

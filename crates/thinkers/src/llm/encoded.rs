@@ -14,6 +14,9 @@ use bytes::Bytes;
 use serde::{Serialize, Serializer};
 
 use crate::Error;
+use crate::conversation::Message;
+use crate::llm::request::ChatRequest;
+use crate::llm::strict::shared_json_len;
 use crate::llm::target::Dialect;
 
 /// One HTTP header of an encoded request. A secret header's value never shows in `Debug`.
@@ -158,15 +161,17 @@ impl Segments {
         }
     }
 
-    /// Serialize a body, returning its bytes and the recorded ranges.
+    /// Serialize a body into a buffer of `capacity` bytes to start with (see
+    /// [`capacity_hint`]), returning its bytes and the recorded ranges.
     pub(crate) fn write<T: Serialize>(
         &self,
         body: &T,
+        capacity: usize,
     ) -> crate::Result<(Bytes, Vec<Range<usize>>)> {
         self.pos.set(0);
         self.ranges.borrow_mut().clear();
         let mut w = PosWriter {
-            buf: Vec::with_capacity(1024),
+            buf: Vec::with_capacity(capacity),
             pos: &self.pos,
         };
         serde_json::to_writer(&mut w, body).map_err(|e| {
@@ -176,6 +181,29 @@ impl Segments {
         ranges.sort_by_key(|r| r.start);
         Ok((Bytes::from(w.buf), ranges))
     }
+}
+
+/// A starting size for the body of a request whose system content and history are these: their
+/// text and schemas, a quarter more for escaping and strict adaptation, and framing for each
+/// block. The body is then written without growing (and holds little spare room while its call
+/// is in flight). Media is left out: a body that carries some grows as it must.
+pub(crate) fn capacity_hint(system: &str, history: &[Message], req: &ChatRequest) -> usize {
+    let mut bytes = system.len();
+    let mut blocks = 1usize;
+    for m in history {
+        for b in &m.content {
+            blocks += 1;
+            bytes += b.text_bytes().unwrap_or(0);
+        }
+    }
+    for t in &req.tools {
+        blocks += 1;
+        bytes += t.name.len() + t.description.len() + shared_json_len(&t.parameters);
+    }
+    if let Some(r) = &req.response {
+        bytes += r.name.len() + shared_json_len(&r.schema);
+    }
+    bytes + bytes / 4 + 96 * blocks + 256
 }
 
 #[cfg(test)]
@@ -197,7 +225,7 @@ mod tests {
                 seg.track(serde_json::json!({"role": "assistant", "content": "yo"})),
             ],
         };
-        let (bytes, ranges) = seg.write(&body)?;
+        let (bytes, ranges) = seg.write(&body, 64)?;
         assert_eq!(ranges.len(), 2);
         assert_eq!(
             &bytes[ranges[0].clone()],

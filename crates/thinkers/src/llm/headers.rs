@@ -9,15 +9,15 @@
 use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
-use reqwest::header::HeaderMap;
+use reqwest::header::{AsHeaderName, HeaderMap, HeaderName};
 
 use crate::dispatch::RateObservation;
 
-fn get<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+fn get(h: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
     h.get(name).and_then(|v| v.to_str().ok()).map(str::trim)
 }
 
-fn number(h: &HeaderMap, name: &str) -> Option<u64> {
+fn number(h: &HeaderMap, name: impl AsHeaderName) -> Option<u64> {
     // Azure sends -1 for "unknown"; a negative count means nothing.
     get(h, name)?
         .parse::<i64>()
@@ -76,26 +76,48 @@ fn http_date_from(s: &str, now: SystemTime) -> Option<Duration> {
 
 /// One bucket's remaining count and time to reset, whichever provider spelled it.
 fn buckets(h: &HeaderMap, now: SystemTime) -> [(Option<u64>, Option<Duration>); 2] {
-    let openai = |kind: &str| {
-        (
-            number(h, &format!("x-ratelimit-remaining-{kind}")),
-            get(h, &format!("x-ratelimit-reset-{kind}")).and_then(go_duration),
-        )
+    // The names are spelled out (not formatted per call): this runs on every answer.
+    let openai = |remaining: HeaderName, reset: HeaderName| {
+        (number(h, remaining), get(h, reset).and_then(go_duration))
     };
-    let anthropic = |kind: &str| {
+    let anthropic = |remaining: HeaderName, reset: HeaderName| {
         (
-            number(h, &format!("anthropic-ratelimit-{kind}-remaining")),
-            get(h, &format!("anthropic-ratelimit-{kind}-reset")).and_then(|s| rfc3339_from(s, now)),
+            number(h, remaining),
+            get(h, reset).and_then(|s| rfc3339_from(s, now)),
         )
     };
     let pick = |a: (Option<u64>, Option<Duration>), b: (Option<u64>, Option<Duration>)| {
         if a.0.is_some() || a.1.is_some() { a } else { b }
     };
     // Anthropic's `tokens-*` is the most restrictive token limit in force; input tokens next.
-    let anthropic_tokens = pick(anthropic("tokens"), anthropic("input-tokens"));
+    let anthropic_tokens = pick(
+        anthropic(
+            HeaderName::from_static("anthropic-ratelimit-tokens-remaining"),
+            HeaderName::from_static("anthropic-ratelimit-tokens-reset"),
+        ),
+        anthropic(
+            HeaderName::from_static("anthropic-ratelimit-input-tokens-remaining"),
+            HeaderName::from_static("anthropic-ratelimit-input-tokens-reset"),
+        ),
+    );
     [
-        pick(openai("tokens"), anthropic_tokens),
-        pick(openai("requests"), anthropic("requests")),
+        pick(
+            openai(
+                HeaderName::from_static("x-ratelimit-remaining-tokens"),
+                HeaderName::from_static("x-ratelimit-reset-tokens"),
+            ),
+            anthropic_tokens,
+        ),
+        pick(
+            openai(
+                HeaderName::from_static("x-ratelimit-remaining-requests"),
+                HeaderName::from_static("x-ratelimit-reset-requests"),
+            ),
+            anthropic(
+                HeaderName::from_static("anthropic-ratelimit-requests-remaining"),
+                HeaderName::from_static("anthropic-ratelimit-requests-reset"),
+            ),
+        ),
     ]
 }
 

@@ -14,7 +14,7 @@ pub struct ModelServices {
     router: ModelRouter,
     client: ModelClient,
     counter: Arc<TokenCounter>,
-    targets: Mutex<HashMap<String, WireTarget>>,
+    targets: Mutex<HashMap<String, Arc<WireTarget>>>,
 }
 
 impl std::fmt::Debug for ModelServices {
@@ -70,10 +70,10 @@ impl ModelServices {
     /// Where calls to `entry` go. The API key is read from the variable the catalog names the
     /// first time; a missing key is an error naming the variable (and is not cached, so setting
     /// it later works).
-    pub fn target(&self, entry: &Entry) -> Result<WireTarget> {
+    pub fn target(&self, entry: &Entry) -> Result<Arc<WireTarget>> {
         let mut cache = self.targets.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(t) = cache.get(entry.id()) {
-            return Ok(t.clone());
+            return Ok(Arc::clone(t));
         }
         let provider = self.router.catalog().provider(entry.provider())?;
         let mut target =
@@ -83,7 +83,8 @@ impl ModelServices {
         if let Some(key) = provider.api_key()? {
             target = target.with_key(ApiKey::new(key));
         }
-        cache.insert(entry.id().to_owned(), target.clone());
+        let target = Arc::new(target);
+        cache.insert(entry.id().to_owned(), Arc::clone(&target));
         Ok(target)
     }
 }

@@ -18,6 +18,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
+use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 /// Keywords OpenAI strict mode rejects (or is not documented to accept), removed on adaptation.
@@ -62,39 +64,81 @@ pub fn openai_strict(schema: &Value) -> Value {
     out
 }
 
-/// How many adapted schemas [`shared`] keeps before it starts over.
+/// How many rendered schemas [`rendered`] keeps before it starts over.
 const SHARED_CAPACITY: usize = 256;
 
-/// Adapted schemas by the address of their shared source. The source `Arc` is held with its
-/// adaptation, so its address cannot be reused for another schema while the entry lives.
-type Adapted = HashMap<(usize, Adaptation), (Arc<Value>, Arc<Value>)>;
+/// Rendered schemas by the address of their shared source and the adaptation. The source `Arc`
+/// is held with its rendering, so its address cannot be reused for another schema while the
+/// entry lives.
+type Renderings = HashMap<(usize, Adaptation), (Arc<Value>, Arc<Rendered>)>;
 
-static ADAPTED: LazyLock<Mutex<Adapted>> = LazyLock::new(Default::default);
+static RENDERINGS: LazyLock<Mutex<Renderings>> = LazyLock::new(Default::default);
 
-/// Measured JSON lengths by the address of their shared source (held, as in [`Adapted`]).
-type Lengths = HashMap<usize, (Arc<Value>, usize)>;
-
-static LENGTHS: LazyLock<Mutex<Lengths>> = LazyLock::new(Default::default);
-
-/// The length of a shared schema's JSON text, measured once per source (as [`shared`] caches
-/// adaptations): what a cheap size bound of a request adds for each schema it carries.
-pub fn shared_json_len(schema: &Arc<Value>) -> usize {
-    let key = Arc::as_ptr(schema) as usize;
-    let mut lengths = LENGTHS.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((source, n)) = lengths.get(&key)
-        && Arc::ptr_eq(source, schema)
-    {
-        return *n;
-    }
-    let n = json_len(schema);
-    if lengths.len() >= SHARED_CAPACITY {
-        lengths.clear();
-    }
-    lengths.insert(key, (Arc::clone(schema), n));
-    n
+/// A shared schema adapted for one dialect and serialised, once: a palette and an answer schema
+/// are rendered into every request, so after the first turn a request copies these bytes
+/// instead of walking the schema again.
+#[derive(Debug)]
+pub struct Rendered {
+    value: Arc<Value>,
+    /// `None` only if the value would not serialise (it is then written, and fails, as a value).
+    json: Option<Box<RawValue>>,
 }
 
-/// The length of a value's JSON text, counted without building the text.
+impl Rendered {
+    /// The adapted schema.
+    pub fn value(&self) -> &Arc<Value> {
+        &self.value
+    }
+
+    /// The length of its compact JSON text, exactly as a request carries it.
+    pub fn json_len(&self) -> usize {
+        match &self.json {
+            Some(raw) => raw.get().len(),
+            None => json_len(&self.value),
+        }
+    }
+}
+
+impl Serialize for Rendered {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match &self.json {
+            Some(raw) => raw.serialize(s),
+            None => self.value.serialize(s),
+        }
+    }
+}
+
+/// A shared schema adapted and serialised, computed once per source (see [`Rendered`]). The
+/// sources are built once per type (see [`crate::llm::ToolSpec::parameters`]), so after the
+/// first turn this is a lookup.
+pub fn rendered(schema: &Arc<Value>, adaptation: Adaptation) -> Arc<Rendered> {
+    let key = (Arc::as_ptr(schema) as usize, adaptation);
+    let mut cache = RENDERINGS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((source, out)) = cache.get(&key)
+        && Arc::ptr_eq(source, schema)
+    {
+        return Arc::clone(out);
+    }
+    let value = match adaptation {
+        Adaptation::AsIs => Arc::clone(schema),
+        Adaptation::OpenAiStrict => Arc::new(openai_strict(schema)),
+        Adaptation::ClosedObjects => Arc::new(closed_objects(schema)),
+    };
+    let json = serde_json::value::to_raw_value(value.as_ref()).ok();
+    let out = Arc::new(Rendered { value, json });
+    if cache.len() >= SHARED_CAPACITY {
+        cache.clear();
+    }
+    cache.insert(key, (Arc::clone(schema), Arc::clone(&out)));
+    out
+}
+
+/// The length of a shared schema's JSON text, measured once per source (see [`rendered`]): what a cheap size bound of a request adds for each schema it carries.
+pub fn shared_json_len(schema: &Arc<Value>) -> usize {
+    rendered(schema, Adaptation::AsIs).json_len()
+}
+
+/// The length of a value's compact JSON text, without building the text.
 pub fn json_len(value: &Value) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
@@ -118,32 +162,18 @@ pub fn json_len(value: &Value) -> usize {
 /// Which adaptation [`shared`] applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Adaptation {
+    /// None: the schema as it is.
+    AsIs,
     /// [`openai_strict`].
     OpenAiStrict,
     /// [`closed_objects`].
     ClosedObjects,
 }
 
-/// The adaptation of a shared schema, computed once per source and shared in turn: a palette and
-/// an answer schema are rendered on every turn, and their sources are built once per type (see
-/// [`crate::llm::ToolSpec::parameters`]), so after the first turn this is a lookup.
+/// The adaptation of a shared schema, computed once per source and shared in turn (see
+/// [`rendered`]).
 pub fn shared(schema: &Arc<Value>, adaptation: Adaptation) -> Arc<Value> {
-    let key = (Arc::as_ptr(schema) as usize, adaptation);
-    let mut adapted = ADAPTED.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((source, out)) = adapted.get(&key)
-        && Arc::ptr_eq(source, schema)
-    {
-        return Arc::clone(out);
-    }
-    let out = Arc::new(match adaptation {
-        Adaptation::OpenAiStrict => openai_strict(schema),
-        Adaptation::ClosedObjects => closed_objects(schema),
-    });
-    if adapted.len() >= SHARED_CAPACITY {
-        adapted.clear();
-    }
-    adapted.insert(key, (Arc::clone(schema), Arc::clone(&out)));
-    out
+    Arc::clone(rendered(schema, adaptation).value())
 }
 
 /// Close every object that does not say whether it allows more properties (Anthropic answers).

@@ -24,8 +24,10 @@ impl JobRow {
 
 #[derive(Default)]
 struct Inner {
-    order: Vec<JobId>,
-    jobs: HashMap<JobId, JobRow>,
+    /// Job rows in submission order; `index` finds one by id. (The rows stay put as the index
+    /// grows, so a long run does not keep moving them.)
+    jobs: Vec<JobRow>,
+    index: HashMap<JobId, usize>,
     runs: Vec<LlmRun>,
     compactions: Vec<CompactionRow>,
 }
@@ -54,16 +56,13 @@ impl MemoryRecorder {
 
     /// Every job row, in submission order.
     pub fn jobs(&self) -> Vec<JobRow> {
-        let g = self.lock();
-        g.order
-            .iter()
-            .filter_map(|id| g.jobs.get(id).cloned())
-            .collect()
+        self.lock().jobs.clone()
     }
 
     /// One job row.
     pub fn job(&self, id: JobId) -> Option<JobRow> {
-        self.lock().jobs.get(&id).cloned()
+        let g = self.lock();
+        g.index.get(&id).and_then(|&at| g.jobs.get(at)).cloned()
     }
 
     /// Every model-call row, in arrival order.
@@ -80,18 +79,20 @@ impl MemoryRecorder {
 impl Recorder for MemoryRecorder {
     fn job_started(&self, row: JobStart) {
         let mut g = self.lock();
-        g.order.push(row.id);
-        g.jobs.insert(
-            row.id,
-            JobRow {
-                start: row,
-                end: None,
-            },
-        );
+        let at = g.jobs.len();
+        g.index.insert(row.id, at);
+        g.jobs.push(JobRow {
+            start: row,
+            end: None,
+        });
     }
 
     fn job_finished(&self, row: JobEnd) {
-        if let Some(job) = self.lock().jobs.get_mut(&row.id) {
+        let mut g = self.lock();
+        let Some(&at) = g.index.get(&row.id) else {
+            return;
+        };
+        if let Some(job) = g.jobs.get_mut(at) {
             job.end = Some(row);
         }
     }

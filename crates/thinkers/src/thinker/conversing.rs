@@ -13,7 +13,7 @@ use crate::conversation::{
     MemoryConversationStore, Message, Objective, Role, Stamps, WireSizer,
 };
 use crate::job::JobContext;
-use crate::llm::strict::{json_len, shared_json_len};
+use crate::llm::strict::shared_json_len;
 use crate::llm::{ChatRequest, ModelServices, ResponseSchema, ToolSpec};
 use crate::model::Depth;
 use crate::onecall::tools::JobSummarizer;
@@ -112,22 +112,25 @@ pub(crate) async fn open(
 /// when the answer contract uses refs, tool guidance only when tools are offered), derived here
 /// and never stored, then every message.
 pub(crate) fn render(conv: &Conversation, uses_refs: bool, has_tools: bool) -> ChatRequest {
-    let mut guidance = Vec::new();
-    if let Some(own) = conv.objective().get(Objective::GUIDANCE) {
-        guidance.push(own.to_owned());
-    }
-    if uses_refs {
-        guidance.push(LEGEND.to_owned());
-    }
-    if has_tools {
-        guidance.push(TOOL_GUIDANCE.to_owned());
-    }
-    let system = if guidance.is_empty() {
-        conv.objective().render()
-    } else {
-        let mut objective = conv.objective().clone();
-        objective.put(Objective::GUIDANCE, guidance.join("\n\n"));
+    let objective = conv.objective();
+    let own = objective.get(Objective::GUIDANCE);
+    let derived = [
+        own,
+        uses_refs.then_some(LEGEND),
+        has_tools.then_some(TOOL_GUIDANCE),
+    ];
+    let system = if own.is_none() && !uses_refs && !has_tools {
         objective.render()
+    } else {
+        let mut guidance =
+            String::with_capacity(own.map_or(0, str::len) + LEGEND.len() + TOOL_GUIDANCE.len() + 4);
+        for part in derived.into_iter().flatten() {
+            if !guidance.is_empty() {
+                guidance.push_str("\n\n");
+            }
+            guidance.push_str(part);
+        }
+        objective.render_replacing(Objective::GUIDANCE, &guidance)
     };
     ChatRequest::new(system, conv.messages().to_vec())
 }
@@ -169,7 +172,7 @@ pub(crate) async fn compact_if_needed(
         observer.lock().conversation = Some(conv);
         return Ok(None);
     }
-    let sizer = WireSizer::new(models.target(entry)?, models.shared_counter())
+    let sizer = WireSizer::new((*models.target(entry)?).clone(), models.shared_counter())
         .with_tools(tools.to_vec())
         .with_response(response.clone())
         .with_entry(entry.id());
@@ -196,32 +199,16 @@ pub(crate) async fn compact_if_needed(
 /// An upper bound on the tokens of the request: its text bytes, escaped worst-case, plus room
 /// for the JSON around every block.
 fn rough_upper_bound(conv: &Conversation, tools: &[ToolSpec], response: &ResponseSchema) -> u64 {
-    let mut bytes = conv.objective().render().len() + LEGEND.len() + TOOL_GUIDANCE.len();
+    let mut bytes = conv.objective().render_len_bound() + LEGEND.len() + TOOL_GUIDANCE.len();
     let mut blocks = 0usize;
     for m in conv.messages() {
         for b in &m.content {
             blocks += 1;
-            bytes += match b {
-                ContentBlock::Text { text } => text.len(),
-                ContentBlock::ToolCall {
-                    id,
-                    name,
-                    arguments,
-                } => id.len() + name.len() + json_len(arguments),
-                ContentBlock::ToolResult {
-                    call_id,
-                    name,
-                    content,
-                    ..
-                } => call_id.len() + name.len() + content.len(),
-                ContentBlock::Thinking {
-                    thinking,
-                    signature,
-                } => thinking.len() + signature.len(),
-                ContentBlock::RedactedThinking { data } => data.len(),
-                // Media is counted by the provider, not by its bytes here: measure exactly.
-                _ => return u64::MAX,
+            // Media is counted by the provider, not by its bytes here: measure exactly.
+            let Some(n) = b.text_bytes() else {
+                return u64::MAX;
             };
+            bytes += n;
         }
     }
     for t in tools {

@@ -87,7 +87,7 @@ pub(crate) async fn run_round(
         ..ToolCallContext::default()
     };
     let mut slots = Vec::with_capacity(calls.len());
-    let mut handles = Vec::new();
+    let mut jobs = Vec::new();
     let mut refused = Vec::new();
     for (i, call) in calls.iter().enumerate() {
         let admitted = if i >= round.max_calls {
@@ -105,8 +105,7 @@ pub(crate) async fn run_round(
         };
         match admitted {
             Ok(job) => {
-                let handle = round.cx.submit_in_current_step(job);
-                handles.push(handle);
+                jobs.push(job);
                 slots.push(Slot::Running(call.id.to_owned(), call.name.to_owned()));
             }
             Err(e) => {
@@ -123,7 +122,22 @@ pub(crate) async fn run_round(
             }
         }
     }
-    let mut outputs = futures::future::join_all(handles).await.into_iter();
+    // Every admitted call runs as a child in the turn's step: several in parallel, each on its
+    // own task; a lone one in this task, as nothing runs beside it.
+    let outputs = if jobs.len() == 1 {
+        let mut jobs = jobs;
+        match jobs.pop() {
+            Some(job) => vec![round.cx.run_in_current_step(job).await],
+            None => Vec::new(),
+        }
+    } else {
+        let handles: Vec<_> = jobs
+            .into_iter()
+            .map(|job| round.cx.submit_in_current_step(job))
+            .collect();
+        futures::future::join_all(handles).await
+    };
+    let mut outputs = outputs.into_iter();
     let mut results = Vec::with_capacity(slots.len());
     for slot in slots {
         match slot {

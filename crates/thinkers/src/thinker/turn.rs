@@ -46,7 +46,8 @@ pub trait TurnSource: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<ChatResponse>>;
 }
 
-/// The default turn source: one [`LlmCall`] child job per turn, in the turn's step.
+/// The default turn source: one [`LlmCall`] child job per turn, in the turn's step, run in the
+/// thinker's own task.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ModelTurns;
 
@@ -63,7 +64,8 @@ impl TurnSource for ModelTurns {
             if let Some(pin) = turn.pin {
                 call = call.pinned(pin);
             }
-            let outcome = cx.submit_in_current_step(call).await?;
+            // Awaited at once and alone: run in this task (see `run_in_current_step`).
+            let outcome = cx.run_in_current_step(call).await?;
             Ok(outcome.response)
         })
     }

@@ -157,11 +157,12 @@ pub(crate) fn decode_arguments<I: serde::de::DeserializeOwned>(arguments: Value)
     } else {
         arguments
     };
-    let snapshot = arguments.clone();
-    serde_path_to_error::deserialize::<_, I>(arguments).map_err(|e| {
+    // Read from a borrow, so the arguments stay whole for the error to quote.
+    let snapshot = &arguments;
+    serde_path_to_error::deserialize::<_, I>(snapshot).map_err(|e| {
         let inner = e.inner().to_string();
         let mut path = e.path().to_string();
-        let mut value = value_at(&snapshot, e.path()).map(|v| truncate(&v.to_string(), 200));
+        let mut value = value_at(snapshot, e.path()).map(|v| truncate(&v.to_string(), 200));
         // serde reports a missing field at the parent; name the field itself, which has no value.
         if let Some(field) = inner
             .strip_prefix("missing field `")

@@ -62,3 +62,68 @@ async fn ordinal_is_in_child_metadata_and_lineage_is_linked() {
     assert_eq!(gc_meta, Some(serde_json::json!(1)));
     assert!(rec.jobs().iter().all(|r| r.start.workflow == root_id));
 }
+
+#[tokio::test]
+async fn a_child_run_in_place_is_recorded_like_a_submitted_one() {
+    let (d, rec) = dispatcher();
+    let root = d.submit(doer("root", |cx| async move {
+        cx.next_step();
+        let here = cx
+            .run_in_current_step(doer("here", |cx| async move {
+                Ok((cx.ordinal(), cx.parent(), cx.metadata(META_ITERATION)))
+            }))
+            .await?;
+        let beside = cx
+            .submit_in_current_step(doer("beside", |cx| async move { Ok(cx.ordinal()) }))
+            .await?;
+        Ok((cx.id(), here, beside))
+    }));
+    let (root_id, (ordinal, parent, meta), beside) = root.await.unwrap();
+    assert_eq!(ordinal, Some(1));
+    assert_eq!(beside, Some(1), "both children share the step");
+    assert_eq!(parent, Some(root_id));
+    assert_eq!(meta, Some(serde_json::json!(1)));
+    let here = rec
+        .jobs()
+        .into_iter()
+        .find(|r| r.start.class == "here")
+        .expect("the child run in place has a start row");
+    assert_eq!(here.start.parent, Some(root_id));
+    assert_eq!(here.start.workflow, root_id);
+    assert_eq!(here.status(), thinkers::record::JobStatus::Succeeded);
+}
+
+#[tokio::test]
+async fn a_child_run_in_place_is_cancelled_and_recorded_when_its_caller_stops() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (d, rec) = dispatcher();
+    let started = Arc::new(AtomicBool::new(false));
+    let seen = started.clone();
+    let root = d.submit(doer("root", move |cx| {
+        let started = started.clone();
+        async move {
+            let child = cx.run_in_current_step(doer("stalled", move |_cx| {
+                let started = started.clone();
+                async move {
+                    started.store(true, Ordering::SeqCst);
+                    std::future::pending::<()>().await;
+                    Ok(())
+                }
+            }));
+            // The caller stops waiting after a moment: the child is dropped with it.
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(50), child).await;
+            Ok(())
+        }
+    }));
+    root.await.unwrap();
+    assert!(seen.load(Ordering::SeqCst), "the child ran");
+    let stalled = rec
+        .jobs()
+        .into_iter()
+        .find(|r| r.start.class == "stalled")
+        .expect("the child has a start row");
+    assert_eq!(stalled.status(), thinkers::record::JobStatus::Cancelled);
+    let end = stalled.end.expect("an end row");
+    assert_eq!(end.error_kind.as_deref(), Some("cancelled"));
+}

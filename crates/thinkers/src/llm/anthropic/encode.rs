@@ -25,9 +25,9 @@ use serde_json::{Value, json};
 use super::{API_VERSION, MIN_THINKING_BUDGET};
 use crate::Result;
 use crate::conversation::{ContentBlock, MediaSource, Message, Role};
-use crate::llm::encoded::{DecodePlan, EncodedRequest, Header, Segments, Tracked};
+use crate::llm::encoded::{DecodePlan, EncodedRequest, Header, Segments, Tracked, capacity_hint};
 use crate::llm::request::{ChatRequest, Reasoning, ToolChoice};
-use crate::llm::strict::{self, Adaptation};
+use crate::llm::strict::{self, Adaptation, Rendered};
 use crate::llm::target::WireTarget;
 use crate::llm::text_tools;
 
@@ -92,7 +92,16 @@ struct Turn<'a> {
 struct Tool<'a> {
     name: &'a str,
     description: &'a str,
-    input_schema: Cow<'a, Value>,
+    input_schema: InputSchema,
+}
+
+/// A tool's input schema: its shared rendering, or the empty object schema standing in for a
+/// schema that is not an object.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum InputSchema {
+    Shared(Arc<Rendered>),
+    Empty(Value),
 }
 
 #[derive(Serialize)]
@@ -114,7 +123,7 @@ struct OutputConfig<'a> {
 struct Format {
     #[serde(rename = "type")]
     kind: &'static str,
-    schema: Arc<Value>,
+    schema: Arc<Rendered>,
 }
 
 #[derive(Serialize)]
@@ -148,6 +157,7 @@ pub(crate) fn encode(
     let schema_in_prompt = req.response.is_some() && tools_in_prompt;
 
     let (system, history) = text_tools::prompt_parts(req, text_tools, schema_in_prompt);
+    let capacity = capacity_hint(&system, &history, req);
     let history: &[Message] = &history;
 
     // With thinking on, the provider wants the latest assistant turn that called tools to open
@@ -177,9 +187,9 @@ pub(crate) fn encode(
                     name: &t.name,
                     description: &t.description,
                     input_schema: if t.parameters.is_object() {
-                        Cow::Borrowed(t.parameters.as_ref())
+                        InputSchema::Shared(strict::rendered(&t.parameters, Adaptation::AsIs))
                     } else {
-                        Cow::Owned(json!({"type": "object", "properties": {}}))
+                        InputSchema::Empty(json!({"type": "object", "properties": {}}))
                     },
                 })
             })
@@ -196,7 +206,7 @@ pub(crate) fn encode(
     let format = match &req.response {
         Some(r) if !schema_in_prompt => Some(seg.track(Format {
             kind: "json_schema",
-            schema: strict::shared(&r.schema, Adaptation::ClosedObjects),
+            schema: strict::rendered(&r.schema, Adaptation::ClosedObjects),
         })),
         _ => None,
     };
@@ -221,7 +231,7 @@ pub(crate) fn encode(
         output_config,
         stream,
     };
-    let (body, segments) = seg.write(&body)?;
+    let (body, segments) = seg.write(&body, capacity)?;
 
     let mut headers = vec![
         Header::plain("content-type", "application/json"),

@@ -14,9 +14,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::conversation::{ContentBlock, MediaSource, Message, Role};
-use crate::llm::encoded::{DecodePlan, EncodedRequest, Header, Segments, Tracked};
+use crate::llm::encoded::{DecodePlan, EncodedRequest, Header, Segments, Tracked, capacity_hint};
 use crate::llm::request::{ChatRequest, Reasoning, ToolChoice};
-use crate::llm::strict::{self, Adaptation};
+use crate::llm::strict::{self, Adaptation, Rendered};
 use crate::llm::target::{Dialect, WireTarget};
 use crate::llm::text_tools;
 use crate::{Error, Result};
@@ -94,7 +94,7 @@ struct OaTool<'a> {
 struct OaFunction<'a> {
     name: &'a str,
     description: &'a str,
-    parameters: Arc<Value>,
+    parameters: Arc<Rendered>,
     #[serde(skip_serializing_if = "Option::is_none")]
     strict: Option<bool>,
 }
@@ -109,7 +109,7 @@ struct ResponseFormat<'a> {
 #[derive(Serialize)]
 struct JsonSchemaFormat<'a> {
     name: &'a str,
-    schema: Arc<Value>,
+    schema: Arc<Rendered>,
     strict: bool,
 }
 
@@ -158,6 +158,7 @@ pub(crate) fn encode(
     let schema_in_prompt = req.response.is_some() && (compat || tools_in_prompt);
 
     let (system, history) = text_tools::prompt_parts(req, text_tools, schema_in_prompt);
+    let capacity = capacity_hint(&system, &history, req);
     let history: &[Message] = &history;
 
     let seg = Segments::default();
@@ -182,7 +183,7 @@ pub(crate) fn encode(
             kind: "json_schema",
             json_schema: JsonSchemaFormat {
                 name: &r.name,
-                schema: strict::shared(&r.schema, Adaptation::OpenAiStrict),
+                schema: strict::rendered(&r.schema, Adaptation::OpenAiStrict),
                 strict: true,
             },
         })),
@@ -211,7 +212,7 @@ pub(crate) fn encode(
             include_usage: true,
         }),
     };
-    let (body, segments) = seg.write(&body)?;
+    let (body, segments) = seg.write(&body, capacity)?;
 
     let mut headers = vec![Header::plain("content-type", "application/json")];
     if let Some(key) = &target.api_key {
@@ -262,11 +263,14 @@ fn render_tools<'a>(
                 function: OaFunction {
                     name: &t.name,
                     description: &t.description,
-                    parameters: if compat {
-                        Arc::clone(&t.parameters)
-                    } else {
-                        strict::shared(&t.parameters, Adaptation::OpenAiStrict)
-                    },
+                    parameters: strict::rendered(
+                        &t.parameters,
+                        if compat {
+                            Adaptation::AsIs
+                        } else {
+                            Adaptation::OpenAiStrict
+                        },
+                    ),
                     strict: (!compat).then_some(true),
                 },
             })

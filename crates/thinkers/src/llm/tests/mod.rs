@@ -4,4 +4,5 @@
 pub(crate) mod fixtures;
 
 mod client;
+mod sizes;
 mod spec;
