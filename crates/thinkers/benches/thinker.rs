@@ -192,14 +192,15 @@ fn thinker(entry: &str, grade: Grade) -> SingleObjectiveThinker<Brief> {
     t
 }
 
-async fn runtime(base: &str) -> (Runtime, MemoryRecorder) {
+/// A runtime over the sim: with every job and model-call row kept in memory (`recorded`), or as
+/// built by default without a database (rows are not kept).
+async fn runtime(base: &str, recorded: bool) -> (Runtime, MemoryRecorder) {
     let rec = MemoryRecorder::new();
-    let rt = Runtime::builder(catalog(base))
-        .recorder(std::sync::Arc::new(rec.clone()))
-        .build()
-        .await
-        .unwrap();
-    (rt, rec)
+    let mut builder = Runtime::builder(catalog(base));
+    if recorded {
+        builder = builder.recorder(std::sync::Arc::new(rec.clone()));
+    }
+    (builder.build().await.unwrap(), rec)
 }
 
 async fn logged_bodies(base: &str, model: &str) -> Vec<bytes::Bytes> {
@@ -259,11 +260,13 @@ fn median(mut xs: Vec<f64>) -> f64 {
 }
 
 async fn overhead(base: &str) {
-    let (rt, _rec) = runtime(base).await;
+    let (plain, _) = runtime(base, false).await;
+    let (recorded, _rec) = runtime(base, true).await;
     // Warm up (connections, tokenizer tables, schema caches), and capture the bodies.
-    let _ = run_thinkers(&rt).await;
+    let _ = run_thinkers(&plain).await;
+    let _ = run_thinkers(&recorded).await;
     reset(base).await;
-    let _ = run_thinkers(&rt).await;
+    let _ = run_thinkers(&plain).await;
     // The thinkers' own turns, plus the turns of any sub-thinker the sim's model picked (every
     // thinker is offered `sub_thinker` at standard depth). Answers depend only on content, so
     // every round makes these same calls.
@@ -274,24 +277,27 @@ async fn overhead(base: &str) {
         "every model call was logged"
     );
     let _ = bare_loop(base, bodies.clone()).await;
-    let (mut bare, mut ours, mut walls) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut bare, mut ours, mut kept, mut walls) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut bare_allocs, mut our_allocs) = (0usize, 0usize);
     for _ in 0..ROUNDS {
         reset(base).await;
         let a0 = GLOBAL.stats().allocations;
         bare.push(bare_loop(base, bodies.clone()).await);
         let a1 = GLOBAL.stats().allocations;
-        let (cpu, wall) = run_thinkers(&rt).await;
+        let (cpu, wall) = run_thinkers(&plain).await;
         let a2 = GLOBAL.stats().allocations;
         bare_allocs += a1 - a0;
         our_allocs += a2 - a1;
         ours.push(cpu / calls as f64);
         walls.push(wall.as_secs_f64());
+        let (cpu, _) = run_thinkers(&recorded).await;
+        kept.push(cpu / calls as f64);
     }
     // Allocations are counted process-wide, so these include the client's own background work;
     // they are stable across runs, unlike CPU time on a shared machine.
     let per_call = |n: usize| n as f64 / (ROUNDS * calls) as f64;
-    let (bare, ours, wall) = (median(bare), median(ours), median(walls));
+    let (bare, ours, kept, wall) = (median(bare), median(ours), median(kept), median(walls));
     println!(
         "overhead per model turn: {RUNS} thinkers × {} turns and their sub-thinkers' turns \
          ({calls} calls), {CONCURRENCY} in flight, zero latency; medians of {ROUNDS} alternated \
@@ -301,8 +307,13 @@ async fn overhead(base: &str) {
     println!("  bare reqwest loop (same bodies)   {bare:>8.1} µs CPU per call");
     println!(
         "  thinker turns through the runtime {ours:>8.1} µs CPU per call  ({:.2}× the bare loop; \
-         wall {wall:.2} s per round)",
+         wall {wall:.2} s per round; built as by default, rows not kept)",
         ours / bare,
+    );
+    println!(
+        "  the same, every row kept in memory {kept:>7.1} µs CPU per call  ({:.2}× the bare loop; \
+         MemoryRecorder)",
+        kept / bare,
     );
     println!(
         "  heap allocations per call: bare {:.0}, through the runtime {:.0}",
@@ -338,7 +349,7 @@ async fn sim_requests(base: &str, model: &str) -> u64 {
 }
 
 async fn idle_memory(base: &str) {
-    let (rt, _rec) = runtime(base).await;
+    let (rt, _rec) = runtime(base, true).await;
     // One thinker first, so one-time tables (tokenizer, schemas, TLS-free client pools) are
     // allocated before the baseline.
     let warm = rt

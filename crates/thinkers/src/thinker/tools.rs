@@ -161,9 +161,12 @@ pub(crate) async fn run_round(
 
 /// Register an output as an artifact and return what the model reads for it.
 pub(crate) fn register_artifact(artifacts: &mut Artifacts, tool: &str, out: ToolOutput) -> String {
-    let summary_of = out.clone();
     let reference = artifacts.register(tool, out);
-    artifacts::summary(&reference, &summary_of)
+    match artifacts.get(&reference) {
+        Some(artifact) => artifacts::summary(&reference, &artifact.output),
+        // `register` just stored it; should that ever not hold, the model still gets the ref.
+        None => format!("[artifact {reference}]"),
+    }
 }
 
 /// The admission check, then validation: an unknown tool, a tool the scope forbids, or arguments
