@@ -8,7 +8,10 @@
 //!   call, compared in the same run with a bare reqwest loop replaying the exact bodies the
 //!   thinkers sent (taken from the sim's request log) at the same concurrency. Target ≤ 1.5×.
 //!   The thinkers' CPU includes everything the runtime does around a call: admission, the loop's
-//!   phases, rendering and token counting, decoding, the tool jobs, records (in memory).
+//!   phases, rendering and token counting, decoding, the tool jobs. It is measured twice in each
+//!   round: on a runtime built as by default without a database (rows are not kept), and on one
+//!   that keeps every job and model-call row in memory (`MemoryRecorder`). The bare loop keeps its
+//!   client (and so its connections) across rounds, as the runtime keeps its pool.
 //! * **Memory per idle thinker.** 10,000 thinkers submitted at once, each parked in a real model
 //!   call the sim holds open for minutes; the bytes the process holds for them (a counting
 //!   allocator, `stats_alloc`: live heap; and resident memory from /proc), divided by 10,000. Objective and query
@@ -297,6 +300,10 @@ async fn overhead(base: &str) {
     // Allocations are counted process-wide, so these include the client's own background work;
     // they are stable across runs, unlike CPU time on a shared machine.
     let per_call = |n: usize| n as f64 / (ROUNDS * calls) as f64;
+    // Each round's runs are next to each other in time, so their ratio shares the machine's
+    // conditions; the median of those paired ratios is steadier than a ratio of medians.
+    let paired = |xs: &[f64]| median(xs.iter().zip(&bare).map(|(x, b)| x / b).collect());
+    let (ours_paired, kept_paired) = (paired(&ours), paired(&kept));
     let (bare, ours, kept, wall) = (median(bare), median(ours), median(kept), median(walls));
     println!(
         "overhead per model turn: {RUNS} thinkers × {} turns and their sub-thinkers' turns \
@@ -314,6 +321,10 @@ async fn overhead(base: &str) {
         "  the same, every row kept in memory {kept:>7.1} µs CPU per call  ({:.2}× the bare loop; \
          MemoryRecorder)",
         kept / bare,
+    );
+    println!(
+        "  median of the per-round ratios: {ours_paired:.2}× built as by default, \
+         {kept_paired:.2}× with rows kept in memory"
     );
     println!(
         "  heap allocations per call: bare {:.0}, through the runtime {:.0}",

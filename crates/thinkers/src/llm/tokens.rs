@@ -21,7 +21,6 @@
 //! recent renders use stays while the rest ages out.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Mutex, PoisonError};
 
 use crate::llm::encoded::EncodedRequest;
@@ -64,10 +63,10 @@ impl Default for TokenCounter {
     }
 }
 
+/// The cache key of a part: XXH3, as every part of every request is hashed on each call (a
+/// request's body is several kilobytes, and SipHash cost more than the rest of the lookup).
 fn hash(bytes: &[u8]) -> u64 {
-    let mut h = DefaultHasher::new();
-    bytes.hash(&mut h);
-    h.finish()
+    xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
 impl TokenCounter {
