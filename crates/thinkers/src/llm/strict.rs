@@ -133,7 +133,8 @@ pub fn rendered(schema: &Arc<Value>, adaptation: Adaptation) -> Arc<Rendered> {
     out
 }
 
-/// The length of a shared schema's JSON text, measured once per source (see [`rendered`]): what a cheap size bound of a request adds for each schema it carries.
+/// The length of a shared schema's JSON text, measured once per source (see [`rendered`]): what
+/// a cheap size bound of a request adds for each schema it carries.
 pub fn shared_json_len(schema: &Arc<Value>) -> usize {
     rendered(schema, Adaptation::AsIs).json_len()
 }
@@ -159,7 +160,7 @@ pub fn json_len(value: &Value) -> usize {
     }
 }
 
-/// Which adaptation [`shared`] applies.
+/// Which adaptation [`rendered`] (and [`shared`]) applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Adaptation {
     /// None: the schema as it is.

@@ -423,3 +423,19 @@ async fn text_protocol_tools_look_native_to_the_caller() -> anyhow::Result<()> {
     assert!(seen.headers[0].get("authorization").is_none());
     Ok(())
 }
+
+#[tokio::test]
+async fn a_malformed_endpoint_is_a_clear_error_not_a_retry() -> anyhow::Result<()> {
+    let client = ModelClient::new()?;
+    let target = WireTarget::new(Dialect::OpenAi, "not a url", "gpt-x");
+    let Err(err) = client.send(&target, &fixtures::plain()).await else {
+        anyhow::bail!("a request to a malformed endpoint was sent");
+    };
+    assert!(!matches!(err, Error::Retry(_)), "not retried: {err:?}");
+    assert!(
+        err.to_string()
+            .contains("`not a url/chat/completions` is not a valid URL"),
+        "{err}"
+    );
+    Ok(())
+}
