@@ -127,11 +127,8 @@ async fn run_calls(rt: &Runtime, entry: &str, grade: Grade) -> (f64, Duration) {
     )
 }
 
-/// The bare loop's client lives across rounds, as the runtime's connection pool does.
 async fn bare_loop(base: &str, bodies: Vec<bytes::Bytes>) -> f64 {
-    static CLIENT: std::sync::LazyLock<reqwest::Client> =
-        std::sync::LazyLock::new(reqwest::Client::new);
-    common::bare_loop(&CLIENT, base, bodies, CONCURRENCY).await
+    common::bare_loop(base, bodies, CONCURRENCY).await
 }
 
 async fn bench(base: &str) {

@@ -246,11 +246,8 @@ async fn run_thinkers(rt: &Runtime) -> (f64, Duration) {
     (cpu.elapsed().as_secs_f64() * 1e6, wall.elapsed())
 }
 
-/// The bare loop's client lives across rounds, as the runtime's connection pool does.
 async fn bare_loop(base: &str, bodies: Vec<bytes::Bytes>) -> f64 {
-    static CLIENT: std::sync::LazyLock<reqwest::Client> =
-        std::sync::LazyLock::new(reqwest::Client::new);
-    common::bare_loop(&CLIENT, base, bodies, CONCURRENCY).await
+    common::bare_loop(base, bodies, CONCURRENCY).await
 }
 
 /// Rounds of each path, alternated so load from other processes hits both alike; medians are

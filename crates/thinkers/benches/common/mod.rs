@@ -56,13 +56,12 @@ pub(crate) fn client_runtime() -> tokio::runtime::Runtime {
 }
 
 /// Send `bodies` to the sim's chat completions endpoint with a bare reqwest client, at most
-/// `concurrency` in flight; the process CPU µs per call.
-pub(crate) async fn bare_loop(
-    client: &reqwest::Client,
-    base: &str,
-    bodies: Vec<bytes::Bytes>,
-    concurrency: usize,
-) -> f64 {
+/// `concurrency` in flight; the process CPU µs per call. The client lives across calls (and
+/// rounds), as the runtime keeps its connection pool.
+pub(crate) async fn bare_loop(base: &str, bodies: Vec<bytes::Bytes>, concurrency: usize) -> f64 {
+    static CLIENT: std::sync::LazyLock<reqwest::Client> =
+        std::sync::LazyLock::new(reqwest::Client::new);
+    let client = &*CLIENT;
     let n = bodies.len();
     let url = format!("{base}/v1/chat/completions");
     let cpu = ProcessTime::now();

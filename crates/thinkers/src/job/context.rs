@@ -236,11 +236,16 @@ impl JobContext {
     /// submitted this way until the next claim shares the ordinal, meaning they ran in parallel.
     /// If no step was claimed yet, the first one is claimed.
     pub fn submit_in_current_step<J: Job>(&self, job: J) -> JobHandle<J::Output> {
-        let mut n = self.current_step();
-        if n == 0 {
-            n = self.next_step();
+        self.dispatcher()
+            .spawn(job, Some(self), Some(self.step_for_child()), None)
+    }
+
+    /// The step a child submitted now joins: the current one, or the first if none was claimed.
+    fn step_for_child(&self) -> u32 {
+        match self.current_step() {
+            0 => self.next_step(),
+            n => n,
         }
-        self.dispatcher().spawn(job, Some(self), Some(n), None)
     }
 
     /// Run a child in the current step (as [`Self::submit_in_current_step`]) inside this task
@@ -249,11 +254,9 @@ impl JobContext {
     /// The child is recorded, scoped, admitted and retried exactly as a submitted one; dropping
     /// the future cancels it (recorded as cancelled), where a submitted child would run on.
     pub async fn run_in_current_step<J: Job>(&self, job: J) -> crate::Result<J::Output> {
-        let mut n = self.current_step();
-        if n == 0 {
-            n = self.next_step();
-        }
-        self.dispatcher().run_here(job, self, Some(n)).await
+        self.dispatcher()
+            .run_here(job, self, Some(self.step_for_child()))
+            .await
     }
 
     /// Submit a child with no ordinal. The child has no place in the trajectory; doers use
@@ -270,10 +273,7 @@ impl JobContext {
         scope: ScopeGuard,
     ) -> Result<JobHandle<J::Output>> {
         let scope = self.scope().narrow_to(scope)?;
-        let mut n = self.current_step();
-        if n == 0 {
-            n = self.next_step();
-        }
+        let n = self.step_for_child();
         Ok(self
             .dispatcher()
             .spawn(job, Some(self), Some(n), Some(Arc::new(scope))))

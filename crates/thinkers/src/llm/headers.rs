@@ -74,13 +74,35 @@ fn http_date_from(s: &str, now: SystemTime) -> Option<Duration> {
     Some(until(at.into(), now))
 }
 
+// Each bucket's (remaining, reset) header names, spelled out once rather than formatted on every
+// answer.
+const OPENAI_TOKENS: [HeaderName; 2] = [
+    HeaderName::from_static("x-ratelimit-remaining-tokens"),
+    HeaderName::from_static("x-ratelimit-reset-tokens"),
+];
+const OPENAI_REQUESTS: [HeaderName; 2] = [
+    HeaderName::from_static("x-ratelimit-remaining-requests"),
+    HeaderName::from_static("x-ratelimit-reset-requests"),
+];
+const ANTHROPIC_TOKENS: [HeaderName; 2] = [
+    HeaderName::from_static("anthropic-ratelimit-tokens-remaining"),
+    HeaderName::from_static("anthropic-ratelimit-tokens-reset"),
+];
+const ANTHROPIC_INPUT_TOKENS: [HeaderName; 2] = [
+    HeaderName::from_static("anthropic-ratelimit-input-tokens-remaining"),
+    HeaderName::from_static("anthropic-ratelimit-input-tokens-reset"),
+];
+const ANTHROPIC_REQUESTS: [HeaderName; 2] = [
+    HeaderName::from_static("anthropic-ratelimit-requests-remaining"),
+    HeaderName::from_static("anthropic-ratelimit-requests-reset"),
+];
+
 /// One bucket's remaining count and time to reset, whichever provider spelled it.
 fn buckets(h: &HeaderMap, now: SystemTime) -> [(Option<u64>, Option<Duration>); 2] {
-    // The names are spelled out (not formatted per call): this runs on every answer.
-    let openai = |remaining: HeaderName, reset: HeaderName| {
+    let openai = |[remaining, reset]: [HeaderName; 2]| {
         (number(h, remaining), get(h, reset).and_then(go_duration))
     };
-    let anthropic = |remaining: HeaderName, reset: HeaderName| {
+    let anthropic = |[remaining, reset]: [HeaderName; 2]| {
         (
             number(h, remaining),
             get(h, reset).and_then(|s| rfc3339_from(s, now)),
@@ -91,33 +113,12 @@ fn buckets(h: &HeaderMap, now: SystemTime) -> [(Option<u64>, Option<Duration>); 
     };
     // Anthropic's `tokens-*` is the most restrictive token limit in force; input tokens next.
     let anthropic_tokens = pick(
-        anthropic(
-            HeaderName::from_static("anthropic-ratelimit-tokens-remaining"),
-            HeaderName::from_static("anthropic-ratelimit-tokens-reset"),
-        ),
-        anthropic(
-            HeaderName::from_static("anthropic-ratelimit-input-tokens-remaining"),
-            HeaderName::from_static("anthropic-ratelimit-input-tokens-reset"),
-        ),
+        anthropic(ANTHROPIC_TOKENS),
+        anthropic(ANTHROPIC_INPUT_TOKENS),
     );
     [
-        pick(
-            openai(
-                HeaderName::from_static("x-ratelimit-remaining-tokens"),
-                HeaderName::from_static("x-ratelimit-reset-tokens"),
-            ),
-            anthropic_tokens,
-        ),
-        pick(
-            openai(
-                HeaderName::from_static("x-ratelimit-remaining-requests"),
-                HeaderName::from_static("x-ratelimit-reset-requests"),
-            ),
-            anthropic(
-                HeaderName::from_static("anthropic-ratelimit-requests-remaining"),
-                HeaderName::from_static("anthropic-ratelimit-requests-reset"),
-            ),
-        ),
+        pick(openai(OPENAI_TOKENS), anthropic_tokens),
+        pick(openai(OPENAI_REQUESTS), anthropic(ANTHROPIC_REQUESTS)),
     ]
 }
 

@@ -119,7 +119,7 @@ pub(crate) fn render(conv: &Conversation, uses_refs: bool, has_tools: bool) -> C
         uses_refs.then_some(LEGEND),
         has_tools.then_some(TOOL_GUIDANCE),
     ];
-    let system = if own.is_none() && !uses_refs && !has_tools {
+    let system = if derived.iter().all(Option::is_none) {
         objective.render()
     } else {
         let mut guidance =

@@ -124,18 +124,15 @@ pub(crate) async fn run_round(
     }
     // Every admitted call runs as a child in the turn's step: several in parallel, each on its
     // own task; a lone one in this task, as nothing runs beside it.
-    let outputs = if jobs.len() == 1 {
-        let mut jobs = jobs;
-        match jobs.pop() {
-            Some(job) => vec![round.cx.run_in_current_step(job).await],
-            None => Vec::new(),
+    let outputs = match <[_; 1]>::try_from(jobs) {
+        Ok([job]) => vec![round.cx.run_in_current_step(job).await],
+        Err(jobs) => {
+            let handles: Vec<_> = jobs
+                .into_iter()
+                .map(|job| round.cx.submit_in_current_step(job))
+                .collect();
+            futures::future::join_all(handles).await
         }
-    } else {
-        let handles: Vec<_> = jobs
-            .into_iter()
-            .map(|job| round.cx.submit_in_current_step(job))
-            .collect();
-        futures::future::join_all(handles).await
     };
     let mut outputs = outputs.into_iter();
     let mut results = Vec::with_capacity(slots.len());
