@@ -7,6 +7,7 @@
 //! rollback or a compaction rewrites exactly the changed tail.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -31,7 +32,8 @@ pub type ConversationState = BTreeMap<String, Value>;
 pub struct Conversation {
     id: ConversationId,
     objective: Objective,
-    messages: Vec<Message>,
+    /// Shared with the requests rendered from it; copied only when changed while one is alive.
+    messages: Arc<Vec<Message>>,
     stamps: Stamps,
     state: ConversationState,
     version: u64,
@@ -62,7 +64,7 @@ impl Conversation {
         Self {
             id: ConversationId::new(),
             objective: Objective::new(),
-            messages: Vec::new(),
+            messages: Arc::new(Vec::new()),
             stamps,
             state: ConversationState::new(),
             version: 0,
@@ -88,7 +90,7 @@ impl Conversation {
         Self {
             id,
             objective,
-            messages,
+            messages: Arc::new(messages),
             stamps,
             state,
             version,
@@ -124,29 +126,37 @@ impl Conversation {
     /// [`Conversation::push`] and [`Conversation::truncate`], which let it write only the tail.
     pub fn messages_mut(&mut self) -> &mut Vec<Message> {
         self.unchanged = 0;
-        &mut self.messages
+        Arc::make_mut(&mut self.messages)
+    }
+
+    /// The messages as a shared list: what a request rendered from this conversation carries,
+    /// without copying them.
+    pub fn shared_messages(&self) -> Arc<Vec<Message>> {
+        Arc::clone(&self.messages)
     }
 
     /// Add a message at the end.
     pub fn push(&mut self, message: Message) {
-        self.messages.push(message);
+        Arc::make_mut(&mut self.messages).push(message);
     }
 
     /// Add messages at the end, in order.
     pub fn extend(&mut self, messages: impl IntoIterator<Item = Message>) {
-        self.messages.extend(messages);
+        Arc::make_mut(&mut self.messages).extend(messages);
     }
 
     /// Keep only the first `len` messages (a rollback).
     pub fn truncate(&mut self, len: usize) {
-        self.messages.truncate(len);
+        if len < self.messages.len() {
+            Arc::make_mut(&mut self.messages).truncate(len);
+        }
         self.unchanged = self.unchanged.min(len);
     }
 
     /// Replace the messages in `range` with `with`; what follows moves up. Used by compaction.
     pub(crate) fn splice(&mut self, range: std::ops::Range<usize>, with: Vec<Message>) {
         self.unchanged = self.unchanged.min(range.start);
-        self.messages.splice(range, with);
+        Arc::make_mut(&mut self.messages).splice(range, with);
     }
 
     /// The stamps written when the conversation was obtained.
@@ -236,7 +246,7 @@ impl Conversation {
     /// The request for the next call: the rendered objective as system content and every
     /// message. The caller adds tools, the answer shape and budgets.
     pub fn render(&self) -> ChatRequest {
-        ChatRequest::new(self.objective.render(), self.messages.clone())
+        ChatRequest::new(self.objective.render(), self.shared_messages())
     }
 
     /// The whole conversation as readable text; see [`transcript::render`].
@@ -287,7 +297,7 @@ mod tests {
         c.push(Message::user_text("q"));
         let req = c.render();
         assert_eq!(req.system, "Answer.");
-        assert_eq!(req.messages, vec![Message::user_text("q")]);
+        assert_eq!(*req.messages, vec![Message::user_text("q")]);
         assert!(req.tools.is_empty());
     }
 }

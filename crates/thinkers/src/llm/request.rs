@@ -63,8 +63,9 @@ pub enum Reasoning {
 pub struct ChatRequest {
     /// The system content (the conversation's objective). Empty means none.
     pub system: String,
-    /// The turns, oldest first.
-    pub messages: Vec<Message>,
+    /// The turns, oldest first. Shared, so a request rendered from a conversation does not copy
+    /// its history (`Arc::make_mut` to change them here).
+    pub messages: Arc<Vec<Message>>,
     /// The tools offered.
     pub tools: Vec<ToolSpec>,
     /// Whether and which tools must be called. Ignored when no tools are offered.
@@ -84,10 +85,10 @@ pub struct ChatRequest {
 
 impl ChatRequest {
     /// A request with a system content and turns, no tools, 4,096 output tokens.
-    pub fn new(system: impl Into<String>, messages: Vec<Message>) -> Self {
+    pub fn new(system: impl Into<String>, messages: impl Into<Arc<Vec<Message>>>) -> Self {
         Self {
             system: system.into(),
-            messages,
+            messages: messages.into(),
             tools: Vec::new(),
             tool_choice: ToolChoice::Auto,
             response: None,

@@ -187,6 +187,7 @@ mod tests {
     use super::*;
     use crate::conversation::Message;
     use crate::llm::{ChatRequest, WireTarget, encode};
+    use std::sync::Arc;
 
     #[test]
     fn counts_match_tiktoken() {
@@ -210,8 +211,8 @@ mod tests {
         let full = c.count_bytes(&first.body);
         assert!(incremental.abs_diff(full) <= 4, "{incremental} vs {full}");
         let parts = c.cached_parts();
-        req.messages.push(Message::assistant_text("Paris."));
-        req.messages.push(Message::user_text("And of Spain?"));
+        Arc::make_mut(&mut req.messages).push(Message::assistant_text("Paris."));
+        Arc::make_mut(&mut req.messages).push(Message::user_text("And of Spain?"));
         let second = encode(&target, &req)?;
         let incremental = c.count_encoded(&second);
         let full = c.count_bytes(&second.body);

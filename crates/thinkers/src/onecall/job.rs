@@ -266,12 +266,11 @@ impl<T: ModelTool> ModelToolJob<T> {
             .request
             .as_mut()
             .ok_or_else(|| Error::system(T::NAME, "corrected without a conversation"))?;
+        let messages = Arc::make_mut(&mut request.messages);
         if !response.content.is_empty() {
-            request.messages.push(response.to_message());
+            messages.push(response.to_message());
         }
-        request
-            .messages
-            .push(Message::user_text(correction.clone()));
+        messages.push(Message::user_text(correction.clone()));
         self.corrections += 1;
         tracing::debug!(
             tool = T::NAME,

@@ -132,7 +132,7 @@ pub(crate) fn render(conv: &Conversation, uses_refs: bool, has_tools: bool) -> C
         }
         objective.render_replacing(Objective::GUIDANCE, &guidance)
     };
-    ChatRequest::new(system, conv.messages().to_vec())
+    ChatRequest::new(system, conv.shared_messages())
 }
 
 /// Compact the conversation when this turn's request (its tools and answer shape included,

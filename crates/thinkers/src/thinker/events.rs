@@ -67,18 +67,26 @@ pub(crate) fn publish_answer(
         serde_json::Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    cx.set_metadata(META_CONTENT, serde_json::Value::String(content.clone()));
-    let event = ContentStreamEvent {
-        job: cx.id(),
-        class: cx.class().to_owned(),
-        content,
-    };
-    match stream {
-        Some(stream) => stream.publish(event),
+    let registered;
+    let stream = match stream {
+        Some(stream) => Some(stream),
         None => {
-            if let Some(stream) = cx.services().get::<ContentStream>() {
-                stream.publish(event);
-            }
+            registered = cx.services().get::<ContentStream>();
+            registered.as_deref()
         }
+    };
+    // The event gets a copy only when there is a stream to publish it on; the metadata is set
+    // before the event goes out.
+    let event = stream.map(|stream| {
+        let event = ContentStreamEvent {
+            job: cx.id(),
+            class: cx.class().to_owned(),
+            content: content.clone(),
+        };
+        (stream, event)
+    });
+    cx.set_metadata(META_CONTENT, serde_json::Value::String(content));
+    if let Some((stream, event)) = event {
+        stream.publish(event);
     }
 }

@@ -245,6 +245,7 @@ pub(crate) async fn turns<P: AnswerPhase>(
     cx: &JobContext,
 ) -> Result<P::Output> {
     let mut registry = core.registry.clone();
+    let turn_class = format!("{}.turn", core.class);
     for _ in 0..core.limits.max_iterations {
         // Phase 1 (overridable), then phase 2 (the framework's own): reconcile, then sweep.
         core.hooks.reconcile_tools(&mut registry, depth);
@@ -277,7 +278,7 @@ pub(crate) async fn turns<P: AnswerPhase>(
             .take_turn(
                 TurnRequest {
                     turn,
-                    class: format!("{}.turn", core.class),
+                    class: turn_class.clone(),
                     request,
                     grade: core.declaration.grade(),
                     pin: native.clone().or_else(|| core.pin.clone()),

@@ -1,5 +1,7 @@
 //! Exact request bodies (snapshots) and decoding of realistic answers and streams.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use crate::conversation::{ContentBlock, MediaSource, Message, Role};
@@ -27,7 +29,7 @@ const THOUGHT: &str = "The user wants weather; call both tools.\n\t\u{e9}";
 
 fn thinking_round() -> ChatRequest {
     let mut r = fixtures::tool_round();
-    r.messages[1] = Message::assistant(vec![
+    Arc::make_mut(&mut r.messages)[1] = Message::assistant(vec![
         ContentBlock::Thinking {
             thinking: THOUGHT.into(),
             signature: SIGNATURE.into(),
@@ -39,12 +41,12 @@ fn thinking_round() -> ChatRequest {
         ContentBlock::tool_call("toolu_01", "get_weather", json!({"city": "Boston"})),
         ContentBlock::tool_call("toolu_02", "get_time", json!({"city": "Boston"})),
     ]);
-    r.messages[2] = Message::tool_results(vec![ContentBlock::tool_result(
+    Arc::make_mut(&mut r.messages)[2] = Message::tool_results(vec![ContentBlock::tool_result(
         "toolu_01",
         "get_weather",
         "11C",
     )]);
-    r.messages[3] = Message::tool_results(vec![ContentBlock::tool_error(
+    Arc::make_mut(&mut r.messages)[3] = Message::tool_results(vec![ContentBlock::tool_error(
         "toolu_02", "get_time", "down",
     )]);
     r.reasoning = Reasoning::Tokens(2048);
@@ -130,13 +132,12 @@ fn thinking_survives_a_decode_encode_round_trip_byte_identical() -> anyhow::Resu
         raw.as_bytes(),
     )?;
     let mut req = fixtures::with_tools();
-    req.messages.push(r.to_message());
-    req.messages
-        .push(Message::tool_results(vec![ContentBlock::tool_result(
-            "toolu_9",
-            "get_weather",
-            "ok",
-        )]));
+    Arc::make_mut(&mut req.messages).push(r.to_message());
+    Arc::make_mut(&mut req.messages).push(Message::tool_results(vec![ContentBlock::tool_result(
+        "toolu_9",
+        "get_weather",
+        "ok",
+    )]));
     req.reasoning = Reasoning::Tokens(1500);
     let (body, v) = encode_json(&req, true, true)?;
     // The strings come back exactly as the provider sent them, in the original order, first.

@@ -80,7 +80,25 @@ struct OaToolCall<'a> {
 #[derive(Serialize)]
 struct OaFunctionCall<'a> {
     name: &'a str,
-    arguments: Cow<'a, str>,
+    arguments: ArgumentsText<'a>,
+}
+
+/// A tool call's arguments as the JSON string the wire wants: written straight into the body
+/// (escaped as it is written), without rendering them to a string first.
+struct ArgumentsText<'a>(&'a Value);
+
+impl Serialize for ArgumentsText<'_> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        match self.0 {
+            // Arguments that did not parse are sent back exactly as the model wrote them.
+            Value::String(raw) => serializer.serialize_str(raw),
+            Value::Null => serializer.serialize_str("{}"),
+            other => serializer.collect_str(other),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -279,15 +297,6 @@ fn render_tools<'a>(
     (tools, Some(choice))
 }
 
-fn arguments_text(arguments: &Value) -> Cow<'_, str> {
-    match arguments {
-        // Arguments that did not parse are sent back exactly as the model wrote them.
-        Value::String(raw) => Cow::Borrowed(raw.as_str()),
-        Value::Null => Cow::Borrowed("{}"),
-        other => Cow::Owned(other.to_string()),
-    }
-}
-
 fn data_url(media_type: &str, source: &MediaSource) -> String {
     match source {
         MediaSource::Url(u) => u.clone(),
@@ -313,7 +322,7 @@ fn render_message(m: &Message) -> Result<Vec<OaMessage<'_>>> {
                         kind: "function",
                         function: OaFunctionCall {
                             name,
-                            arguments: arguments_text(arguments),
+                            arguments: ArgumentsText(arguments),
                         },
                     }),
                     // Reasoning stays on the provider's side; media cannot be an assistant turn.

@@ -62,7 +62,8 @@ pub(crate) fn with_tools() -> ChatRequest {
 /// turns), then a user follow-up.
 pub(crate) fn tool_round() -> ChatRequest {
     let mut r = with_tools();
-    r.messages.push(Message::assistant(vec![
+    let messages = std::sync::Arc::make_mut(&mut r.messages);
+    messages.push(Message::assistant(vec![
         ContentBlock::text("Checking."),
         ContentBlock::tool_call(
             "call_a1",
@@ -71,19 +72,17 @@ pub(crate) fn tool_round() -> ChatRequest {
         ),
         ContentBlock::tool_call("call_a2", "get_time", json!({"city": "Boston"})),
     ]));
-    r.messages
-        .push(Message::tool_results(vec![ContentBlock::tool_result(
-            "call_a1",
-            "get_weather",
-            "{\"temp_c\": 11}",
-        )]));
-    r.messages
-        .push(Message::tool_results(vec![ContentBlock::tool_error(
-            "call_a2",
-            "get_time",
-            "time service unavailable",
-        )]));
-    r.messages.push(Message::user_text("And tomorrow?"));
+    messages.push(Message::tool_results(vec![ContentBlock::tool_result(
+        "call_a1",
+        "get_weather",
+        "{\"temp_c\": 11}",
+    )]));
+    messages.push(Message::tool_results(vec![ContentBlock::tool_error(
+        "call_a2",
+        "get_time",
+        "time service unavailable",
+    )]));
+    messages.push(Message::user_text("And tomorrow?"));
     r
 }
 
