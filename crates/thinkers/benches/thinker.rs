@@ -252,7 +252,7 @@ async fn bare_loop(base: &str, bodies: Vec<bytes::Bytes>) -> f64 {
 
 /// Rounds of each path, alternated so load from other processes hits both alike; medians are
 /// reported.
-const ROUNDS: usize = 9;
+const ROUNDS: usize = 15;
 
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
