@@ -300,4 +300,23 @@ mod tests {
         assert_eq!(*req.messages, vec![Message::user_text("q")]);
         assert!(req.tools.is_empty());
     }
+
+    #[test]
+    fn a_request_shares_the_history_and_a_later_change_does_not_reach_it() {
+        let mut c = conv();
+        c.push(Message::user_text("q"));
+        let req = c.render();
+        assert!(Arc::ptr_eq(&req.messages, &c.shared_messages()));
+        // Changed while the request is alive: the conversation copies, the request keeps its own.
+        c.push(Message::assistant_text("a"));
+        c.messages_mut()[0] = Message::user_text("edited");
+        assert_eq!(*req.messages, vec![Message::user_text("q")]);
+        assert_eq!(c.messages().len(), 2);
+        assert_eq!(c.messages()[0], Message::user_text("edited"));
+        // Once the request is gone, changes happen in place.
+        drop(req);
+        let before = Arc::as_ptr(&c.shared_messages());
+        c.push(Message::user_text("more"));
+        assert_eq!(Arc::as_ptr(&c.shared_messages()), before);
+    }
 }

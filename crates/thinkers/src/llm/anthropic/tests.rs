@@ -29,7 +29,8 @@ const THOUGHT: &str = "The user wants weather; call both tools.\n\t\u{e9}";
 
 fn thinking_round() -> ChatRequest {
     let mut r = fixtures::tool_round();
-    Arc::make_mut(&mut r.messages)[1] = Message::assistant(vec![
+    let messages = Arc::make_mut(&mut r.messages);
+    messages[1] = Message::assistant(vec![
         ContentBlock::Thinking {
             thinking: THOUGHT.into(),
             signature: SIGNATURE.into(),
@@ -41,12 +42,12 @@ fn thinking_round() -> ChatRequest {
         ContentBlock::tool_call("toolu_01", "get_weather", json!({"city": "Boston"})),
         ContentBlock::tool_call("toolu_02", "get_time", json!({"city": "Boston"})),
     ]);
-    Arc::make_mut(&mut r.messages)[2] = Message::tool_results(vec![ContentBlock::tool_result(
+    messages[2] = Message::tool_results(vec![ContentBlock::tool_result(
         "toolu_01",
         "get_weather",
         "11C",
     )]);
-    Arc::make_mut(&mut r.messages)[3] = Message::tool_results(vec![ContentBlock::tool_error(
+    messages[3] = Message::tool_results(vec![ContentBlock::tool_error(
         "toolu_02", "get_time", "down",
     )]);
     r.reasoning = Reasoning::Tokens(2048);
