@@ -6,6 +6,7 @@
 //! each message, each tool, the answer schema) so `llm::tokens::TokenCounter` can count it
 //! incrementally.
 
+use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::ops::Range;
@@ -23,12 +24,13 @@ use crate::llm::target::Dialect;
 #[derive(Clone)]
 pub struct Header {
     name: &'static str,
-    value: String,
+    /// Borrowed when the value is a constant (`application/json`, an API version).
+    value: Cow<'static, str>,
     secret: bool,
 }
 
 impl Header {
-    pub(crate) fn plain(name: &'static str, value: impl Into<String>) -> Self {
+    pub(crate) fn plain(name: &'static str, value: impl Into<Cow<'static, str>>) -> Self {
         Self {
             name,
             value: value.into(),
@@ -36,7 +38,7 @@ impl Header {
         }
     }
 
-    pub(crate) fn secret(name: &'static str, value: impl Into<String>) -> Self {
+    pub(crate) fn secret(name: &'static str, value: impl Into<Cow<'static, str>>) -> Self {
         Self {
             name,
             value: value.into(),
@@ -51,7 +53,7 @@ impl Header {
 
     /// The header's value, unless it is a secret (an API key).
     pub fn value(&self) -> Option<&str> {
-        (!self.secret).then_some(self.value.as_str())
+        (!self.secret).then_some(&*self.value)
     }
 
     /// Whether the value is a secret.

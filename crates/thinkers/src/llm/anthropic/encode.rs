@@ -238,7 +238,7 @@ pub(crate) fn encode(
         Header::plain("anthropic-version", API_VERSION),
     ];
     if let Some(key) = &target.api_key {
-        headers.push(Header::secret("x-api-key", key.expose_secret()));
+        headers.push(Header::secret("x-api-key", key.expose_secret().to_owned()));
     }
     Ok(EncodedRequest {
         url: format!("{}/v1/messages", target.base()),
