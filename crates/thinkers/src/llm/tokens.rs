@@ -211,8 +211,10 @@ mod tests {
         let full = c.count_bytes(&first.body);
         assert!(incremental.abs_diff(full) <= 4, "{incremental} vs {full}");
         let parts = c.cached_parts();
-        Arc::make_mut(&mut req.messages).push(Message::assistant_text("Paris."));
-        Arc::make_mut(&mut req.messages).push(Message::user_text("And of Spain?"));
+        Arc::make_mut(&mut req.messages).extend([
+            Message::assistant_text("Paris."),
+            Message::user_text("And of Spain?"),
+        ]);
         let second = encode(&target, &req)?;
         let incremental = c.count_encoded(&second);
         let full = c.count_bytes(&second.body);

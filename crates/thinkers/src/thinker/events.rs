@@ -67,26 +67,20 @@ pub(crate) fn publish_answer(
         serde_json::Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    let registered;
-    let stream = match stream {
-        Some(stream) => Some(stream),
-        None => {
-            registered = cx.services().get::<ContentStream>();
-            registered.as_deref()
-        }
-    };
+    let registered = stream
+        .is_none()
+        .then(|| cx.services().get::<ContentStream>())
+        .flatten();
+    let stream = stream.or(registered.as_deref());
     // The event gets a copy only when there is a stream to publish it on; the metadata is set
     // before the event goes out.
-    let event = stream.map(|stream| {
-        let event = ContentStreamEvent {
-            job: cx.id(),
-            class: cx.class().to_owned(),
-            content: content.clone(),
-        };
-        (stream, event)
+    let event = stream.map(|_| ContentStreamEvent {
+        job: cx.id(),
+        class: cx.class().to_owned(),
+        content: content.clone(),
     });
     cx.set_metadata(META_CONTENT, serde_json::Value::String(content));
-    if let Some((stream, event)) = event {
+    if let (Some(stream), Some(event)) = (stream, event) {
         stream.publish(event);
     }
 }
