@@ -200,8 +200,86 @@ impl Exchange {
         last.tool_results().pop().or_else(|| last.text())
     }
 
+    /// The words of every user text and tool result, in order of first appearance, split at
+    /// whitespace and punctuation other than `@ _ - . : /` (trailing dots and colons trimmed):
+    /// what a model could copy into an identifier field.
+    pub(crate) fn quotable_words(&self) -> Vec<String> {
+        let mut seen = std::collections::HashSet::new();
+        let mut words = Vec::new();
+        for message in self.messages.iter().filter(|m| m.role != Role::Assistant) {
+            let texts = message
+                .text()
+                .into_iter()
+                .chain(message.parts.iter().filter_map(|p| match p {
+                    Part::ToolResult(t) => Some(t.clone()),
+                    _ => None,
+                }));
+            for text in texts {
+                for word in text.split(|c: char| {
+                    !(c.is_alphanumeric() || matches!(c, '@' | '_' | '-' | '.' | ':' | '/'))
+                }) {
+                    let word = word.trim_end_matches(['.', ':']);
+                    if !word.is_empty() && seen.insert(word.to_owned()) {
+                        words.push(word.to_owned());
+                    }
+                }
+            }
+        }
+        words
+    }
+
     /// Number of messages, for token framing.
     pub(crate) fn message_count(&self) -> usize {
         self.messages.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(role: Role, parts: Vec<Part>) -> Message {
+        Message { role, parts }
+    }
+
+    #[test]
+    fn quotable_words_come_from_user_texts_and_tool_results_only() {
+        let exchange = Exchange {
+            dialect: Dialect::OpenAi,
+            model: "sim".into(),
+            content_seed: 0,
+            system: "Refs look like @a99.".into(),
+            messages: vec![
+                message(
+                    Role::User,
+                    vec![Part::Text("Compare @a1: and the rest.".into())],
+                ),
+                message(Role::Assistant, vec![Part::Text("I made up @a42".into())]),
+                message(
+                    Role::Tool,
+                    vec![Part::ToolResult(
+                        "[artifact @a2] {\"term\":\"grade\"}".into(),
+                    )],
+                ),
+            ],
+            tools: Vec::new(),
+            text_tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
+            parallel: false,
+            format: AnswerFormat::Text,
+            thinking: false,
+            reasoning_effort: None,
+            max_output: None,
+            stream: false,
+            include_usage: false,
+            logprobs: None,
+        };
+        let words = exchange.quotable_words();
+        assert_eq!(
+            words,
+            [
+                "Compare", "@a1", "and", "the", "rest", "artifact", "@a2", "term", "grade"
+            ]
+        );
     }
 }

@@ -216,12 +216,14 @@ impl Planner<'_> {
         chosen
             .into_iter()
             .map(|tool| {
+                let quotable = self.quotable_for(&tool.schema);
                 let sample = schema::sample_with(
                     &tool.schema,
                     &mut self.rng,
                     SampleOptions {
                         good: self.good,
                         hint: hint.clone(),
+                        quotable,
                     },
                 );
                 PlannedCall {
@@ -256,17 +258,29 @@ impl Planner<'_> {
             AnswerFormat::JsonObject => json!({ "answer": self.answer_sentence() }).to_string(),
             AnswerFormat::JsonSchema(schema) => {
                 let hint = self.answer_sentence();
+                let quotable = self.quotable_for(schema);
                 let sample = schema::sample_with(
                     schema,
                     &mut self.rng,
                     SampleOptions {
                         good: self.good,
                         hint: Some(hint),
+                        quotable,
                     },
                 );
                 self.choices.extend(sample.choices);
                 sample.value.to_string()
             }
+        }
+    }
+
+    /// The conversation's words, when `schema` has a pattern-constrained string to copy them
+    /// into (the common schema has none, and then the conversation is not split).
+    fn quotable_for(&self, schema: &Value) -> Vec<String> {
+        if schema::has_pattern(schema) {
+            self.exchange.quotable_words()
+        } else {
+            Vec::new()
         }
     }
 

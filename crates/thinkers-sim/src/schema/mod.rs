@@ -38,6 +38,9 @@ pub struct SampleOptions {
     /// Text woven into the first free-text string (the sim passes the conversation's latest
     /// tool result or question, so tests can see it reached the model).
     pub hint: Option<String>,
+    /// Words the conversation showed the model (user texts and tool results): a string whose
+    /// schema has a `pattern` copies one of those that match it before it invents one.
+    pub quotable: Vec<String>,
 }
 
 /// A string value chosen from an `enum`, with the values it was chosen over.
@@ -66,10 +69,21 @@ pub fn sample_value(schema: &Value, seed: u64) -> Value {
         &mut rng,
         SampleOptions {
             good: true,
-            hint: None,
+            ..SampleOptions::default()
         },
     )
     .value
+}
+
+/// True when some subschema of `schema` constrains a string with a `pattern`.
+pub fn has_pattern(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => map
+            .iter()
+            .any(|(key, value)| (key == "pattern" && value.is_string()) || has_pattern(value)),
+        Value::Array(items) => items.iter().any(has_pattern),
+        _ => false,
+    }
 }
 
 /// A value valid for `schema`, drawing from `rng`.
@@ -79,6 +93,7 @@ pub fn sample_with(schema: &Value, rng: &mut StdRng, options: SampleOptions) -> 
         rng,
         good: options.good,
         hint: options.hint,
+        quotable: options.quotable,
         label: None,
         depth: 0,
         choices: Vec::new(),
@@ -96,6 +111,7 @@ pub(crate) struct Generator<'a> {
     rng: &'a mut StdRng,
     good: bool,
     hint: Option<String>,
+    quotable: Vec<String>,
     /// The name of the property being generated, for descriptive strings.
     label: Option<String>,
     depth: usize,

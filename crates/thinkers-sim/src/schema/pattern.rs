@@ -40,6 +40,33 @@ pub(crate) fn sample(
     None
 }
 
+/// One of `words` that matches `pattern` within the length bounds, picked at random; `None`
+/// when none does or the pattern cannot be parsed. A model copies identifiers it has read (an
+/// artifact ref, an id from a tool result) rather than inventing new ones.
+pub(crate) fn quote(
+    pattern: &str,
+    min_len: usize,
+    max_len: Option<usize>,
+    words: &[String],
+    rng: &mut StdRng,
+) -> Option<String> {
+    if words.is_empty() {
+        return None;
+    }
+    let compiled = compiled(pattern)?;
+    let fitting: Vec<&String> = words
+        .iter()
+        .filter(|w| {
+            let len = w.chars().count();
+            len >= min_len && max_len.is_none_or(|max| len <= max) && compiled.1.is_match(w)
+        })
+        .collect();
+    if fitting.is_empty() {
+        return None;
+    }
+    Some(fitting[rng.random_range(0..fitting.len())].clone())
+}
+
 /// A pattern's generator and checker.
 type Compiled = Arc<(rand_regex::Regex, regex::Regex)>;
 

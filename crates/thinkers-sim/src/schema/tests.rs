@@ -92,6 +92,7 @@ fn generated_values_validate_for_many_seeds() {
                     SampleOptions {
                         good,
                         hint: Some("the tool said 42".into()),
+                        ..SampleOptions::default()
                     },
                 );
                 let errors: Vec<String> = v
@@ -132,6 +133,7 @@ fn generation_is_deterministic_and_good_values_carry_the_hint() {
             SampleOptions {
                 good,
                 hint: Some("it rained in Paris".into()),
+                ..SampleOptions::default()
             },
         )
         .value
@@ -161,6 +163,7 @@ fn weak_values_sit_lower_than_good_ones() {
             SampleOptions {
                 good: true,
                 hint: None,
+                ..SampleOptions::default()
             },
         )
         .value;
@@ -170,6 +173,7 @@ fn weak_values_sit_lower_than_good_ones() {
             SampleOptions {
                 good: false,
                 hint: None,
+                ..SampleOptions::default()
             },
         )
         .value;
@@ -191,4 +195,40 @@ fn enum_choices_are_recorded() {
     assert_eq!(sample.value["pick"], json!(choice.chosen));
     assert_eq!(choice.others.len(), 2);
     assert!(!choice.others.contains(&choice.chosen));
+}
+
+#[test]
+fn a_pattern_string_copies_a_matching_word_of_the_conversation() {
+    let schema = json!({
+        "type": "object",
+        "required": ["refs"],
+        "properties": {"refs": {"type": "array", "minItems": 1,
+                                "items": {"type": "string", "pattern": "^@a[0-9]+$"}}}
+    });
+    assert!(has_pattern(&schema));
+    assert!(!has_pattern(
+        &json!({"type": "object", "properties": {"pattern": {"type": "string"}}})
+    ));
+    let quotable = vec!["lookup".to_owned(), "@a7".to_owned(), "@b2".to_owned()];
+    for seed in 0..50 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        for good in [true, false] {
+            let sample = sample_with(
+                &schema,
+                &mut rng,
+                SampleOptions {
+                    good,
+                    quotable: quotable.clone(),
+                    ..SampleOptions::default()
+                },
+            );
+            let refs = sample.value["refs"].as_array().unwrap();
+            assert!(!refs.is_empty());
+            assert!(refs.iter().all(|r| r == "@a7"), "{}", sample.value);
+        }
+    }
+    // Nothing to copy: the pattern is sampled, and the value still validates.
+    let mut rng = StdRng::seed_from_u64(1);
+    let invented = sample_with(&schema, &mut rng, SampleOptions::default()).value;
+    assert!(validator(&schema).is_valid(&invented), "{invented}");
 }

@@ -23,7 +23,8 @@ impl Generator<'_> {
             .and_then(Value::as_u64)
             .map(|n| n as usize);
         if let Some(pattern) = map.get("pattern").and_then(Value::as_str)
-            && let Some(s) = pattern::sample(pattern, min_len, max_len, self.rng)
+            && let Some(s) = pattern::quote(pattern, min_len, max_len, &self.quotable, self.rng)
+                .or_else(|| pattern::sample(pattern, min_len, max_len, self.rng))
         {
             return Value::String(s);
         }

@@ -20,6 +20,7 @@ pub fn violate(schema: &Value, rng: &mut StdRng) -> (Value, String) {
         SampleOptions {
             good: true,
             hint: None,
+            ..SampleOptions::default()
         },
     )
     .value;
