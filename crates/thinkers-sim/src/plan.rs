@@ -235,8 +235,8 @@ impl Planner<'_> {
             .collect()
     }
 
-    /// The sentence a text answer is built from: it quotes the latest tool result when there is
-    /// one (so tests can see results reach the model), else the question.
+    /// The sentence a text answer is built from: it quotes the question and the latest tool
+    /// result, whichever there are (so tests can see both reached the model).
     fn answer_sentence(&self) -> String {
         let question = self.exchange.last_user_text().map(|t| quote(&t));
         let result = self.exchange.last_tool_result().map(|t| quote(&t));
@@ -246,7 +246,8 @@ impl Planner<'_> {
             }
             (true, None, Some(r)) => format!("According to the tool result, {r}"),
             (true, Some(q), None) => format!("Answer to \"{q}\": here is what I can say about it."),
-            (false, _, Some(r)) => format!("Probably: {r}"),
+            (false, Some(q), Some(r)) => format!("Probably, as to \"{q}\": {r}"),
+            (false, None, Some(r)) => format!("Probably: {r}"),
             (false, Some(q), None) => format!("Not sure about \"{q}\"."),
             (_, None, None) => "Hello! How can I help?".to_owned(),
         }
