@@ -79,7 +79,8 @@ fn main() {
         return;
     }
     let (mut child, base) = common::spawn_sim();
-    // THINKERS_BENCH_ONLY=overhead|memory runs one part (for profiling one of them).
+    // THINKERS_BENCH_ONLY=overhead|memory runs one part (for profiling one of them); see also
+    // THINKERS_BENCH_PROFILE in `overhead`.
     let only = std::env::var("THINKERS_BENCH_ONLY").unwrap_or_default();
     common::client_runtime().block_on(async {
         if only != "memory" {
@@ -277,6 +278,18 @@ async fn overhead(base: &str) {
         "every model call was logged"
     );
     let _ = bare_loop(base, bodies.clone()).await;
+    // THINKERS_BENCH_PROFILE=runtime|bare runs one side only, for a profiler to sample alone.
+    if let Ok(side) = std::env::var("THINKERS_BENCH_PROFILE") {
+        for _ in 0..ROUNDS {
+            reset(base).await;
+            let cpu = match side.as_str() {
+                "bare" => bare_loop(base, bodies.clone()).await,
+                _ => run_thinkers(&plain).await.0 / calls as f64,
+            };
+            println!("  {side}: {cpu:.1} µs CPU per call");
+        }
+        return;
+    }
     let (mut bare, mut ours, mut kept, mut walls) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut bare_allocs, mut our_allocs) = (0usize, 0usize);

@@ -224,7 +224,7 @@ impl Dispatcher {
         scope: Option<Arc<ScopeGuard>>,
     ) -> JobHandle<J::Output> {
         let cx = self.admit_job(job.class(), parent, ordinal, scope);
-        let task = tokio::spawn(run::run(job, cx.clone()));
+        let task = tokio::spawn(run::run(job, cx.clone(), run::Watch::Token));
         JobHandle::new(cx, task)
     }
 
@@ -240,7 +240,7 @@ impl Dispatcher {
     ) -> crate::Result<J::Output> {
         let cx = self.admit_job(job.class(), Some(parent), ordinal, None);
         let mut unfinished = run::Unfinished::new(cx.clone());
-        let out = run::run(job, cx).await;
+        let out = run::run(job, cx, run::Watch::Caller).await;
         unfinished.disarm();
         out
     }

@@ -45,13 +45,29 @@ impl Drop for Unfinished {
     }
 }
 
-pub(crate) async fn run<J: Job>(mut job: J, cx: JobContext) -> Result<J::Output> {
+/// How a job's run meets its cancellation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Watch {
+    /// On a task of its own: the run races its token and ends as cancelled when it fires.
+    Token,
+    /// In its caller's task: the caller's own run (or its caller's, up to a task's) races the
+    /// ancestor tokens this one hangs from and drops this run with it, and [`Unfinished`] records
+    /// the end; the run does not poll a token of its own on every wake.
+    Caller,
+}
+
+pub(crate) async fn run<J: Job>(mut job: J, cx: JobContext, watch: Watch) -> Result<J::Output> {
     let mut attempt = AttemptInfo::default();
-    let token = cx.node.cancel.clone();
-    let outcome = tokio::select! {
-        biased;
-        () = token.cancelled() => Err(Error::Cancelled),
-        r = attempts(&mut job, &cx, &mut attempt) => r,
+    let outcome = match watch {
+        Watch::Token => {
+            let token = cx.node.cancel.clone();
+            tokio::select! {
+                biased;
+                () = token.cancelled() => Err(Error::Cancelled),
+                r = attempts(&mut job, &cx, &mut attempt) => r,
+            }
+        }
+        Watch::Caller => attempts(&mut job, &cx, &mut attempt).await,
     };
     let (status, kind, message) = match &outcome {
         Ok(_) => (JobStatus::Succeeded, None, None),

@@ -43,7 +43,7 @@ use super::declaration::{ThinkerDeclaration, ThinkerInput};
 use super::events::ContentStream;
 use super::state::ThinkerObserver;
 use super::toolless::{Exchange, SystemPrompt, exchange, refuse_tool};
-use super::turn::TurnSource;
+use super::turn::{TurnSource, Turns};
 use super::turn_loop::{ThinkerCore, ThinkerLimits};
 use crate::job::{JobContext, Orchestrator};
 use crate::llm::ChatResponse;
@@ -210,7 +210,7 @@ impl DecisionThinker {
     /// Answer calls from this source instead of the model (tests drive the thinker this way).
     #[must_use]
     pub fn turns(mut self, source: impl TurnSource) -> Self {
-        self.core.turns = Arc::new(source);
+        self.core.turns = Turns::from_source(source);
         self
     }
 

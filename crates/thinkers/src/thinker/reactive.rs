@@ -18,7 +18,7 @@ use super::declaration::{ThinkerDeclaration, ThinkerInput, effective_depth};
 use super::events::ContentStream;
 use super::reactive_phase::{Inbox, MAX_REASON_BYTES, ReactivePhase, clip};
 use super::state::ThinkerObserver;
-use super::turn::TurnSource;
+use super::turn::{TurnSource, Turns};
 use super::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, turns};
 use crate::conversation::{ConversationId, ConversationService};
 use crate::hub::ToolHub;
@@ -105,7 +105,7 @@ impl ReactiveThinker {
     /// Answer turns from this source instead of the model (tests drive the loop this way).
     #[must_use]
     pub fn turns(mut self, source: impl TurnSource) -> Self {
-        self.core.turns = Arc::new(source);
+        self.core.turns = Turns::from_source(source);
         self.custom_turns = true;
         self
     }
@@ -194,7 +194,7 @@ impl ReactiveThinker {
     #[must_use]
     pub fn events(mut self, events: ChatEvents) -> Self {
         if !self.custom_turns {
-            self.core.turns = Arc::new(StreamingTurns::new(events.clone()));
+            self.core.turns = Turns::from_source(StreamingTurns::new(events.clone()));
         }
         self.events = Some(events);
         self

@@ -15,7 +15,7 @@ use super::finish::SingleAnswer;
 use super::guardrail::{Guardrail, Verdict};
 use super::state::ThinkerObserver;
 use super::subthinker;
-use super::turn::TurnSource;
+use super::turn::{TurnSource, Turns};
 use super::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, run_loop};
 use crate::Result;
 use crate::conversation::{ConversationId, ConversationService};
@@ -93,7 +93,7 @@ where
     /// Answer turns from this source instead of the model (tests drive the loop this way).
     #[must_use]
     pub fn turns(mut self, source: impl TurnSource) -> Self {
-        self.core.turns = Arc::new(source);
+        self.core.turns = Turns::from_source(source);
         self
     }
 

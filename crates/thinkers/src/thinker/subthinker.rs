@@ -30,7 +30,7 @@ use super::declaration::{ThinkerDeclaration, ThinkerInput};
 use super::doors::{Captured, Orchestration};
 use super::finish::SingleAnswer;
 use super::state::ThinkerObserver;
-use super::turn::TurnSource;
+use super::turn::Turns;
 use super::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, run_loop};
 use crate::conversation::ConversationService;
 use crate::hub::ToolHub;
@@ -101,7 +101,7 @@ pub(crate) struct Launch {
     grade: Grade,
     pin: Option<String>,
     limits: ThinkerLimits,
-    turns: Arc<dyn TurnSource>,
+    turns: Turns,
     conversations: Option<ConversationService>,
     durable: bool,
     /// The parent's palette this turn, doors removed.

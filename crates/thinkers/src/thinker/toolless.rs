@@ -34,7 +34,7 @@ use super::declaration::ThinkerDeclaration;
 use super::events::ContentStream;
 use super::guardrail::{self, Guardrail, Verdict};
 use super::state::ThinkerObserver;
-use super::turn::TurnSource;
+use super::turn::{TurnSource, Turns};
 use super::turn_loop::{ThinkerCore, ThinkerLimits};
 use crate::job::{JobContext, Orchestrator};
 use crate::llm::ResponseSchema;
@@ -269,7 +269,7 @@ where
     /// Answer calls from this source instead of the model (tests drive the thinker this way).
     #[must_use]
     pub fn turns(mut self, source: impl TurnSource) -> Self {
-        self.core.turns = Arc::new(source);
+        self.core.turns = Turns::from_source(source);
         self
     }
 

@@ -57,17 +57,49 @@ impl TurnSource for ModelTurns {
         turn: TurnRequest,
         cx: &'a JobContext,
     ) -> BoxFuture<'a, Result<ChatResponse>> {
-        Box::pin(async move {
-            let mut call = LlmCall::new(turn.grade, turn.output, turn.request)
-                .class(turn.class)
-                .depth(turn.depth);
-            if let Some(pin) = turn.pin {
-                call = call.pinned(pin);
-            }
-            // Awaited at once and alone: run in this task (see `run_in_current_step`).
-            let outcome = cx.run_in_current_step(call).await?;
-            Ok(outcome.response)
-        })
+        Box::pin(model_turn(turn, cx))
+    }
+}
+
+/// One turn answered by the model: an [`LlmCall`] in the turn's step, awaited at once and alone,
+/// so it runs in the thinker's own task (see `run_in_current_step`).
+async fn model_turn(turn: TurnRequest, cx: &JobContext) -> Result<ChatResponse> {
+    let mut call = LlmCall::new(turn.grade, turn.output, turn.request)
+        .class(turn.class)
+        .depth(turn.depth);
+    if let Some(pin) = turn.pin {
+        call = call.pinned(pin);
+    }
+    let outcome = cx.run_in_current_step(call).await?;
+    Ok(outcome.response)
+}
+
+/// Where a thinker's turns go: the model, or a [`TurnSource`] that replaced it.
+///
+/// The model's turn is awaited in place, so its future (the call, its admission and the HTTP
+/// exchange: several KiB) lives inside the thinker's own and is not boxed and copied on every
+/// turn; only a replacement source pays for a boxed future.
+#[derive(Clone, Default)]
+pub(crate) enum Turns {
+    /// [`ModelTurns`], in place.
+    #[default]
+    Model,
+    /// A replacement source.
+    Source(Arc<dyn TurnSource>),
+}
+
+impl Turns {
+    /// Turns answered by `source`.
+    pub(crate) fn from_source(source: impl TurnSource) -> Self {
+        Self::Source(Arc::new(source))
+    }
+
+    /// Answer one turn. Called with the turn's step already claimed on `cx`.
+    pub(crate) async fn take(&self, turn: TurnRequest, cx: &JobContext) -> Result<ChatResponse> {
+        match self {
+            Self::Model => model_turn(turn, cx).await,
+            Self::Source(source) => source.take_turn(turn, cx).await,
+        }
     }
 }
 

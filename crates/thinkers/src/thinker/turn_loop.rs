@@ -18,7 +18,7 @@ use super::doors::{self, Orchestration};
 use super::events::ContentStream;
 use super::state::ThinkerObserver;
 use super::tools::{Palette, Round, register_artifact, run_round, sweep};
-use super::turn::{ModelTurns, TurnRequest, TurnSource};
+use super::turn::{TurnRequest, Turns};
 use crate::conversation::{ContentBlock, ConversationId, ConversationService, Message};
 use crate::hub::CatalogEntry;
 use crate::job::JobContext;
@@ -119,7 +119,7 @@ pub struct ThinkerCore {
     pub(crate) registry: ToolRegistry,
     pub(crate) limits: ThinkerLimits,
     pub(crate) pin: Option<String>,
-    pub(crate) turns: Arc<dyn TurnSource>,
+    pub(crate) turns: Turns,
     pub(crate) hooks: Arc<dyn ThinkerHooks>,
     pub(crate) content: Option<ContentStream>,
     /// The conversation service this thinker uses instead of the dispatcher's.
@@ -153,7 +153,7 @@ impl ThinkerCore {
             registry: ToolRegistry::new(),
             limits: ThinkerLimits::default(),
             pin: None,
-            turns: Arc::new(ModelTurns),
+            turns: Turns::Model,
             hooks: Arc::new(DefaultHooks),
             content: None,
             conversations: None,
@@ -275,7 +275,7 @@ pub(crate) async fn turns<P: AnswerPhase>(
         };
         let response = core
             .turns
-            .take_turn(
+            .take(
                 TurnRequest {
                     turn,
                     class: turn_class.clone(),

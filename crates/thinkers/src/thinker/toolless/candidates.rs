@@ -97,7 +97,7 @@ pub(crate) async fn exchange<C: Contract>(
         request.logprobs = ex.logprobs;
         let response = core
             .turns
-            .take_turn(
+            .take(
                 TurnRequest {
                     turn: step,
                     class: format!("{}.call", core.class),
