@@ -128,7 +128,7 @@ async fn run_calls(rt: &Runtime, entry: &str, grade: Grade) -> (f64, Duration) {
 }
 
 async fn bare_loop(base: &str, bodies: Vec<bytes::Bytes>) -> f64 {
-    common::bare_loop(base, bodies, CONCURRENCY).await
+    common::bare_loop(base, bodies, CONCURRENCY, common::Placement::BlockOn).await
 }
 
 async fn bench(base: &str) {

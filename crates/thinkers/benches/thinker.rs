@@ -11,7 +11,10 @@
 //!   phases, rendering and token counting, decoding, the tool jobs. It is measured twice in each
 //!   round: on a runtime built as by default without a database (rows are not kept), and on one
 //!   that keeps every job and model-call row in memory (`MemoryRecorder`). The bare loop keeps its
-//!   client (and so its connections) across rounds, as the runtime keeps its pool.
+//!   client (and so its connections) across rounds, as the runtime keeps its pool. It runs two
+//!   ways each round: driven from the bench's `block_on` (the main thread; every exchange crosses
+//!   to the workers that run the connections) and spawned onto a worker, as the runtime's jobs
+//!   are; the second is cheaper and steadier, so the ratio against it is the stricter one.
 //! * **Memory per idle thinker.** 10,000 thinkers submitted at once, each parked in a real model
 //!   call the sim holds open for minutes; the bytes the process holds for them (a counting
 //!   allocator, `stats_alloc`: live heap; and resident memory from /proc), divided by 10,000. Objective and query
@@ -56,6 +59,7 @@ const CONCURRENCY: usize = 64;
 const IDLE: usize = 10_000;
 #[path = "common/mod.rs"]
 mod common;
+use common::Placement;
 
 fn main() {
     if common::serve_sim_if_child(|| {
@@ -247,8 +251,8 @@ async fn run_thinkers(rt: &Runtime) -> (f64, Duration) {
     (cpu.elapsed().as_secs_f64() * 1e6, wall.elapsed())
 }
 
-async fn bare_loop(base: &str, bodies: Vec<bytes::Bytes>) -> f64 {
-    common::bare_loop(base, bodies, CONCURRENCY).await
+async fn bare_loop(base: &str, bodies: Vec<bytes::Bytes>, placement: Placement) -> f64 {
+    common::bare_loop(base, bodies, CONCURRENCY, placement).await
 }
 
 /// Rounds of each path, alternated so load from other processes hits both alike; medians are
@@ -277,26 +281,28 @@ async fn overhead(base: &str) {
         calls >= RUNS * (TOOL_ROUNDS as usize + 1),
         "every model call was logged"
     );
-    let _ = bare_loop(base, bodies.clone()).await;
-    // THINKERS_BENCH_PROFILE=runtime|bare runs one side only, for a profiler to sample alone.
+    let _ = bare_loop(base, bodies.clone(), Placement::BlockOn).await;
+    let _ = bare_loop(base, bodies.clone(), Placement::Spawned).await;
+    // THINKERS_BENCH_PROFILE=runtime|bare|bare-spawned runs one side only, for a profiler.
     if let Ok(side) = std::env::var("THINKERS_BENCH_PROFILE") {
         for _ in 0..ROUNDS {
             reset(base).await;
             let cpu = match side.as_str() {
-                "bare" => bare_loop(base, bodies.clone()).await,
+                "bare" => bare_loop(base, bodies.clone(), Placement::BlockOn).await,
+                "bare-spawned" => bare_loop(base, bodies.clone(), Placement::Spawned).await,
                 _ => run_thinkers(&plain).await.0 / calls as f64,
             };
             println!("  {side}: {cpu:.1} µs CPU per call");
         }
         return;
     }
-    let (mut bare, mut ours, mut kept, mut walls) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut bare, mut spawned, mut ours, mut kept, mut walls) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut bare_allocs, mut our_allocs) = (0usize, 0usize);
     for _ in 0..ROUNDS {
         reset(base).await;
         let a0 = GLOBAL.stats().allocations;
-        bare.push(bare_loop(base, bodies.clone()).await);
+        bare.push(bare_loop(base, bodies.clone(), Placement::BlockOn).await);
         let a1 = GLOBAL.stats().allocations;
         let (cpu, wall) = run_thinkers(&plain).await;
         let a2 = GLOBAL.stats().allocations;
@@ -304,6 +310,7 @@ async fn overhead(base: &str) {
         our_allocs += a2 - a1;
         ours.push(cpu / calls as f64);
         walls.push(wall.as_secs_f64());
+        spawned.push(bare_loop(base, bodies.clone(), Placement::Spawned).await);
         let (cpu, _) = run_thinkers(&recorded).await;
         kept.push(cpu / calls as f64);
     }
@@ -312,30 +319,47 @@ async fn overhead(base: &str) {
     let per_call = |n: usize| n as f64 / (ROUNDS * calls) as f64;
     // Each round's runs are next to each other in time, so their ratio shares the machine's
     // conditions; the median of those paired ratios is steadier than a ratio of medians.
-    let paired = |xs: &[f64]| median(xs.iter().zip(&bare).map(|(x, b)| x / b).collect());
-    let (ours_paired, kept_paired) = (paired(&ours), paired(&kept));
-    let (bare, ours, kept, wall) = (median(bare), median(ours), median(kept), median(walls));
+    let paired =
+        |xs: &[f64], base: &[f64]| median(xs.iter().zip(base).map(|(x, b)| x / b).collect());
+    let ratios = format!(
+        "{:.2}× built as by default, {:.2}× with rows kept in memory (block_on loop); \
+         {:.2}× and {:.2}× (spawned loop)",
+        paired(&ours, &bare),
+        paired(&kept, &bare),
+        paired(&ours, &spawned),
+        paired(&kept, &spawned),
+    );
+    let (bare, spawned, ours, kept, wall) = (
+        median(bare),
+        median(spawned),
+        median(ours),
+        median(kept),
+        median(walls),
+    );
     println!(
         "overhead per model turn: {RUNS} thinkers × {} turns and their sub-thinkers' turns \
          ({calls} calls), {CONCURRENCY} in flight, zero latency; medians of {ROUNDS} alternated \
          rounds",
         TOOL_ROUNDS + 1
     );
-    println!("  bare reqwest loop (same bodies)   {bare:>8.1} µs CPU per call");
+    println!("  bare reqwest loop (same bodies), driven from block_on {bare:>6.1} µs CPU per call");
     println!(
-        "  thinker turns through the runtime {ours:>8.1} µs CPU per call  ({:.2}× the bare loop; \
-         wall {wall:.2} s per round; built as by default, rows not kept)",
-        ours / bare,
+        "  the same loop spawned onto a worker                 {spawned:>6.1} µs CPU per call"
     );
     println!(
-        "  the same, every row kept in memory {kept:>7.1} µs CPU per call  ({:.2}× the bare loop; \
+        "  thinker turns through the runtime {ours:>8.1} µs CPU per call  ({:.2}× the block_on \
+         loop, {:.2}× the spawned one; wall {wall:.2} s per round; built as by default, rows not \
+         kept)",
+        ours / bare,
+        ours / spawned,
+    );
+    println!(
+        "  the same, every row kept in memory {kept:>7.1} µs CPU per call  ({:.2}× and {:.2}×; \
          MemoryRecorder)",
         kept / bare,
+        kept / spawned,
     );
-    println!(
-        "  median of the per-round ratios: {ours_paired:.2}× built as by default, \
-         {kept_paired:.2}× with rows kept in memory"
-    );
+    println!("  median of the per-round ratios: {ratios}");
     println!(
         "  heap allocations per call: bare {:.0}, through the runtime {:.0}",
         per_call(bare_allocs),

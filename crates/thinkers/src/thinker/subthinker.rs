@@ -35,6 +35,7 @@ use super::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, run_loop};
 use crate::conversation::ConversationService;
 use crate::hub::ToolHub;
 use crate::job::{BoxJob, JobContext, Orchestrator};
+use crate::llm::ToolSpec;
 use crate::model::{Depth, Grade, OutputSize};
 use crate::tool::{ToolCallContext, ToolOutput, ToolProvider, ToolRegistry, decode_arguments};
 use crate::{Error, Result};
@@ -162,6 +163,11 @@ impl Launch {
     }
 }
 
+/// What `sub_thinker` does, for the model.
+const DESCRIPTION: &str = "Hand one part of the problem to a sub-agent with your tools. Give it a \
+self-contained objective and the refs of the artifacts it needs; it answers a summary and \
+artifacts.";
+
 /// The input schema of `sub_thinker`, generated once and shared by every turn's door.
 fn input_schema() -> &'static Arc<Value> {
     static SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(crate::schema::of::<SubThinkerInput>);
@@ -186,14 +192,20 @@ impl ToolProvider for SubThinkerDoor {
         SUB_THINKER
     }
     fn description(&self) -> &str {
-        "Hand one part of the problem to a sub-agent with your tools. Give it a self-contained \
-         objective and the refs of the artifacts it needs; it answers a summary and artifacts."
+        DESCRIPTION
     }
     fn input_schema(&self) -> &Value {
         input_schema()
     }
     fn shared_input_schema(&self) -> Arc<Value> {
         Arc::clone(input_schema())
+    }
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: Cow::Borrowed(SUB_THINKER),
+            description: Cow::Borrowed(DESCRIPTION),
+            parameters: Arc::clone(input_schema()),
+        }
     }
     fn instantiate(&self, arguments: Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
         let input: SubThinkerInput = decode_arguments(arguments)?;

@@ -43,11 +43,7 @@ pub(crate) fn sweep(registry: &ToolRegistry, scope: &ScopeGuard, turn: u32) -> P
             });
             continue;
         }
-        palette.specs.push(ToolSpec {
-            name: p.name().to_owned(),
-            description: p.description().to_owned(),
-            parameters: p.shared_input_schema(),
-        });
+        palette.specs.push(p.spec());
     }
     palette
 }

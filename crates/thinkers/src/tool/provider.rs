@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::{Tool, ToolJob};
 use crate::job::{BoxJob, Job, JobContext, Requirements, Resources, ScopeGuard};
+use crate::llm::ToolSpec;
 use crate::{Error, Result};
 
 /// A tool call's result: the JSON the model sees and the typed value for code (artifacts).
@@ -69,6 +70,16 @@ pub trait ToolProvider: Send + Sync + 'static {
     fn shared_input_schema(&self) -> Arc<Value> {
         Arc::new(self.input_schema().clone())
     }
+    /// The palette entry for this tool: name, description and shared schema. The default copies
+    /// name and description; a provider whose text is `'static` (or already shared) borrows it,
+    /// so a palette rendered every turn allocates nothing for it.
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: Cow::Owned(self.name().to_owned()),
+            description: Cow::Owned(self.description().to_owned()),
+            parameters: self.shared_input_schema(),
+        }
+    }
     /// Whether the tool has no side effects. Defaults to `false`: MCP servers and dynamic tools
     /// cannot establish it, so they are never read-only. A wrapping provider forwards it.
     fn read_only(&self) -> bool {
@@ -85,6 +96,7 @@ macro_rules! forward_provider {
             fn description(&self) -> &str { (**self).description() }
             fn input_schema(&self) -> &Value { (**self).input_schema() }
             fn shared_input_schema(&self) -> Arc<Value> { (**self).shared_input_schema() }
+            fn spec(&self) -> ToolSpec { (**self).spec() }
             fn read_only(&self) -> bool { (**self).read_only() }
             fn instantiate(&self, arguments: Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
                 (**self).instantiate(arguments, cx)
@@ -246,6 +258,13 @@ impl<T: Tool> ToolProvider for TypedToolProvider<T> {
     }
     fn shared_input_schema(&self) -> Arc<Value> {
         Arc::clone(&self.schema)
+    }
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: Cow::Borrowed(T::NAME),
+            description: self.description.clone(),
+            parameters: Arc::clone(&self.schema),
+        }
     }
     fn read_only(&self) -> bool {
         self.tool.read_only()

@@ -274,7 +274,7 @@ async fn discoveries_survive_a_save_and_a_resume_by_another_thinker_object() {
         .request
         .tools
         .iter()
-        .map(|t| t.name.as_str())
+        .map(|t| t.name.as_ref())
         .collect();
     assert!(names.contains(&"lookup"), "{names:?}");
     assert!(resumed.request.system.contains("HOUSE-STYLE-TEXT"));

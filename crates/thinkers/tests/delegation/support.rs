@@ -118,7 +118,7 @@ pub fn offered(turns: &ScriptedTurns, i: usize) -> Vec<String> {
         .request
         .tools
         .iter()
-        .map(|t| t.name.clone())
+        .map(|t| t.name.to_string())
         .collect()
 }
 
@@ -128,7 +128,7 @@ pub fn offered_by(turns: &ScriptedTurns, class: &str) -> Vec<Vec<String>> {
         .seen()
         .iter()
         .filter(|t| t.class == class)
-        .map(|t| t.request.tools.iter().map(|s| s.name.clone()).collect())
+        .map(|t| t.request.tools.iter().map(|s| s.name.to_string()).collect())
         .collect()
 }
 

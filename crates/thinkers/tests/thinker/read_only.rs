@@ -28,7 +28,7 @@ fn offered(turns: &ScriptedTurns, i: usize) -> Vec<String> {
         .request
         .tools
         .iter()
-        .map(|t| t.name.clone())
+        .map(|t| t.name.to_string())
         .collect()
 }
 

@@ -481,7 +481,7 @@ async fn reconcile_hooks_run_every_turn_and_are_idempotent() {
         .turns(turns.clone());
     d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
     for seen in turns.seen() {
-        let names: Vec<_> = seen.request.tools.iter().map(|t| t.name.as_str()).collect();
+        let names: Vec<_> = seen.request.tools.iter().map(|t| t.name.as_ref()).collect();
         // The hook's tool, then the built-in sub_thinker (standard depth, no hub needed).
         assert_eq!(names, ["lookup", "sub_thinker"], "turn {}", seen.turn);
     }
