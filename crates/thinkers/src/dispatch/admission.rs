@@ -158,6 +158,23 @@ impl Admission {
 
     async fn acquire_one(&self, ask: &Ask) -> Result<Lease> {
         let queue = self.queue(&ask.budget);
+        // Nobody waits and the store decides in memory: one try, without joining the queue. The
+        // queue's lock is held through the try, so no waiter arrives in between and is passed.
+        {
+            let waiters = queue.lock();
+            if waiters.is_empty() {
+                match self.inner.store.try_reserve_local(ask) {
+                    Some(Reservation::Granted(lease)) => return Ok(lease),
+                    Some(Reservation::Never(reason)) => {
+                        return Err(Error::Unadmittable {
+                            budget: ask.budget.clone(),
+                            reason,
+                        });
+                    }
+                    Some(Reservation::Wait(_)) | None => {}
+                }
+            }
+        }
         let notify = Arc::new(Notify::new());
         let id = queue
             .next
@@ -170,7 +187,11 @@ impl Admission {
                 notify.notified().await;
                 continue;
             }
-            match self.inner.store.try_reserve(ask).await? {
+            let reservation = match self.inner.store.try_reserve_local(ask) {
+                Some(r) => r,
+                None => self.inner.store.try_reserve(ask).await?,
+            };
+            match reservation {
                 Reservation::Granted(lease) => return Ok(lease),
                 Reservation::Never(reason) => {
                     return Err(Error::Unadmittable {

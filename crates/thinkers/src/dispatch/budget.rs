@@ -108,6 +108,13 @@ pub trait BudgetStore: Send + Sync + 'static {
     fn limits(&self, budget: &str) -> Option<Limits>;
     /// Try to reserve `ask` now.
     fn try_reserve<'a>(&'a self, ask: &'a Ask) -> BoxFuture<'a, Result<Reservation>>;
+    /// Decide `ask` at once, in memory: `Some` from a store that needs nothing outside the
+    /// process (admission then skips the boxed future of [`BudgetStore::try_reserve`]), `None`
+    /// from one that must ask elsewhere. The default is `None`.
+    fn try_reserve_local(&self, ask: &Ask) -> Option<Reservation> {
+        let _ = ask;
+        None
+    }
     /// Reconcile a lease with the tokens really used; a surplus goes back to the budget.
     fn settle(&self, lease: &Lease, used_tokens: u64);
     /// Give back a lease's concurrency.
@@ -300,6 +307,10 @@ impl BudgetStore for MemoryBudgets {
     fn try_reserve<'a>(&'a self, ask: &'a Ask) -> BoxFuture<'a, Result<Reservation>> {
         let r = self.reserve_now(ask);
         Box::pin(std::future::ready(Ok(r)))
+    }
+
+    fn try_reserve_local(&self, ask: &Ask) -> Option<Reservation> {
+        Some(self.reserve_now(ask))
     }
 
     fn settle(&self, lease: &Lease, used_tokens: u64) {

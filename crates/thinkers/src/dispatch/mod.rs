@@ -266,14 +266,16 @@ impl Dispatcher {
             self.clone(),
             cancel,
         ));
-        self.inner.recorder.job_started(JobStart {
-            id: node.id,
-            parent: node.parent,
-            workflow: node.workflow,
-            class: node.class.to_string(),
-            ordinal,
-            started_at_ms: crate::record::now_ms(),
-        });
+        if self.inner.recorder.keeps_rows() {
+            self.inner.recorder.job_started(JobStart {
+                id: node.id,
+                parent: node.parent,
+                workflow: node.workflow,
+                class: node.class.to_string(),
+                ordinal,
+                started_at_ms: crate::record::now_ms(),
+            });
+        }
         JobContext { node }
     }
 }

@@ -302,26 +302,30 @@ pub async fn converse_bound(
         entry.cost(usage.input - cached, cached, usage.output)
     };
     let currency = entry.pricing().currency.clone();
-    let run = LlmRun {
-        job: cx.id(),
-        workflow: cx.workflow(),
-        class: class.to_owned(),
-        entry: b.entry.clone(),
-        model: b.model.clone(),
-        input_tokens: usage.input,
-        output_tokens: usage.output,
-        reasoning_tokens: usage.reasoning,
-        cached_tokens: usage.cached,
-        output_budget: u64::from(b.output_budget),
-        latency_ms: u64::try_from(outcome.latency.as_millis()).unwrap_or(u64::MAX),
-        stop_reason: stop_name(&outcome.response.stop).to_owned(),
-        cost,
-        currency: currency.clone(),
-        at_ms: now_ms(),
-        escalated: b.escalated,
-    };
-    crate::telemetry::record_usage(&span, &crate::telemetry::ModelUsage::from(&run));
-    cx.dispatcher().recorder().llm_run(run);
+    // The row is built only for a recorder that keeps it or a span that carries its usage.
+    let recorder = cx.dispatcher().recorder();
+    if recorder.keeps_rows() || !span.is_disabled() {
+        let run = LlmRun {
+            job: cx.id(),
+            workflow: cx.workflow(),
+            class: class.to_owned(),
+            entry: b.entry.clone(),
+            model: b.model.clone(),
+            input_tokens: usage.input,
+            output_tokens: usage.output,
+            reasoning_tokens: usage.reasoning,
+            cached_tokens: usage.cached,
+            output_budget: u64::from(b.output_budget),
+            latency_ms: u64::try_from(outcome.latency.as_millis()).unwrap_or(u64::MAX),
+            stop_reason: stop_name(&outcome.response.stop).to_owned(),
+            cost,
+            currency: currency.clone(),
+            at_ms: now_ms(),
+            escalated: b.escalated,
+        };
+        crate::telemetry::record_usage(&span, &crate::telemetry::ModelUsage::from(&run));
+        recorder.llm_run(run);
+    }
     if outcome.response.stop == StopReason::MaxTokens && !b.escalated {
         return Err(Error::Retry(RetrySignal::TruncationEscalation));
     }

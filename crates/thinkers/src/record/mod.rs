@@ -167,6 +167,12 @@ pub trait Recorder: Send + Sync + 'static {
     fn flush(&self) -> BoxFuture<'_, crate::Result<()>> {
         Box::pin(async { Ok(()) })
     }
+    /// Whether rows handed to this recorder are kept. `false` (recording off) lets the runtime
+    /// skip building rows nobody reads; a recorder that wraps another forwards it or keeps the
+    /// default `true`.
+    fn keeps_rows(&self) -> bool {
+        true
+    }
 }
 
 /// A recorder that records nothing.
@@ -177,6 +183,9 @@ impl Recorder for NoopRecorder {
     fn job_started(&self, _row: JobStart) {}
     fn job_finished(&self, _row: JobEnd) {}
     fn llm_run(&self, _row: LlmRun) {}
+    fn keeps_rows(&self) -> bool {
+        false
+    }
 }
 
 /// Milliseconds since the Unix epoch, now.
