@@ -5,7 +5,11 @@
 //! for everything else, so each catalog entry carries a calibration factor learned from the input
 //! usage the provider reports: an exponential moving average of `reported / counted`, clamped to
 //! `[0.5, 3.0]`, starting at 1.0 for the OpenAI family and 1.2 for Anthropic (local counts
-//! undercount Claude models).
+//! undercount Claude models). The ratio varies from request to request (a local count includes
+//! the body's JSON framing, which a provider's count may not), so a reservation is priced above
+//! the average: [`TokenCounter::estimate`] adds twice the moving mean deviation of the ratio, as
+//! a round-trip estimator adds its variance. A reservation that undercounts could take the last
+//! tokens of a window the provider has already spent.
 //!
 //! ## The cheap path
 //!
@@ -54,8 +58,27 @@ struct Generations {
 pub struct TokenCounter {
     cache: Mutex<Generations>,
     half_capacity: usize,
-    factors: Mutex<HashMap<String, f64>>,
+    factors: Mutex<HashMap<String, Calibration>>,
 }
+
+/// What an entry learned: the mean ratio of reported to counted tokens and its mean deviation.
+#[derive(Debug, Clone, Copy)]
+struct Calibration {
+    factor: f64,
+    deviation: f64,
+}
+
+impl Calibration {
+    fn starting(factor: f64) -> Self {
+        Self {
+            factor,
+            deviation: 0.0,
+        }
+    }
+}
+
+/// How many mean deviations a reservation adds above the mean ratio.
+const DEVIATIONS: f64 = 2.0;
 
 impl Default for TokenCounter {
     fn default() -> Self {
@@ -155,13 +178,19 @@ impl TokenCounter {
     pub fn register(&self, entry_id: &str, dialect: Dialect) {
         let mut f = self.factors.lock().unwrap_or_else(PoisonError::into_inner);
         f.entry(entry_id.to_owned())
-            .or_insert_with(|| starting_factor(dialect));
+            .or_insert_with(|| Calibration::starting(starting_factor(dialect)));
     }
 
-    /// The entry's current factor (1.0 for an entry never registered nor calibrated).
+    /// The entry's current mean factor (1.0 for an entry never registered nor calibrated).
     pub fn factor(&self, entry_id: &str) -> f64 {
+        self.calibration(entry_id).factor
+    }
+
+    fn calibration(&self, entry_id: &str) -> Calibration {
         let f = self.factors.lock().unwrap_or_else(PoisonError::into_inner);
-        f.get(entry_id).copied().unwrap_or(1.0)
+        f.get(entry_id)
+            .copied()
+            .unwrap_or(Calibration::starting(1.0))
     }
 
     /// Learn from one call: `counted` locally, `reported` by the provider (all input tokens).
@@ -171,14 +200,20 @@ impl TokenCounter {
         }
         let ratio = reported as f64 / counted as f64;
         let mut f = self.factors.lock().unwrap_or_else(PoisonError::into_inner);
-        let factor = f.entry(entry_id.to_owned()).or_insert(1.0);
-        let next = (1.0 - CALIBRATION_WEIGHT) * *factor + CALIBRATION_WEIGHT * ratio;
-        *factor = next.clamp(MIN_FACTOR, MAX_FACTOR);
+        let c = f
+            .entry(entry_id.to_owned())
+            .or_insert(Calibration::starting(1.0));
+        let error = ratio - c.factor;
+        c.factor = (c.factor + CALIBRATION_WEIGHT * error).clamp(MIN_FACTOR, MAX_FACTOR);
+        c.deviation += CALIBRATION_WEIGHT * (error.abs().min(MAX_FACTOR) - c.deviation);
     }
 
-    /// The calibrated estimate of what the provider will count for `counted` local tokens.
+    /// What the provider will count for `counted` local tokens, priced for a reservation: the
+    /// mean factor plus twice its mean deviation (at most [`MAX_FACTOR`]), rounded up.
     pub fn estimate(&self, entry_id: &str, counted: u64) -> u64 {
-        (counted as f64 * self.factor(entry_id)).ceil() as u64
+        let c = self.calibration(entry_id);
+        let factor = (c.factor + DEVIATIONS * c.deviation).min(MAX_FACTOR);
+        (counted as f64 * factor).ceil() as u64
     }
 }
 
@@ -237,6 +272,30 @@ mod tests {
             c.count_cached(format!("other {i}").as_bytes());
         }
         assert_eq!(c.count_cached(b"keep me"), c.count_str("keep me"));
+    }
+
+    #[test]
+    fn a_reservation_covers_the_spread_of_the_reports() {
+        let c = TokenCounter::new();
+        c.register("gpt", Dialect::OpenAi);
+        // Reports alternate 10% under and 10% over the mean: an average alone would undercount
+        // every other request.
+        for i in 0..100 {
+            let reported = if i % 2 == 0 { 900 } else { 1100 };
+            c.calibrate("gpt", 1000, reported);
+        }
+        assert!((c.factor("gpt") - 1.0).abs() < 0.03, "{}", c.factor("gpt"));
+        let estimate = c.estimate("gpt", 1000);
+        assert!((1100..=1300).contains(&estimate), "{estimate}");
+        // Steady reports leave no margin to speak of.
+        for _ in 0..100 {
+            c.calibrate("gpt", 1000, 1000);
+        }
+        assert!(
+            c.estimate("gpt", 1000) <= 1001,
+            "{}",
+            c.estimate("gpt", 1000)
+        );
     }
 
     #[test]

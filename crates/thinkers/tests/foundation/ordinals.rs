@@ -127,3 +127,58 @@ async fn a_child_run_in_place_is_cancelled_and_recorded_when_its_caller_stops() 
     let end = stalled.end.expect("an end row");
     assert_eq!(end.error_kind.as_deref(), Some("cancelled"));
 }
+
+#[tokio::test]
+async fn cancelling_the_caller_cancels_a_child_run_in_place_and_what_that_child_spawned() {
+    use std::sync::Arc;
+    use tokio::sync::Notify;
+    let (d, rec) = dispatcher();
+    let ready = Arc::new(Notify::new());
+    let signal = ready.clone();
+    let root = d.submit(doer("root", move |cx| {
+        let signal = signal.clone();
+        async move {
+            cx.run_in_current_step(doer("in_place", move |cx| {
+                let signal = signal.clone();
+                async move {
+                    // A grandchild on a task of its own, which outlives nothing it hangs from.
+                    let spawned = cx.submit_in_step(doer("spawned", |_cx| async move {
+                        std::future::pending::<()>().await;
+                        Ok(())
+                    }));
+                    signal.notify_one();
+                    spawned.await?;
+                    Ok(())
+                }
+            }))
+            .await
+        }
+    }));
+    ready.notified().await;
+    root.cancel();
+    let outcome = root.await;
+    assert!(
+        matches!(outcome, Err(thinkers::Error::Cancelled)),
+        "{outcome:?}"
+    );
+    // The spawned grandchild notices its token on its own task; give it a moment.
+    for _ in 0..100 {
+        let ended = rec.jobs().iter().filter(|r| r.end.is_some()).count();
+        if ended == 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    for class in ["root", "in_place", "spawned"] {
+        let row = rec
+            .jobs()
+            .into_iter()
+            .find(|r| r.start.class == class)
+            .unwrap_or_else(|| panic!("{class} has a start row"));
+        assert_eq!(
+            row.status(),
+            thinkers::record::JobStatus::Cancelled,
+            "{class}: {row:?}"
+        );
+    }
+}
