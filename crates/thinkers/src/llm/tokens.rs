@@ -77,8 +77,8 @@ impl Calibration {
     }
 }
 
-/// How many mean deviations a reservation adds above the mean ratio.
-const DEVIATIONS: f64 = 2.0;
+/// How many mean deviations of the calibration ratio a reservation adds above its mean.
+pub const RESERVATION_DEVIATIONS: f64 = 2.0;
 
 impl Default for TokenCounter {
     fn default() -> Self {
@@ -212,7 +212,7 @@ impl TokenCounter {
     /// mean factor plus twice its mean deviation (at most [`MAX_FACTOR`]), rounded up.
     pub fn estimate(&self, entry_id: &str, counted: u64) -> u64 {
         let c = self.calibration(entry_id);
-        let factor = (c.factor + DEVIATIONS * c.deviation).min(MAX_FACTOR);
+        let factor = (c.factor + RESERVATION_DEVIATIONS * c.deviation).min(MAX_FACTOR);
         (counted as f64 * factor).ceil() as u64
     }
 }

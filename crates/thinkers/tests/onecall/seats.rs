@@ -96,15 +96,20 @@ async fn the_reservation_is_counted_from_the_exact_bytes_the_provider_received()
         "before any calibration the reservation is the count itself"
     );
     assert!(seen[1].encoded.body.len() > seen[0].encoded.body.len());
-    // The first call taught the entry's factor from what the provider reported; the second
-    // reservation is its own count scaled by that factor.
+    // The first call taught the entry's factor (and the spread of its ratio) from what the
+    // provider reported; the second reservation is its own count priced at the mean factor
+    // plus the deviation margin.
     let reported = s.rec.llm_runs()[0].input_tokens as f64;
     let w = thinkers::llm::tokens::CALIBRATION_WEIGHT;
-    let factor = ((1.0 - w) + w * reported / seen[0].counted as f64).clamp(0.5, 3.0);
+    let error = reported / seen[0].counted as f64 - 1.0;
+    let factor = (1.0 + w * error).clamp(0.5, 3.0);
+    let deviation = w * error.abs().min(3.0);
+    let priced = (factor + thinkers::llm::tokens::RESERVATION_DEVIATIONS * deviation).min(3.0);
     assert_eq!(
         seen[1].seat_input,
-        (seen[1].counted as f64 * factor).ceil() as u64
+        (seen[1].counted as f64 * priced).ceil() as u64
     );
+    assert!(seen[1].seat_input >= (seen[1].counted as f64 * factor).ceil() as u64);
 }
 
 #[tokio::test]
