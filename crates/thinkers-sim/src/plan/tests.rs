@@ -155,3 +155,31 @@ fn anthropic_thinking_describes_the_next_step() {
     assert!(thinking.contains("find the answer") && thinking.contains("search"));
     assert!(calls(&plan)[0].starts_with("search"));
 }
+
+#[test]
+fn quotable_words_come_from_user_texts_and_tool_results_only() {
+    let mut ex = exchange(Vec::new());
+    ex.system = "Refs look like @a99.".into();
+    ex.messages = vec![
+        Message {
+            role: Role::User,
+            parts: vec![Part::Text("Compare @a1: and the rest.".into())],
+        },
+        Message {
+            role: Role::Assistant,
+            parts: vec![Part::Text("I made up @a42".into())],
+        },
+        Message {
+            role: Role::Tool,
+            parts: vec![Part::ToolResult(
+                "[artifact @a2] {\"term\":\"grade\"}".into(),
+            )],
+        },
+    ];
+    assert_eq!(
+        ex.quotable_words(),
+        [
+            "Compare", "@a1", "and", "the", "rest", "artifact", "@a2", "term", "grade"
+        ]
+    );
+}

@@ -165,12 +165,7 @@ impl Admission {
             if waiters.is_empty() {
                 match self.inner.store.try_reserve_local(ask) {
                     Some(Reservation::Granted(lease)) => return Ok(lease),
-                    Some(Reservation::Never(reason)) => {
-                        return Err(Error::Unadmittable {
-                            budget: ask.budget.clone(),
-                            reason,
-                        });
-                    }
+                    Some(Reservation::Never(reason)) => return Err(unadmittable(ask, reason)),
                     Some(Reservation::Wait(_)) | None => {}
                 }
             }
@@ -193,12 +188,7 @@ impl Admission {
             };
             match reservation {
                 Reservation::Granted(lease) => return Ok(lease),
-                Reservation::Never(reason) => {
-                    return Err(Error::Unadmittable {
-                        budget: ask.budget.clone(),
-                        reason,
-                    });
-                }
+                Reservation::Never(reason) => return Err(unadmittable(ask, reason)),
                 Reservation::Wait(None) => notify.notified().await,
                 Reservation::Wait(Some(d)) => {
                     tokio::select! {
@@ -208,6 +198,14 @@ impl Admission {
                 }
             }
         }
+    }
+}
+
+/// The refusal of an ask its budget can never admit.
+fn unadmittable(ask: &Ask, reason: String) -> Error {
+    Error::Unadmittable {
+        budget: ask.budget.clone(),
+        reason,
     }
 }
 
