@@ -285,7 +285,12 @@ async fn overhead(base: &str) {
     let _ = bare_loop(base, bodies.clone(), Placement::Spawned).await;
     // THINKERS_BENCH_PROFILE=runtime|bare|bare-spawned runs one side only, for a profiler.
     if let Ok(side) = std::env::var("THINKERS_BENCH_PROFILE") {
-        for _ in 0..ROUNDS {
+        // THINKERS_BENCH_ROUNDS sets how many (more rounds make the warm-up's share negligible).
+        let rounds = std::env::var("THINKERS_BENCH_ROUNDS")
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(ROUNDS);
+        for _ in 0..rounds {
             reset(base).await;
             let cpu = match side.as_str() {
                 "bare" => bare_loop(base, bodies.clone(), Placement::BlockOn).await,

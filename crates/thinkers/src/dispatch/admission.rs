@@ -13,7 +13,7 @@
 //! one budget are granted in arrival order. Not guaranteed: fairness across budgets, or across
 //! processes sharing a store (each process is FIFO on its own).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::Notify;
@@ -60,7 +60,7 @@ impl Drop for Ticket<'_> {
 
 pub(crate) struct AdmissionInner {
     store: Arc<dyn BudgetStore>,
-    queues: Mutex<HashMap<String, Arc<Queue>>>,
+    queues: Mutex<foldhash::HashMap<String, Arc<Queue>>>,
 }
 
 /// The admission gate of a dispatcher.
@@ -81,7 +81,7 @@ impl Admission {
         Self {
             inner: Arc::new(AdmissionInner {
                 store,
-                queues: Mutex::new(HashMap::new()),
+                queues: Mutex::new(foldhash::HashMap::default()),
             }),
         }
     }

@@ -13,7 +13,7 @@
 //! default is [`MemoryBudgets`]. The waiting and FIFO ordering live above the store, in
 //! [`super::Admission`], so every store gets them.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -212,7 +212,7 @@ impl State {
 /// The in-process budget store: sliding windows under a mutex per store.
 #[derive(Debug, Default)]
 pub struct MemoryBudgets {
-    states: Mutex<HashMap<String, State>>,
+    states: Mutex<foldhash::HashMap<String, State>>,
     next_lease: std::sync::atomic::AtomicU64,
 }
 

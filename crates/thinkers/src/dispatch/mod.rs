@@ -45,6 +45,10 @@ use crate::job::context::JobNode;
 use crate::job::{Job, JobContext, ScopeGuard};
 use crate::record::{JobStart, NoopRecorder, Recorder};
 
+/// The largest job future spawned as it is; a larger one is boxed first (see
+/// [`Dispatcher::spawn`]).
+const SPAWN_INLINE_BYTES: usize = 1024;
+
 /// Bounds and waits of the attempt loop. Each retry kind has its own bound.
 #[derive(Debug, Clone)]
 pub struct DispatchConfig {
@@ -224,7 +228,15 @@ impl Dispatcher {
         scope: Option<Arc<ScopeGuard>>,
     ) -> JobHandle<J::Output> {
         let cx = self.admit_job(job.class(), parent, ordinal, scope);
-        let task = tokio::spawn(run::run(job, cx.clone(), run::Watch::Token));
+        // A large future is boxed first: tokio keeps a spawned future inline in its task cell
+        // and copies that whole cell as the task is created and as it finishes, which for a
+        // thinker (several KiB, with its model call inline) cost more than the box.
+        let run = run::run(job, cx.clone(), run::Watch::Token);
+        let task = if std::mem::size_of_val(&run) > SPAWN_INLINE_BYTES {
+            tokio::spawn(Box::pin(run))
+        } else {
+            tokio::spawn(run)
+        };
         JobHandle::new(cx, task)
     }
 

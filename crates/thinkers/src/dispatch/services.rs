@@ -1,13 +1,12 @@
 //! Shared services jobs look up by type (catalog, model clients, stores).
 
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A type map of shared services, fixed when the dispatcher is built.
 #[derive(Default, Clone)]
 pub struct Services {
-    map: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+    map: foldhash::HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
 }
 
 impl std::fmt::Debug for Services {

@@ -12,7 +12,6 @@
 //! No API key is ever logged or put into an error: headers are redacted in `Debug`, and a key a
 //! provider echoes in its error message is scrubbed.
 
-use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -91,7 +90,7 @@ pub struct ModelClient {
     http: reqwest::Client,
     /// Endpoints already parsed: a client talks to a handful of URLs, and parsing one costs
     /// more than the rest of building a request.
-    endpoints: Arc<RwLock<HashMap<String, reqwest::Url>>>,
+    endpoints: Arc<RwLock<foldhash::HashMap<String, reqwest::Url>>>,
 }
 
 /// How many parsed endpoints a client keeps before starting over.

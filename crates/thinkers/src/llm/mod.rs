@@ -26,6 +26,7 @@ pub mod client;
 mod codec;
 pub mod encoded;
 mod errors;
+mod escape;
 mod headers;
 mod openai;
 pub mod request;

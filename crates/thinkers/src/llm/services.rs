@@ -1,6 +1,5 @@
 //! [`ModelServices`]: what a model call needs from the deployment, registered on the dispatcher.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{ApiKey, ModelClient, TokenCounter, WireTarget};
@@ -14,7 +13,7 @@ pub struct ModelServices {
     router: ModelRouter,
     client: ModelClient,
     counter: Arc<TokenCounter>,
-    targets: Mutex<HashMap<String, Arc<WireTarget>>>,
+    targets: Mutex<foldhash::HashMap<String, Arc<WireTarget>>>,
 }
 
 impl std::fmt::Debug for ModelServices {
@@ -43,7 +42,7 @@ impl ModelServices {
             router,
             client,
             counter: Arc::new(counter),
-            targets: Mutex::new(HashMap::new()),
+            targets: Mutex::new(foldhash::HashMap::default()),
         }
     }
 

@@ -15,7 +15,6 @@
 //! Removing a keyword only loosens what the provider enforces; the runtime still validates the
 //! answer against the original schema.
 
-use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use serde::{Serialize, Serializer};
@@ -70,7 +69,7 @@ const SHARED_CAPACITY: usize = 256;
 /// Rendered schemas by the address of their shared source and the adaptation. The source `Arc`
 /// is held with its rendering, so its address cannot be reused for another schema while the
 /// entry lives.
-type Renderings = HashMap<(usize, Adaptation), (Arc<Value>, Arc<Rendered>)>;
+type Renderings = foldhash::HashMap<(usize, Adaptation), (Arc<Value>, Arc<Rendered>)>;
 
 static RENDERINGS: LazyLock<Mutex<Renderings>> = LazyLock::new(Default::default);
 

@@ -25,6 +25,7 @@
 //! recent renders use stays while the rest ages out.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Mutex, PoisonError};
 
 use crate::llm::encoded::EncodedRequest;
@@ -47,10 +48,31 @@ pub fn starting_factor(dialect: Dialect) -> f64 {
     }
 }
 
+/// The hasher of maps whose keys are XXH3 hashes already: a key is its own hash (hashing it
+/// again cost as much as the lookup).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type PartCounts = HashMap<u64, u64, BuildHasherDefault<Prehashed>>;
+
 #[derive(Debug, Default)]
 struct Generations {
-    current: HashMap<u64, u64>,
-    previous: HashMap<u64, u64>,
+    current: PartCounts,
+    previous: PartCounts,
 }
 
 /// Counts tokens, caches the counts of rendered parts, and learns per-entry calibration.
@@ -58,7 +80,7 @@ struct Generations {
 pub struct TokenCounter {
     cache: Mutex<Generations>,
     half_capacity: usize,
-    factors: Mutex<HashMap<String, Calibration>>,
+    factors: Mutex<foldhash::HashMap<String, Calibration>>,
 }
 
 /// What an entry learned: the mean ratio of reported to counted tokens and its mean deviation.
@@ -103,7 +125,7 @@ impl TokenCounter {
         Self {
             cache: Mutex::new(Generations::default()),
             half_capacity: (capacity / 2).max(1),
-            factors: Mutex::new(HashMap::new()),
+            factors: Mutex::new(foldhash::HashMap::default()),
         }
     }
 

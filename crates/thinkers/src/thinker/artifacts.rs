@@ -136,22 +136,55 @@ pub(crate) fn summary(reference: &ArtifactRef, output: &ToolOutput) -> String {
     summary_within(reference, output, SUMMARY_BYTES)
 }
 
-/// [`summary`] with the output's JSON shortened past `max` bytes.
+/// [`summary`] with the output's JSON shortened past `max` bytes. The JSON is written straight
+/// into the summary and stops once it passes `max`, so a large output is never serialized whole.
 pub(crate) fn summary_within(reference: &ArtifactRef, output: &ToolOutput, max: usize) -> String {
-    let json = output.json.to_string();
-    let body = if json.len() > max {
-        let mut end = max;
-        while !json.is_char_boundary(end) {
+    const OPEN: &str = "[artifact ";
+    let head = OPEN.len() + reference.0.len() + 2;
+    let mut w = Bounded {
+        buf: Vec::with_capacity(head + max.min(256)),
+        // One byte past `max`, so a cut can check the byte after it for a character boundary.
+        limit: head + max + 1,
+    };
+    w.buf.extend_from_slice(OPEN.as_bytes());
+    w.buf.extend_from_slice(reference.0.as_bytes());
+    w.buf.extend_from_slice(b"] ");
+    // The only failure is `Bounded` refusing past its limit, which the length below shows.
+    let _ = serde_json::to_writer(&mut w, &output.json);
+    let mut buf = w.buf;
+    if buf.len() > head + max {
+        let mut end = head + max;
+        // Back up to the start of a character (a UTF-8 continuation byte is 0b10xx_xxxx).
+        while end > head && buf.get(end).is_some_and(|b| b & 0xC0 == 0x80) {
             end -= 1;
         }
-        format!(
-            "{}… (shortened; cite {reference} for the whole)",
-            &json[..end]
-        )
-    } else {
-        json
-    };
-    format!("[artifact {reference}] {body}")
+        buf.truncate(end);
+        buf.extend_from_slice("… (shortened; cite ".as_bytes());
+        buf.extend_from_slice(reference.0.as_bytes());
+        buf.extend_from_slice(b" for the whole)");
+    }
+    String::from_utf8(buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// A writer that keeps at most `limit` bytes and then refuses.
+struct Bounded {
+    buf: Vec<u8>,
+    limit: usize,
+}
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let room = self.limit.saturating_sub(self.buf.len());
+        if data.len() > room {
+            self.buf.extend_from_slice(&data[..room]);
+            return Err(std::io::Error::other("the summary is full"));
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The legend rendered into the system content when the answer schema uses refs.
@@ -185,5 +218,57 @@ fn collect(v: &serde_json::Value, out: &mut Vec<ArtifactRef>) {
         }
         serde_json::Value::Array(items) => items.iter().for_each(|i| collect(i, out)),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn output(json: serde_json::Value) -> ToolOutput {
+        ToolOutput {
+            typed: Arc::new(json.clone()),
+            json,
+        }
+    }
+
+    /// What the summary was before it was written through `Bounded`: the whole JSON, then cut.
+    fn cut_whole(reference: &ArtifactRef, json: &serde_json::Value, max: usize) -> String {
+        let json = json.to_string();
+        let body = if json.len() > max {
+            let mut end = max;
+            while !json.is_char_boundary(end) {
+                end -= 1;
+            }
+            format!(
+                "{}… (shortened; cite {reference} for the whole)",
+                &json[..end]
+            )
+        } else {
+            json
+        };
+        format!("[artifact {reference}] {body}")
+    }
+
+    #[test]
+    fn a_summary_is_the_json_cut_at_a_character_boundary_past_its_limit() {
+        let r = ArtifactRef("@a7".into());
+        let values = [
+            serde_json::json!({"term": "x", "meaning": "short"}),
+            serde_json::json!({"text": "é".repeat(300), "n": [1, 2, 3]}),
+            serde_json::json!("quote \" and \\ and \n"),
+            serde_json::json!(null),
+        ];
+        for v in &values {
+            let len = v.to_string().len();
+            // Every limit around the JSON's own length, and some well inside it.
+            for max in [0, 1, 2, 5, 17, 100, len - 1, len, len + 1, 2_000] {
+                assert_eq!(
+                    summary_within(&r, &output(v.clone()), max),
+                    cut_whole(&r, v, max),
+                    "max {max} for {v}"
+                );
+            }
+        }
     }
 }

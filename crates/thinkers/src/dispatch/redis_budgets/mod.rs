@@ -25,7 +25,7 @@
 
 mod scripts;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
@@ -63,7 +63,7 @@ struct Inner {
     conn: MultiplexedConnection,
     prefix: String,
     ttl: Duration,
-    budgets: Mutex<HashMap<String, Local>>,
+    budgets: Mutex<foldhash::HashMap<String, Local>>,
     runtime: tokio::runtime::Handle,
 }
 
@@ -120,7 +120,7 @@ impl RedisBudgets {
             conn,
             prefix: prefix.to_owned(),
             ttl: lease_ttl,
-            budgets: Mutex::new(HashMap::new()),
+            budgets: Mutex::new(foldhash::HashMap::default()),
             runtime,
         });
         inner
@@ -136,7 +136,7 @@ impl RedisBudgets {
 }
 
 impl Inner {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Local>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, foldhash::HashMap<String, Local>> {
         self.budgets.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

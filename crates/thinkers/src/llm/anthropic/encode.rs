@@ -26,6 +26,7 @@ use super::{API_VERSION, MIN_THINKING_BUDGET};
 use crate::Result;
 use crate::conversation::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::encoded::{DecodePlan, EncodedRequest, Header, Segments, Tracked, capacity_hint};
+use crate::llm::escape::JsonStr;
 use crate::llm::request::{ChatRequest, Reasoning, ToolChoice};
 use crate::llm::strict::{self, Adaptation, Rendered};
 use crate::llm::target::WireTarget;
@@ -49,7 +50,7 @@ enum Block<'a> {
         data: &'a str,
     },
     Text {
-        text: &'a str,
+        text: JsonStr<'a>,
     },
     Image {
         source: Source<'a>,
@@ -66,7 +67,7 @@ enum Block<'a> {
     },
     ToolResult {
         tool_use_id: &'a str,
-        content: &'a str,
+        content: JsonStr<'a>,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
@@ -91,7 +92,7 @@ struct Turn<'a> {
 #[derive(Serialize)]
 struct Tool<'a> {
     name: &'a str,
-    description: &'a str,
+    description: JsonStr<'a>,
     input_schema: InputSchema,
 }
 
@@ -131,7 +132,7 @@ struct Body<'a> {
     model: &'a str,
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<Tracked<'a, Cow<'a, str>>>,
+    system: Option<Tracked<'a, JsonStr<'a>>>,
     messages: Vec<Tracked<'a, Turn<'a>>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tracked<'a, Tool<'a>>>,
@@ -185,7 +186,7 @@ pub(crate) fn encode(
             .map(|t| {
                 seg.track(Tool {
                     name: &t.name,
-                    description: &t.description,
+                    description: JsonStr::from(&*t.description),
                     input_schema: if t.parameters.is_object() {
                         InputSchema::Shared(strict::rendered(&t.parameters, Adaptation::AsIs))
                     } else {
@@ -220,7 +221,7 @@ pub(crate) fn encode(
     let body = Body {
         model: &target.model,
         max_tokens: req.max_output_tokens.saturating_add(budget.unwrap_or(0)),
-        system: (!system.is_empty()).then(|| seg.track(system)),
+        system: (!system.is_empty()).then(|| seg.track(JsonStr(system))),
         messages,
         tools,
         tool_choice,
@@ -277,7 +278,9 @@ fn tool_input(arguments: &Value) -> Cow<'_, Value> {
 fn block<'a>(b: &'a ContentBlock, thinking: bool) -> Option<Block<'a>> {
     Some(match b {
         ContentBlock::Text { text } if text.is_empty() => return None,
-        ContentBlock::Text { text } => Block::Text { text },
+        ContentBlock::Text { text } => Block::Text {
+            text: JsonStr::from(text.as_str()),
+        },
         ContentBlock::Thinking {
             thinking: t,
             signature,
@@ -303,7 +306,7 @@ fn block<'a>(b: &'a ContentBlock, thinking: bool) -> Option<Block<'a>> {
             ..
         } => Block::ToolResult {
             tool_use_id: call_id,
-            content,
+            content: JsonStr::from(content.as_str()),
             is_error: *is_error,
         },
         ContentBlock::Image {

@@ -7,7 +7,6 @@
 //! and the answer schema in the system prompt (local servers' `json_schema` support varies).
 //! Thinking blocks are never sent: OpenAI keeps reasoning on its side.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -15,6 +14,7 @@ use serde_json::{Value, json};
 
 use crate::conversation::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::encoded::{DecodePlan, EncodedRequest, Header, Segments, Tracked, capacity_hint};
+use crate::llm::escape::JsonStr;
 use crate::llm::request::{ChatRequest, Reasoning, ToolChoice};
 use crate::llm::strict::{self, Adaptation, Rendered};
 use crate::llm::target::{Dialect, WireTarget};
@@ -25,34 +25,34 @@ use crate::{Error, Result};
 #[serde(tag = "role", rename_all = "lowercase")]
 enum OaMessage<'a> {
     System {
-        content: Cow<'a, str>,
+        content: JsonStr<'a>,
     },
     User {
         content: UserContent<'a>,
     },
     Assistant {
         #[serde(skip_serializing_if = "Option::is_none")]
-        content: Option<String>,
+        content: Option<JsonStr<'a>>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<OaToolCall<'a>>,
     },
     Tool {
         tool_call_id: &'a str,
-        content: Cow<'a, str>,
+        content: JsonStr<'a>,
     },
 }
 
 #[derive(Serialize)]
 #[serde(untagged)]
 enum UserContent<'a> {
-    Text(&'a str),
+    Text(JsonStr<'a>),
     Parts(Vec<Part<'a>>),
 }
 
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Part<'a> {
-    Text { text: &'a str },
+    Text { text: JsonStr<'a> },
     ImageUrl { image_url: ImageUrl },
     File { file: FilePart<'a> },
 }
@@ -111,7 +111,7 @@ struct OaTool<'a> {
 #[derive(Serialize)]
 struct OaFunction<'a> {
     name: &'a str,
-    description: &'a str,
+    description: JsonStr<'a>,
     parameters: Arc<Rendered>,
     #[serde(skip_serializing_if = "Option::is_none")]
     strict: Option<bool>,
@@ -182,12 +182,12 @@ pub(crate) fn encode(
     let seg = Segments::default();
     let mut messages = Vec::with_capacity(history.len() + 1);
     if !system.is_empty() {
-        messages.push(seg.track(OaMessage::System { content: system }));
+        messages.push(seg.track(OaMessage::System {
+            content: JsonStr(system),
+        }));
     }
     for m in history {
-        for om in render_message(m)? {
-            messages.push(seg.track(om));
-        }
+        render_message(m, &mut |om| messages.push(seg.track(om)))?;
     }
 
     let (tools, tool_choice) = if text_tools || !offers_tools {
@@ -280,7 +280,7 @@ fn render_tools<'a>(
                 kind: "function",
                 function: OaFunction {
                     name: &t.name,
-                    description: &t.description,
+                    description: JsonStr::from(&*t.description),
                     parameters: strict::rendered(
                         &t.parameters,
                         if compat {
@@ -304,8 +304,8 @@ fn data_url(media_type: &str, source: &MediaSource) -> String {
     }
 }
 
-fn render_message(m: &Message) -> Result<Vec<OaMessage<'_>>> {
-    let mut out = Vec::new();
+/// Render one message as the OpenAI messages it becomes, handing each to `out`.
+fn render_message<'a>(m: &'a Message, out: &mut dyn FnMut(OaMessage<'a>)) -> Result<()> {
     match m.role {
         Role::Assistant => {
             let mut text = String::new();
@@ -330,8 +330,8 @@ fn render_message(m: &Message) -> Result<Vec<OaMessage<'_>>> {
                 }
             }
             if !text.is_empty() || !tool_calls.is_empty() {
-                out.push(OaMessage::Assistant {
-                    content: (!text.is_empty()).then_some(text),
+                out(OaMessage::Assistant {
+                    content: (!text.is_empty()).then_some(JsonStr::from(text)),
                     tool_calls,
                 });
             }
@@ -347,15 +347,17 @@ fn render_message(m: &Message) -> Result<Vec<OaMessage<'_>>> {
                         content,
                         is_error,
                         ..
-                    } => out.push(OaMessage::Tool {
+                    } => out(OaMessage::Tool {
                         tool_call_id: call_id,
                         content: if *is_error {
-                            Cow::Owned(format!("ERROR: {content}"))
+                            JsonStr::from(format!("ERROR: {content}"))
                         } else {
-                            Cow::Borrowed(content.as_str())
+                            JsonStr::from(content.as_str())
                         },
                     }),
-                    ContentBlock::Text { text } => parts.push(Part::Text { text }),
+                    ContentBlock::Text { text } => parts.push(Part::Text {
+                        text: JsonStr::from(text.as_str()),
+                    }),
                     ContentBlock::Image { media_type, source } => parts.push(Part::ImageUrl {
                         image_url: ImageUrl {
                             url: data_url(media_type, source),
@@ -385,16 +387,18 @@ fn render_message(m: &Message) -> Result<Vec<OaMessage<'_>>> {
                     | ContentBlock::RedactedThinking { .. } => {}
                 }
             }
-            match parts.as_slice() {
-                [] => {}
-                [Part::Text { text }] => out.push(OaMessage::User {
+            if parts.len() == 1
+                && let Some(Part::Text { text }) = parts.pop()
+            {
+                out(OaMessage::User {
                     content: UserContent::Text(text),
-                }),
-                _ => out.push(OaMessage::User {
+                });
+            } else if !parts.is_empty() {
+                out(OaMessage::User {
                     content: UserContent::Parts(parts),
-                }),
+                });
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
