@@ -290,6 +290,7 @@ async fn overhead(base: &str) {
             .ok()
             .and_then(|r| r.parse().ok())
             .unwrap_or(ROUNDS);
+        println!("  {calls} calls per round");
         for _ in 0..rounds {
             reset(base).await;
             let cpu = match side.as_str() {

@@ -108,17 +108,24 @@ fn buckets(h: &HeaderMap, now: SystemTime) -> [(Option<u64>, Option<Duration>); 
             get(h, reset).and_then(|s| rfc3339_from(s, now)),
         )
     };
-    let pick = |a: (Option<u64>, Option<Duration>), b: (Option<u64>, Option<Duration>)| {
-        if a.0.is_some() || a.1.is_some() { a } else { b }
+    // The first spelling that says anything wins; the others are not looked up (each lookup
+    // hashes a header name, on every answer).
+    let pick = |a: (Option<u64>, Option<Duration>),
+                b: &dyn Fn() -> (Option<u64>, Option<Duration>)| {
+        if a.0.is_some() || a.1.is_some() {
+            a
+        } else {
+            b()
+        }
     };
     // Anthropic's `tokens-*` is the most restrictive token limit in force; input tokens next.
-    let anthropic_tokens = pick(
-        anthropic(ANTHROPIC_TOKENS),
-        anthropic(ANTHROPIC_INPUT_TOKENS),
-    );
     [
-        pick(openai(OPENAI_TOKENS), anthropic_tokens),
-        pick(openai(OPENAI_REQUESTS), anthropic(ANTHROPIC_REQUESTS)),
+        pick(openai(OPENAI_TOKENS), &|| {
+            pick(anthropic(ANTHROPIC_TOKENS), &|| {
+                anthropic(ANTHROPIC_INPUT_TOKENS)
+            })
+        }),
+        pick(openai(OPENAI_REQUESTS), &|| anthropic(ANTHROPIC_REQUESTS)),
     ]
 }
 
