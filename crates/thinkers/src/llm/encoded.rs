@@ -155,6 +155,15 @@ impl std::io::Write for PosWriter<'_> {
 }
 
 impl Segments {
+    /// Room for the ranges of `parts` tracked values (every message and tool, the system
+    /// content and the answer schema), so recording them does not grow the list.
+    pub(crate) fn with_capacity(parts: usize) -> Self {
+        Self {
+            pos: Cell::new(0),
+            ranges: RefCell::new(Vec::with_capacity(parts)),
+        }
+    }
+
     /// Wrap a value so its range is recorded.
     pub(crate) fn track<T: Serialize>(&self, value: T) -> Tracked<'_, T> {
         Tracked {

@@ -171,7 +171,7 @@ pub(crate) fn encode(
         _ => None,
     };
 
-    let seg = Segments::default();
+    let seg = Segments::with_capacity(history.len() + req.tools.len() + 2);
     let messages = turns(history, target.thinking)
         .into_iter()
         .map(|t| seg.track(t))

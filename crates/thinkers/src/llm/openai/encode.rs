@@ -179,7 +179,7 @@ pub(crate) fn encode(
     let capacity = capacity_hint(&system, &history, req);
     let history: &[Message] = &history;
 
-    let seg = Segments::default();
+    let seg = Segments::with_capacity(history.len() + req.tools.len() + 2);
     let mut messages = Vec::with_capacity(history.len() + 1);
     if !system.is_empty() {
         messages.push(seg.track(OaMessage::System {
@@ -337,6 +337,13 @@ fn render_message<'a>(m: &'a Message, out: &mut dyn FnMut(OaMessage<'a>)) -> Res
             }
         }
         Role::User => {
+            // The common case, one text, needs no list of parts.
+            if let [ContentBlock::Text { text }] = m.content.as_slice() {
+                out(OaMessage::User {
+                    content: UserContent::Text(JsonStr::from(text.as_str())),
+                });
+                return Ok(());
+            }
             // Tool results answer the previous assistant turn, so they come first, one message
             // each; whatever else the turn holds follows as one user message.
             let mut parts = Vec::new();
