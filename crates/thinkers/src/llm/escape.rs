@@ -14,13 +14,11 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use crate::llm::tokens::Prehashed;
+use crate::llm::generations::Generations;
 
 /// The shortest string kept escaped.
 const MIN_BYTES: usize = 64;
@@ -40,39 +38,9 @@ impl Entry {
     }
 }
 
-type Entries = HashMap<u64, Entry, BuildHasherDefault<Prehashed>>;
-
-#[derive(Default)]
-struct Generations {
-    current: Entries,
-    current_bytes: usize,
-    previous: Entries,
-}
-
-impl Generations {
-    /// The entry for `text`, made current, or `None`.
-    fn get(&mut self, key: u64, text: &str) -> Option<&Entry> {
-        if self.current.get(&key).is_none_or(|e| &*e.text != text) {
-            let moved = self.previous.remove(&key).filter(|e| &*e.text == text)?;
-            self.insert(key, moved);
-        }
-        self.current.get(&key)
-    }
-
-    fn insert(&mut self, key: u64, entry: Entry) {
-        if self.current_bytes + entry.bytes() > GENERATION_BYTES {
-            self.previous = std::mem::take(&mut self.current);
-            self.current_bytes = 0;
-        }
-        self.current_bytes += entry.bytes();
-        if let Some(old) = self.current.insert(key, entry) {
-            self.current_bytes -= old.bytes();
-        }
-    }
-}
-
 thread_local! {
-    static ESCAPED: RefCell<Generations> = RefCell::new(Generations::default());
+    static ESCAPED: RefCell<Generations<Entry>> =
+        RefCell::new(Generations::new(GENERATION_BYTES, Entry::bytes));
 }
 
 /// A string serialized as JSON exactly as `serialize_str` would write it, from the escaped form
@@ -104,22 +72,17 @@ impl Serialize for JsonStr<'_> {
             let Ok(mut g) = cell.try_borrow_mut() else {
                 return s.serialize_str(text);
             };
-            if g.get(key, text).is_none() {
-                match serde_json::to_string(text).map(RawValue::from_string) {
-                    Ok(Ok(json)) => g.insert(
-                        key,
-                        Entry {
-                            text: text.into(),
-                            json,
-                        },
-                    ),
-                    _ => return s.serialize_str(text),
-                }
+            if let Some(kept) = g.get(key, |e| &*e.text == text) {
+                return kept.json.serialize(s);
             }
-            match g.current.get(&key) {
-                Some(entry) => entry.json.serialize(s),
-                None => s.serialize_str(text),
-            }
+            let Ok(Ok(json)) = serde_json::to_string(text).map(RawValue::from_string) else {
+                return s.serialize_str(text);
+            };
+            let entry = Entry {
+                text: text.into(),
+                json,
+            };
+            g.insert(key, entry).json.serialize(s)
         })
     }
 }
@@ -151,48 +114,27 @@ mod tests {
     }
 
     #[test]
-    fn strings_with_one_hash_are_told_apart_by_their_text() -> anyhow::Result<()> {
-        let mut g = Generations::default();
-        let a = "a".repeat(100);
-        g.insert(
-            7,
-            Entry {
-                text: a.as_str().into(),
-                json: RawValue::from_string(format!("\"{a}\""))?,
-            },
-        );
-        assert!(g.get(7, &a).is_some());
-        assert!(g.get(7, &"b".repeat(100)).is_none());
-        Ok(())
-    }
-
-    #[test]
     fn the_cache_stays_within_two_generations_of_bytes() -> anyhow::Result<()> {
-        let mut g = Generations::default();
+        let mut g = Generations::new(GENERATION_BYTES, Entry::bytes);
+        let text = |i: u64| format!("{i:04}{}", "z".repeat(4_000));
         for i in 0..2_000u64 {
-            let text = format!("{i:04}{}", "z".repeat(4_000));
-            let json = RawValue::from_string(serde_json::to_string(&text)?)?;
+            let json = RawValue::from_string(serde_json::to_string(&text(i))?)?;
             g.insert(
                 i,
                 Entry {
-                    text: text.into(),
+                    text: text(i).into(),
                     json,
                 },
             );
-            let held: usize = g
-                .current
-                .values()
-                .chain(g.previous.values())
-                .map(Entry::bytes)
-                .sum();
-            assert!(held <= 2 * GENERATION_BYTES, "{held} bytes held after {i}");
+            assert!(
+                g.weight() <= 2 * GENERATION_BYTES,
+                "{} bytes held after {i}",
+                g.weight()
+            );
         }
         // The newest is kept, the oldest aged out.
-        assert!(
-            g.get(1_999, &format!("1999{}", "z".repeat(4_000)))
-                .is_some()
-        );
-        assert!(g.get(0, &format!("0000{}", "z".repeat(4_000))).is_none());
+        assert!(g.get(1_999, |e| *e.text == text(1_999)).is_some());
+        assert!(g.get(0, |e| *e.text == text(0)).is_none());
         Ok(())
     }
 }

@@ -27,6 +27,7 @@ mod codec;
 pub mod encoded;
 mod errors;
 mod escape;
+mod generations;
 mod headers;
 mod openai;
 pub mod request;

@@ -24,11 +24,10 @@
 //! capacity each, and an entry used in the older generation moves to the newer one, so what
 //! recent renders use stays while the rest ages out.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Mutex, PoisonError};
 
 use crate::llm::encoded::EncodedRequest;
+use crate::llm::generations::Generations;
 use crate::llm::target::Dialect;
 
 /// The lowest calibration factor.
@@ -48,38 +47,11 @@ pub fn starting_factor(dialect: Dialect) -> f64 {
     }
 }
 
-/// The hasher of maps whose keys are XXH3 hashes already: a key is its own hash (hashing it
-/// again cost as much as the lookup).
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-type PartCounts = HashMap<u64, u64, BuildHasherDefault<Prehashed>>;
-
-#[derive(Debug, Default)]
-struct Generations {
-    current: PartCounts,
-    previous: PartCounts,
-}
-
 /// Counts tokens, caches the counts of rendered parts, and learns per-entry calibration.
 #[derive(Debug)]
 pub struct TokenCounter {
-    cache: Mutex<Generations>,
-    half_capacity: usize,
+    /// Part counts; each generation holds at most half the capacity.
+    cache: Mutex<Generations<u64>>,
     factors: Mutex<foldhash::HashMap<String, Calibration>>,
 }
 
@@ -123,8 +95,7 @@ impl TokenCounter {
     /// A counter caching at most `capacity` part counts.
     pub fn with_cache_capacity(capacity: usize) -> Self {
         Self {
-            cache: Mutex::new(Generations::default()),
-            half_capacity: (capacity / 2).max(1),
+            cache: Mutex::new(Generations::new((capacity / 2).max(1), |_| 1)),
             factors: Mutex::new(foldhash::HashMap::default()),
         }
     }
@@ -149,31 +120,22 @@ impl TokenCounter {
         let key = hash(bytes);
         {
             let mut g = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(&n) = g.current.get(&key) {
-                return n;
-            }
-            if let Some(n) = g.previous.remove(&key) {
-                self.insert(&mut g, key, n);
+            if let Some(&n) = g.get(key, |_| true) {
                 return n;
             }
         }
         let n = self.count_bytes(bytes);
         let mut g = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        self.insert(&mut g, key, n);
+        g.insert(key, n);
         n
-    }
-
-    fn insert(&self, g: &mut Generations, key: u64, n: u64) {
-        if g.current.len() >= self.half_capacity {
-            g.previous = std::mem::take(&mut g.current);
-        }
-        g.current.insert(key, n);
     }
 
     /// How many part counts are cached.
     pub fn cached_parts(&self) -> usize {
-        let g = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        g.current.len() + g.previous.len()
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// Count an encoded request's body incrementally: each recorded part from the cache, the
