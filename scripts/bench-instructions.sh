@@ -16,10 +16,9 @@ if ! command -v valgrind >/dev/null; then
     exit 1
 fi
 
-cargo bench -p thinkers --all-features --bench thinker --no-run --message-format=json 2>/dev/null \
-    | grep -o '"executable":"[^"]*thinker-[^"]*"' | tail -1 | cut -d'"' -f4 > /tmp/thinkers-bench-exe
-bin=$(cat /tmp/thinkers-bench-exe)
-if [[ ! -x "$bin" ]]; then
+bin=$(cargo bench -p thinkers --all-features --bench thinker --no-run --message-format=json \
+    2>/dev/null | grep -o '"executable":"[^"]*thinker-[^"]*"' | tail -1 | cut -d'"' -f4 || true)
+if [[ -z "$bin" || ! -x "$bin" ]]; then
     echo "could not find the thinker bench binary" >&2
     exit 1
 fi
