@@ -194,6 +194,96 @@ impl Segments {
     }
 }
 
+/// A body written straight as JSON bytes by an encoder that knows its shape: keys and
+/// punctuation go in as the literal text they are, strings are escaped as they are written (long
+/// ones copied from `llm::escape`'s kept forms), and the byte ranges of the stable parts are
+/// recorded as they are written. The bytes are exactly what serde_json would write for the same
+/// fields in the same order (the dialects' snapshot tests hold them to it).
+pub(crate) struct BodyWriter {
+    buf: Vec<u8>,
+    segments: Vec<Range<usize>>,
+}
+
+impl BodyWriter {
+    /// A body of `capacity` bytes to start with (see [`capacity_hint`]) and room for the ranges
+    /// of `parts` stable parts.
+    pub(crate) fn new(capacity: usize, parts: usize) -> Self {
+        Self {
+            buf: Vec::with_capacity(capacity),
+            segments: Vec::with_capacity(parts),
+        }
+    }
+
+    /// JSON text written as it is: keys, punctuation, constants.
+    pub(crate) fn raw(&mut self, json: &str) -> &mut Self {
+        self.buf.extend_from_slice(json.as_bytes());
+        self
+    }
+
+    /// A string, quoted and escaped.
+    pub(crate) fn str(&mut self, text: &str) -> &mut Self {
+        crate::llm::escape::write_str(&mut self.buf, text);
+        self
+    }
+
+    /// A number.
+    pub(crate) fn num(&mut self, n: u64) -> &mut Self {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut n = n;
+        loop {
+            at -= 1;
+            // `n % 10` is below 10, so the cast keeps it whole.
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.buf.extend_from_slice(&digits[at..]);
+        self
+    }
+
+    /// A value's compact JSON.
+    pub(crate) fn json<T: Serialize + ?Sized>(&mut self, value: &T) -> crate::Result<&mut Self> {
+        serde_json::to_writer(&mut self.buf, value).map_err(|e| {
+            Error::system(
+                "llm request encoding",
+                "a value of the body did not serialize",
+            )
+            .with_source(e)
+        })?;
+        Ok(self)
+    }
+
+    /// A value's compact JSON text, as a JSON string (how OpenAI carries tool-call arguments).
+    pub(crate) fn json_text(&mut self, value: &serde_json::Value) -> crate::Result<&mut Self> {
+        let text = serde_json::to_string(value).map_err(|e| {
+            Error::system(
+                "llm request encoding",
+                "a value of the body did not serialize",
+            )
+            .with_source(e)
+        })?;
+        Ok(self.str(&text))
+    }
+
+    /// Where the next byte goes: the start of a stable part, closed by [`Self::close_part`].
+    pub(crate) fn mark(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Record the bytes from `start` (a [`Self::mark`]) to here as one stable part.
+    pub(crate) fn close_part(&mut self, start: usize) {
+        self.segments.push(start..self.buf.len());
+    }
+
+    /// The body and the ranges of its stable parts, in order.
+    pub(crate) fn finish(self) -> (Bytes, Vec<Range<usize>>) {
+        (Bytes::from(self.buf), self.segments)
+    }
+}
+
 /// A starting size for the body of a request whose system content and history are these: their
 /// text and schemas, a quarter more for escaping and strict adaptation, and framing for each
 /// block. The body is then written without growing (and holds little spare room while its call

@@ -11,6 +11,9 @@
 //! the newer one, so what recent bodies carry stays while the rest ages out. Strings shorter than
 //! [`MIN_BYTES`] (the lookup would cost as much as the escaping) or longer than [`MAX_BYTES`] are
 //! escaped each time.
+//!
+//! Two doors share the cache: [`write_str`] for a body written by hand (`llm::encoded::BodyWriter`)
+//! and [`JsonStr`] for one serialized through serde.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -65,26 +68,100 @@ impl Serialize for JsonStr<'_> {
         if !(MIN_BYTES..=MAX_BYTES).contains(&text.len()) {
             return s.serialize_str(text);
         }
-        let key = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
-        ESCAPED.with(|cell| {
-            // Serializing never re-enters this cache, so the borrow is always free; should it
-            // not be, the string is escaped as usual.
-            let Ok(mut g) = cell.try_borrow_mut() else {
-                return s.serialize_str(text);
-            };
-            if let Some(kept) = g.get(key, |e| &*e.text == text) {
-                return kept.json.serialize(s);
-            }
-            let Ok(Ok(json)) = serde_json::to_string(text).map(RawValue::from_string) else {
-                return s.serialize_str(text);
-            };
-            let entry = Entry {
-                text: text.into(),
-                json,
-            };
-            g.insert(key, entry).json.serialize(s)
+        with_kept(text, |kept| match kept {
+            Some(json) => json.serialize(s),
+            None => s.serialize_str(text),
         })
     }
+}
+
+/// Write `text` as a JSON string (quoted and escaped), byte for byte as serde_json writes it,
+/// copying the escaped form this thread kept when the string is long and was seen recently.
+pub(crate) fn write_str(buf: &mut Vec<u8>, text: &str) {
+    if !(MIN_BYTES..=MAX_BYTES).contains(&text.len()) {
+        escape_into(buf, text);
+        return;
+    }
+    with_kept(text, |kept| match kept {
+        Some(json) => buf.extend_from_slice(json.get().as_bytes()),
+        None => escape_into(buf, text),
+    });
+}
+
+/// Hand `f` the kept escaped form of `text` (escaping and keeping it first if it is new), or
+/// `None` when it cannot be kept.
+fn with_kept<R>(text: &str, f: impl FnOnce(Option<&RawValue>) -> R) -> R {
+    let key = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
+    ESCAPED.with(|cell| {
+        // Writing never re-enters this cache, so the borrow is always free; should it not be,
+        // the string is escaped as usual.
+        let Ok(mut g) = cell.try_borrow_mut() else {
+            return f(None);
+        };
+        if let Some(kept) = g.get(key, |e| &*e.text == text) {
+            return f(Some(&kept.json));
+        }
+        // A string always serializes; should it not, nothing is kept.
+        let Ok(json) = serde_json::value::to_raw_value(text) else {
+            return f(None);
+        };
+        let entry = Entry {
+            text: text.into(),
+            json,
+        };
+        f(Some(&g.insert(key, entry).json))
+    })
+}
+
+/// How each byte is written inside a JSON string: `0` as it is, `b'u'` as `\u00XX`, any other
+/// as a backslash and that letter (serde_json's choice: the two-letter escapes where JSON has
+/// them, `\u00XX` for the other control characters, nothing else escaped).
+static ESCAPE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = b'u';
+        i += 1;
+    }
+    t[0x08] = b'b';
+    t[0x09] = b't';
+    t[0x0a] = b'n';
+    t[0x0c] = b'f';
+    t[0x0d] = b'r';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t
+};
+
+/// Write `text` quoted and escaped, exactly as serde_json does.
+pub(crate) fn escape_into(buf: &mut Vec<u8>, text: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = text.as_bytes();
+    buf.reserve(bytes.len() + 2);
+    buf.push(b'"');
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc = ESCAPE[usize::from(b)];
+        if esc == 0 {
+            continue;
+        }
+        buf.extend_from_slice(&bytes[start..i]);
+        if esc == b'u' {
+            buf.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(b >> 4)],
+                HEX[usize::from(b & 0xf)],
+            ]);
+        } else {
+            buf.extend_from_slice(&[b'\\', esc]);
+        }
+        start = i + 1;
+    }
+    buf.extend_from_slice(&bytes[start..]);
+    buf.push(b'"');
 }
 
 #[cfg(test)]
@@ -111,6 +188,41 @@ mod tests {
             }
         }
         Ok(())
+    }
+
+    #[test]
+    fn written_strings_are_what_serde_json_writes() -> anyhow::Result<()> {
+        let every_control: String = (0u8..0x20).map(char::from).collect();
+        let texts = [
+            String::new(),
+            "plain".to_owned(),
+            every_control.clone(),
+            format!("\u{7f} é ✓ \" \\ / {every_control}"),
+            format!("{}\"{}", "a".repeat(MIN_BYTES), "b".repeat(10)),
+            "y".repeat(MAX_BYTES + 1),
+        ];
+        for t in &texts {
+            // Twice: a long string is kept the first time and copied the second.
+            for _ in 0..2 {
+                let mut buf = b"[".to_vec();
+                write_str(&mut buf, t);
+                assert_eq!(buf[1..], *serde_json::to_string(t)?.as_bytes(), "{t:?}");
+            }
+        }
+        Ok(())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn escaping_matches_serde_json(t in ".*", pad in 0usize..80) {
+            let t = format!("{t}{}", "\n".repeat(pad));
+            let mut buf = Vec::new();
+            escape_into(&mut buf, &t);
+            proptest::prop_assert_eq!(buf, serde_json::to_string(&t).unwrap_or_default().into_bytes());
+            let mut kept = Vec::new();
+            write_str(&mut kept, &t);
+            proptest::prop_assert_eq!(kept, serde_json::to_string(&t).unwrap_or_default().into_bytes());
+        }
     }
 
     #[test]

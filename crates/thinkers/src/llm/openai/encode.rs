@@ -7,160 +7,17 @@
 //! and the answer schema in the system prompt (local servers' `json_schema` support varies).
 //! Thinking blocks are never sent: OpenAI keeps reasoning on its side.
 
-use std::sync::Arc;
+use std::borrow::Cow;
 
-use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::conversation::{ContentBlock, MediaSource, Message, Role};
-use crate::llm::encoded::{DecodePlan, EncodedRequest, Header, Segments, Tracked, capacity_hint};
-use crate::llm::escape::JsonStr;
+use crate::llm::encoded::{BodyWriter, DecodePlan, EncodedRequest, Header, capacity_hint};
 use crate::llm::request::{ChatRequest, Reasoning, ToolChoice};
-use crate::llm::strict::{self, Adaptation, Rendered};
+use crate::llm::strict::{self, Adaptation};
 use crate::llm::target::{Dialect, WireTarget};
 use crate::llm::text_tools;
 use crate::{Error, Result};
-
-#[derive(Serialize)]
-#[serde(tag = "role", rename_all = "lowercase")]
-enum OaMessage<'a> {
-    System {
-        content: JsonStr<'a>,
-    },
-    User {
-        content: UserContent<'a>,
-    },
-    Assistant {
-        #[serde(skip_serializing_if = "Option::is_none")]
-        content: Option<JsonStr<'a>>,
-        #[serde(skip_serializing_if = "Vec::is_empty")]
-        tool_calls: Vec<OaToolCall<'a>>,
-    },
-    Tool {
-        tool_call_id: &'a str,
-        content: JsonStr<'a>,
-    },
-}
-
-#[derive(Serialize)]
-#[serde(untagged)]
-enum UserContent<'a> {
-    Text(JsonStr<'a>),
-    Parts(Vec<Part<'a>>),
-}
-
-#[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Part<'a> {
-    Text { text: JsonStr<'a> },
-    ImageUrl { image_url: ImageUrl },
-    File { file: FilePart<'a> },
-}
-
-#[derive(Serialize)]
-struct ImageUrl {
-    url: String,
-}
-
-#[derive(Serialize)]
-struct FilePart<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    filename: Option<&'a str>,
-    file_data: String,
-}
-
-#[derive(Serialize)]
-struct OaToolCall<'a> {
-    id: &'a str,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    function: OaFunctionCall<'a>,
-}
-
-#[derive(Serialize)]
-struct OaFunctionCall<'a> {
-    name: &'a str,
-    arguments: ArgumentsText<'a>,
-}
-
-/// A tool call's arguments as the JSON string the wire wants: written straight into the body
-/// (escaped as it is written), without rendering them to a string first.
-struct ArgumentsText<'a>(&'a Value);
-
-impl Serialize for ArgumentsText<'_> {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        match self.0 {
-            // Arguments that did not parse are sent back exactly as the model wrote them.
-            Value::String(raw) => serializer.serialize_str(raw),
-            Value::Null => serializer.serialize_str("{}"),
-            other => serializer.collect_str(other),
-        }
-    }
-}
-
-#[derive(Serialize)]
-struct OaTool<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    function: OaFunction<'a>,
-}
-
-#[derive(Serialize)]
-struct OaFunction<'a> {
-    name: &'a str,
-    description: JsonStr<'a>,
-    parameters: Arc<Rendered>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    strict: Option<bool>,
-}
-
-#[derive(Serialize)]
-struct ResponseFormat<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    json_schema: JsonSchemaFormat<'a>,
-}
-
-#[derive(Serialize)]
-struct JsonSchemaFormat<'a> {
-    name: &'a str,
-    schema: Arc<Rendered>,
-    strict: bool,
-}
-
-#[derive(Serialize)]
-struct StreamOptions {
-    include_usage: bool,
-}
-
-#[derive(Serialize)]
-struct Body<'a> {
-    model: &'a str,
-    messages: Vec<Tracked<'a, OaMessage<'a>>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<Tracked<'a, OaTool<'a>>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    response_format: Option<Tracked<'a, ResponseFormat<'a>>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reasoning_effort: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_completion_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    logprobs: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    top_logprobs: Option<u8>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    stream: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stream_options: Option<StreamOptions>,
-}
 
 /// Render the request for an OpenAI or OpenAI-compatible target.
 pub(crate) fn encode(
@@ -179,58 +36,66 @@ pub(crate) fn encode(
     let capacity = capacity_hint(&system, &history, req);
     let history: &[Message] = &history;
 
-    let seg = Segments::with_capacity(history.len() + req.tools.len() + 2);
-    let mut messages = Vec::with_capacity(history.len() + 1);
+    let mut w = BodyWriter::new(capacity, history.len() + req.tools.len() + 2);
+    // The fields in the order the wire format's documentation lists them; every field after
+    // `model` starts with its comma.
+    w.raw(r#"{"model":"#)
+        .str(&target.model)
+        .raw(r#","messages":["#);
+    let mut first = true;
     if !system.is_empty() {
-        messages.push(seg.track(OaMessage::System {
-            content: JsonStr(system),
-        }));
+        first = false;
+        let at = w.mark();
+        w.raw(r#"{"role":"system","content":"#)
+            .str(&system)
+            .raw("}");
+        w.close_part(at);
     }
     for m in history {
-        render_message(m, &mut |om| messages.push(seg.track(om)))?;
+        write_message(&mut w, m, &mut first)?;
+    }
+    w.raw("]");
+
+    if !text_tools && offers_tools {
+        write_tools(&mut w, req, compat)?;
     }
 
-    let (tools, tool_choice) = if text_tools || !offers_tools {
-        (Vec::new(), None)
-    } else {
-        render_tools(&seg, req, compat)
-    };
-
-    let response_format = match &req.response {
-        Some(r) if !schema_in_prompt => Some(seg.track(ResponseFormat {
-            kind: "json_schema",
-            json_schema: JsonSchemaFormat {
-                name: &r.name,
-                schema: strict::rendered(&r.schema, Adaptation::OpenAiStrict),
-                strict: true,
-            },
-        })),
-        _ => None,
-    };
+    if let Some(r) = &req.response
+        && !schema_in_prompt
+    {
+        w.raw(r#","response_format":"#);
+        let at = w.mark();
+        w.raw(r#"{"type":"json_schema","json_schema":{"name":"#)
+            .str(&r.name)
+            .raw(r#","schema":"#)
+            .json(&*strict::rendered(&r.schema, Adaptation::OpenAiStrict))?
+            .raw(r#","strict":true}}"#);
+        w.close_part(at);
+    }
 
     let reasoning_effort = match &req.reasoning {
         Reasoning::Effort(e) => Some(e.as_str()),
         Reasoning::Tokens(n) if *n > 0 && target.thinking => Some(super::effort_for_tokens(*n)),
         _ => None,
     };
-
-    let body = Body {
-        model: &target.model,
-        messages,
-        tools,
-        tool_choice,
-        response_format,
-        reasoning_effort,
-        max_completion_tokens: (!compat).then_some(req.max_output_tokens),
-        max_tokens: compat.then_some(req.max_output_tokens),
-        logprobs: req.logprobs.map(|_| true),
-        top_logprobs: req.logprobs.map(|n| n.min(20)),
-        stream,
-        stream_options: stream.then_some(StreamOptions {
-            include_usage: true,
-        }),
-    };
-    let (body, segments) = seg.write(&body, capacity)?;
+    if let Some(effort) = reasoning_effort {
+        w.raw(r#","reasoning_effort":"#).str(effort);
+    }
+    w.raw(if compat {
+        r#","max_tokens":"#
+    } else {
+        r#","max_completion_tokens":"#
+    })
+    .num(u64::from(req.max_output_tokens));
+    if let Some(n) = req.logprobs {
+        w.raw(r#","logprobs":true,"top_logprobs":"#)
+            .num(u64::from(n.min(20)));
+    }
+    if stream {
+        w.raw(r#","stream":true,"stream_options":{"include_usage":true}"#);
+    }
+    w.raw("}");
+    let (body, segments) = w.finish();
 
     let mut headers = vec![Header::plain("content-type", "application/json")];
     if let Some(key) = &target.api_key {
@@ -253,48 +118,60 @@ pub(crate) fn encode(
     })
 }
 
-fn render_tools<'a>(
-    seg: &'a Segments,
-    req: &'a ChatRequest,
-    compat: bool,
-) -> (Vec<Tracked<'a, OaTool<'a>>>, Option<Value>) {
+/// The `tools` and `tool_choice` fields.
+fn write_tools(w: &mut BodyWriter, req: &ChatRequest, compat: bool) -> Result<()> {
     let mut offered: Vec<_> = req.tools.iter().collect();
+    let mut named = None;
     let choice = match (&req.tool_choice, compat) {
-        (ToolChoice::Auto, _) => json!("auto"),
-        (ToolChoice::None, _) => json!("none"),
-        (ToolChoice::Required, _) => json!("required"),
-        (ToolChoice::Tool(name), false) => json!({"type": "function", "function": {"name": name}}),
+        (ToolChoice::Auto, _) => r#""auto""#,
+        (ToolChoice::None, _) => r#""none""#,
+        (ToolChoice::Required, _) => r#""required""#,
+        (ToolChoice::Tool(name), false) => {
+            named = Some(name);
+            ""
+        }
         (ToolChoice::Tool(name), true) => {
             // Offer only the named tool, unless it is not among the tools at all (then the
             // choice cannot narrow anything and every tool stays).
             if offered.iter().any(|t| &t.name == name) {
                 offered.retain(|t| &t.name == name);
             }
-            json!("required")
+            r#""required""#
         }
     };
-    let tools = offered
-        .into_iter()
-        .map(|t| {
-            seg.track(OaTool {
-                kind: "function",
-                function: OaFunction {
-                    name: &t.name,
-                    description: JsonStr::from(&*t.description),
-                    parameters: strict::rendered(
-                        &t.parameters,
-                        if compat {
-                            Adaptation::AsIs
-                        } else {
-                            Adaptation::OpenAiStrict
-                        },
-                    ),
-                    strict: (!compat).then_some(true),
-                },
-            })
-        })
-        .collect();
-    (tools, Some(choice))
+    w.raw(r#","tools":["#);
+    let adaptation = if compat {
+        Adaptation::AsIs
+    } else {
+        Adaptation::OpenAiStrict
+    };
+    for (i, t) in offered.into_iter().enumerate() {
+        if i > 0 {
+            w.raw(",");
+        }
+        let at = w.mark();
+        w.raw(r#"{"type":"function","function":{"name":"#)
+            .str(&t.name)
+            .raw(r#","description":"#)
+            .str(&t.description)
+            .raw(r#","parameters":"#)
+            .json(&*strict::rendered(&t.parameters, adaptation))?
+            .raw(if compat { "}}" } else { r#","strict":true}}"# });
+        w.close_part(at);
+    }
+    w.raw(r#"],"tool_choice":"#);
+    match named {
+        // Keys in the order a `serde_json::Value` object writes them (sorted).
+        Some(name) => {
+            w.raw(r#"{"function":{"name":"#)
+                .str(name)
+                .raw(r#"},"type":"function"}"#);
+        }
+        None => {
+            w.raw(choice);
+        }
+    }
+    Ok(())
 }
 
 fn data_url(media_type: &str, source: &MediaSource) -> String {
@@ -304,49 +181,84 @@ fn data_url(media_type: &str, source: &MediaSource) -> String {
     }
 }
 
-/// Render one message as the OpenAI messages it becomes, handing each to `out`.
-fn render_message<'a>(m: &'a Message, out: &mut dyn FnMut(OaMessage<'a>)) -> Result<()> {
+/// Write one message as the OpenAI messages it becomes, each a stable part of the body.
+fn write_message(w: &mut BodyWriter, m: &Message, first: &mut bool) -> Result<()> {
+    let mut open = |w: &mut BodyWriter| {
+        if !std::mem::take(first) {
+            w.raw(",");
+        }
+        w.mark()
+    };
     match m.role {
         Role::Assistant => {
-            let mut text = String::new();
-            let mut tool_calls = Vec::new();
+            let mut text: Option<Cow<'_, str>> = None;
+            let mut calls = 0usize;
             for b in &m.content {
                 match b {
-                    ContentBlock::Text { text: t } => text.push_str(t),
-                    ContentBlock::ToolCall {
-                        id,
-                        name,
-                        arguments,
-                    } => tool_calls.push(OaToolCall {
-                        id,
-                        kind: "function",
-                        function: OaFunctionCall {
-                            name,
-                            arguments: ArgumentsText(arguments),
-                        },
-                    }),
+                    ContentBlock::Text { text: t } => match &mut text {
+                        None => text = Some(Cow::Borrowed(t)),
+                        Some(all) => all.to_mut().push_str(t),
+                    },
+                    ContentBlock::ToolCall { .. } => calls += 1,
                     // Reasoning stays on the provider's side; media cannot be an assistant turn.
                     _ => {}
                 }
             }
-            if !text.is_empty() || !tool_calls.is_empty() {
-                out(OaMessage::Assistant {
-                    content: (!text.is_empty()).then_some(JsonStr::from(text)),
-                    tool_calls,
-                });
+            let text = text.filter(|t| !t.is_empty());
+            if text.is_none() && calls == 0 {
+                return Ok(());
             }
+            let at = open(w);
+            w.raw(r#"{"role":"assistant""#);
+            if let Some(text) = &text {
+                w.raw(r#","content":"#).str(text);
+            }
+            if calls > 0 {
+                w.raw(r#","tool_calls":["#);
+                let mut i = 0;
+                for b in &m.content {
+                    if let ContentBlock::ToolCall {
+                        id,
+                        name,
+                        arguments,
+                    } = b
+                    {
+                        if i > 0 {
+                            w.raw(",");
+                        }
+                        i += 1;
+                        w.raw(r#"{"id":"#)
+                            .str(id)
+                            .raw(r#","type":"function","function":{"name":"#)
+                            .str(name)
+                            .raw(r#","arguments":"#);
+                        match arguments {
+                            // Arguments that did not parse are sent back exactly as the model
+                            // wrote them.
+                            Value::String(raw) => w.str(raw),
+                            Value::Null => w.str("{}"),
+                            other => w.json_text(other)?,
+                        };
+                        w.raw("}}");
+                    }
+                }
+                w.raw("]");
+            }
+            w.raw("}");
+            w.close_part(at);
         }
         Role::User => {
             // The common case, one text, needs no list of parts.
             if let [ContentBlock::Text { text }] = m.content.as_slice() {
-                out(OaMessage::User {
-                    content: UserContent::Text(JsonStr::from(text.as_str())),
-                });
+                let at = open(w);
+                w.raw(r#"{"role":"user","content":"#).str(text).raw("}");
+                w.close_part(at);
                 return Ok(());
             }
             // Tool results answer the previous assistant turn, so they come first, one message
             // each; whatever else the turn holds follows as one user message.
-            let mut parts = Vec::new();
+            let mut parts = 0usize;
+            let mut only_text = None;
             for b in &m.content {
                 match b {
                     ContentBlock::ToolResult {
@@ -354,33 +266,26 @@ fn render_message<'a>(m: &'a Message, out: &mut dyn FnMut(OaMessage<'a>)) -> Res
                         content,
                         is_error,
                         ..
-                    } => out(OaMessage::Tool {
-                        tool_call_id: call_id,
-                        content: if *is_error {
-                            JsonStr::from(format!("ERROR: {content}"))
+                    } => {
+                        let at = open(w);
+                        w.raw(r#"{"role":"tool","tool_call_id":"#)
+                            .str(call_id)
+                            .raw(r#","content":"#);
+                        if *is_error {
+                            w.str(&format!("ERROR: {content}"));
                         } else {
-                            JsonStr::from(content.as_str())
-                        },
-                    }),
-                    ContentBlock::Text { text } => parts.push(Part::Text {
-                        text: JsonStr::from(text.as_str()),
-                    }),
-                    ContentBlock::Image { media_type, source } => parts.push(Part::ImageUrl {
-                        image_url: ImageUrl {
-                            url: data_url(media_type, source),
-                        },
-                    }),
-                    ContentBlock::File {
-                        media_type,
-                        name,
-                        source,
-                    } => match source {
-                        MediaSource::Base64(_) => parts.push(Part::File {
-                            file: FilePart {
-                                filename: name.as_deref(),
-                                file_data: data_url(media_type, source),
-                            },
-                        }),
+                            w.str(content);
+                        }
+                        w.raw("}");
+                        w.close_part(at);
+                    }
+                    ContentBlock::Text { text } => {
+                        parts += 1;
+                        only_text = Some(text.as_str());
+                    }
+                    ContentBlock::Image { .. } => parts += 1,
+                    ContentBlock::File { source, .. } => match source {
+                        MediaSource::Base64(_) => parts += 1,
                         MediaSource::Url(_) => {
                             return Err(Error::invalid_input(
                                 "messages",
@@ -394,18 +299,67 @@ fn render_message<'a>(m: &'a Message, out: &mut dyn FnMut(OaMessage<'a>)) -> Res
                     | ContentBlock::RedactedThinking { .. } => {}
                 }
             }
-            if parts.len() == 1
-                && let Some(Part::Text { text }) = parts.pop()
-            {
-                out(OaMessage::User {
-                    content: UserContent::Text(text),
-                });
-            } else if !parts.is_empty() {
-                out(OaMessage::User {
-                    content: UserContent::Parts(parts),
-                });
+            if parts == 0 {
+                return Ok(());
             }
+            let at = open(w);
+            w.raw(r#"{"role":"user","content":"#);
+            match only_text.filter(|_| parts == 1) {
+                Some(text) => {
+                    w.str(text);
+                }
+                None => write_parts(w, &m.content),
+            }
+            w.raw("}");
+            w.close_part(at);
         }
     }
     Ok(())
+}
+
+/// A user message's text and media, as a list of parts (files carried as URLs were refused
+/// before).
+fn write_parts(w: &mut BodyWriter, content: &[ContentBlock]) {
+    w.raw("[");
+    let parts = content.iter().filter(|b| {
+        matches!(
+            b,
+            ContentBlock::Text { .. }
+                | ContentBlock::Image { .. }
+                | ContentBlock::File {
+                    source: MediaSource::Base64(_),
+                    ..
+                }
+        )
+    });
+    for (i, b) in parts.enumerate() {
+        if i > 0 {
+            w.raw(",");
+        }
+        match b {
+            ContentBlock::Text { text } => {
+                w.raw(r#"{"type":"text","text":"#).str(text).raw("}");
+            }
+            ContentBlock::Image { media_type, source } => {
+                w.raw(r#"{"type":"image_url","image_url":{"url":"#)
+                    .str(&data_url(media_type, source))
+                    .raw("}}");
+            }
+            ContentBlock::File {
+                media_type,
+                name,
+                source,
+            } => {
+                w.raw(r#"{"type":"file","file":{"#);
+                if let Some(name) = name {
+                    w.raw(r#""filename":"#).str(name).raw(",");
+                }
+                w.raw(r#""file_data":"#)
+                    .str(&data_url(media_type, source))
+                    .raw("}}");
+            }
+            _ => {}
+        }
+    }
+    w.raw("]");
 }

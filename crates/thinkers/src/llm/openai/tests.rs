@@ -407,6 +407,56 @@ async fn streamed_text_tool_calls_are_held_back_and_delivered_as_calls() -> anyh
 }
 
 #[test]
+fn media_parts_and_raw_arguments_render() -> anyhow::Result<()> {
+    let v: Value = serde_json::from_str(&body(Dialect::OpenAi, true, &fixtures::media())?)?;
+    assert_eq!(
+        v["messages"],
+        json!([
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": [
+                {"type": "text", "text": "Compare these."},
+                {"type": "image_url", "image_url": {"url": "https://x.invalid/a.png"}},
+                {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/"}},
+                {"type": "file", "file": {
+                    "filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBE"}},
+                {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBF"}},
+            ]},
+            {"role": "assistant", "content": "Looking closer.", "tool_calls": [
+                {"id": "call_1", "type": "function",
+                    "function": {"name": "zoom", "arguments": "{\"x\": 1,"}},
+                {"id": "call_2", "type": "function",
+                    "function": {"name": "zoom", "arguments": "{}"}},
+            ]},
+        ])
+    );
+    // One image alone is still a list of parts; one text alone is a string.
+    let mut one = fixtures::media();
+    let first = &mut std::sync::Arc::make_mut(&mut one.messages)[0].content;
+    first.drain(2..);
+    first.remove(0);
+    let v: Value = serde_json::from_str(&body(Dialect::OpenAi, true, &one)?)?;
+    assert_eq!(v["messages"][1]["content"][0]["type"], "image_url");
+    Ok(())
+}
+
+#[test]
+fn a_file_by_url_is_refused_naming_the_messages() {
+    let mut req = fixtures::media();
+    std::sync::Arc::make_mut(&mut req.messages)[0]
+        .content
+        .push(ContentBlock::File {
+            media_type: "application/pdf".into(),
+            name: None,
+            source: crate::conversation::MediaSource::Url("https://x.invalid/a.pdf".into()),
+        });
+    let err = encode(&fixtures::target(Dialect::OpenAi), &req).err();
+    assert!(
+        matches!(&err, Some(e) if e.kind() == ErrorKind::InvalidInput && e.to_string().contains("messages")),
+        "{err:?}"
+    );
+}
+
+#[test]
 fn forced_choice_and_none_render() -> anyhow::Result<()> {
     let mut req = fixtures::with_tools();
     req.tool_choice = ToolChoice::None;

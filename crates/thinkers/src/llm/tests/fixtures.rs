@@ -52,6 +52,47 @@ pub(crate) fn plain() -> ChatRequest {
     )
 }
 
+/// A user turn with text and every kind of media OpenAI takes inline, then an assistant turn
+/// of two texts and calls whose arguments did not parse or were absent.
+pub(crate) fn media() -> ChatRequest {
+    use crate::conversation::{ContentBlock, MediaSource, Role};
+    ChatRequest::new(
+        "You are terse.",
+        vec![
+            Message::new(
+                Role::User,
+                vec![
+                    ContentBlock::text("Compare these."),
+                    ContentBlock::Image {
+                        media_type: "image/png".into(),
+                        source: MediaSource::Url("https://x.invalid/a.png".into()),
+                    },
+                    ContentBlock::Image {
+                        media_type: "image/jpeg".into(),
+                        source: MediaSource::Base64("/9j/".into()),
+                    },
+                    ContentBlock::File {
+                        media_type: "application/pdf".into(),
+                        name: Some("a.pdf".into()),
+                        source: MediaSource::Base64("JVBE".into()),
+                    },
+                    ContentBlock::File {
+                        media_type: "application/pdf".into(),
+                        name: None,
+                        source: MediaSource::Base64("JVBF".into()),
+                    },
+                ],
+            ),
+            Message::assistant(vec![
+                ContentBlock::text("Looking "),
+                ContentBlock::text("closer."),
+                ContentBlock::tool_call("call_1", "zoom", serde_json::json!("{\"x\": 1,")),
+                ContentBlock::tool_call("call_2", "zoom", serde_json::Value::Null),
+            ]),
+        ],
+    )
+}
+
 pub(crate) fn with_tools() -> ChatRequest {
     let mut r = plain();
     r.tools = vec![weather_tool(), time_tool()];

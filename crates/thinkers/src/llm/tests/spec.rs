@@ -100,6 +100,7 @@ fn openai_bodies_validate_against_the_specification() -> anyhow::Result<()> {
         ("everything streaming", Dialect::OpenAi, true, streaming),
         ("reasoning", Dialect::OpenAi, true, reasoning),
         ("structured", Dialect::OpenAi, true, fixtures::structured()),
+        ("media", Dialect::OpenAi, true, fixtures::media()),
         ("text tools", Dialect::OpenAi, false, text_tools),
         (
             "compatible",
