@@ -94,14 +94,14 @@ pub async fn run(rt: &Runtime) -> Result<Outcome> {
         provider.input_schema()
     );
     let job = provider.instantiate(
-        json!({"text": "tools doers thinkers"}),
+        &json!({"text": "tools doers thinkers"}),
         &ToolCallContext::default(),
     )?;
     let from_json = rt.dispatcher().run(job).await?.json;
     println!("JSON call: {from_json}");
 
     // Arguments that do not fit are refused before anything runs, naming the parameter.
-    let refusal = match provider.decode(json!({"txt": "typo"})) {
+    let refusal = match provider.decode(&json!({"txt": "typo"})) {
         Ok(_) => anyhow::bail!("arguments without `text` were accepted"),
         Err(e) => e.to_string(),
     };

@@ -45,6 +45,18 @@ pub(crate) fn of<T: JsonSchema + ?Sized + 'static>() -> Arc<Value> {
     per_type::<T, Value>(|| serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null))
 }
 
+/// Decode a value into `T`, reading it in place. Only when that fails is it decoded again with
+/// the path of every field tracked, so the error can name where it failed: the path costs an
+/// allocation per field, which a value that fits (nearly every one) does not pay.
+pub(crate) fn decode_tracked<T: serde::de::DeserializeOwned>(
+    value: &Value,
+) -> Result<T, serde_path_to_error::Error<serde_json::Error>> {
+    match T::deserialize(value) {
+        Ok(decoded) => Ok(decoded),
+        Err(_) => serde_path_to_error::deserialize(value),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -353,7 +353,7 @@ mod tests {
         }
         fn instantiate(
             &self,
-            _: serde_json::Value,
+            _: &serde_json::Value,
             _: &crate::tool::ToolCallContext,
         ) -> Result<crate::job::BoxJob<crate::tool::ToolOutput>> {
             Err(crate::Error::system("test", "not callable"))

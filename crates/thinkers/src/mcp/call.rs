@@ -89,12 +89,13 @@ impl ToolProvider for McpTool {
     fn read_only(&self) -> bool {
         false
     }
-    fn instantiate(&self, arguments: Value, _cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
+    fn instantiate(&self, arguments: &Value, _cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
         Ok(BoxJob::new(McpCallJob {
             connection: self.connection.clone(),
             name: self.name.clone(),
             wire_name: self.wire_name.clone(),
-            arguments: as_object(arguments)?,
+            // The job owns what it sends.
+            arguments: as_object(arguments.clone())?,
         }))
     }
 }

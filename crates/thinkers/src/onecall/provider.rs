@@ -119,7 +119,7 @@ impl<T: ModelTool> ToolProvider for ModelToolProvider<T> {
         self.tool.read_only()
     }
 
-    fn instantiate(&self, arguments: Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
+    fn instantiate(&self, arguments: &Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
         let input = decode_arguments::<T::Input>(arguments)?;
         Ok(BoxJob::new(Erased(self.job(input, cx)?)))
     }

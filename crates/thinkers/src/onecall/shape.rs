@@ -167,7 +167,7 @@ impl AnswerShape {
                 });
             }
         }
-        serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
+        crate::schema::decode_tracked::<T>(&value).map_err(|e| {
             let problem = self.misfit_at(e.path(), &e.inner().to_string());
             AnswerRefusal {
                 problem,

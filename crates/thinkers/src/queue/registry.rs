@@ -54,7 +54,7 @@ impl WorkflowRegistry {
         let name = name.into();
         let owner = name.clone();
         let factory = move |input: Value| -> Result<Launch> {
-            let job = make(decode_input(&owner, input)?)?;
+            let job = make(decode_input(&owner, &input)?)?;
             let owner = owner.clone();
             Ok(Box::new(move |dispatcher: &Dispatcher| {
                 let handle = dispatcher.submit(job);
@@ -127,8 +127,8 @@ impl WorkflowRegistry {
 }
 
 /// Decode a workflow's input, naming the field that does not fit.
-pub fn decode_input<I: DeserializeOwned>(workflow: &str, input: Value) -> Result<I> {
-    serde_path_to_error::deserialize(input).map_err(|e| {
+pub fn decode_input<I: DeserializeOwned>(workflow: &str, input: &Value) -> Result<I> {
+    crate::schema::decode_tracked(input).map_err(|e| {
         let path = e.path().to_string();
         let parameter = if path == "." || path.is_empty() {
             "input".to_owned()

@@ -447,7 +447,7 @@ impl<A: DeserializeOwned> AnswerShape<A> {
         {
             fields.insert("reasoning".into(), Value::String(reasoning.clone()));
         }
-        match serde_path_to_error::deserialize::<_, A>(answer.clone()) {
+        match crate::schema::decode_tracked::<A>(&answer) {
             Ok(value) => Judgement::Answer {
                 value,
                 json: answer,

@@ -291,7 +291,7 @@ impl ToolProvider for CatalogDoor {
     fn read_only(&self) -> bool {
         self.kind == DoorKind::Skills
     }
-    fn instantiate(&self, arguments: Value, _cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
+    fn instantiate(&self, arguments: &Value, _cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
         let field = self.kind.field();
         let accepted = || {
             format!(

@@ -207,7 +207,7 @@ impl ToolProvider for SubThinkerDoor {
             parameters: Arc::clone(input_schema()),
         }
     }
-    fn instantiate(&self, arguments: Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
+    fn instantiate(&self, arguments: &Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
         let input: SubThinkerInput = decode_arguments(arguments)?;
         if input.objective.trim().is_empty() {
             return Err(Error::invalid_input(

@@ -179,16 +179,20 @@ fn admit(
         )
     })?;
     admit_call(provider.as_ref(), scope)?;
+    let parsed;
     let arguments = match call.arguments {
-        Value::String(s) => serde_json::from_str(s).map_err(|_| {
-            Error::invalid_input(
-                "arguments",
-                None,
-                "the arguments were not a JSON object; send them as an object matching the \
-                 tool's schema",
-            )
-        })?,
-        other => other.clone(),
+        Value::String(s) => {
+            parsed = serde_json::from_str(s).map_err(|_| {
+                Error::invalid_input(
+                    "arguments",
+                    None,
+                    "the arguments were not a JSON object; send them as an object matching the \
+                     tool's schema",
+                )
+            })?;
+            &parsed
+        }
+        other => other,
     };
     provider.instantiate(arguments, tcx)
 }

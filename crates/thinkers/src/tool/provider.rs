@@ -86,7 +86,7 @@ pub trait ToolProvider: Send + Sync + 'static {
         false
     }
     /// Build the job for one call.
-    fn instantiate(&self, arguments: Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>>;
+    fn instantiate(&self, arguments: &Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>>;
 }
 
 macro_rules! forward_provider {
@@ -98,7 +98,7 @@ macro_rules! forward_provider {
             fn shared_input_schema(&self) -> Arc<Value> { (**self).shared_input_schema() }
             fn spec(&self) -> ToolSpec { (**self).spec() }
             fn read_only(&self) -> bool { (**self).read_only() }
-            fn instantiate(&self, arguments: Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
+            fn instantiate(&self, arguments: &Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
                 (**self).instantiate(arguments, cx)
             }
         }
@@ -156,22 +156,23 @@ impl<T: Tool> TypedToolProvider<T> {
     }
 
     /// Decode arguments into the input type, naming the parameter that does not fit.
-    pub fn decode(&self, arguments: Value) -> Result<T::Input> {
+    pub fn decode(&self, arguments: &Value) -> Result<T::Input> {
         decode_arguments::<T::Input>(arguments)
     }
 }
 
 /// Decode tool arguments, refusing a misfit with an error that names the parameter by its path and
 /// the value the caller sent there.
-pub(crate) fn decode_arguments<I: serde::de::DeserializeOwned>(arguments: Value) -> Result<I> {
-    let arguments = if arguments.is_null() {
-        Value::Object(serde_json::Map::new())
+pub(crate) fn decode_arguments<I: serde::de::DeserializeOwned>(arguments: &Value) -> Result<I> {
+    // Absent arguments are the empty object (an empty map does not allocate).
+    let empty;
+    let snapshot = if arguments.is_null() {
+        empty = Value::Object(serde_json::Map::new());
+        &empty
     } else {
         arguments
     };
-    // Read from a borrow, so the arguments stay whole for the error to quote.
-    let snapshot = &arguments;
-    serde_path_to_error::deserialize::<_, I>(snapshot).map_err(|e| {
+    crate::schema::decode_tracked::<I>(snapshot).map_err(|e| {
         let inner = e.inner().to_string();
         let mut path = e.path().to_string();
         let mut value = value_at(snapshot, e.path()).map(|v| truncate(&v.to_string(), 200));
@@ -269,7 +270,7 @@ impl<T: Tool> ToolProvider for TypedToolProvider<T> {
     fn read_only(&self) -> bool {
         self.tool.read_only()
     }
-    fn instantiate(&self, arguments: Value, _cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
+    fn instantiate(&self, arguments: &Value, _cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
         let input = self.decode(arguments)?;
         Ok(BoxJob::new(ErasedToolJob(ToolJob::new(
             self.tool.clone(),

@@ -118,7 +118,10 @@ async fn a_delegate_started_in_a_read_only_ticket_flow_is_bound_and_so_are_its_c
     let door = t.sub_thinker(Depth::Thorough);
     let flow = doer("read_only_flow", move |cx| {
         let job = door
-            .instantiate(json!({"objective": "inspect"}), &ToolCallContext::default())
+            .instantiate(
+                &json!({"objective": "inspect"}),
+                &ToolCallContext::default(),
+            )
             .unwrap();
         async move { cx.submit_in_step(job).await }
     });

@@ -86,7 +86,7 @@ async fn without_a_hub_a_sub_thinker_inherits_the_palette_and_delegates_only_at_
         let out = d
             .run(doer("launcher", move |cx| {
                 let job = door
-                    .instantiate(json!({"objective": "look"}), &ToolCallContext::default())
+                    .instantiate(&json!({"objective": "look"}), &ToolCallContext::default())
                     .unwrap();
                 async move { cx.submit_in_step(job).await }
             }))
@@ -146,7 +146,7 @@ async fn a_sub_thinker_delegates_further_only_at_thorough() {
         let out = d
             .run(doer("launcher", move |cx| {
                 let job = door
-                    .instantiate(json!({"objective": "look"}), &ToolCallContext::default())
+                    .instantiate(&json!({"objective": "look"}), &ToolCallContext::default())
                     .unwrap();
                 async move { cx.submit_in_step(job).await }
             }))

@@ -87,7 +87,7 @@ impl ToolProvider for LyingWrapper {
     }
     fn instantiate(
         &self,
-        arguments: serde_json::Value,
+        arguments: &serde_json::Value,
         cx: &ToolCallContext,
     ) -> Result<thinkers::job::BoxJob<thinkers::tool::ToolOutput>> {
         self.0.instantiate(arguments, cx)
@@ -102,7 +102,7 @@ async fn a_typed_tool_runs_through_its_provider() {
     assert!(thinkers::tool::is_snake_case(p.name()));
     assert_eq!(p.input_schema()["properties"]["query"]["type"], "string");
     let job = p
-        .instantiate(json!({"query": "seat"}), &ToolCallContext::default())
+        .instantiate(&json!({"query": "seat"}), &ToolCallContext::default())
         .unwrap();
     let out = d.run(job).await.unwrap();
     assert_eq!(out.json, json!({"definition": "seat means something"}));
@@ -127,7 +127,7 @@ fn arguments_that_do_not_fit_name_the_parameter() {
         (json!("flat"), "arguments", Some("\"flat\"")),
     ];
     for (args, param, value) in cases {
-        let err = p.instantiate(args.clone(), &cx).unwrap_err();
+        let err = p.instantiate(&args, &cx).unwrap_err();
         match &err {
             Error::InvalidInput {
                 parameter,

@@ -295,25 +295,25 @@ async fn a_gradeless_tool_inherits_the_callers_grade_and_pin() {
     );
     let args = serde_json::json!({"topic": "tea"});
     let err = provider
-        .instantiate(args.clone(), &ToolCallContext::default())
+        .instantiate(&args, &ToolCallContext::default())
         .unwrap_err();
     assert!(err.to_string().contains("grade"), "{err}");
 
     let cx = ToolCallContext::with_grade(thinkers::model::Grade::Large);
     let out = rt
-        .run(provider.instantiate(args.clone(), &cx).unwrap())
+        .run(provider.instantiate(&args, &cx).unwrap())
         .await
         .unwrap();
     assert_eq!(out.downcast::<Rating>().unwrap().score, 7);
     assert_eq!(out.json["label"], "good");
     let mut cx = ToolCallContext::with_grade(thinkers::model::Grade::Medium);
     cx.parent_pin = Some("sim-medium-b".into());
-    rt.run(provider.instantiate(args.clone(), &cx).unwrap())
+    rt.run(provider.instantiate(&args, &cx).unwrap())
         .await
         .unwrap();
     // A tool's own grade wins over the caller's.
     let own = ModelToolProvider::new(Probe::SMALL).answer_with(script.clone());
-    rt.run(own.instantiate(args, &cx.clone()).unwrap())
+    rt.run(own.instantiate(&args, &cx.clone()).unwrap())
         .await
         .unwrap();
 
@@ -331,7 +331,7 @@ async fn arguments_that_do_not_fit_are_refused_naming_the_parameter() {
     let provider = ModelToolProvider::new(Probe::SMALL);
     let err = provider
         .instantiate(
-            serde_json::json!({"topic": 12}),
+            &serde_json::json!({"topic": 12}),
             &ToolCallContext::default(),
         )
         .unwrap_err();

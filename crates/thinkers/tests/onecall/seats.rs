@@ -163,7 +163,7 @@ async fn grade_and_pin_come_from_the_tool_or_its_caller() {
     let out =
         s.rt.run(
             provider
-                .instantiate(args.clone(), &ToolCallContext::with_grade(Grade::Large))
+                .instantiate(&args, &ToolCallContext::with_grade(Grade::Large))
                 .unwrap(),
         )
         .await
@@ -171,12 +171,12 @@ async fn grade_and_pin_come_from_the_tool_or_its_caller() {
     assert!(out.downcast::<Rating>().is_some());
     let mut pinned_parent = ToolCallContext::with_grade(Grade::Medium);
     pinned_parent.parent_pin = Some("sim-medium-b".into());
-    s.rt.run(provider.instantiate(args.clone(), &pinned_parent).unwrap())
+    s.rt.run(provider.instantiate(&args, &pinned_parent).unwrap())
         .await
         .unwrap();
     // A provider pinned to its own entry serves it whatever the caller is pinned to.
     let pinned = ModelToolProvider::new(Probe::SMALL).pinned("sim-small-text");
-    s.rt.run(pinned.instantiate(args, &pinned_parent).unwrap())
+    s.rt.run(pinned.instantiate(&args, &pinned_parent).unwrap())
         .await
         .unwrap();
 
@@ -227,7 +227,7 @@ async fn a_pin_outside_the_envelope_is_refused_naming_the_entry_and_the_rule() {
     let provider = ModelToolProvider::new(QuickQuestion);
     let call = provider
         .instantiate(
-            serde_json::json!({"question": "Why?", "grade": "small"}),
+            &serde_json::json!({"question": "Why?", "grade": "small"}),
             &cx,
         )
         .unwrap();

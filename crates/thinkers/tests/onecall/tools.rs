@@ -79,7 +79,7 @@ async fn a_quick_question_runs_at_the_grade_it_states() {
     let provider = ModelToolProvider::new(QuickQuestion);
     let call = provider
         .instantiate(
-            json!({"question": "Is a pin checked against the envelope?", "grade": "medium",
+            &json!({"question": "Is a pin checked against the envelope?", "grade": "medium",
                    "context": "A pin bypasses the picker, never the envelope."}),
             // The question's own grade wins over the caller's.
             &ToolCallContext::with_grade(Grade::Mega),
@@ -104,7 +104,7 @@ async fn a_quick_question_runs_at_the_grade_it_states() {
     );
     assert!(body.raw_body.contains("Context:\\nA pin bypasses"));
     let missing = provider
-        .instantiate(json!({"question": "Why?"}), &ToolCallContext::default())
+        .instantiate(&json!({"question": "Why?"}), &ToolCallContext::default())
         .unwrap_err();
     assert_eq!(missing.kind(), ErrorKind::InvalidInput);
     assert!(missing.to_string().contains("`grade`"), "{missing}");
@@ -131,7 +131,7 @@ async fn a_summary_is_sent_back_when_it_runs_far_past_its_target() {
     let provider = ModelToolProvider::new(Summarization);
     let call = provider
         .instantiate(
-            json!({"text": "A seat reserves tokens. Admission waits until the whole reservation \
+            &json!({"text": "A seat reserves tokens. Admission waits until the whole reservation \
                             fits the entry's budgets.",
                    "focus": "admission", "target_words": 20}),
             &ToolCallContext::default(),
@@ -154,7 +154,7 @@ async fn a_summary_is_sent_back_when_it_runs_far_past_its_target() {
     );
     let zero = provider
         .instantiate(
-            json!({"text": "x", "target_words": 0}),
+            &json!({"text": "x", "target_words": 0}),
             &ToolCallContext::default(),
         )
         .unwrap_err();
@@ -186,7 +186,7 @@ async fn a_violation_analysis_is_corrected_until_its_evidence_is_quoted() {
     let provider = ModelToolProvider::new(AnalyzeViolation);
     let call = provider
         .instantiate(
-            json!({"text": text, "rule": "Secrets must never be stored unencrypted."}),
+            &json!({"text": text, "rule": "Secrets must never be stored unencrypted."}),
             &ToolCallContext::default(),
         )
         .unwrap();
@@ -225,7 +225,7 @@ async fn the_schema_driven_answers_of_the_sim_fit_every_tool() {
     let q = ModelToolProvider::new(QuickQuestion);
     let call = q
         .instantiate(
-            json!({"question": "What is a grade?", "grade": "small"}),
+            &json!({"question": "What is a grade?", "grade": "small"}),
             &ToolCallContext::default(),
         )
         .unwrap();
@@ -234,7 +234,7 @@ async fn the_schema_driven_answers_of_the_sim_fit_every_tool() {
     let v = ModelToolProvider::new(AnalyzeViolation);
     let call = v
         .instantiate(
-            json!({"text": "All good here.", "rule": "Be polite."}),
+            &json!({"text": "All good here.", "rule": "Be polite."}),
             &ToolCallContext::default(),
         )
         .unwrap();

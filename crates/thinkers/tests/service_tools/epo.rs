@@ -92,7 +92,7 @@ async fn one_token_serves_many_calls() {
             let args = json!({"publication_number": "EP1000000A1"});
             d.submit(
                 provider
-                    .instantiate(args, &ToolCallContext::default())
+                    .instantiate(&args, &ToolCallContext::default())
                     .unwrap(),
             )
         })

@@ -68,7 +68,7 @@ async fn a_stdio_server_lists_calls_maps_errors_and_is_never_read_only() {
     let d = Dispatcher::builder().build();
     let job = echo
         .instantiate(
-            json!({"message": "hello, seat"}),
+            &json!({"message": "hello, seat"}),
             &ToolCallContext::default(),
         )
         .unwrap();
@@ -77,7 +77,7 @@ async fn a_stdio_server_lists_calls_maps_errors_and_is_never_read_only() {
     let raw = out.downcast::<rmcp::model::CallToolResult>().unwrap();
     assert_eq!(raw.is_error, None);
     let job = sum
-        .instantiate(json!({"a": 2, "b": 40}), &ToolCallContext::default())
+        .instantiate(&json!({"a": 2, "b": 40}), &ToolCallContext::default())
         .unwrap();
     let out = d.run(job).await.unwrap();
     assert_eq!(out.json, json!("The sum of 2 and 40 is 42."));
@@ -85,14 +85,14 @@ async fn a_stdio_server_lists_calls_maps_errors_and_is_never_read_only() {
     // Errors: the server's `isError` result is correctable and carries its text; arguments that
     // are not an object are refused before any request.
     let job = echo
-        .instantiate(json!({"message": 5}), &ToolCallContext::default())
+        .instantiate(&json!({"message": 5}), &ToolCallContext::default())
         .unwrap();
     let err = d.run(job).await.unwrap_err();
     assert_invalid(&err, "arguments", "5");
     assert!(err.is_correctable());
     assert!(err.to_string().contains("Input validation error"), "{err}");
     let err = echo
-        .instantiate(json!(["hello"]), &ToolCallContext::default())
+        .instantiate(&json!(["hello"]), &ToolCallContext::default())
         .unwrap_err();
     assert_invalid(&err, "arguments", "hello");
 

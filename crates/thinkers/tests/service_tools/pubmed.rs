@@ -92,7 +92,7 @@ fn the_tool_is_read_only_and_asks_for_the_pubmed_budget() {
     assert_eq!(p.name(), "pubmed_fetch");
     assert_eq!(p.input_schema()["properties"]["pmids"]["type"], "array");
     assert!(
-        p.instantiate(json!({"pmids": "1"}), &ToolCallContext::default())
+        p.instantiate(&json!({"pmids": "1"}), &ToolCallContext::default())
             .is_err()
     );
     assert_eq!(PUBMED_BUDGET, "service:pubmed");
@@ -108,7 +108,7 @@ async fn twenty_concurrent_calls_stay_within_three_per_second() {
     let handles: Vec<_> = (0..20)
         .map(|_| {
             let job = t
-                .instantiate(json!({"pmids": ["31000001"]}), &ToolCallContext::default())
+                .instantiate(&json!({"pmids": ["31000001"]}), &ToolCallContext::default())
                 .unwrap();
             d.submit(job)
         })

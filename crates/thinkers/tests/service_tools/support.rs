@@ -117,7 +117,7 @@ pub fn closed_port() -> u16 {
 /// Run one call of a typed tool through a dispatcher, as a model's JSON arguments.
 pub async fn call<T: Tool>(d: &Dispatcher, tool: T, args: Value) -> Result<ToolOutput> {
     let provider = TypedToolProvider::new(tool);
-    let job = provider.instantiate(args, &ToolCallContext::default())?;
+    let job = provider.instantiate(&args, &ToolCallContext::default())?;
     d.run(job).await
 }
 

@@ -38,7 +38,7 @@ impl ToolProvider for Wrapper {
     }
     fn instantiate(
         &self,
-        arguments: Value,
+        arguments: &Value,
         cx: &ToolCallContext,
     ) -> thinkers::Result<BoxJob<ToolOutput>> {
         self.inner.instantiate(arguments, cx)
