@@ -49,6 +49,8 @@ pub(crate) struct JobNode {
     /// The span of the attempt running now (none between attempts), handed to children.
     attempt_span: Mutex<tracing::Span>,
     step: AtomicU32,
+    /// What the job published. The step ordinal is not stored here: it reads as
+    /// [`META_ITERATION`] unless the job published a value under that key itself.
     metadata: Mutex<BTreeMap<String, serde_json::Value>>,
 }
 
@@ -62,10 +64,6 @@ impl JobNode {
         cancel: CancellationToken,
     ) -> Self {
         let id = JobId::new();
-        let mut metadata = BTreeMap::new();
-        if let Some(n) = ordinal {
-            metadata.insert(META_ITERATION.to_owned(), serde_json::Value::from(n));
-        }
         Self {
             id,
             parent: parent.map(JobContext::id),
@@ -79,8 +77,24 @@ impl JobNode {
             parent_span: parent.map_or_else(tracing::Span::current, |p| p.node.span_for_child()),
             attempt_span: Mutex::new(tracing::Span::none()),
             step: AtomicU32::new(0),
-            metadata: Mutex::new(metadata),
+            metadata: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    fn lock_meta(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, serde_json::Value>> {
+        self.metadata.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The value under `key`: what the job published, else its step ordinal under
+    /// [`META_ITERATION`].
+    fn meta(&self, key: &str) -> Option<serde_json::Value> {
+        if let Some(v) = self.lock_meta().get(key) {
+            return Some(v.clone());
+        }
+        if key == META_ITERATION {
+            return self.ordinal.map(serde_json::Value::from);
+        }
+        None
     }
 
     /// The span a child submitted now hangs under: the running attempt's, else the current one.
@@ -177,12 +191,17 @@ impl JobContext {
 
     /// A metadata value.
     pub fn metadata(&self, key: &str) -> Option<serde_json::Value> {
-        self.lock_meta().get(key).cloned()
+        self.node.meta(key)
     }
 
     /// Every metadata value.
     pub fn metadata_all(&self) -> BTreeMap<String, serde_json::Value> {
-        self.lock_meta().clone()
+        let mut all = self.node.lock_meta().clone();
+        if let Some(n) = self.node.ordinal {
+            all.entry(META_ITERATION.to_owned())
+                .or_insert_with(|| serde_json::Value::from(n));
+        }
+        all
     }
 
     /// The value the nearest ancestor (parent, grandparent, …) published under `key`, if any.
@@ -190,12 +209,7 @@ impl JobContext {
     pub fn ancestor_metadata(&self, key: &str) -> Option<serde_json::Value> {
         let mut node = self.node.parent_node.as_ref();
         while let Some(n) = node {
-            let found = n
-                .metadata
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get(key)
-                .cloned();
+            let found = n.meta(key);
             if found.is_some() {
                 return found;
             }
@@ -206,14 +220,7 @@ impl JobContext {
 
     /// Publish a metadata value on this job (for example a report).
     pub fn set_metadata(&self, key: impl Into<String>, value: serde_json::Value) {
-        self.lock_meta().insert(key.into(), value);
-    }
-
-    fn lock_meta(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, serde_json::Value>> {
-        self.node
-            .metadata
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.node.lock_meta().insert(key.into(), value);
     }
 
     /// Claim the next step ordinal (1 for the first call) and return it.

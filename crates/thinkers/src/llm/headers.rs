@@ -97,12 +97,31 @@ const ANTHROPIC_REQUESTS: [HeaderName; 2] = [
     HeaderName::from_static("anthropic-ratelimit-requests-reset"),
 ];
 
+/// Which providers' rate-limit spellings the headers hold at all: one pass over the names, so an
+/// answer without them (a local server, a proxy that strips them) costs no lookups.
+fn spellings(h: &HeaderMap) -> (bool, bool) {
+    let (mut openai, mut anthropic) = (false, false);
+    for name in h.keys() {
+        let name = name.as_str();
+        openai |= name.starts_with("x-ratelimit-");
+        anthropic |= name.starts_with("anthropic-ratelimit-");
+    }
+    (openai, anthropic)
+}
+
 /// One bucket's remaining count and time to reset, whichever provider spelled it.
 fn buckets(h: &HeaderMap, now: SystemTime) -> [(Option<u64>, Option<Duration>); 2] {
+    let (has_openai, has_anthropic) = spellings(h);
     let openai = |[remaining, reset]: [HeaderName; 2]| {
+        if !has_openai {
+            return (None, None);
+        }
         (number(h, remaining), get(h, reset).and_then(go_duration))
     };
     let anthropic = |[remaining, reset]: [HeaderName; 2]| {
+        if !has_anthropic {
+            return (None, None);
+        }
         (
             number(h, remaining),
             get(h, reset).and_then(|s| rfc3339_from(s, now)),
@@ -228,6 +247,21 @@ mod tests {
         ]);
         assert_eq!(retry_after(&h, now), Some(Duration::from_secs(59)));
         assert_eq!(retry_after(&HeaderMap::new(), now), None);
+    }
+
+    #[test]
+    fn each_bucket_is_read_from_whichever_spelling_is_present() {
+        let now = at("2025-08-21T12:40:00Z");
+        let h = headers(&[
+            ("content-type", "application/json"),
+            ("x-ratelimit-remaining-requests", "5"),
+            ("anthropic-ratelimit-tokens-remaining", "7"),
+        ]);
+        let obs = rate_observation(&h, now);
+        assert_eq!(obs.and_then(|o| o.remaining_requests), Some(5));
+        assert_eq!(obs.and_then(|o| o.remaining_tokens), Some(7));
+        let unrelated = headers(&[("content-type", "application/json"), ("x-request-id", "r")]);
+        assert_eq!(rate_observation(&unrelated, now), None);
     }
 
     #[test]

@@ -62,8 +62,22 @@ pub(crate) fn begin_attempt(cx: &JobContext, attempt: u32) -> Span {
         "error.type" = Empty,
         otel.status_code = Empty,
     );
+    let span = unless_disabled(span);
     node.set_attempt_span(&span);
     span
+}
+
+/// A span no subscriber wants, traded for [`Span::none`]. A disabled span still carries its
+/// metadata, so (with `tracing`'s `log` feature, which sqlx turns on) entering and leaving it
+/// consults the `log` crate on every poll of the future it instruments; the empty span skips
+/// that. What is lost is only the `log` crate's record of span activity, for an application that
+/// reads tracing through `log` without a subscriber.
+fn unless_disabled(span: Span) -> Span {
+    if span.is_disabled() {
+        Span::none()
+    } else {
+        span
+    }
 }
 
 /// Close the bookkeeping of an attempt: record how it ended on its span (`ok`, `retry`, the
@@ -99,7 +113,7 @@ pub(crate) fn end_attempt<T>(
 ///
 /// The span's parent is the current span: inside a job that is the job's attempt span.
 pub fn model_call_span(entry: &str, model: &str, provider: &str, max_tokens: u64) -> Span {
-    tracing::info_span!(
+    unless_disabled(tracing::info_span!(
         target: "thinkers::model",
         "chat",
         otel.name = %format_args!("chat {model}"),
@@ -119,7 +133,7 @@ pub fn model_call_span(entry: &str, model: &str, provider: &str, max_tokens: u64
         thinkers.cost = Empty,
         thinkers.currency = Empty,
         "error.type" = Empty,
-    )
+    ))
 }
 
 /// What a model call used, as [`record_usage`] writes it onto the call's span.

@@ -182,3 +182,24 @@ async fn cancelling_the_caller_cancels_a_child_run_in_place_and_what_that_child_
         );
     }
 }
+
+#[tokio::test]
+async fn the_ordinal_reads_as_iteration_metadata_until_the_job_sets_its_own() {
+    let (d, _) = dispatcher();
+    let root = d.submit(doer("root", |cx| async move {
+        cx.submit_in_step(doer("child", |cx| async move {
+            let before = (cx.metadata(META_ITERATION), cx.metadata_all());
+            cx.set_metadata(META_ITERATION, serde_json::json!("mine"));
+            let grandchild = cx.submit(doer("grandchild", |cx| async move {
+                Ok(cx.ancestor_metadata(META_ITERATION))
+            }));
+            Ok((before, cx.metadata(META_ITERATION), grandchild.await?))
+        }))
+        .await
+    }));
+    let ((one, all), after, seen_below) = root.await.unwrap();
+    assert_eq!(one, Some(serde_json::json!(1)));
+    assert_eq!(all.get(META_ITERATION), Some(&serde_json::json!(1)));
+    assert_eq!(after, Some(serde_json::json!("mine")));
+    assert_eq!(seen_below, Some(serde_json::json!("mine")));
+}

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::dispatch::{Limits, Rate};
-use crate::job::Seat;
 use crate::model::{Depth, Grade, OutputSize};
 
 /// Prices of one entry, per million tokens, in `currency`.
@@ -55,6 +54,8 @@ pub enum Reasoning {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Entry {
     pub(super) id: String,
+    /// The name of its admission budget ([`crate::job::Seat::budget_for`] of the id), made once.
+    pub(super) budget: String,
     pub(super) provider: String,
     pub(super) model: String,
     pub(super) grade: Grade,
@@ -194,7 +195,12 @@ impl Entry {
 
     /// The admission budget its calls reserve against (`model:<id>`).
     pub fn budget_name(&self) -> String {
-        Seat::budget_for(&self.id)
+        self.budget.clone()
+    }
+
+    /// [`Self::budget_name`], borrowed.
+    pub fn budget(&self) -> &str {
+        &self.budget
     }
 
     /// Its admission limits: `tpm` as tokens per minute, `rpm` as requests per minute, and

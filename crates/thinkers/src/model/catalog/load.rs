@@ -10,6 +10,7 @@ use super::entry::{Entry, Pricing, Reasoning};
 use super::error::{CatalogError, Location, Problem};
 use super::fields::{Fields, RawTable, Source};
 use super::provider::{Dialect, Provider, SIM_PLACEHOLDER};
+use crate::job::Seat;
 use crate::model::{Depth, Grade, OutputSize};
 
 /// The document's top level. Providers and entries are kept as tables so each field can be
@@ -196,6 +197,7 @@ fn read_entry(
     f.finish()?;
 
     Ok(Entry {
+        budget: Seat::budget_for(&id),
         id,
         provider,
         model,
