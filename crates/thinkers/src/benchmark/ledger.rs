@@ -11,6 +11,7 @@
 //! guard of a workflow drops, its rows are forgotten.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures::future::BoxFuture;
@@ -73,6 +74,9 @@ struct State {
 #[derive(Clone, Default)]
 pub struct CostLedger {
     state: Arc<Mutex<State>>,
+    /// Watches open on any workflow: while there are none, no row is wanted and none is built
+    /// (read without the lock on every job start and model call).
+    open: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for CostLedger {
@@ -100,11 +104,19 @@ impl CostLedger {
     /// Only rows that arrive after the call are kept.
     #[must_use = "the workflow is watched only while the guard lives"]
     pub fn watch(&self, workflow: JobId) -> LedgerWatch {
-        *self.lock().watched.entry(workflow).or_insert(0) += 1;
+        let mut s = self.lock();
+        *s.watched.entry(workflow).or_insert(0) += 1;
+        self.open.fetch_add(1, Ordering::SeqCst);
+        drop(s);
         LedgerWatch {
             ledger: self.clone(),
             workflow,
         }
+    }
+
+    /// Whether any watch is open on any workflow.
+    pub fn is_watching_any(&self) -> bool {
+        self.open.load(Ordering::SeqCst) > 0
     }
 
     /// Whether any watch is open on `workflow`.
@@ -131,6 +143,7 @@ impl CostLedger {
         let left = match s.watched.get_mut(&workflow) {
             Some(n) => {
                 *n = n.saturating_sub(1);
+                self.open.fetch_sub(1, Ordering::SeqCst);
                 *n
             }
             None => return,
@@ -224,7 +237,9 @@ impl LedgerRecorder {
 
 impl Recorder for LedgerRecorder {
     fn job_started(&self, row: JobStart) {
-        self.ledger.job_started(&row);
+        if self.ledger.is_watching_any() {
+            self.ledger.job_started(&row);
+        }
         self.inner.job_started(row);
     }
 
@@ -233,7 +248,9 @@ impl Recorder for LedgerRecorder {
     }
 
     fn llm_run(&self, row: LlmRun) {
-        self.ledger.llm_run(&row);
+        if self.ledger.is_watching_any() {
+            self.ledger.llm_run(&row);
+        }
         self.inner.llm_run(row);
     }
 
@@ -243,6 +260,11 @@ impl Recorder for LedgerRecorder {
 
     fn flush(&self) -> BoxFuture<'_, crate::Result<()>> {
         self.inner.flush()
+    }
+
+    /// Rows are wanted while the wrapped recorder keeps them or a workflow is watched.
+    fn keeps_rows(&self) -> bool {
+        self.inner.keeps_rows() || self.ledger.is_watching_any()
     }
 }
 
@@ -354,5 +376,22 @@ mod tests {
         assert!(ledger.is_watching(wf));
         drop(g2);
         assert!(!ledger.is_watching(wf));
+    }
+
+    #[test]
+    fn rows_are_wanted_only_while_a_watch_is_open_or_the_inner_recorder_keeps_them() {
+        let ledger = CostLedger::new();
+        let rec = LedgerRecorder::new(Arc::new(crate::record::NoopRecorder), ledger.clone());
+        assert!(!rec.keeps_rows());
+        let (w1, w2) = (JobId::new(), JobId::new());
+        let g1 = ledger.watch(w1);
+        let g2 = ledger.watch(w2);
+        assert!(rec.keeps_rows());
+        drop(g1);
+        assert!(rec.keeps_rows() && ledger.is_watching_any());
+        drop(g2);
+        assert!(!rec.keeps_rows() && !ledger.is_watching_any());
+        let keeping = LedgerRecorder::new(Arc::new(MemoryRecorder::new()), ledger);
+        assert!(keeping.keeps_rows());
     }
 }
