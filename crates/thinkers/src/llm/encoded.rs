@@ -7,12 +7,11 @@
 //! incrementally.
 
 use std::borrow::Cow;
-use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::ops::Range;
 
 use bytes::Bytes;
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use crate::Error;
 use crate::conversation::Message;
@@ -110,87 +109,6 @@ impl EncodedRequest {
     /// The body as text (it is always JSON).
     pub fn body_str(&self) -> &str {
         std::str::from_utf8(&self.body).unwrap_or("")
-    }
-}
-
-/// Records where tracked values land in a serialized body.
-#[derive(Debug, Default)]
-pub(crate) struct Segments {
-    pos: Cell<usize>,
-    ranges: RefCell<Vec<Range<usize>>>,
-}
-
-/// A value whose byte range in the body is recorded when it is serialized.
-pub(crate) struct Tracked<'a, T> {
-    value: T,
-    segments: &'a Segments,
-}
-
-impl<T: Serialize> Serialize for Tracked<'_, T> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        // serde_json writes straight into the writer, so the writer's position before and after
-        // is exactly the value's byte range.
-        let start = self.segments.pos.get();
-        let ok = self.value.serialize(s)?;
-        let end = self.segments.pos.get();
-        self.segments.ranges.borrow_mut().push(start..end);
-        Ok(ok)
-    }
-}
-
-struct PosWriter<'a> {
-    buf: Vec<u8>,
-    pos: &'a Cell<usize>,
-}
-
-impl std::io::Write for PosWriter<'_> {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.buf.extend_from_slice(data);
-        self.pos.set(self.buf.len());
-        Ok(data.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Segments {
-    /// Room for the ranges of `parts` tracked values (every message and tool, the system
-    /// content and the answer schema), so recording them does not grow the list.
-    pub(crate) fn with_capacity(parts: usize) -> Self {
-        Self {
-            pos: Cell::new(0),
-            ranges: RefCell::new(Vec::with_capacity(parts)),
-        }
-    }
-
-    /// Wrap a value so its range is recorded.
-    pub(crate) fn track<T: Serialize>(&self, value: T) -> Tracked<'_, T> {
-        Tracked {
-            value,
-            segments: self,
-        }
-    }
-
-    /// Serialize a body into a buffer of `capacity` bytes to start with (see
-    /// [`capacity_hint`]), returning its bytes and the recorded ranges.
-    pub(crate) fn write<T: Serialize>(
-        &self,
-        body: &T,
-        capacity: usize,
-    ) -> crate::Result<(Bytes, Vec<Range<usize>>)> {
-        self.pos.set(0);
-        self.ranges.borrow_mut().clear();
-        let mut w = PosWriter {
-            buf: Vec::with_capacity(capacity),
-            pos: &self.pos,
-        };
-        serde_json::to_writer(&mut w, body).map_err(|e| {
-            Error::system("llm request encoding", "the body did not serialize").with_source(e)
-        })?;
-        let mut ranges = self.ranges.take();
-        ranges.sort_by_key(|r| r.start);
-        Ok((Bytes::from(w.buf), ranges))
     }
 }
 
@@ -310,34 +228,6 @@ pub(crate) fn capacity_hint(system: &str, history: &[Message], req: &ChatRequest
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tracked_ranges_cover_exactly_their_values() -> anyhow::Result<()> {
-        let seg = Segments::default();
-        #[derive(Serialize)]
-        struct Body<'a> {
-            model: &'a str,
-            messages: Vec<Tracked<'a, serde_json::Value>>,
-        }
-        let body = Body {
-            model: "m",
-            messages: vec![
-                seg.track(serde_json::json!({"role": "user", "content": "hi"})),
-                seg.track(serde_json::json!({"role": "assistant", "content": "yo"})),
-            ],
-        };
-        let (bytes, ranges) = seg.write(&body, 64)?;
-        assert_eq!(ranges.len(), 2);
-        assert_eq!(
-            &bytes[ranges[0].clone()],
-            br#"{"content":"hi","role":"user"}"#
-        );
-        assert_eq!(
-            &bytes[ranges[1].clone()],
-            br#"{"content":"yo","role":"assistant"}"#
-        );
-        Ok(())
-    }
 
     #[test]
     fn secret_headers_are_redacted() {

@@ -2,7 +2,7 @@
 //!
 //! A conversation's body is written anew on every turn, and nearly all of its text (the system
 //! content, every earlier message) is what the turn before carried. Escaping a string costs a
-//! branch per byte; [`JsonStr`] keeps the escaped form of recent long strings, per thread, so a
+//! branch per byte; [`write_str`] keeps the escaped form of recent long strings, per thread, so a
 //! body copies those bytes instead. A hit is checked against the whole text, not only its hash,
 //! so a body always carries exactly the string it was given.
 //!
@@ -11,15 +11,8 @@
 //! the newer one, so what recent bodies carry stays while the rest ages out. Strings shorter than
 //! [`MIN_BYTES`] (the lookup would cost as much as the escaping) or longer than [`MAX_BYTES`] are
 //! escaped each time.
-//!
-//! Two doors share the cache: [`write_str`] for a body written by hand (`llm::encoded::BodyWriter`)
-//! and [`JsonStr`] for one serialized through serde.
 
-use std::borrow::Cow;
 use std::cell::RefCell;
-
-use serde::{Serialize, Serializer};
-use serde_json::value::RawValue;
 
 use crate::llm::generations::Generations;
 
@@ -32,47 +25,19 @@ const GENERATION_BYTES: usize = 1024 * 1024;
 
 struct Entry {
     text: Box<str>,
-    json: Box<RawValue>,
+    /// The JSON string: quoted and escaped.
+    json: Box<[u8]>,
 }
 
 impl Entry {
     fn bytes(&self) -> usize {
-        self.text.len() + self.json.get().len()
+        self.text.len() + self.json.len()
     }
 }
 
 thread_local! {
     static ESCAPED: RefCell<Generations<Entry>> =
         RefCell::new(Generations::new(GENERATION_BYTES, Entry::bytes));
-}
-
-/// A string serialized as JSON exactly as `serialize_str` would write it, from the escaped form
-/// this thread kept when the string is long and was seen recently.
-pub(crate) struct JsonStr<'a>(pub(crate) Cow<'a, str>);
-
-impl<'a> From<&'a str> for JsonStr<'a> {
-    fn from(s: &'a str) -> Self {
-        Self(Cow::Borrowed(s))
-    }
-}
-
-impl From<String> for JsonStr<'_> {
-    fn from(s: String) -> Self {
-        Self(Cow::Owned(s))
-    }
-}
-
-impl Serialize for JsonStr<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let text: &str = &self.0;
-        if !(MIN_BYTES..=MAX_BYTES).contains(&text.len()) {
-            return s.serialize_str(text);
-        }
-        with_kept(text, |kept| match kept {
-            Some(json) => json.serialize(s),
-            None => s.serialize_str(text),
-        })
-    }
 }
 
 /// Write `text` as a JSON string (quoted and escaped), byte for byte as serde_json writes it,
@@ -82,35 +47,26 @@ pub(crate) fn write_str(buf: &mut Vec<u8>, text: &str) {
         escape_into(buf, text);
         return;
     }
-    with_kept(text, |kept| match kept {
-        Some(json) => buf.extend_from_slice(json.get().as_bytes()),
-        None => escape_into(buf, text),
-    });
-}
-
-/// Hand `f` the kept escaped form of `text` (escaping and keeping it first if it is new), or
-/// `None` when it cannot be kept.
-fn with_kept<R>(text: &str, f: impl FnOnce(Option<&RawValue>) -> R) -> R {
     let key = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
     ESCAPED.with(|cell| {
         // Writing never re-enters this cache, so the borrow is always free; should it not be,
         // the string is escaped as usual.
         let Ok(mut g) = cell.try_borrow_mut() else {
-            return f(None);
+            escape_into(buf, text);
+            return;
         };
         if let Some(kept) = g.get(key, |e| &*e.text == text) {
-            return f(Some(&kept.json));
+            buf.extend_from_slice(&kept.json);
+            return;
         }
-        // A string always serializes; should it not, nothing is kept.
-        let Ok(json) = serde_json::value::to_raw_value(text) else {
-            return f(None);
-        };
+        let start = buf.len();
+        escape_into(buf, text);
         let entry = Entry {
             text: text.into(),
-            json,
+            json: buf[start..].into(),
         };
-        f(Some(&g.insert(key, entry).json))
-    })
+        g.insert(key, entry);
+    });
 }
 
 /// How each byte is written inside a JSON string: `0` as it is, `b'u'` as `\u00XX`, any other
@@ -169,28 +125,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_kept_string_serializes_exactly_as_an_escaped_one() -> anyhow::Result<()> {
-        let texts = [
-            "short".to_owned(),
-            format!(
-                "quotes \" and \\ and\nnewlines\tand é and \u{1} {}",
-                "x".repeat(80)
-            ),
-            "y".repeat(MAX_BYTES + 1),
-        ];
-        for t in &texts {
-            // Twice: the first writes and keeps it, the second copies the kept form.
-            for _ in 0..2 {
-                assert_eq!(
-                    serde_json::to_string(&JsonStr::from(t.as_str()))?,
-                    serde_json::to_string(t)?
-                );
-            }
-        }
-        Ok(())
-    }
-
-    #[test]
     fn written_strings_are_what_serde_json_writes() -> anyhow::Result<()> {
         let every_control: String = (0u8..0x20).map(char::from).collect();
         let texts = [
@@ -230,7 +164,9 @@ mod tests {
         let mut g = Generations::new(GENERATION_BYTES, Entry::bytes);
         let text = |i: u64| format!("{i:04}{}", "z".repeat(4_000));
         for i in 0..2_000u64 {
-            let json = RawValue::from_string(serde_json::to_string(&text(i))?)?;
+            let json = serde_json::to_string(&text(i))?
+                .into_bytes()
+                .into_boxed_slice();
             g.insert(
                 i,
                 Entry {

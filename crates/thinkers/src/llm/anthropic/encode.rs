@@ -17,30 +17,40 @@
 //!   play, in which case the schema goes into the system prompt.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
-use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{API_VERSION, MIN_THINKING_BUDGET};
 use crate::Result;
 use crate::conversation::{ContentBlock, MediaSource, Message, Role};
-use crate::llm::encoded::{DecodePlan, EncodedRequest, Header, Segments, Tracked, capacity_hint};
-use crate::llm::escape::JsonStr;
+use crate::llm::encoded::{BodyWriter, DecodePlan, EncodedRequest, Header, capacity_hint};
 use crate::llm::request::{ChatRequest, Reasoning, ToolChoice};
-use crate::llm::strict::{self, Adaptation, Rendered};
+use crate::llm::strict::{self, Adaptation};
 use crate::llm::target::WireTarget;
 use crate::llm::text_tools;
 
-#[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
 enum Source<'a> {
     Base64 { media_type: &'a str, data: &'a str },
     Url { url: &'a str },
 }
 
-#[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+impl Source<'_> {
+    fn write(&self, w: &mut BodyWriter) {
+        match self {
+            Self::Base64 { media_type, data } => {
+                w.raw(r#"{"type":"base64","media_type":"#)
+                    .str(media_type)
+                    .raw(r#","data":"#)
+                    .str(data)
+                    .raw("}");
+            }
+            Self::Url { url } => {
+                w.raw(r#"{"type":"url","url":"#).str(url).raw("}");
+            }
+        }
+    }
+}
+
 enum Block<'a> {
     Thinking {
         thinking: &'a str,
@@ -50,14 +60,13 @@ enum Block<'a> {
         data: &'a str,
     },
     Text {
-        text: JsonStr<'a>,
+        text: &'a str,
     },
     Image {
         source: Source<'a>,
     },
     Document {
         source: Source<'a>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         title: Option<&'a str>,
     },
     ToolUse {
@@ -67,8 +76,7 @@ enum Block<'a> {
     },
     ToolResult {
         tool_use_id: &'a str,
-        content: JsonStr<'a>,
-        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        content: &'a str,
         is_error: bool,
     },
 }
@@ -81,69 +89,79 @@ impl Block<'_> {
             _ => 1,
         }
     }
+
+    fn write(&self, w: &mut BodyWriter) -> Result<()> {
+        match self {
+            Self::Thinking {
+                thinking,
+                signature,
+            } => {
+                w.raw(r#"{"type":"thinking","thinking":"#)
+                    .str(thinking)
+                    .raw(r#","signature":"#)
+                    .str(signature);
+            }
+            Self::RedactedThinking { data } => {
+                w.raw(r#"{"type":"redacted_thinking","data":"#).str(data);
+            }
+            Self::Text { text } => {
+                w.raw(r#"{"type":"text","text":"#).str(text);
+            }
+            Self::Image { source } => {
+                w.raw(r#"{"type":"image","source":"#);
+                source.write(w);
+            }
+            Self::Document { source, title } => {
+                w.raw(r#"{"type":"document","source":"#);
+                source.write(w);
+                if let Some(title) = title {
+                    w.raw(r#","title":"#).str(title);
+                }
+            }
+            Self::ToolUse { id, name, input } => {
+                w.raw(r#"{"type":"tool_use","id":"#)
+                    .str(id)
+                    .raw(r#","name":"#)
+                    .str(name)
+                    .raw(r#","input":"#)
+                    .json(&**input)?;
+            }
+            Self::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => {
+                w.raw(r#"{"type":"tool_result","tool_use_id":"#)
+                    .str(tool_use_id)
+                    .raw(r#","content":"#)
+                    .str(content);
+                if *is_error {
+                    w.raw(r#","is_error":true"#);
+                }
+            }
+        }
+        w.raw("}");
+        Ok(())
+    }
 }
 
-#[derive(Serialize)]
 struct Turn<'a> {
     role: &'static str,
     content: Vec<Block<'a>>,
 }
 
-#[derive(Serialize)]
-struct Tool<'a> {
-    name: &'a str,
-    description: JsonStr<'a>,
-    input_schema: InputSchema,
-}
-
-/// A tool's input schema: its shared rendering, or the empty object schema standing in for a
-/// schema that is not an object.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum InputSchema {
-    Shared(Arc<Rendered>),
-    Empty(Value),
-}
-
-#[derive(Serialize)]
-struct Thinking {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    budget_tokens: u32,
-}
-
-#[derive(Serialize)]
-struct OutputConfig<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    effort: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    format: Option<Tracked<'a, Format>>,
-}
-
-#[derive(Serialize)]
-struct Format {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    schema: Arc<Rendered>,
-}
-
-#[derive(Serialize)]
-struct Body<'a> {
-    model: &'a str,
-    max_tokens: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<Tracked<'a, JsonStr<'a>>>,
-    messages: Vec<Tracked<'a, Turn<'a>>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<Tracked<'a, Tool<'a>>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    thinking: Option<Thinking>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    output_config: Option<OutputConfig<'a>>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    stream: bool,
+impl Turn<'_> {
+    fn write(&self, w: &mut BodyWriter) -> Result<()> {
+        w.raw(r#"{"role":"#).str(self.role).raw(r#","content":["#);
+        for (i, b) in self.content.iter().enumerate() {
+            if i > 0 {
+                w.raw(",");
+            }
+            b.write(w)?;
+        }
+        w.raw("]}");
+        Ok(())
+    }
 }
 
 /// Render the request for an Anthropic target.
@@ -171,68 +189,99 @@ pub(crate) fn encode(
         _ => None,
     };
 
-    let seg = Segments::with_capacity(history.len() + req.tools.len() + 2);
-    let messages = turns(history, target.thinking)
-        .into_iter()
-        .map(|t| seg.track(t))
-        .collect();
+    let mut w = BodyWriter::new(capacity, history.len() + req.tools.len() + 2);
+    // The fields in the order the Messages API documents them; every field after `model` starts
+    // with its comma.
+    w.raw(r#"{"model":"#)
+        .str(&target.model)
+        .raw(r#","max_tokens":"#)
+        .num(u64::from(
+            req.max_output_tokens.saturating_add(budget.unwrap_or(0)),
+        ));
+    if !system.is_empty() {
+        w.raw(r#","system":"#);
+        let at = w.mark();
+        w.str(&system);
+        w.close_part(at);
+    }
+    w.raw(r#","messages":["#);
+    for (i, turn) in turns(history, target.thinking).iter().enumerate() {
+        if i > 0 {
+            w.raw(",");
+        }
+        let at = w.mark();
+        turn.write(&mut w)?;
+        w.close_part(at);
+    }
+    w.raw("]");
 
-    let (tools, tool_choice) = if text_tools || !offers_tools {
-        (Vec::new(), None)
-    } else {
-        let tools = req
-            .tools
-            .iter()
-            .map(|t| {
-                seg.track(Tool {
-                    name: &t.name,
-                    description: JsonStr::from(&*t.description),
-                    input_schema: if t.parameters.is_object() {
-                        InputSchema::Shared(strict::rendered(&t.parameters, Adaptation::AsIs))
-                    } else {
-                        InputSchema::Empty(json!({"type": "object", "properties": {}}))
-                    },
-                })
-            })
-            .collect();
-        let choice = match (&req.tool_choice, budget.is_some()) {
-            (ToolChoice::None, _) => json!({"type": "none"}),
-            (ToolChoice::Auto, _) | (_, true) => json!({"type": "auto"}),
-            (ToolChoice::Required, false) => json!({"type": "any"}),
-            (ToolChoice::Tool(name), false) => json!({"type": "tool", "name": name}),
+    if !text_tools && offers_tools {
+        w.raw(r#","tools":["#);
+        for (i, t) in req.tools.iter().enumerate() {
+            if i > 0 {
+                w.raw(",");
+            }
+            let at = w.mark();
+            w.raw(r#"{"name":"#)
+                .str(&t.name)
+                .raw(r#","description":"#)
+                .str(&t.description)
+                .raw(r#","input_schema":"#);
+            if t.parameters.is_object() {
+                w.json(&*strict::rendered(&t.parameters, Adaptation::AsIs))?;
+            } else {
+                // Keys in the order a `serde_json::Value` object writes them (sorted).
+                w.raw(r#"{"properties":{},"type":"object"}"#);
+            }
+            w.raw("}");
+            w.close_part(at);
+        }
+        w.raw(r#"],"tool_choice":"#);
+        match (&req.tool_choice, budget.is_some()) {
+            (ToolChoice::None, _) => w.raw(r#"{"type":"none"}"#),
+            (ToolChoice::Auto, _) | (_, true) => w.raw(r#"{"type":"auto"}"#),
+            (ToolChoice::Required, false) => w.raw(r#"{"type":"any"}"#),
+            // Keys sorted, as a `serde_json::Value` object writes them.
+            (ToolChoice::Tool(name), false) => {
+                w.raw(r#"{"name":"#).str(name).raw(r#","type":"tool"}"#)
+            }
         };
-        (tools, Some(choice))
-    };
+    }
 
-    let format = match &req.response {
-        Some(r) if !schema_in_prompt => Some(seg.track(Format {
-            kind: "json_schema",
-            schema: strict::rendered(&r.schema, Adaptation::ClosedObjects),
-        })),
-        _ => None,
-    };
+    if let Some(budget_tokens) = budget {
+        w.raw(r#","thinking":{"type":"enabled","budget_tokens":"#)
+            .num(u64::from(budget_tokens))
+            .raw("}");
+    }
     let effort = match &req.reasoning {
         Reasoning::Effort(e) => Some(e.as_str()),
         _ => None,
     };
-    let output_config =
-        (effort.is_some() || format.is_some()).then_some(OutputConfig { effort, format });
-
-    let body = Body {
-        model: &target.model,
-        max_tokens: req.max_output_tokens.saturating_add(budget.unwrap_or(0)),
-        system: (!system.is_empty()).then(|| seg.track(JsonStr(system))),
-        messages,
-        tools,
-        tool_choice,
-        thinking: budget.map(|budget_tokens| Thinking {
-            kind: "enabled",
-            budget_tokens,
-        }),
-        output_config,
-        stream,
-    };
-    let (body, segments) = seg.write(&body, capacity)?;
+    let format = req.response.as_ref().filter(|_| !schema_in_prompt);
+    if effort.is_some() || format.is_some() {
+        w.raw(r#","output_config":{"#);
+        if let Some(effort) = effort {
+            w.raw(r#""effort":"#).str(effort);
+        }
+        if let Some(r) = format {
+            w.raw(if effort.is_some() {
+                r#","format":"#
+            } else {
+                r#""format":"#
+            });
+            let at = w.mark();
+            w.raw(r#"{"type":"json_schema","schema":"#)
+                .json(&*strict::rendered(&r.schema, Adaptation::ClosedObjects))?
+                .raw("}");
+            w.close_part(at);
+        }
+        w.raw("}");
+    }
+    if stream {
+        w.raw(r#","stream":true"#);
+    }
+    w.raw("}");
+    let (body, segments) = w.finish();
 
     let mut headers = vec![
         Header::plain("content-type", "application/json"),
@@ -278,9 +327,7 @@ fn tool_input(arguments: &Value) -> Cow<'_, Value> {
 fn block<'a>(b: &'a ContentBlock, thinking: bool) -> Option<Block<'a>> {
     Some(match b {
         ContentBlock::Text { text } if text.is_empty() => return None,
-        ContentBlock::Text { text } => Block::Text {
-            text: JsonStr::from(text.as_str()),
-        },
+        ContentBlock::Text { text } => Block::Text { text },
         ContentBlock::Thinking {
             thinking: t,
             signature,
@@ -306,7 +353,7 @@ fn block<'a>(b: &'a ContentBlock, thinking: bool) -> Option<Block<'a>> {
             ..
         } => Block::ToolResult {
             tool_use_id: call_id,
-            content: JsonStr::from(content.as_str()),
+            content,
             is_error: *is_error,
         },
         ContentBlock::Image {

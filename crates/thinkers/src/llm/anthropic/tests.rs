@@ -458,3 +458,31 @@ data: {"type":"message_stop"}
     assert_eq!(r.tool_calls()[0].arguments, &json!("{\"city\": \"Pa"));
     Ok(())
 }
+
+#[test]
+fn segments_cover_system_turns_tools_and_format() -> anyhow::Result<()> {
+    let mut req = fixtures::tool_round();
+    req.response = fixtures::structured().response;
+    let mut odd = fixtures::time_tool();
+    odd.parameters = Arc::new(json!("not a schema"));
+    req.tools.push(odd);
+    let enc = encode(&fixtures::target(Dialect::Anthropic), &req)?;
+    let v: Value = serde_json::from_slice(&enc.body)?;
+    // A schema that is not an object goes as the empty object schema.
+    assert_eq!(
+        v["tools"][2]["input_schema"],
+        json!({"type": "object", "properties": {}})
+    );
+    // A structured answer without an effort: the format alone.
+    assert_eq!(v["output_config"]["format"]["type"], "json_schema");
+    assert!(v["output_config"].get("effort").is_none());
+    // system + 3 turns (user, assistant, results with the next user text) + 3 tools + format.
+    assert_eq!(enc.segments.len(), 1 + 3 + 3 + 1, "{v}");
+    let system: Value = serde_json::from_slice(&enc.body[enc.segments[0].clone()])?;
+    assert_eq!(system, v["system"]);
+    for r in &enc.segments[1..] {
+        let part: Value = serde_json::from_slice(&enc.body[r.clone()])?;
+        assert!(part.is_object(), "{part}");
+    }
+    Ok(())
+}
