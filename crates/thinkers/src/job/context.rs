@@ -260,10 +260,16 @@ impl JobContext {
     /// thinker's model call for its turn), it spares a task and the hand-offs between threads.
     /// The child is recorded, scoped, admitted and retried exactly as a submitted one; dropping
     /// the future cancels it (recorded as cancelled), where a submitted child would run on.
-    pub async fn run_in_current_step<J: Job>(&self, job: J) -> crate::Result<J::Output> {
+    ///
+    /// The child's step is claimed when this is called, as [`Self::submit_in_current_step`]
+    /// claims it. The future is the child's own run, not wrapped in another: a run future holds
+    /// the whole call (several KiB for a model call), and every wrapper copies it once more.
+    pub fn run_in_current_step<J: Job>(
+        &self,
+        job: J,
+    ) -> impl Future<Output = crate::Result<J::Output>> + '_ {
         self.dispatcher()
             .run_here(job, self, Some(self.step_for_child()))
-            .await
     }
 
     /// Submit a child with no ordinal. The child has no place in the trajectory; doers use

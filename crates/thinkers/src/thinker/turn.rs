@@ -8,7 +8,8 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use futures::future::BoxFuture;
+use futures::FutureExt;
+use futures::future::{BoxFuture, Either};
 use serde_json::Value;
 
 use crate::conversation::ContentBlock;
@@ -62,16 +63,20 @@ impl TurnSource for ModelTurns {
 }
 
 /// One turn answered by the model: an [`LlmCall`] in the turn's step, awaited at once and alone,
-/// so it runs in the thinker's own task (see `run_in_current_step`).
-async fn model_turn(turn: TurnRequest, cx: &JobContext) -> Result<ChatResponse> {
+/// so it runs in the thinker's own task (see `run_in_current_step`). Not an `async fn`: the call's
+/// run future is handed back as it is, so it is not copied into one more wrapper every turn.
+fn model_turn(
+    turn: TurnRequest,
+    cx: &JobContext,
+) -> impl Future<Output = Result<ChatResponse>> + Send + '_ {
     let mut call = LlmCall::new(turn.grade, turn.output, turn.request)
         .class(turn.class)
         .depth(turn.depth);
     if let Some(pin) = turn.pin {
         call = call.pinned(pin);
     }
-    let outcome = cx.run_in_current_step(call).await?;
-    Ok(outcome.response)
+    cx.run_in_current_step(call)
+        .map(|outcome| outcome.map(|o| o.response))
 }
 
 /// Where a thinker's turns go: the model, or a [`TurnSource`] that replaced it.
@@ -95,10 +100,14 @@ impl Turns {
     }
 
     /// Answer one turn. Called with the turn's step already claimed on `cx`.
-    pub(crate) async fn take(&self, turn: TurnRequest, cx: &JobContext) -> Result<ChatResponse> {
+    pub(crate) fn take<'a>(
+        &'a self,
+        turn: TurnRequest,
+        cx: &'a JobContext,
+    ) -> impl Future<Output = Result<ChatResponse>> + Send + 'a {
         match self {
-            Self::Model => model_turn(turn, cx).await,
-            Self::Source(source) => source.take_turn(turn, cx).await,
+            Self::Model => Either::Left(model_turn(turn, cx)),
+            Self::Source(source) => Either::Right(source.take_turn(turn, cx)),
         }
     }
 }
