@@ -164,25 +164,13 @@ impl BodyWriter {
 
     /// A value's compact JSON.
     pub(crate) fn json<T: Serialize + ?Sized>(&mut self, value: &T) -> crate::Result<&mut Self> {
-        serde_json::to_writer(&mut self.buf, value).map_err(|e| {
-            Error::system(
-                "llm request encoding",
-                "a value of the body did not serialize",
-            )
-            .with_source(e)
-        })?;
+        serde_json::to_writer(&mut self.buf, value).map_err(unserializable)?;
         Ok(self)
     }
 
     /// A value's compact JSON text, as a JSON string (how OpenAI carries tool-call arguments).
     pub(crate) fn json_text(&mut self, value: &serde_json::Value) -> crate::Result<&mut Self> {
-        let text = serde_json::to_string(value).map_err(|e| {
-            Error::system(
-                "llm request encoding",
-                "a value of the body did not serialize",
-            )
-            .with_source(e)
-        })?;
+        let text = serde_json::to_string(value).map_err(unserializable)?;
         Ok(self.str(&text))
     }
 
@@ -200,6 +188,16 @@ impl BodyWriter {
     pub(crate) fn finish(self) -> (Bytes, Vec<Range<usize>>) {
         (Bytes::from(self.buf), self.segments)
     }
+}
+
+/// A value of a body that would not serialize (a runtime fault: the values a body carries always
+/// do).
+fn unserializable(e: serde_json::Error) -> Error {
+    Error::system(
+        "llm request encoding",
+        "a value of the body did not serialize",
+    )
+    .with_source(e)
 }
 
 /// A starting size for the body of a request whose system content and history are these: their

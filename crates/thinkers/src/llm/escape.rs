@@ -90,7 +90,7 @@ static ESCAPE: [u8; 256] = {
 };
 
 /// Write `text` quoted and escaped, exactly as serde_json does.
-pub(crate) fn escape_into(buf: &mut Vec<u8>, text: &str) {
+fn escape_into(buf: &mut Vec<u8>, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();
     buf.reserve(bytes.len() + 2);
