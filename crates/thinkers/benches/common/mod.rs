@@ -46,10 +46,15 @@ pub(crate) fn spawn_sim() -> (Child, String) {
     (child, line.trim().to_owned())
 }
 
-/// The client's runtime: two worker threads, like the machine's two cores.
+/// The client's runtime: two worker threads, like the machine's two cores (or as many as
+/// `THINKERS_BENCH_WORKERS` says, to see what spreading the work over threads costs).
 pub(crate) fn client_runtime() -> tokio::runtime::Runtime {
+    let workers = std::env::var("THINKERS_BENCH_WORKERS")
+        .ok()
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(2);
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .enable_all()
         .build()
         .unwrap()

@@ -89,8 +89,20 @@ static ESCAPE: [u8; 256] = {
     t
 };
 
+/// The length of `text` quoted and escaped, as [`escape_into`] writes it.
+pub(super) fn escaped_len(text: &str) -> usize {
+    let mut n = text.len() + 2;
+    for &b in text.as_bytes() {
+        let esc = ESCAPE[usize::from(b)];
+        if esc != 0 {
+            n += if esc == b'u' { 5 } else { 1 };
+        }
+    }
+    n
+}
+
 /// Write `text` quoted and escaped, exactly as serde_json does.
-fn escape_into(buf: &mut Vec<u8>, text: &str) {
+pub(super) fn escape_into(buf: &mut Vec<u8>, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();
     buf.reserve(bytes.len() + 2);
@@ -152,6 +164,7 @@ mod tests {
             let t = format!("{t}{}", "\n".repeat(pad));
             let mut buf = Vec::new();
             escape_into(&mut buf, &t);
+            proptest::prop_assert_eq!(escaped_len(&t), buf.len());
             proptest::prop_assert_eq!(buf, serde_json::to_string(&t).unwrap_or_default().into_bytes());
             let mut kept = Vec::new();
             write_str(&mut kept, &t);

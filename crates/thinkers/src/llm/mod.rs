@@ -29,6 +29,7 @@ mod errors;
 mod escape;
 mod generations;
 mod headers;
+pub(crate) mod json_text;
 mod openai;
 pub mod request;
 pub mod response;

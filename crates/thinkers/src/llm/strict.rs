@@ -140,23 +140,7 @@ pub fn shared_json_len(schema: &Arc<Value>) -> usize {
 
 /// The length of a value's compact JSON text, without building the text.
 pub fn json_len(value: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-            self.0 += data.len();
-            Ok(data.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing to a counter cannot fail; a value that would not serialise counts as huge, so a
-    // caller bounding a size measures exactly instead.
-    match serde_json::to_writer(&mut count, value) {
-        Ok(()) => count.0,
-        Err(_) => usize::MAX / 8,
-    }
+    super::json_text::len(value)
 }
 
 /// Which adaptation [`rendered`] (and [`shared`]) applies.

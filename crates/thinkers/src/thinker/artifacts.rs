@@ -10,6 +10,7 @@ use std::sync::Arc;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
+use crate::llm::json_text;
 use crate::tool::ToolOutput;
 
 /// The longest summary of one output a model reads, in bytes.
@@ -141,17 +142,13 @@ pub(crate) fn summary(reference: &ArtifactRef, output: &ToolOutput) -> String {
 pub(crate) fn summary_within(reference: &ArtifactRef, output: &ToolOutput, max: usize) -> String {
     const OPEN: &str = "[artifact ";
     let head = OPEN.len() + reference.0.len() + 2;
-    let mut w = Bounded {
-        buf: Vec::with_capacity(head + max.min(256)),
-        // One byte past `max`, so a cut can check the byte after it for a character boundary.
-        limit: head + max + 1,
-    };
-    w.buf.extend_from_slice(OPEN.as_bytes());
-    w.buf.extend_from_slice(reference.0.as_bytes());
-    w.buf.extend_from_slice(b"] ");
-    // The only failure is `Bounded` refusing past its limit, which the length below shows.
-    let _ = serde_json::to_writer(&mut w, &output.json);
-    let mut buf = w.buf;
+    let mut buf = Vec::with_capacity(head + max.min(256));
+    buf.extend_from_slice(OPEN.as_bytes());
+    buf.extend_from_slice(reference.0.as_bytes());
+    buf.extend_from_slice(b"] ");
+    // One byte past `max` is written exactly, so a cut can check the byte after it for a
+    // character boundary; what lies beyond is cut below.
+    json_text::write_within(&mut buf, &output.json, head + max + 1);
     if buf.len() > head + max {
         let mut end = head + max;
         // Back up to the start of a character (a UTF-8 continuation byte is 0b10xx_xxxx).
@@ -164,27 +161,6 @@ pub(crate) fn summary_within(reference: &ArtifactRef, output: &ToolOutput, max: 
         buf.extend_from_slice(b" for the whole)");
     }
     String::from_utf8(buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
-/// A writer that keeps at most `limit` bytes and then refuses.
-struct Bounded {
-    buf: Vec<u8>,
-    limit: usize,
-}
-
-impl std::io::Write for Bounded {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        let room = self.limit.saturating_sub(self.buf.len());
-        if data.len() > room {
-            self.buf.extend_from_slice(&data[..room]);
-            return Err(std::io::Error::other("the summary is full"));
-        }
-        self.buf.extend_from_slice(data);
-        Ok(data.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// The legend rendered into the system content when the answer schema uses refs.

@@ -79,7 +79,7 @@ pub(crate) async fn run_round(
 ) -> RoundOutcome {
     let tcx = ToolCallContext {
         parent_grade: Some(round.grade),
-        parent_pin: round.pin.clone(),
+        parent_pin: round.pin,
         ..ToolCallContext::default()
     };
     let mut slots = Vec::with_capacity(calls.len());

@@ -291,7 +291,7 @@ pub(crate) fn encode(
         headers.push(Header::secret("x-api-key", key.expose_secret().to_owned()));
     }
     Ok(EncodedRequest {
-        url: format!("{}/v1/messages", target.base()),
+        url: [target.base(), "/v1/messages"].concat(),
         headers,
         body,
         segments,
