@@ -7,9 +7,23 @@
 # between the two runs is two rounds of that side alone, so the warm-up cancels out. The sim runs
 # natively in its child process and is not counted.
 #
-# Usage: scripts/bench-instructions.sh   (needs valgrind: apt-get install valgrind)
+# With --cache it runs cachegrind's cache simulation instead and adds the first-level cache
+# misses per call (instruction and data), which is where CPU time parts from the instruction
+# count: a call that misses the caches more costs more time per instruction.
+#
+# Usage: scripts/bench-instructions.sh [--cache]   (needs valgrind: apt-get install valgrind)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+cache=false
+case "${1:-}" in
+    "") ;;
+    --cache) cache=true ;;
+    *)
+        echo "usage: scripts/bench-instructions.sh [--cache]" >&2
+        exit 2
+        ;;
+esac
 
 if ! command -v valgrind >/dev/null; then
     echo "valgrind is not installed (apt-get install valgrind)" >&2
@@ -24,10 +38,20 @@ if [[ -z "$bin" || ! -x "$bin" ]]; then
 fi
 out=$(mktemp -d)
 
-count() { # side rounds -> instructions
-    THINKERS_BENCH_ROUNDS=$2 THINKERS_BENCH_ONLY=overhead THINKERS_BENCH_PROFILE=$1 \
-        valgrind --tool=callgrind --callgrind-out-file="$out/$1.$2" "$bin" --bench \
-        2>&1 >/dev/null | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+count() { # side rounds -> instructions [I1-misses D1-misses]
+    if $cache; then
+        THINKERS_BENCH_ROUNDS=$2 THINKERS_BENCH_ONLY=overhead THINKERS_BENCH_PROFILE=$1 \
+            valgrind --tool=cachegrind --cache-sim=yes --cachegrind-out-file="$out/$1.$2" \
+            "$bin" --bench 2>&1 >/dev/null | awk '
+                $2 == "I" && $3 == "refs:" { gsub(",", "", $4); i = $4 }
+                $2 == "I1" && $3 == "misses:" { gsub(",", "", $4); i1 = $4 }
+                $2 == "D1" && $3 == "misses:" { gsub(",", "", $4); d1 = $4 }
+                END { print i, i1, d1 }'
+    else
+        THINKERS_BENCH_ROUNDS=$2 THINKERS_BENCH_ONLY=overhead THINKERS_BENCH_PROFILE=$1 \
+            valgrind --tool=callgrind --callgrind-out-file="$out/$1.$2" "$bin" --bench \
+            2>&1 >/dev/null | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+    fi
 }
 calls() { # the calls of one round, as the bench prints them
     THINKERS_BENCH_ROUNDS=1 THINKERS_BENCH_ONLY=overhead THINKERS_BENCH_PROFILE=runtime "$bin" \
@@ -39,18 +63,42 @@ if [[ -z "$n" ]]; then
     echo "the bench did not print its number of calls per round" >&2
     exit 1
 fi
-declare -A got
+# Per call, for each side: the 4-round run minus the 2-round run, over the two rounds' calls.
+per_call() { # side column -> count per call
+    local a b
+    a=$(awk -v c="$2" '{ print $c }' "$out/$1.4.n")
+    b=$(awk -v c="$2" '{ print $c }' "$out/$1.2.n")
+    if [[ -z "$a" || -z "$b" ]]; then
+        echo "valgrind reported no count for $1 (see $out)" >&2
+        exit 1
+    fi
+    echo $(( (a - b) / (2 * n) ))
+}
 for side in runtime bare-spawned; do
     for rounds in 2 4; do
         count "$side" "$rounds" > "$out/$side.$rounds.n" &
     done
     wait
-    got[$side]=$(( $(cat "$out/$side.4.n") - $(cat "$out/$side.2.n") ))
 done
-rt=$(( got[runtime] / (2 * n) ))
-bare=$(( got[bare-spawned] / (2 * n) ))
-echo "instructions per model call ($n calls per round, callgrind):"
+rt=$(per_call runtime 1)
+bare=$(per_call bare-spawned 1)
+tool=callgrind
+$cache && tool="cachegrind, cache simulation"
+echo "instructions per model call ($n calls per round, $tool):"
 echo "  bare reqwest loop spawned onto a worker  $bare"
 echo "  thinker turns through the runtime        $rt"
 awk -v r="$rt" -v b="$bare" 'BEGIN { printf "  ratio                                    %.2fx\n", r / b }'
-echo "profiles kept in $out (callgrind_annotate)"
+if $cache; then
+    for col in 2 3; do
+        name=$([[ $col == 2 ]] && echo "instruction-cache" || echo "data-cache")
+        r=$(per_call runtime "$col")
+        b=$(per_call bare-spawned "$col")
+        echo "first-level $name misses per model call:"
+        echo "  bare reqwest loop spawned onto a worker  $b"
+        echo "  thinker turns through the runtime        $r"
+        awk -v r="$r" -v b="$b" 'BEGIN { printf "  ratio                                    %.2fx\n", r / b }'
+    done
+    echo "profiles kept in $out (cg_annotate)"
+else
+    echo "profiles kept in $out (callgrind_annotate)"
+fi
