@@ -26,7 +26,7 @@ fn limits() -> Limits {
 
 fn ask() -> Ask {
     Ask {
-        budget: "entry".to_owned(),
+        budget: "entry".into(),
         tokens: 100,
         requests: 1,
         slots: 1,

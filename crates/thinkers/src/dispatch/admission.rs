@@ -128,32 +128,44 @@ impl Admission {
                 leases: Vec::new(),
             });
         }
-        let mut order: Vec<(Ask, usize)> = requirements
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                if let Requirement::Resource {
-                    budget,
-                    default_limits: Some(l),
-                } = r
-                    && self.inner.store.limits(budget).is_none()
-                {
-                    self.inner.store.configure(budget, *l);
-                }
-                (r.ask(), i)
-            })
-            .collect();
-        order.sort_by(|a, b| a.0.budget.cmp(&b.0.budget));
-        let mut permit = Permit {
+        let ask = |r: &Requirement| {
+            if let Requirement::Resource {
+                budget,
+                default_limits: Some(l),
+            } = r
+                && self.inner.store.limits(budget).is_none()
+            {
+                self.inner.store.configure(budget, *l);
+            }
+            r.ask()
+        };
+        let mut leases = Vec::with_capacity(requirements.len());
+        if let [only] = &requirements[..] {
+            // The common case (one model seat): nothing to order.
+            leases.push((0, self.acquire_one(&ask(only)).await?));
+        } else {
+            let mut order: Vec<(Ask, usize)> = requirements
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (ask(r), i))
+                .collect();
+            order.sort_by(|a, b| a.0.budget.cmp(&b.0.budget));
+            let mut permit = Permit {
+                admission: Some(self.clone()),
+                requirements,
+                leases,
+            };
+            for (ask, idx) in order {
+                let lease = self.acquire_one(&ask).await?;
+                permit.leases.push((idx, lease));
+            }
+            return Ok(permit);
+        }
+        Ok(Permit {
             admission: Some(self.clone()),
             requirements,
-            leases: Vec::with_capacity(order.len()),
-        };
-        for (ask, idx) in order {
-            let lease = self.acquire_one(&ask).await?;
-            permit.leases.push((idx, lease));
-        }
-        Ok(permit)
+            leases,
+        })
     }
 
     async fn acquire_one(&self, ask: &Ask) -> Result<Lease> {
@@ -204,7 +216,7 @@ impl Admission {
 /// The refusal of an ask its budget can never admit.
 fn unadmittable(ask: &Ask, reason: String) -> Error {
     Error::Unadmittable {
-        budget: ask.budget.clone(),
+        budget: ask.budget.to_string(),
         reason,
     }
 }

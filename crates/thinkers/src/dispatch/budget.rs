@@ -14,7 +14,7 @@
 //! [`super::Admission`], so every store gets them.
 
 use std::collections::VecDeque;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -65,7 +65,7 @@ pub struct Limits {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
     /// The budget.
-    pub budget: String,
+    pub budget: Arc<str>,
     /// The store's id for the reservation.
     pub id: u64,
     /// Tokens reserved.

@@ -41,7 +41,7 @@ impl<T> JobHandle<T> {
     /// Cancel the job and every job it submitted. The handle then resolves to
     /// [`Error::Cancelled`] (unless the job had already finished).
     pub fn cancel(&self) {
-        self.cx.node.cancel.cancel();
+        self.cx.node.cancel_token().cancel();
     }
 }
 

@@ -227,7 +227,10 @@ impl Dispatcher {
         ordinal: Option<u32>,
         scope: Option<Arc<ScopeGuard>>,
     ) -> JobHandle<J::Output> {
-        let cx = self.admit_job(job.class(), parent, ordinal, scope);
+        let cancel = parent.map_or_else(CancellationToken::new, |p| {
+            p.node.cancel_token().child_token()
+        });
+        let cx = self.admit_job(job.class(), parent, ordinal, scope, Some(cancel));
         // A large future is boxed first: tokio keeps a spawned future inline in its task cell
         // and copies that whole cell as the task is created and as it finishes, which for a
         // thinker (several KiB, with its model call inline) cost more than the box.
@@ -250,7 +253,8 @@ impl Dispatcher {
         parent: &JobContext,
         ordinal: Option<u32>,
     ) -> crate::Result<J::Output> {
-        let cx = self.admit_job(job.class(), Some(parent), ordinal, None);
+        // Its token is made only if something needs it (see `JobNode::cancel_token`).
+        let cx = self.admit_job(job.class(), Some(parent), ordinal, None, None);
         let mut unfinished = run::Unfinished::new(cx.clone());
         let out = run::run(job, cx, run::Watch::Caller).await;
         unfinished.disarm();
@@ -265,11 +269,11 @@ impl Dispatcher {
         parent: Option<&JobContext>,
         ordinal: Option<u32>,
         scope: Option<Arc<ScopeGuard>>,
+        cancel: Option<CancellationToken>,
     ) -> JobContext {
         let scope = scope
             .or_else(|| parent.map(|p| p.node.scope.clone()))
             .unwrap_or_default();
-        let cancel = parent.map_or_else(CancellationToken::new, |p| p.node.cancel.child_token());
         let node = Arc::new(JobNode::new(
             class,
             parent,

@@ -32,7 +32,7 @@ impl Unfinished {
 impl Drop for Unfinished {
     fn drop(&mut self) {
         if let Some(cx) = self.cx.take() {
-            cx.node.cancel.cancel();
+            cx.node.cancel_token().cancel();
             cx.dispatcher().recorder().job_finished(JobEnd {
                 id: cx.id(),
                 status: JobStatus::Cancelled,
@@ -60,7 +60,7 @@ pub(crate) async fn run<J: Job>(mut job: J, cx: JobContext, watch: Watch) -> Res
     let mut attempt = AttemptInfo::default();
     let outcome = match watch {
         Watch::Token => {
-            let token = cx.node.cancel.clone();
+            let token = cx.node.cancel_token().clone();
             tokio::select! {
                 biased;
                 () = token.cancelled() => Err(Error::Cancelled),

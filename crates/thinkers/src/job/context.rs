@@ -20,7 +20,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 
@@ -41,7 +41,9 @@ pub(crate) struct JobNode {
     pub(crate) class: Cow<'static, str>,
     pub(crate) ordinal: Option<u32>,
     pub(crate) scope: Arc<ScopeGuard>,
-    pub(crate) cancel: CancellationToken,
+    /// Its cancellation token (see [`Self::cancel_token`]): made at admission for a job on a task
+    /// of its own, on first use for one run in its caller's task.
+    cancel: OnceLock<CancellationToken>,
     pub(crate) dispatcher: Dispatcher,
     /// The span this job's attempt spans hang under: the parent's attempt span that submitted
     /// it, or for a root the span current at submission (see [`crate::telemetry`]).
@@ -61,7 +63,7 @@ impl JobNode {
         ordinal: Option<u32>,
         scope: Arc<ScopeGuard>,
         dispatcher: Dispatcher,
-        cancel: CancellationToken,
+        cancel: Option<CancellationToken>,
     ) -> Self {
         let id = JobId::new();
         Self {
@@ -72,12 +74,32 @@ impl JobNode {
             class,
             ordinal,
             scope,
-            cancel,
+            cancel: cancel.map_or_else(OnceLock::new, OnceLock::from),
             dispatcher,
             parent_span: parent.map_or_else(tracing::Span::current, |p| p.node.span_for_child()),
             attempt_span: Mutex::new(tracing::Span::none()),
             step: AtomicU32::new(0),
             metadata: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Its cancellation token, hanging from its parent's. A job run in its caller's task (a
+    /// thinker's model call, every turn) makes it only when something needs it: a child on a task
+    /// of its own, a wait for cancellation, or its caller dropping it. Until then it is cancelled
+    /// exactly when an ancestor is, which is what [`Self::is_cancelled`] reads.
+    pub(crate) fn cancel_token(&self) -> &CancellationToken {
+        self.cancel.get_or_init(|| match &self.parent_node {
+            Some(parent) => parent.cancel_token().child_token(),
+            None => CancellationToken::new(),
+        })
+    }
+
+    /// Whether it (or an ancestor) was cancelled, without making its token.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        match (self.cancel.get(), &self.parent_node) {
+            (Some(token), _) => token.is_cancelled(),
+            (None, Some(parent)) => parent.is_cancelled(),
+            (None, None) => false,
         }
     }
 
@@ -181,12 +203,12 @@ impl JobContext {
 
     /// Whether this job (or an ancestor) was cancelled.
     pub fn is_cancelled(&self) -> bool {
-        self.node.cancel.is_cancelled()
+        self.node.is_cancelled()
     }
 
     /// Resolves when this job (or an ancestor) is cancelled.
     pub async fn cancelled(&self) {
-        self.node.cancel.cancelled().await;
+        self.node.cancel_token().cancelled().await;
     }
 
     /// A metadata value.

@@ -1,5 +1,6 @@
 //! What a job asks admission for, and what it is granted.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::dispatch::{Limits, Permit};
@@ -22,10 +23,10 @@ pub struct AttemptInfo {
 /// A model seat: one call to one catalog entry, priced from the exact body that goes on the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Seat {
-    /// The catalog entry id.
-    pub entry: String,
+    /// The catalog entry id (shared with the catalog: a seat is made for every model call).
+    pub entry: Arc<str>,
     /// The admission budget the entry's limits live in (conventionally `model:<entry>`).
-    pub budget: String,
+    pub budget: Arc<str>,
     /// Input tokens counted from the exact request body.
     pub input_tokens: u64,
     /// The output budget booked (the call's max tokens).
@@ -55,7 +56,7 @@ pub enum Requirement {
     /// rate and one unit of its concurrency.
     Resource {
         /// The budget name.
-        budget: String,
+        budget: Arc<str>,
         /// Limits to configure the budget with if the deployment has not configured it.
         default_limits: Option<Limits>,
     },
@@ -84,8 +85,8 @@ impl Requirement {
 /// The amounts one requirement takes from one budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ask {
-    /// The budget name.
-    pub budget: String,
+    /// The budget name (shared: an ask is made for every admission).
+    pub budget: Arc<str>,
     /// Tokens against the budget's token rate.
     pub tokens: u64,
     /// Requests against the budget's request rate.
@@ -124,7 +125,7 @@ impl Requirements {
     /// Ask for one slot of a named resource budget.
     pub fn resource(
         &mut self,
-        budget: impl Into<String>,
+        budget: impl Into<Arc<str>>,
         default_limits: Option<Limits>,
     ) -> &mut Self {
         self.items.push(Requirement::Resource {

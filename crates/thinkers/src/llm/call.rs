@@ -10,6 +10,7 @@
 //! the answer hit its budget on a first attempt.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tracing::Instrument;
@@ -29,13 +30,13 @@ pub struct LlmOutcome {
     /// The decoded answer.
     pub response: ChatResponse,
     /// The catalog entry that served it.
-    pub entry: String,
+    pub entry: Arc<str>,
     /// The provider's model name.
-    pub model: String,
+    pub model: Arc<str>,
     /// Cost in `currency`.
     pub cost: f64,
     /// The entry's currency.
-    pub currency: String,
+    pub currency: Arc<str>,
     /// Whether this was the truncation-escalation attempt (output budget at the ceiling).
     pub escalated: bool,
     /// Wall latency of the call.
@@ -48,9 +49,9 @@ pub struct LlmOutcome {
 pub type DeltaSink = Box<dyn FnMut(StreamDelta) + Send>;
 
 struct Bound {
-    entry: String,
-    budget: String,
-    model: String,
+    entry: Arc<str>,
+    budget: Arc<str>,
+    model: Arc<str>,
     encoded: EncodedRequest,
     counted: u64,
     output_budget: u32,
@@ -61,7 +62,7 @@ struct Bound {
 pub struct LlmCall {
     class: Cow<'static, str>,
     grade: Grade,
-    pin: Option<String>,
+    pin: Option<Arc<str>>,
     depth: Depth,
     output: OutputSize,
     request: ChatRequest,
@@ -113,7 +114,7 @@ impl LlmCall {
 
     /// Pin the call to one catalog entry.
     #[must_use]
-    pub fn pinned(mut self, entry: impl Into<String>) -> Self {
+    pub fn pinned(mut self, entry: impl Into<Arc<str>>) -> Self {
         self.pin = Some(entry.into());
         self
     }
@@ -148,7 +149,7 @@ impl ModelDependent for LlmCall {
         self.pin.as_deref()
     }
     fn pin_model(&mut self, entry: String) {
-        self.pin = Some(entry);
+        self.pin = Some(entry.into());
     }
 }
 
@@ -207,16 +208,16 @@ pub fn require_seat(
     let input_tokens = services.counter().estimate(entry.id(), counted);
     let budget = entry.budget_name();
     req.seat(Seat {
-        entry: entry.id().to_owned(),
-        budget: budget.clone(),
+        entry: entry.shared_id(),
+        budget: Arc::clone(&budget),
         input_tokens,
         output_tokens: u64::from(output_tokens),
         reasoning_tokens: u64::from(reasoning_tokens),
     });
     Ok(BoundSeat(Bound {
-        entry: entry.id().to_owned(),
+        entry: entry.shared_id(),
         budget,
-        model: entry.model().to_owned(),
+        model: entry.shared_model(),
         encoded,
         counted,
         output_budget: output_tokens,
@@ -276,7 +277,7 @@ pub async fn converse_bound(
                 Error::Retry(RetrySignal::Throttled {
                     budget: None,
                     retry_after,
-                }) => Error::throttled(Some(b.budget), retry_after),
+                }) => Error::throttled(Some(b.budget.to_string()), retry_after),
                 e => e,
             });
         }
@@ -301,7 +302,7 @@ pub async fn converse_bound(
     } else {
         entry.cost(usage.input - cached, cached, usage.output)
     };
-    let currency = entry.pricing().currency.clone();
+    let currency = Arc::clone(&entry.pricing().currency);
     // The row is built only for a recorder that keeps it or a span that carries its usage.
     let recorder = cx.dispatcher().recorder();
     if recorder.keeps_rows() || !span.is_disabled() {
@@ -309,8 +310,8 @@ pub async fn converse_bound(
             job: cx.id(),
             workflow: cx.workflow(),
             class: class.to_owned(),
-            entry: b.entry.clone(),
-            model: b.model.clone(),
+            entry: b.entry.to_string(),
+            model: b.model.to_string(),
             input_tokens: usage.input,
             output_tokens: usage.output,
             reasoning_tokens: usage.reasoning,
@@ -319,7 +320,7 @@ pub async fn converse_bound(
             latency_ms: u64::try_from(outcome.latency.as_millis()).unwrap_or(u64::MAX),
             stop_reason: stop_name(&outcome.response.stop).to_owned(),
             cost,
-            currency: currency.clone(),
+            currency: currency.to_string(),
             at_ms: now_ms(),
             escalated: b.escalated,
         };
@@ -362,7 +363,11 @@ impl Job for LlmCall {
 
     fn requirements(&mut self, req: &mut Requirements, cx: &JobContext) -> Result<()> {
         // The request is bound while `self` answers for the seat (grade and pin).
-        let mut request = std::mem::replace(&mut self.request, ChatRequest::new("", Vec::new()));
+        // A placeholder that allocates nothing stands in for it meanwhile.
+        static NO_MESSAGES: std::sync::LazyLock<Arc<Vec<crate::conversation::Message>>> =
+            std::sync::LazyLock::new(|| Arc::new(Vec::new()));
+        let placeholder = ChatRequest::new(String::new(), Arc::clone(&NO_MESSAGES));
+        let mut request = std::mem::replace(&mut self.request, placeholder);
         let bound = require_seat(&*self, self.depth, self.output, &mut request, req, cx);
         self.request = request;
         self.bound = Some(bound?.0);

@@ -93,7 +93,31 @@ impl ChatResponse {
 
     /// The tool calls, in order.
     pub fn tool_calls(&self) -> Vec<ToolCallView<'_>> {
+        ToolCallView::all(&self.content)
+    }
+
+    /// Whether the model called any tool.
+    pub fn has_tool_calls(&self) -> bool {
         self.content
+            .iter()
+            .any(|b| matches!(b, ContentBlock::ToolCall { .. }))
+    }
+
+    /// The answer as an assistant turn, to append to the conversation.
+    pub fn to_message(&self) -> Message {
+        Message::new(Role::Assistant, self.content.clone())
+    }
+
+    /// The answer as an assistant turn, without copying its content.
+    pub fn into_message(self) -> Message {
+        Message::new(Role::Assistant, self.content)
+    }
+}
+
+impl<'a> ToolCallView<'a> {
+    /// The tool calls among `content`, in order.
+    pub fn all(content: &'a [ContentBlock]) -> Vec<Self> {
+        content
             .iter()
             .filter_map(|b| match b {
                 ContentBlock::ToolCall {
@@ -108,11 +132,6 @@ impl ChatResponse {
                 _ => None,
             })
             .collect()
-    }
-
-    /// The answer as an assistant turn, to append to the conversation.
-    pub fn to_message(&self) -> Message {
-        Message::new(Role::Assistant, self.content.clone())
     }
 }
 

@@ -184,9 +184,13 @@ impl TokenCounter {
         }
         let ratio = reported as f64 / counted as f64;
         let mut f = self.factors.lock().unwrap_or_else(PoisonError::into_inner);
-        let c = f
-            .entry(entry_id.to_owned())
-            .or_insert(Calibration::starting(1.0));
+        // Looked up first: the entry is nearly always there, and `entry` would copy the id.
+        if !f.contains_key(entry_id) {
+            f.insert(entry_id.to_owned(), Calibration::starting(1.0));
+        }
+        let Some(c) = f.get_mut(entry_id) else {
+            return;
+        };
         let error = ratio - c.factor;
         c.factor = (c.factor + CALIBRATION_WEIGHT * error).clamp(MIN_FACTOR, MAX_FACTOR);
         c.deviation += CALIBRATION_WEIGHT * (error.abs().min(MAX_FACTOR) - c.deviation);

@@ -272,7 +272,7 @@ mod tests {
         let budgets = MemoryBudgets::new();
         r.configure_budgets(&budgets);
         let ask = Ask {
-            budget: Seat::budget_for("sim-small-text"),
+            budget: Seat::budget_for("sim-small-text").into(),
             tokens: 10_000,
             requests: 1,
             slots: 1,

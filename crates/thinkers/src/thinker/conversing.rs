@@ -2,7 +2,7 @@
 //! conversation or resuming one by id, the guidance derived at render time, the compaction check
 //! before every call, and saving a durable conversation after every turn.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use super::artifacts::LEGEND;
 use super::declaration::ThinkerInput;
@@ -121,6 +121,12 @@ pub(crate) fn render(conv: &Conversation, uses_refs: bool, has_tools: bool) -> C
     ];
     let system = if derived.iter().all(Option::is_none) {
         objective.render()
+    } else if own.is_none() && uses_refs && has_tools {
+        // The usual case of a thinker with tools, joined once.
+        static BOTH: LazyLock<String> = LazyLock::new(|| [LEGEND, TOOL_GUIDANCE].join("\n\n"));
+        objective.render_replacing(Objective::GUIDANCE, &BOTH)
+    } else if let [None, Some(only), None] | [None, None, Some(only)] = derived {
+        objective.render_replacing(Objective::GUIDANCE, only)
     } else {
         let mut guidance =
             String::with_capacity(own.map_or(0, str::len) + LEGEND.len() + TOOL_GUIDANCE.len() + 4);

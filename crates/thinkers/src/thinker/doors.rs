@@ -67,14 +67,20 @@ pub(crate) fn hub_for(core: &ThinkerCore, cx: &JobContext) -> Option<Arc<ToolHub
         .or_else(|| cx.services().get::<ToolHub>())
 }
 
+/// The `sub_thinker` door a run built without a hub, and the palette it was built over: while
+/// the palette stays the same, later turns reuse it (it would be built the same).
+pub(crate) type BuiltDoor = Option<(ToolRegistry, Arc<dyn ToolProvider>)>;
+
 /// The orchestrator step of one turn (see the module docs). Without a hub the catalog doors are
-/// absent and `sub_thinker` is still built, over the palette with empty catalogs.
+/// absent and `sub_thinker` is still built, over the palette with empty catalogs; `built` keeps
+/// that door for the next turn.
 pub(crate) fn reconcile(
     core: &ThinkerCore,
     registry: &mut ToolRegistry,
     depth: Depth,
     observer: &ThinkerObserver,
     cx: &JobContext,
+    built: &mut BuiltDoor,
 ) {
     let hub = hub_for(core, cx);
     if let Some(hub) = &hub {
@@ -83,14 +89,26 @@ pub(crate) fn reconcile(
     for door in DOORS {
         registry.unregister(door);
     }
-    let palette = registry.clone();
-    let catalogs = match &hub {
-        Some(hub) => offer_catalogs(core, registry, &palette, hub, depth, observer),
-        None => Captured::default(),
+    let door = match (&hub, &*built) {
+        // Everything else a launch holds is the run's own (core, observer, depth), so the same
+        // palette makes the same door.
+        (None, Some((palette, door))) if palette.same_providers(registry) => Arc::clone(door),
+        _ => {
+            let palette = registry.clone();
+            let catalogs = match &hub {
+                Some(hub) => offer_catalogs(core, registry, &palette, hub, depth, observer),
+                None => Captured::default(),
+            };
+            let keep = hub.is_none().then(|| palette.clone());
+            let launch = Launch::new(core, palette, catalogs, hub, observer, depth);
+            let door: Arc<dyn ToolProvider> = Arc::new(SubThinkerDoor::new(launch));
+            if let Some(palette) = keep {
+                *built = Some((palette, Arc::clone(&door)));
+            }
+            door
+        }
     };
-    let launch = Launch::new(core, palette, catalogs, hub, observer, depth);
-    core.hooks
-        .reconcile_delegation(registry, depth, Arc::new(SubThinkerDoor::new(launch)));
+    core.hooks.reconcile_delegation(registry, depth, door);
 }
 
 /// The three built-in orchestrators' names.

@@ -45,7 +45,7 @@ macro_rules! seat_in_core {
                 self.core.pin.as_deref()
             }
             fn pin_model(&mut self, entry: String) {
-                self.core.pin = Some(entry);
+                self.core.pin = Some(entry.into());
             }
         }
     };

@@ -100,7 +100,7 @@ impl ThinkerHooks for SubThinkerHooks {
 pub(crate) struct Launch {
     /// The parent's grade, used when the call carries none.
     grade: Grade,
-    pin: Option<String>,
+    pin: Option<Arc<str>>,
     limits: ThinkerLimits,
     turns: Turns,
     conversations: Option<ConversationService>,

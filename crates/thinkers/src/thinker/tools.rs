@@ -54,7 +54,7 @@ pub(crate) struct Round<'a> {
     pub(crate) cx: &'a JobContext,
     pub(crate) turn: u32,
     pub(crate) grade: Grade,
-    pub(crate) pin: Option<String>,
+    pub(crate) pin: Option<Arc<str>>,
     pub(crate) max_calls: usize,
 }
 
@@ -79,7 +79,7 @@ pub(crate) async fn run_round(
 ) -> RoundOutcome {
     let tcx = ToolCallContext {
         parent_grade: Some(round.grade),
-        parent_pin: round.pin,
+        parent_pin: round.pin.as_deref().map(str::to_owned),
         ..ToolCallContext::default()
     };
     let mut slots = Vec::with_capacity(calls.len());

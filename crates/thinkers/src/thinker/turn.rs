@@ -5,6 +5,7 @@
 //! turn's tool calls share one ordinal). A test replaces it with [`ScriptedTurns`] to drive the
 //! real loop with answers of its choosing.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -24,13 +25,13 @@ pub struct TurnRequest {
     /// The turn's step ordinal.
     pub turn: u32,
     /// The job class the call is recorded under.
-    pub class: String,
+    pub class: Cow<'static, str>,
     /// The request.
     pub request: ChatRequest,
     /// The seat's grade.
     pub grade: Grade,
     /// The entry the call is pinned to, if any.
-    pub pin: Option<String>,
+    pub pin: Option<Arc<str>>,
     /// The effort.
     pub depth: Depth,
     /// The output size of the turn.

@@ -19,7 +19,9 @@ use super::events::ContentStream;
 use super::state::ThinkerObserver;
 use super::tools::{Palette, Round, register_artifact, run_round, sweep};
 use super::turn::{TurnRequest, Turns};
-use crate::conversation::{ContentBlock, ConversationId, ConversationService, Message};
+use crate::conversation::{
+    ContentBlock, Conversation, ConversationId, ConversationService, Message,
+};
 use crate::hub::CatalogEntry;
 use crate::job::JobContext;
 use crate::llm::call::reasoning_for;
@@ -118,7 +120,7 @@ pub struct ThinkerCore {
     pub(crate) objective: String,
     pub(crate) registry: ToolRegistry,
     pub(crate) limits: ThinkerLimits,
-    pub(crate) pin: Option<String>,
+    pub(crate) pin: Option<Arc<str>>,
     pub(crate) turns: Turns,
     pub(crate) hooks: Arc<dyn ThinkerHooks>,
     pub(crate) content: Option<ContentStream>,
@@ -245,11 +247,12 @@ pub(crate) async fn turns<P: AnswerPhase>(
     cx: &JobContext,
 ) -> Result<P::Output> {
     let mut registry = core.registry.clone();
-    let turn_class = format!("{}.turn", core.class);
+    let turn_class = crate::job::interned_class(format!("{}.turn", core.class));
+    let mut door = None;
     for _ in 0..core.limits.max_iterations {
         // Phase 1 (overridable), then phase 2 (the framework's own): reconcile, then sweep.
         core.hooks.reconcile_tools(&mut registry, depth);
-        doors::reconcile(core, &mut registry, depth, observer, cx);
+        doors::reconcile(core, &mut registry, depth, observer, cx, &mut door);
         let plan = phase.begin_step(observer);
         let turn = cx.next_step();
         let Palette { specs, withheld } = sweep(&registry, cx.scope(), turn);
@@ -288,15 +291,25 @@ pub(crate) async fn turns<P: AnswerPhase>(
                 cx,
             )
             .await?;
-        let calls = response.tool_calls();
-        if calls.is_empty() || plan.answer_now {
+        if !response.has_tool_calls() || plan.answer_now {
             if let Some(out) = phase.finish(&response, native.is_some(), observer, cx)? {
                 return Ok(out);
             }
             conversing::save_if_durable(service, observer).await?;
             continue;
         }
-        observer.lock().push(response.to_message());
+        // The answer joins the conversation as it is (not copied); the calls are read from a
+        // shared snapshot of the messages, dropped before the results join (so that push does
+        // not copy the messages either).
+        let messages = {
+            let mut st = observer.lock();
+            st.push(response.into_message());
+            st.conversation.as_ref().map(Conversation::shared_messages)
+        };
+        let Some(asked) = messages.as_deref().and_then(|m| m.last()) else {
+            return Err(Error::system("thinker loop", "no conversation is open"));
+        };
+        let calls = ToolCallView::all(&asked.content);
         let round = Round {
             registry: &registry,
             cx,
@@ -313,6 +326,8 @@ pub(crate) async fn turns<P: AnswerPhase>(
         phase.before_round(&calls);
         let outcome = run_round(round, &calls, &mut register).await;
         phase.after_round(&calls, &outcome.results);
+        drop(calls);
+        drop(messages);
         {
             let mut st = observer.lock();
             st.refused.extend(outcome.refused);
@@ -335,7 +350,11 @@ pub(crate) async fn turns<P: AnswerPhase>(
 /// The entry to pin when this turn is guaranteed a native thinking block: the entry the router
 /// serves for the seat thinks natively and reasons at this depth. Pinning keeps the guarantee
 /// true for the call the schema was rendered for.
-pub(crate) fn native_thinking(core: &ThinkerCore, depth: Depth, cx: &JobContext) -> Option<String> {
+pub(crate) fn native_thinking(
+    core: &ThinkerCore,
+    depth: Depth,
+    cx: &JobContext,
+) -> Option<Arc<str>> {
     let services = cx.services().get::<ModelServices>()?;
     let budgets = cx.dispatcher().admission().store().clone();
     let entry = services
@@ -348,7 +367,7 @@ pub(crate) fn native_thinking(core: &ThinkerCore, depth: Depth, cx: &JobContext)
         .ok()?;
     let (_, tokens) = reasoning_for(entry, depth);
     let block = matches!(entry.reasoning(), Reasoning::Tokens(_));
-    (entry.thinking() && block && tokens > 0).then(|| entry.id().to_owned())
+    (entry.thinking() && block && tokens > 0).then(|| entry.shared_id())
 }
 
 /// The last `max` bytes of a text.

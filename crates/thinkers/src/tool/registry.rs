@@ -66,4 +66,14 @@ impl ToolRegistry {
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
     }
+
+    /// Whether both hold the very same providers (the same `Arc`s) in the same order.
+    pub fn same_providers(&self, other: &Self) -> bool {
+        self.tools.len() == other.tools.len()
+            && self
+                .tools
+                .iter()
+                .zip(&other.tools)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+    }
 }

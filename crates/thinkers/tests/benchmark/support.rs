@@ -137,13 +137,13 @@ impl Orchestrator for ServedJob {
         if self.fail {
             return Err(thinkers::Error::invalid_input(
                 "entry",
-                Some(outcome.entry),
+                Some(outcome.entry.to_string()),
                 "this test job refuses to answer from this run",
             ));
         }
         Ok(match self.marker {
             Some(m) => format!("{} {m}", outcome.entry),
-            None => outcome.entry,
+            None => outcome.entry.to_string(),
         })
     }
 }

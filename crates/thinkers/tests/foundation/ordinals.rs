@@ -203,3 +203,37 @@ async fn the_ordinal_reads_as_iteration_metadata_until_the_job_sets_its_own() {
     assert_eq!(after, Some(serde_json::json!("mine")));
     assert_eq!(seen_below, Some(serde_json::json!("mine")));
 }
+
+#[tokio::test]
+async fn a_child_run_in_place_reads_cancellation_from_its_ancestors() {
+    use std::sync::{Arc, Mutex};
+    let (d, _) = dispatcher();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let tx = Arc::new(Mutex::new(Some(tx)));
+    let root = d.submit(doer("root", move |cx| {
+        let tx = tx.clone();
+        async move {
+            // The child hands out its own context, then ends; the caller waits to be cancelled.
+            let child = cx
+                .run_in_current_step(doer("in_place", |cx| async move { Ok(cx.clone()) }))
+                .await?;
+            if let Some(tx) = tx.lock().unwrap().take() {
+                let _ = tx.send(child);
+            }
+            cx.cancelled().await;
+            Ok(())
+        }
+    }));
+    let child = rx.await.unwrap();
+    assert!(!child.is_cancelled(), "nothing was cancelled yet");
+    root.cancel();
+    assert!(
+        child.is_cancelled(),
+        "the root's cancellation reaches the child"
+    );
+    // A wait that makes the child's token only now finds it cancelled at once.
+    tokio::time::timeout(std::time::Duration::from_secs(5), child.cancelled())
+        .await
+        .expect("the token made after the cancellation starts cancelled");
+    assert!(matches!(root.await, Err(thinkers::Error::Cancelled)));
+}

@@ -58,7 +58,7 @@ impl Job for SeatJob {
     fn requirements(&mut self, req: &mut Requirements, _cx: &JobContext) -> Result<()> {
         req.seat(Seat {
             entry: "e".into(),
-            budget: self.budget.clone(),
+            budget: self.budget.as_str().into(),
             input_tokens: self.reserve,
             output_tokens: 0,
             reasoning_tokens: 0,

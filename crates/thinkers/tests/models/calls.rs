@@ -64,7 +64,7 @@ async fn plain_tool_and_structured_calls_on_every_dialect() {
             s.rt.run(LlmCall::new(Grade::Small, OutputSize::Compact, question()).pinned(entry))
                 .await
                 .unwrap_or_else(|e| panic!("{entry}: {e}"));
-        assert_eq!(out.entry, entry);
+        assert_eq!(&*out.entry, entry);
         assert!(!out.response.text().is_empty(), "{entry}: empty answer");
         assert_eq!(out.response.stop, StopReason::EndTurn, "{entry}");
 
@@ -206,7 +206,7 @@ async fn a_pin_outside_the_envelope_is_refused_naming_entry_and_rule() {
         .run(LlmCall::new(Grade::Small, OutputSize::Verdict, question()))
         .await
         .unwrap();
-    assert_ne!(out.entry, "sim-small-a");
+    assert_ne!(&*out.entry, "sim-small-a");
 }
 
 #[test]

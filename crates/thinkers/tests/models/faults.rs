@@ -37,7 +37,7 @@ async fn throttling_429_and_529_wait_and_readmit() {
     ] {
         let (r, s) = once(kind, entry).await;
         let out = r.unwrap_or_else(|e| panic!("{kind:?} on {entry}: {e}"));
-        assert_eq!(out.entry, entry);
+        assert_eq!(&*out.entry, entry);
         assert_eq!(
             s.sim.stats().model(entry).requests,
             2,

@@ -157,7 +157,7 @@ impl Inner {
     async fn reserve(&self, ask: &Ask) -> Result<Reservation> {
         let limits = {
             let g = self.lock();
-            let Some(local) = g.get(&ask.budget) else {
+            let Some(local) = g.get(&*ask.budget) else {
                 return Ok(Reservation::Never(format!(
                     "budget `{}` is not configured",
                     ask.budget
@@ -221,7 +221,7 @@ impl Inner {
             ));
         };
         let granted = kind == 0 && limits.concurrency.is_some() && ask.slots > 0;
-        if let Some(local) = self.lock().get_mut(b) {
+        if let Some(local) = self.lock().get_mut(&**b) {
             local.seen = (unsigned(tokens), unsigned(requests), unsigned(slots));
             if granted {
                 local.held.insert(unsigned(value));
@@ -318,7 +318,7 @@ impl BudgetStore for RedisBudgets {
         let held = self
             .inner
             .lock()
-            .get_mut(&lease.budget)
+            .get_mut(&*lease.budget)
             .is_some_and(|l| l.held.remove(&lease.id));
         if !held {
             return;

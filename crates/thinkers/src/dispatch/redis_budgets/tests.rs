@@ -19,7 +19,7 @@ fn prefix() -> String {
 
 fn ask(budget: &str, tokens: u64, slots: u32) -> Ask {
     Ask {
-        budget: budget.to_owned(),
+        budget: budget.into(),
         tokens,
         requests: 1,
         slots,

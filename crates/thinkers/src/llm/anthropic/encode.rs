@@ -283,10 +283,9 @@ pub(crate) fn encode(
     w.raw("}");
     let (body, segments) = w.finish();
 
-    let mut headers = vec![
-        Header::plain("content-type", "application/json"),
-        Header::plain("anthropic-version", API_VERSION),
-    ];
+    let mut headers = Vec::with_capacity(3);
+    headers.push(Header::plain("content-type", "application/json"));
+    headers.push(Header::plain("anthropic-version", API_VERSION));
     if let Some(key) = &target.api_key {
         headers.push(Header::secret("x-api-key", key.expose_secret().to_owned()));
     }

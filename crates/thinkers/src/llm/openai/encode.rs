@@ -97,7 +97,8 @@ pub(crate) fn encode(
     w.raw("}");
     let (body, segments) = w.finish();
 
-    let mut headers = vec![Header::plain("content-type", "application/json")];
+    let mut headers = Vec::with_capacity(2);
+    headers.push(Header::plain("content-type", "application/json"));
     if let Some(key) = &target.api_key {
         headers.push(Header::secret(
             "authorization",
@@ -121,7 +122,8 @@ pub(crate) fn encode(
 
 /// The `tools` and `tool_choice` fields.
 fn write_tools(w: &mut BodyWriter, req: &ChatRequest, compat: bool) -> Result<()> {
-    let mut offered: Vec<_> = req.tools.iter().collect();
+    // Every tool, or only the one a compatible server is told to call (see below).
+    let mut only = None;
     let mut named = None;
     let choice = match (&req.tool_choice, compat) {
         (ToolChoice::Auto, _) => r#""auto""#,
@@ -134,8 +136,8 @@ fn write_tools(w: &mut BodyWriter, req: &ChatRequest, compat: bool) -> Result<()
         (ToolChoice::Tool(name), true) => {
             // Offer only the named tool, unless it is not among the tools at all (then the
             // choice cannot narrow anything and every tool stays).
-            if offered.iter().any(|t| &t.name == name) {
-                offered.retain(|t| &t.name == name);
+            if req.tools.iter().any(|t| &t.name == name) {
+                only = Some(name);
             }
             r#""required""#
         }
@@ -146,7 +148,11 @@ fn write_tools(w: &mut BodyWriter, req: &ChatRequest, compat: bool) -> Result<()
     } else {
         Adaptation::OpenAiStrict
     };
-    for (i, t) in offered.into_iter().enumerate() {
+    let offered = req
+        .tools
+        .iter()
+        .filter(|t| only.is_none_or(|name| &t.name == name));
+    for (i, t) in offered.enumerate() {
         if i > 0 {
             w.raw(",");
         }

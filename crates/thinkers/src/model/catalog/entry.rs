@@ -2,6 +2,7 @@
 //! (depth, output size) into.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -18,7 +19,7 @@ pub struct Pricing {
     /// Per million cached input tokens (the input price when the catalog gives none).
     pub cached: f64,
     /// ISO 4217 code, three upper-case letters, for example `USD`.
-    pub currency: String,
+    pub currency: Arc<str>,
 }
 
 impl Pricing {
@@ -53,11 +54,13 @@ pub enum Reasoning {
 /// ceiling, prices are finite and non-negative, and limits are positive when present.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Entry {
-    pub(super) id: String,
+    // The id, budget name and model are shared (`Arc<str>`) with every seat and outcome made for
+    // the entry, so a model call does not copy them.
+    pub(super) id: Arc<str>,
     /// The name of its admission budget ([`crate::job::Seat::budget_for`] of the id), made once.
-    pub(super) budget: String,
+    pub(super) budget: Arc<str>,
     pub(super) provider: String,
-    pub(super) model: String,
+    pub(super) model: Arc<str>,
     pub(super) grade: Grade,
     pub(super) context_window: u32,
     pub(super) output_ceiling: u32,
@@ -194,8 +197,18 @@ impl Entry {
     }
 
     /// The admission budget its calls reserve against (`model:<id>`).
-    pub fn budget_name(&self) -> String {
-        self.budget.clone()
+    pub fn budget_name(&self) -> Arc<str> {
+        Arc::clone(&self.budget)
+    }
+
+    /// The id, shared.
+    pub fn shared_id(&self) -> Arc<str> {
+        Arc::clone(&self.id)
+    }
+
+    /// The model name, shared.
+    pub fn shared_model(&self) -> Arc<str> {
+        Arc::clone(&self.model)
     }
 
     /// [`Self::budget_name`], borrowed.

@@ -197,10 +197,10 @@ fn read_entry(
     f.finish()?;
 
     Ok(Entry {
-        budget: Seat::budget_for(&id),
-        id,
+        budget: Seat::budget_for(&id).into(),
+        id: id.into(),
         provider,
-        model,
+        model: model.into(),
         grade,
         // Both were checked against u32::MAX above.
         context_window: u32::try_from(context_window).unwrap_or(u32::MAX),
@@ -249,7 +249,7 @@ fn read_pricing(f: &mut Fields<'_>) -> Result<Pricing, CatalogError> {
         input,
         output,
         cached,
-        currency: currency.to_owned(),
+        currency: currency.into(),
     })
 }
 

@@ -146,7 +146,7 @@ impl Catalog {
             .find(|(_, e)| self.entries.iter().any(|mine| mine.id == e.id));
         if let Some((index, entry)) = clash {
             let location = Location::Entry {
-                id: Some(entry.id.clone()),
+                id: Some(entry.id.to_string()),
                 index,
                 line: None,
             };
@@ -170,7 +170,7 @@ impl Catalog {
 
     /// The entry with this id; an unknown id is an error naming it.
     pub fn entry(&self, id: &str) -> Result<&Entry> {
-        self.entries.iter().find(|e| e.id == id).ok_or_else(|| {
+        self.entries.iter().find(|e| &*e.id == id).ok_or_else(|| {
             Error::invalid_input(
                 "entry",
                 Some(id.to_owned()),

@@ -146,7 +146,7 @@ fn unknown_ids_and_providers_are_named() {
 fn limits_budget_and_cost() {
     let c = valid();
     let e = c.entry("acme-small").unwrap();
-    assert_eq!(e.budget_name(), "model:acme-small");
+    assert_eq!(&*e.budget_name(), "model:acme-small");
     let limits = e.limits();
     assert_eq!(limits.tokens, Some(Rate::per_minute(100_000)));
     assert_eq!(limits.requests, Some(Rate::per_minute(600)));
@@ -251,11 +251,8 @@ fn the_bundled_catalog_covers_every_rung_and_both_dialects() {
     assert!(c.entries().iter().any(|e| {
         dialect(e) == Dialect::OpenAi && e.reasoning_effort(Depth::Thorough).is_some()
     }));
-    let currencies: std::collections::BTreeSet<&str> = c
-        .entries()
-        .iter()
-        .map(|e| e.pricing().currency.as_str())
-        .collect();
+    let currencies: std::collections::BTreeSet<&str> =
+        c.entries().iter().map(|e| &*e.pricing().currency).collect();
     assert!(currencies.contains("USD") && currencies.contains("EUR"));
     for (tag, value) in [
         ("region", "eu"),
