@@ -40,7 +40,7 @@ out=$(mktemp -d)
 
 count() { # side rounds -> instructions [I1-misses D1-misses]
     if $cache; then
-        THINKERS_BENCH_ROUNDS=$2 THINKERS_BENCH_ONLY=overhead THINKERS_BENCH_PROFILE=$1 \
+        THINKERS_BENCH_ROUNDS=$2 THINKERS_BENCH_PROFILE=$1 \
             valgrind --tool=cachegrind --cache-sim=yes --cachegrind-out-file="$out/$1.$2" \
             "$bin" --bench 2>&1 >/dev/null | awk '
                 $2 == "I" && $3 == "refs:" { gsub(",", "", $4); i = $4 }
@@ -48,13 +48,13 @@ count() { # side rounds -> instructions [I1-misses D1-misses]
                 $2 == "D1" && $3 == "misses:" { gsub(",", "", $4); d1 = $4 }
                 END { print i, i1, d1 }'
     else
-        THINKERS_BENCH_ROUNDS=$2 THINKERS_BENCH_ONLY=overhead THINKERS_BENCH_PROFILE=$1 \
+        THINKERS_BENCH_ROUNDS=$2 THINKERS_BENCH_PROFILE=$1 \
             valgrind --tool=callgrind --callgrind-out-file="$out/$1.$2" "$bin" --bench \
             2>&1 >/dev/null | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
     fi
 }
 calls() { # the calls of one round, as the bench prints them
-    THINKERS_BENCH_ROUNDS=1 THINKERS_BENCH_ONLY=overhead THINKERS_BENCH_PROFILE=runtime "$bin" \
+    THINKERS_BENCH_ROUNDS=1 THINKERS_BENCH_PROFILE=runtime "$bin" \
         --bench 2>/dev/null | sed -n "s/^ *\([0-9]*\) calls per round/\1/p" | head -1
 }
 
