@@ -127,7 +127,7 @@ impl BodyWriter {
     /// of `parts` stable parts.
     pub(crate) fn new(capacity: usize, parts: usize) -> Self {
         Self {
-            buf: Vec::with_capacity(capacity),
+            buf: crate::llm::body_pool::buffer(capacity),
             segments: Vec::with_capacity(parts),
         }
     }
@@ -186,7 +186,7 @@ impl BodyWriter {
 
     /// The body and the ranges of its stable parts, in order.
     pub(crate) fn finish(self) -> (Bytes, Vec<Range<usize>>) {
-        (Bytes::from(self.buf), self.segments)
+        (crate::llm::body_pool::into_bytes(self.buf), self.segments)
     }
 }
 

@@ -20,6 +20,7 @@
 //! [`tokens`].
 
 mod anthropic;
+mod body_pool;
 pub mod cache;
 pub mod call;
 pub mod client;
