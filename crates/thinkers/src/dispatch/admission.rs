@@ -143,29 +143,29 @@ impl Admission {
         if let [only] = &requirements[..] {
             // The common case (one model seat): nothing to order.
             leases.push((0, self.acquire_one(&ask(only)).await?));
-        } else {
-            let mut order: Vec<(Ask, usize)> = requirements
-                .iter()
-                .enumerate()
-                .map(|(i, r)| (ask(r), i))
-                .collect();
-            order.sort_by(|a, b| a.0.budget.cmp(&b.0.budget));
-            let mut permit = Permit {
+            return Ok(Permit {
                 admission: Some(self.clone()),
                 requirements,
                 leases,
-            };
-            for (ask, idx) in order {
-                let lease = self.acquire_one(&ask).await?;
-                permit.leases.push((idx, lease));
-            }
-            return Ok(permit);
+            });
         }
-        Ok(Permit {
+        let mut order: Vec<(Ask, usize)> = requirements
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (ask(r), i))
+            .collect();
+        order.sort_by(|a, b| a.0.budget.cmp(&b.0.budget));
+        // Leases taken so far are released if a later one fails (the permit drops).
+        let mut permit = Permit {
             admission: Some(self.clone()),
             requirements,
             leases,
-        })
+        };
+        for (ask, idx) in order {
+            let lease = self.acquire_one(&ask).await?;
+            permit.leases.push((idx, lease));
+        }
+        Ok(permit)
     }
 
     async fn acquire_one(&self, ask: &Ask) -> Result<Lease> {
