@@ -161,17 +161,27 @@ pub(crate) async fn runtime(base: &str, recorded: bool) -> (Runtime, MemoryRecor
     (builder.build().await.unwrap(), rec)
 }
 
-pub(crate) async fn logged_bodies(base: &str, model: &str) -> Vec<bytes::Bytes> {
+/// The sim's request log entries for `model`, in arrival order.
+async fn logged(base: &str, model: &str) -> Vec<serde_json::Value> {
     let v: serde_json::Value = reqwest::get(format!("{base}/sim/requests"))
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
-    v.as_array()
+    let serde_json::Value::Array(entries) = v else {
+        return Vec::new();
+    };
+    entries
         .into_iter()
-        .flatten()
         .filter(|r| r["model"] == model)
+        .collect()
+}
+
+pub(crate) async fn logged_bodies(base: &str, model: &str) -> Vec<bytes::Bytes> {
+    logged(base, model)
+        .await
+        .iter()
         .map(|r| bytes::Bytes::from(r["raw_body"].as_str().unwrap_or_default().to_owned()))
         .collect()
 }
@@ -227,17 +237,7 @@ pub(crate) fn rss_bytes() -> u64 {
 /// Requests that reached the sim for `model`: its request log is written on arrival, before the
 /// latency (its stats count a request only once it is answered).
 pub(crate) async fn sim_requests(base: &str, model: &str) -> u64 {
-    let v: serde_json::Value = reqwest::get(format!("{base}/sim/requests"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .filter(|r| r["model"] == model)
-        .count() as u64
+    logged(base, model).await.len() as u64
 }
 
 /// Two runtimes over the sim, warmed up, and the bodies of one round of their calls.
