@@ -169,9 +169,27 @@ impl BodyWriter {
     }
 
     /// A value's compact JSON text, as a JSON string (how OpenAI carries tool-call arguments).
+    /// The text is written into a per-thread scratch buffer (`llm::json_text`, byte for byte
+    /// serde_json's), not a fresh `String`: every turn writes every earlier call's arguments.
     pub(crate) fn json_text(&mut self, value: &serde_json::Value) -> crate::Result<&mut Self> {
-        let text = serde_json::to_string(value).map_err(unserializable)?;
-        Ok(self.str(&text))
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        SCRATCH.with_borrow_mut(|scratch| {
+            scratch.clear();
+            crate::llm::json_text::write_within(scratch, value, usize::MAX);
+            let text = std::str::from_utf8(scratch).map_err(|e| {
+                Error::system("llm request encoding", "a value's JSON text was not UTF-8")
+                    .with_source(e)
+            })?;
+            crate::llm::escape::write_str(&mut self.buf, text);
+            // A long scratch (a large argument object) is not kept around.
+            if scratch.capacity() > 64 * 1024 {
+                *scratch = Vec::new();
+            }
+            Ok::<(), Error>(())
+        })?;
+        Ok(self)
     }
 
     /// Where the next byte goes: the start of a stable part, closed by [`Self::close_part`].
