@@ -21,6 +21,7 @@ use std::alloc::System;
 use std::time::{Duration, Instant};
 
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
+use thinkers::JobHandle;
 use thinkers::model::Grade;
 use thinkers::thinker::ThinkerInput;
 
@@ -59,6 +60,16 @@ fn main() {
     });
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Cancel every thinker and wait until each has ended.
+async fn cancel_all<T>(handles: Vec<JobHandle<T>>) {
+    for h in &handles {
+        h.cancel();
+    }
+    for h in handles {
+        let _ = h.await;
+    }
 }
 
 async fn allocations(base: &str) {
@@ -132,12 +143,7 @@ async fn idle_memory(base: &str) {
         "  resident memory per thinker       {:>8.1} KiB",
         rss / 1024.0
     );
-    for h in &handles {
-        h.cancel();
-    }
-    for h in handles {
-        let _ = h.await;
-    }
+    cancel_all(handles).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let left = (live() - heap0) as f64 / IDLE as f64;
     println!(
@@ -161,12 +167,7 @@ async fn idle_memory(base: &str) {
         "  of which the thinker alone (parked at the turn seam, no call) {:>6.1} KiB",
         alone / 1024.0
     );
-    for h in &parked {
-        h.cancel();
-    }
-    for h in parked {
-        let _ = h.await;
-    }
+    cancel_all(parked).await;
 
     // The same requests, sent by a bare reqwest client and held open alike: what HTTP in flight
     // costs by itself.
