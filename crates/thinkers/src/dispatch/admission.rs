@@ -1,8 +1,12 @@
 //! Admission: a job waits until its whole reservation fits, first come first served per budget.
 //!
-//! Each budget has a FIFO queue of waiting jobs. Only the head of a queue asks the
-//! [`BudgetStore`]; a smaller job behind a large one waits its turn, so large reservations are not
-//! starved. A job with several requirements takes its budgets in name order (the same order for
+//! Each budget has a FIFO queue of waiting jobs. Only the head of a queue is ever admitted; a
+//! smaller job behind a large one waits its turn, so large reservations are not starved. When
+//! capacity comes back (a permit is released), the releasing side reserves for the head itself
+//! and hands it the lease, then tries the next head, and stops at the first that does not fit:
+//! the only job woken is one that was admitted, never one that would look, find no room and
+//! sleep again. A head whose wait only time can end (a rate window, a pause) arms its own timer
+//! and asks again when it fires. A job with several requirements takes its budgets in name order (the same order for
 //! every job, so two jobs can never wait on each other).
 //!
 //! The granted [`Permit`] is an owned value that travels with the work: dropping it — because the
@@ -22,39 +26,107 @@ use super::budget::{BudgetStore, Lease, Reservation};
 use crate::job::{Ask, Requirement};
 use crate::{Error, Result};
 
+/// A job waiting in a budget's queue.
+struct Waiter {
+    id: u64,
+    /// What it waits for (the queue reserves it on the waiter's behalf when capacity returns).
+    ask: Ask,
+    slot: Arc<Slot>,
+    /// The waiter is asking a store outside the process itself; nothing is reserved for it
+    /// meanwhile.
+    asking: bool,
+}
+
+/// Where a waiter is woken, and where a lease reserved for it waits until it runs.
+#[derive(Default)]
+struct Slot {
+    notify: Notify,
+    lease: Mutex<Option<Lease>>,
+}
+
+impl Slot {
+    fn take(&self) -> Option<Lease> {
+        self.lease
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    fn hand(&self, lease: Lease) {
+        *self.lease.lock().unwrap_or_else(PoisonError::into_inner) = Some(lease);
+        self.notify.notify_one();
+    }
+}
+
 #[derive(Default)]
 struct Queue {
-    waiters: Mutex<VecDeque<(u64, Arc<Notify>)>>,
+    waiters: Mutex<VecDeque<Waiter>>,
     next: std::sync::atomic::AtomicU64,
 }
 
 impl Queue {
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<(u64, Arc<Notify>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Waiter>> {
         self.waiters.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn wake_head(&self) {
-        if let Some((_, n)) = self.lock().front() {
-            n.notify_one();
+    /// Serve the queue from its head once capacity may have come back (a release, a waiter
+    /// leaving, a limits change): while the head's ask fits, reserve it for the head, hand the
+    /// lease over and wake it. A head that does not fit is not woken when only a release can
+    /// make room (the next release serves it); it is woken when time will (to arm its timer),
+    /// when it can never fit (to fail), and when the store decides outside the process (to ask
+    /// it itself). So with an in-memory store a release wakes the job it admits and no other.
+    fn serve(&self, store: &dyn BudgetStore) {
+        let mut q = self.lock();
+        while let Some(head) = q.front() {
+            if head.asking {
+                // It hears of this once its own ask comes back, and asks again if it must wait.
+                head.slot.notify.notify_one();
+                return;
+            }
+            match store.try_reserve_local(&head.ask) {
+                Some(Reservation::Granted(lease)) => {
+                    if let Some(served) = q.pop_front() {
+                        served.slot.hand(lease);
+                    }
+                }
+                Some(Reservation::Wait(None)) => return,
+                Some(Reservation::Wait(Some(_)) | Reservation::Never(_)) | None => {
+                    head.slot.notify.notify_one();
+                    return;
+                }
+            }
         }
     }
 }
 
-/// Removes a waiter from its queue when it stops waiting (granted, refused or cancelled).
+/// Takes a waiter out of its queue when it stops waiting without a lease (refused or
+/// cancelled): a lease handed to it meanwhile goes back unused, and the queue is served again,
+/// as the waiter may have held up the ones behind it.
 struct Ticket<'a> {
     queue: &'a Queue,
+    store: &'a dyn BudgetStore,
     id: u64,
+    slot: &'a Slot,
+    served: bool,
 }
 
 impl Drop for Ticket<'_> {
     fn drop(&mut self) {
-        let mut q = self.queue.lock();
-        if let Some(pos) = q.iter().position(|(id, _)| *id == self.id) {
-            q.remove(pos);
+        if self.served {
+            return;
         }
-        if let Some((_, n)) = q.front() {
-            n.notify_one();
+        {
+            let mut q = self.queue.lock();
+            if let Some(pos) = q.iter().position(|w| w.id == self.id) {
+                q.remove(pos);
+            }
         }
+        if let Some(lease) = self.slot.take() {
+            // Reserved for this waiter, never used: nothing was sent.
+            self.store.settle(&lease, 0);
+            self.store.release(&lease);
+        }
+        self.queue.serve(self.store);
     }
 }
 
@@ -105,7 +177,8 @@ impl Admission {
         q
     }
 
-    /// Wake the head waiter of a budget (after a release, a settlement or a limits change).
+    /// Serve a budget's waiters after capacity may have come back (a release, a settlement or a
+    /// limits change): each head that now fits is admitted and woken (see `Queue::serve`).
     pub fn wake(&self, budget: &str) {
         let q = self
             .inner
@@ -115,7 +188,7 @@ impl Admission {
             .get(budget)
             .cloned();
         if let Some(q) = q {
-            q.wake_head();
+            q.serve(self.inner.store.as_ref());
         }
     }
 
@@ -182,29 +255,79 @@ impl Admission {
                 }
             }
         }
-        let notify = Arc::new(Notify::new());
+        let store = self.inner.store.as_ref();
+        let slot = Arc::new(Slot::default());
         let id = queue
             .next
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        queue.lock().push_back((id, notify.clone()));
-        let _ticket = Ticket { queue: &queue, id };
+        queue.lock().push_back(Waiter {
+            id,
+            ask: ask.clone(),
+            slot: Arc::clone(&slot),
+            asking: false,
+        });
+        let mut ticket = Ticket {
+            queue: &queue,
+            store,
+            id,
+            slot: &slot,
+            served: false,
+        };
         loop {
-            let is_head = queue.lock().front().is_some_and(|(h, _)| *h == id);
-            if !is_head {
-                notify.notified().await;
-                continue;
+            // Served by a job that gave capacity back: the lease is already ours.
+            if let Some(lease) = slot.take() {
+                ticket.served = true;
+                return Ok(lease);
             }
-            let reservation = match self.inner.store.try_reserve_local(ask) {
-                Some(r) => r,
-                None => self.inner.store.try_reserve(ask).await?,
+            // At the head, ask for ourselves (after a timer, or where the queue cannot).
+            let local = {
+                let mut q = queue.lock();
+                match q.front_mut() {
+                    Some(head) if head.id == id => {
+                        let r = store.try_reserve_local(ask);
+                        match &r {
+                            Some(Reservation::Granted(_)) => {
+                                q.pop_front();
+                            }
+                            None => head.asking = true,
+                            Some(_) => {}
+                        }
+                        Some(r)
+                    }
+                    _ => None,
+                }
+            };
+            let reservation = match local {
+                // Not the head, or served since the check above (the lease waits in the slot).
+                None => {
+                    slot.notify.notified().await;
+                    continue;
+                }
+                Some(Some(r)) => r,
+                Some(None) => {
+                    let r = store.try_reserve(ask).await;
+                    let mut q = queue.lock();
+                    if let Ok(Reservation::Granted(_)) = &r {
+                        q.retain(|w| w.id != id);
+                    } else if let Some(me) = q.iter_mut().find(|w| w.id == id) {
+                        me.asking = false;
+                    }
+                    r?
+                }
             };
             match reservation {
-                Reservation::Granted(lease) => return Ok(lease),
+                Reservation::Granted(lease) => {
+                    ticket.served = true;
+                    drop(ticket);
+                    // Room may be left for the next in line.
+                    queue.serve(store);
+                    return Ok(lease);
+                }
                 Reservation::Never(reason) => return Err(unadmittable(ask, reason)),
-                Reservation::Wait(None) => notify.notified().await,
+                Reservation::Wait(None) => slot.notify.notified().await,
                 Reservation::Wait(Some(d)) => {
                     tokio::select! {
-                        () = notify.notified() => {}
+                        () = slot.notify.notified() => {}
                         () = tokio::time::sleep(d) => {}
                     }
                 }
