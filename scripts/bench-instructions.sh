@@ -12,6 +12,7 @@
 # count: a call that misses the caches more costs more time per instruction.
 #
 # Usage: scripts/bench-instructions.sh [--cache]   (needs valgrind: apt-get install valgrind)
+#        THINKERS_BENCH_BIN=path/to/thinker-bench scripts/bench-instructions.sh   (a build kept aside)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,8 +31,12 @@ if ! command -v valgrind >/dev/null; then
     exit 1
 fi
 
-bin=$(cargo bench -p thinkers --all-features --bench thinker --no-run --message-format=json \
-    2>/dev/null | grep -o '"executable":"[^"]*thinker-[^"]*"' | tail -1 | cut -d'"' -f4 || true)
+# THINKERS_BENCH_BIN names a bench binary already built (to compare two builds of it).
+bin=${THINKERS_BENCH_BIN:-}
+if [[ -z "$bin" ]]; then
+    bin=$(cargo bench -p thinkers --all-features --bench thinker --no-run --message-format=json \
+        2>/dev/null | grep -o '"executable":"[^"]*thinker-[^"]*"' | tail -1 | cut -d'"' -f4 || true)
+fi
 if [[ -z "$bin" || ! -x "$bin" ]]; then
     echo "could not find the thinker bench binary" >&2
     exit 1

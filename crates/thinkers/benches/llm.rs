@@ -91,7 +91,9 @@ fn request(i: usize) -> ChatRequest {
 }
 
 async fn stats(base: &str) -> serde_json::Value {
-    reqwest::get(format!("{base}/sim/stats"))
+    common::control()
+        .get(format!("{base}/sim/stats"))
+        .send()
         .await
         .unwrap()
         .json()
@@ -100,7 +102,9 @@ async fn stats(base: &str) -> serde_json::Value {
 }
 
 async fn logged(base: &str) -> Vec<serde_json::Value> {
-    let v: serde_json::Value = reqwest::get(format!("{base}/sim/requests"))
+    let v: serde_json::Value = common::control()
+        .get(format!("{base}/sim/requests"))
+        .send()
         .await
         .unwrap()
         .json()

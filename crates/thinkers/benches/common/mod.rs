@@ -60,6 +60,15 @@ pub(crate) fn client_runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// The client of the sim's control endpoints (its request log, its reset): one for the process.
+/// Building a reqwest client loads the system's root certificates, several million instructions
+/// that a client per round would add to both sides of `scripts/bench-instructions.sh`.
+pub(crate) fn control() -> &'static reqwest::Client {
+    static CLIENT: std::sync::LazyLock<reqwest::Client> =
+        std::sync::LazyLock::new(reqwest::Client::new);
+    &CLIENT
+}
+
 /// Where the bare loop's driving future runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Placement {

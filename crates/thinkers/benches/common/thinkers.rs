@@ -163,7 +163,9 @@ pub(crate) async fn runtime(base: &str, recorded: bool) -> (Runtime, MemoryRecor
 
 /// The sim's request log entries for `model`, in arrival order.
 async fn logged(base: &str, model: &str) -> Vec<serde_json::Value> {
-    let v: serde_json::Value = reqwest::get(format!("{base}/sim/requests"))
+    let v: serde_json::Value = crate::common::control()
+        .get(format!("{base}/sim/requests"))
+        .send()
         .await
         .unwrap()
         .json()
@@ -187,7 +189,7 @@ pub(crate) async fn logged_bodies(base: &str, model: &str) -> Vec<bytes::Bytes> 
 }
 
 pub(crate) async fn reset(base: &str) {
-    reqwest::Client::new()
+    crate::common::control()
         .post(format!("{base}/sim/reset"))
         .send()
         .await

@@ -135,6 +135,8 @@ macro_rules! chat_queries {
         }
     };
 }
+// The PostgreSQL store writes its queries with it too.
+#[cfg(feature = "postgres")]
 pub(crate) use chat_queries;
 
 /// Chats in a [`SqliteStore`]. Cheap to clone; clones share the pool.
