@@ -394,3 +394,101 @@ impl Drop for Permit {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Context, Poll};
+
+    use futures::task::ArcWake;
+
+    use super::*;
+    use crate::dispatch::budget::{Limits, MemoryBudgets};
+    use crate::job::Requirement;
+
+    const BUDGET: &str = "service:one";
+
+    /// Admission over one budget of a single concurrency slot.
+    fn one_slot() -> (Admission, Arc<MemoryBudgets>) {
+        let store = Arc::new(MemoryBudgets::new());
+        store.configure(
+            BUDGET,
+            Limits {
+                concurrency: Some(1),
+                ..Limits::default()
+            },
+        );
+        (Admission::new(store.clone()), store)
+    }
+
+    fn slot() -> Vec<Requirement> {
+        vec![Requirement::Resource {
+            budget: BUDGET.into(),
+            default_limits: None,
+        }]
+    }
+
+    /// A waker that counts how often it was woken.
+    #[derive(Default)]
+    struct Wakes(AtomicUsize);
+
+    impl ArcWake for Wakes {
+        fn wake_by_ref(arc_self: &Arc<Self>) {
+            arc_self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn poll<F: Future + Unpin>(f: &mut F, wakes: &Arc<Wakes>) -> Poll<F::Output> {
+        let waker = futures::task::waker(wakes.clone());
+        std::pin::Pin::new(f).poll(&mut Context::from_waker(&waker))
+    }
+
+    #[tokio::test]
+    async fn a_release_wakes_the_waiter_it_admits_and_no_other() -> anyhow::Result<()> {
+        let (adm, _) = one_slot();
+        let held = adm.acquire(slot()).await?;
+        let (second_wakes, third_wakes) = (Arc::<Wakes>::default(), Arc::<Wakes>::default());
+        let mut second = Box::pin(adm.acquire(slot()));
+        let mut third = Box::pin(adm.acquire(slot()));
+        assert!(poll(&mut second, &second_wakes).is_pending());
+        assert!(poll(&mut third, &third_wakes).is_pending());
+        drop(held);
+        assert_eq!(second_wakes.0.load(Ordering::SeqCst), 1, "the admitted one");
+        assert_eq!(
+            third_wakes.0.load(Ordering::SeqCst),
+            0,
+            "no room for the next"
+        );
+        let Poll::Ready(granted) = poll(&mut second, &second_wakes) else {
+            anyhow::bail!("the woken waiter holds its lease");
+        };
+        assert!(poll(&mut third, &third_wakes).is_pending());
+        drop(granted?);
+        assert_eq!(third_wakes.0.load(Ordering::SeqCst), 1);
+        assert!(poll(&mut third, &third_wakes).is_ready());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_lease_handed_to_a_waiter_that_left_goes_on_to_the_next() -> anyhow::Result<()> {
+        let (adm, store) = one_slot();
+        let held = adm.acquire(slot()).await?;
+        let wakes = Arc::<Wakes>::default();
+        let mut second = Box::pin(adm.acquire(slot()));
+        let mut third = Box::pin(adm.acquire(slot()));
+        assert!(poll(&mut second, &wakes).is_pending());
+        assert!(poll(&mut third, &wakes).is_pending());
+        // The slot is handed to `second`, which is cancelled before it runs: the slot goes back
+        // and on to `third`.
+        drop(held);
+        drop(second);
+        let Poll::Ready(granted) = poll(&mut third, &wakes) else {
+            anyhow::bail!("the slot reached the next waiter");
+        };
+        let granted = granted?;
+        assert_eq!(store.headroom(BUDGET), Some(0.0), "one slot held, not two");
+        drop(granted);
+        assert_eq!(store.headroom(BUDGET), Some(1.0), "and none leaked");
+        Ok(())
+    }
+}
