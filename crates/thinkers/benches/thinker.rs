@@ -48,7 +48,9 @@ async fn overhead(base: &str) {
         ..
     } = warm_up(base).await;
     let calls = bodies.len();
-    // THINKERS_BENCH_PROFILE=runtime|bare|bare-spawned runs one side only, for a profiler.
+    let _ = common::bare_hyper_loop(base, bodies.clone(), CONCURRENCY).await;
+    // THINKERS_BENCH_PROFILE=runtime|bare|bare-spawned|bare-hyper runs one side only, for a
+    // profiler.
     if let Ok(side) = std::env::var("THINKERS_BENCH_PROFILE") {
         // THINKERS_BENCH_ROUNDS sets how many (more rounds make the warm-up's share negligible).
         let rounds = std::env::var("THINKERS_BENCH_ROUNDS")
@@ -61,14 +63,21 @@ async fn overhead(base: &str) {
             let cpu = match side.as_str() {
                 "bare" => bare_loop(base, bodies.clone(), Placement::BlockOn).await,
                 "bare-spawned" => bare_loop(base, bodies.clone(), Placement::Spawned).await,
+                "bare-hyper" => common::bare_hyper_loop(base, bodies.clone(), CONCURRENCY).await,
                 _ => run_thinkers(&plain).await.0 / calls as f64,
             };
             println!("  {side}: {cpu:.1} µs CPU per call");
         }
         return;
     }
-    let (mut bare, mut spawned, mut ours, mut kept, mut walls) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut bare, mut spawned, mut ours, mut kept, mut walls, mut hyper) = (
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
     for _ in 0..ROUNDS {
         reset(base).await;
         bare.push(bare_loop(base, bodies.clone(), Placement::BlockOn).await);
@@ -78,6 +87,7 @@ async fn overhead(base: &str) {
         spawned.push(bare_loop(base, bodies.clone(), Placement::Spawned).await);
         let (cpu, _) = run_thinkers(&recorded).await;
         kept.push(cpu / calls as f64);
+        hyper.push(common::bare_hyper_loop(base, bodies.clone(), CONCURRENCY).await);
     }
     // Each round's runs are next to each other in time, so their ratio shares the machine's
     // conditions; the median of those paired ratios is steadier than a ratio of medians.
@@ -91,12 +101,13 @@ async fn overhead(base: &str) {
         paired(&ours, &spawned),
         paired(&kept, &spawned),
     );
-    let (bare, spawned, ours, kept, wall) = (
+    let (bare, spawned, ours, kept, wall, hyper) = (
         median(bare),
         median(spawned),
         median(ours),
         median(kept),
         median(walls),
+        median(hyper),
     );
     println!(
         "overhead per model turn: {RUNS} thinkers × {} turns and their sub-thinkers' turns \
@@ -122,5 +133,9 @@ async fn overhead(base: &str) {
         kept / spawned,
     );
     println!("  median of the per-round ratios: {ratios}");
+    println!(
+        "  for scale: the spawned loop through hyper-util's client itself, without reqwest's \
+         layers {hyper:.1} µs CPU per call"
+    );
     println!("\ntarget: CPU ≤ 1.5× the bare loop (memory: `cargo bench --bench thinker_memory`)");
 }

@@ -125,3 +125,43 @@ pub(crate) async fn bare_loop(
     }
     cpu.elapsed().as_secs_f64() * 1e6 / n as f64
 }
+
+/// [`bare_loop`] spawned onto a worker, through hyper-util's pooled client itself instead of
+/// reqwest (which wraps the same client in its redirect, retry and timeout layers): what those
+/// layers cost per call, for scale.
+pub(crate) async fn bare_hyper_loop(
+    base: &str,
+    bodies: Vec<bytes::Bytes>,
+    concurrency: usize,
+) -> f64 {
+    use http_body_util::{BodyExt, Full};
+    use hyper_util::client::legacy::Client;
+    use hyper_util::client::legacy::connect::HttpConnector;
+    use hyper_util::rt::TokioExecutor;
+    type Hyper = Client<HttpConnector, Full<bytes::Bytes>>;
+    static CLIENT: std::sync::LazyLock<Hyper> =
+        std::sync::LazyLock::new(|| Client::builder(TokioExecutor::new()).build_http());
+    let client = &*CLIENT;
+    let n = bodies.len();
+    let uri: http::Uri = format!("{base}/v1/chat/completions").parse().unwrap();
+    let cpu = ProcessTime::now();
+    let work = futures::stream::iter(bodies)
+        .map(move |body| {
+            let uri = uri.clone();
+            async move {
+                let req = http::Request::post(uri)
+                    .header("authorization", "Bearer bench")
+                    .header("content-type", "application/json")
+                    .body(Full::new(body))
+                    .unwrap();
+                let resp = client.request(req).await.unwrap();
+                let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+                let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+                assert!(v["choices"][0]["message"].is_object());
+            }
+        })
+        .buffer_unordered(concurrency)
+        .collect::<Vec<()>>();
+    tokio::spawn(work).await.unwrap();
+    cpu.elapsed().as_secs_f64() * 1e6 / n as f64
+}
