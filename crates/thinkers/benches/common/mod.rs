@@ -92,38 +92,16 @@ pub(crate) async fn bare_loop(
     static CLIENT: std::sync::LazyLock<reqwest::Client> =
         std::sync::LazyLock::new(reqwest::Client::new);
     let client = &*CLIENT;
-    let n = bodies.len();
     let url = format!("{base}/v1/chat/completions");
-    let cpu = ProcessTime::now();
-    let work = futures::stream::iter(bodies)
-        .map(move |body| {
-            let client = client.clone();
-            let url = url.clone();
-            async move {
-                let resp = client
-                    .post(&url)
-                    .header("authorization", "Bearer bench")
-                    .header("content-type", "application/json")
-                    .body(body)
-                    .send()
-                    .await
-                    .unwrap();
-                let bytes = resp.bytes().await.unwrap();
-                let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-                assert!(v["choices"][0]["message"].is_object());
-            }
-        })
-        .buffer_unordered(concurrency)
-        .collect::<Vec<()>>();
-    match placement {
-        Placement::BlockOn => {
-            work.await;
-        }
-        Placement::Spawned => {
-            tokio::spawn(work).await.unwrap();
-        }
-    }
-    cpu.elapsed().as_secs_f64() * 1e6 / n as f64
+    replay(bodies, concurrency, placement, move |body| {
+        let request = client
+            .post(&url)
+            .header("authorization", "Bearer bench")
+            .header("content-type", "application/json")
+            .body(body);
+        async move { request.send().await.unwrap().bytes().await.unwrap() }
+    })
+    .await
 }
 
 /// [`bare_loop`] spawned onto a worker, through hyper-util's pooled client itself instead of
@@ -142,26 +120,53 @@ pub(crate) async fn bare_hyper_loop(
     static CLIENT: std::sync::LazyLock<Hyper> =
         std::sync::LazyLock::new(|| Client::builder(TokioExecutor::new()).build_http());
     let client = &*CLIENT;
-    let n = bodies.len();
     let uri: http::Uri = format!("{base}/v1/chat/completions").parse().unwrap();
+    replay(bodies, concurrency, Placement::Spawned, move |body| {
+        let request = http::Request::post(uri.clone())
+            .header("authorization", "Bearer bench")
+            .header("content-type", "application/json")
+            .body(Full::new(body))
+            .unwrap();
+        async move {
+            let resp = client.request(request).await.unwrap();
+            resp.into_body().collect().await.unwrap().to_bytes()
+        }
+    })
+    .await
+}
+
+/// Send each body with `send` (which answers with the response body), at most `concurrency` in
+/// flight, driven from where `placement` says; every answer is parsed and checked to be a chat
+/// completion. The process CPU µs per call.
+async fn replay<Fut>(
+    bodies: Vec<bytes::Bytes>,
+    concurrency: usize,
+    placement: Placement,
+    send: impl Fn(bytes::Bytes) -> Fut + Send + 'static,
+) -> f64
+where
+    Fut: Future<Output = bytes::Bytes> + Send + 'static,
+{
+    let n = bodies.len();
     let cpu = ProcessTime::now();
     let work = futures::stream::iter(bodies)
         .map(move |body| {
-            let uri = uri.clone();
+            let answer = send(body);
             async move {
-                let req = http::Request::post(uri)
-                    .header("authorization", "Bearer bench")
-                    .header("content-type", "application/json")
-                    .body(Full::new(body))
-                    .unwrap();
-                let resp = client.request(req).await.unwrap();
-                let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+                let bytes = answer.await;
                 let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
                 assert!(v["choices"][0]["message"].is_object());
             }
         })
         .buffer_unordered(concurrency)
         .collect::<Vec<()>>();
-    tokio::spawn(work).await.unwrap();
+    match placement {
+        Placement::BlockOn => {
+            work.await;
+        }
+        Placement::Spawned => {
+            tokio::spawn(work).await.unwrap();
+        }
+    }
     cpu.elapsed().as_secs_f64() * 1e6 / n as f64
 }

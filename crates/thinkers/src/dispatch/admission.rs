@@ -6,8 +6,8 @@
 //! and hands it the lease, then tries the next head, and stops at the first that does not fit:
 //! the only job woken is one that was admitted, never one that would look, find no room and
 //! sleep again. A head whose wait only time can end (a rate window, a pause) arms its own timer
-//! and asks again when it fires. A job with several requirements takes its budgets in name order (the same order for
-//! every job, so two jobs can never wait on each other).
+//! and asks again when it fires. A job with several requirements takes its budgets in name order
+//! (the same order for every job, so two jobs can never wait on each other).
 //!
 //! The granted [`Permit`] is an owned value that travels with the work: dropping it — because the
 //! job finished, failed, panicked or was cancelled — gives the concurrency back and wakes the next
@@ -318,7 +318,6 @@ impl Admission {
             match reservation {
                 Reservation::Granted(lease) => {
                     ticket.served = true;
-                    drop(ticket);
                     // Room may be left for the next in line.
                     queue.serve(store);
                     return Ok(lease);
