@@ -12,12 +12,18 @@
 //! No API key is ever logged or put into an error: headers are redacted in `Debug`, and a key a
 //! provider echoes in its error message is scrubbed.
 
-use std::sync::{Arc, PoisonError, RwLock};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
-use reqwest::header::CONTENT_TYPE;
+use http::header::CONTENT_TYPE;
+use http_body_util::{BodyDataStream, BodyExt};
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+use tokio::time::Sleep;
 
 use crate::conversation::ContentBlock;
 use crate::dispatch::RateObservation;
@@ -27,7 +33,8 @@ use crate::llm::errors::{self, ProviderError};
 use crate::llm::headers;
 use crate::llm::request::ChatRequest;
 use crate::llm::response::{ChatResponse, StreamDelta};
-use crate::llm::target::WireTarget;
+use crate::llm::target::{Dialect, WireTarget};
+use crate::llm::transport::{Failure, ResponseBody, Settings, Transport};
 use crate::{Error, Result};
 
 /// The connect timeout of every request.
@@ -51,6 +58,8 @@ pub struct SendOutcome {
 pub struct ModelClientBuilder {
     connect_timeout: Duration,
     request_timeout: Duration,
+    proxy: Option<String>,
+    roots: Vec<Vec<u8>>,
 }
 
 impl ModelClientBuilder {
@@ -68,18 +77,55 @@ impl ModelClientBuilder {
         self
     }
 
+    /// Send every request through this HTTP proxy (`http://host:port`, credentials in the URL
+    /// if it needs them). Without it, the proxy environment variables (`HTTPS_PROXY`,
+    /// `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`) decide, as curl reads them.
+    #[must_use]
+    pub fn proxy(mut self, url: impl Into<String>) -> Self {
+        self.proxy = Some(url.into());
+        self
+    }
+
+    /// Trust the certificates in this PEM text as roots, beside the system's (a company's own
+    /// certificate authority, or a self-hosted model server's). May be called more than once.
+    #[must_use]
+    pub fn add_root_certificates(mut self, pem: impl AsRef<[u8]>) -> Self {
+        self.roots.push(pem.as_ref().to_vec());
+        self
+    }
+
     /// Build the client and its connection pool.
     pub fn build(self) -> Result<ModelClient> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(self.connect_timeout)
-            .timeout(self.request_timeout)
-            .build()
-            .map_err(|e| {
-                Error::system("model client", "the HTTP client could not be built").with_source(e)
-            })?;
+        let mut roots = Vec::new();
+        for (i, pem) in self.roots.iter().enumerate() {
+            let before = roots.len();
+            for cert in CertificateDer::pem_slice_iter(pem) {
+                roots.push(cert.map_err(|e| {
+                    Error::system(
+                        "model client",
+                        format!("root certificate PEM number {} could not be read", i + 1),
+                    )
+                    .with_source(e)
+                })?);
+            }
+            if roots.len() == before {
+                return Err(Error::system(
+                    "model client",
+                    format!(
+                        "root certificate PEM number {} holds no `BEGIN CERTIFICATE` block",
+                        i + 1
+                    ),
+                ));
+            }
+        }
+        let transport = Transport::new(Settings {
+            connect_timeout: self.connect_timeout,
+            proxy: self.proxy,
+            roots,
+        })?;
         Ok(ModelClient {
-            http,
-            endpoints: Arc::default(),
+            transport: Arc::new(transport),
+            request_timeout: self.request_timeout,
         })
     }
 }
@@ -87,14 +133,9 @@ impl ModelClientBuilder {
 /// Sends requests to model providers. Cheap to clone; clones share one connection pool.
 #[derive(Debug, Clone)]
 pub struct ModelClient {
-    http: reqwest::Client,
-    /// Endpoints already parsed: a client talks to a handful of URLs, and parsing one costs
-    /// more than the rest of building a request.
-    endpoints: Arc<RwLock<foldhash::HashMap<String, reqwest::Url>>>,
+    transport: Arc<Transport>,
+    request_timeout: Duration,
 }
-
-/// How many parsed endpoints a client keeps before starting over.
-const MAX_ENDPOINTS: usize = 64;
 
 impl ModelClient {
     /// A client with the default timeouts.
@@ -102,11 +143,13 @@ impl ModelClient {
         Self::builder().build()
     }
 
-    /// A builder to set timeouts.
+    /// A builder to set timeouts, a proxy or extra trusted roots.
     pub fn builder() -> ModelClientBuilder {
         ModelClientBuilder {
             connect_timeout: CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            proxy: None,
+            roots: Vec::new(),
         }
     }
 
@@ -129,34 +172,6 @@ impl ModelClient {
         self.send_encoded_streaming(&enc, &mut on_delta).await
     }
 
-    /// The parsed form of `url`, from the cache when it was seen before.
-    fn endpoint(&self, url: &str) -> Result<reqwest::Url> {
-        if let Some(u) = self
-            .endpoints
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(url)
-        {
-            return Ok(u.clone());
-        }
-        let parsed = reqwest::Url::parse(url).map_err(|e| {
-            Error::system(
-                "model client",
-                format!("the endpoint `{url}` is not a valid URL"),
-            )
-            .with_source(e)
-        })?;
-        let mut map = self
-            .endpoints
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        if map.len() >= MAX_ENDPOINTS {
-            map.clear();
-        }
-        map.insert(url.to_owned(), parsed.clone());
-        Ok(parsed)
-    }
-
     /// Send an already encoded request. A streamed one is read to its end with no callback.
     pub async fn send_encoded(&self, enc: &EncodedRequest) -> Result<SendOutcome> {
         self.send_encoded_streaming(enc, &mut |_| {}).await
@@ -171,51 +186,56 @@ impl ModelClient {
     ) -> Result<SendOutcome> {
         let dialect = enc.plan.dialect;
         let started = Instant::now();
-        let mut rb = self
-            .http
-            .post(self.endpoint(&enc.url)?)
-            .body(enc.body.clone());
-        for h in &enc.headers {
-            rb = rb.header(h.name(), h.raw_value());
-        }
-        if enc.plan.stream {
-            rb = rb.header("accept", "text/event-stream");
-        }
-        let resp = rb
-            .send()
-            .await
-            .map_err(|e| errors::transport(dialect, false, &describe(&e)))?;
-        let status = resp.status();
+        // One deadline over the whole exchange: the head, the body, every event of a stream.
+        let deadline = tokio::time::sleep(self.request_timeout);
+        tokio::pin!(deadline);
+        let late = |seen_event| timed_out(dialect, seen_event, self.request_timeout);
+        let resp = match within(deadline.as_mut(), self.transport.send(enc)).await {
+            None => return Err(late(false)),
+            Some(Err(Failure::Refused(e))) => return Err(e),
+            Some(Err(Failure::Transport(f))) if f.tls => {
+                return Err(Error::external(dialect.as_str(), "tls", f.to_string()));
+            }
+            Some(Err(Failure::Transport(f))) => {
+                return Err(errors::transport(dialect, false, &f.to_string()));
+            }
+            Some(Ok(resp)) => resp,
+        };
+        let (head, body) = resp.into_parts();
         let now = SystemTime::now();
-        let rate = headers::rate_observation(resp.headers(), now);
-        if !status.is_success() {
-            let retry_after = headers::retry_after(resp.headers(), now);
-            let body = resp.bytes().await.unwrap_or_default();
+        let rate = headers::rate_observation(&head.headers, now);
+        if !head.status.is_success() {
+            let retry_after = headers::retry_after(&head.headers, now);
+            let body = match within(deadline.as_mut(), body.collect()).await {
+                Some(Ok(collected)) => collected.to_bytes(),
+                _ => bytes::Bytes::new(),
+            };
             let mut err = ProviderError::from_body(&body);
             for h in enc.headers.iter().filter(|h| h.is_secret()) {
                 let v = h.raw_value();
                 err.scrub(v.strip_prefix("Bearer ").unwrap_or(v));
             }
-            tracing::debug!(url = %enc.url, status = status.as_u16(), "provider refused a request");
+            tracing::debug!(url = %enc.url, status = head.status.as_u16(), "provider refused a request");
             return Err(errors::from_status(
                 dialect,
-                status.as_u16(),
+                head.status.as_u16(),
                 &err,
                 retry_after,
             ));
         }
-        let is_sse = resp
-            .headers()
+        let is_sse = head
+            .headers
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         let response = if enc.plan.stream && is_sse {
-            read_stream(enc, resp, on_delta).await?
+            read_stream(enc, body, deadline.as_mut(), self.request_timeout, on_delta).await?
         } else {
-            let body = resp
-                .bytes()
-                .await
-                .map_err(|e| errors::transport(dialect, false, &describe(&e)))?;
+            let body = match within(deadline.as_mut(), body.collect()).await {
+                None => return Err(late(false)),
+                Some(Err(f)) => return Err(errors::transport(dialect, false, &f.to_string())),
+                Some(Ok(collected)) => collected.to_bytes(),
+            };
             let response = codec::decode(&enc.plan, &body)?;
             if enc.plan.stream {
                 // The server ignored `stream`; hand the whole answer over at once.
@@ -231,31 +251,49 @@ impl ModelClient {
     }
 }
 
+/// `work`'s output, or `None` when the deadline passed first.
+async fn within<F: Future>(deadline: Pin<&mut Sleep>, work: F) -> Option<F::Output> {
+    tokio::select! {
+        biased;
+        out = work => Some(out),
+        () = deadline => None,
+    }
+}
+
+fn timed_out(dialect: Dialect, seen_event: bool, after: Duration) -> Error {
+    errors::transport(
+        dialect,
+        seen_event,
+        &format!("the request timed out after {after:?}"),
+    )
+}
+
 async fn read_stream(
     enc: &EncodedRequest,
-    resp: reqwest::Response,
+    body: ResponseBody,
+    mut deadline: Pin<&mut Sleep>,
+    timeout: Duration,
     on_delta: &mut (dyn FnMut(StreamDelta) + Send),
 ) -> Result<ChatResponse> {
+    let dialect = enc.plan.dialect;
     let mut decoder = StreamDecoder::new(enc.plan);
-    let mut events = resp.bytes_stream().eventsource();
-    while let Some(item) = events.next().await {
-        match item {
-            Ok(ev) => {
+    let mut events = BodyDataStream::new(body).eventsource();
+    loop {
+        match within(deadline.as_mut(), events.next()).await {
+            None => return Err(timed_out(dialect, decoder.seen_event(), timeout)),
+            Some(None) => break,
+            Some(Some(Ok(ev))) => {
                 decoder.push(&ev.data, &mut *on_delta)?;
                 if decoder.is_done() {
                     break;
                 }
             }
-            Err(e) => {
+            Some(Some(Err(e))) => {
                 let what = match e {
-                    eventsource_stream::EventStreamError::Transport(t) => describe(&t),
+                    eventsource_stream::EventStreamError::Transport(f) => f.to_string(),
                     other => other.to_string(),
                 };
-                return Err(errors::transport(
-                    enc.plan.dialect,
-                    decoder.seen_event(),
-                    &what,
-                ));
+                return Err(errors::transport(dialect, decoder.seen_event(), &what));
             }
         }
     }
@@ -291,15 +329,5 @@ pub(crate) fn replay_as_deltas(
             }
             _ => {}
         }
-    }
-}
-
-fn describe(e: &reqwest::Error) -> String {
-    if e.is_timeout() {
-        format!("the request timed out: {e}")
-    } else if e.is_connect() {
-        format!("the connection failed: {e}")
-    } else {
-        e.to_string()
     }
 }

@@ -39,6 +39,7 @@ pub mod strict;
 pub mod target;
 mod text_tools;
 pub mod tokens;
+mod transport;
 
 #[cfg(test)]
 mod tests;

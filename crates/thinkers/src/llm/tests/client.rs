@@ -14,7 +14,7 @@ use crate::llm::{ApiKey, Dialect, ModelClient, StopReason, StreamDelta, WireTarg
 use crate::{Error, ErrorKind, RetrySignal};
 
 #[derive(Clone)]
-struct Script {
+pub(super) struct Script {
     status: u16,
     headers: Vec<(&'static str, String)>,
     body: Vec<Result<&'static str, &'static str>>,
@@ -22,7 +22,7 @@ struct Script {
 }
 
 impl Script {
-    fn new(status: u16, body: &'static str) -> Self {
+    pub(super) fn new(status: u16, body: &'static str) -> Self {
         Self {
             status,
             headers: vec![("content-type", "application/json".into())],
@@ -30,7 +30,7 @@ impl Script {
             delay: Duration::ZERO,
         }
     }
-    fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+    pub(super) fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
         self.headers.retain(|(n, _)| *n != name);
         self.headers.push((name, value.into()));
         self
@@ -41,13 +41,13 @@ impl Script {
 }
 
 #[derive(Default)]
-struct Seen {
-    bodies: Vec<Bytes>,
-    headers: Vec<HeaderMap>,
+pub(super) struct Seen {
+    pub(super) bodies: Vec<Bytes>,
+    pub(super) headers: Vec<HeaderMap>,
 }
 
 /// Serve the script on 127.0.0.1:0; returns the base URL and what the server received.
-async fn serve(script: Script) -> anyhow::Result<(String, Arc<Mutex<Seen>>)> {
+pub(super) async fn serve(script: Script) -> anyhow::Result<(String, Arc<Mutex<Seen>>)> {
     let seen = Arc::new(Mutex::new(Seen::default()));
     let record = seen.clone();
     let app = Router::new().fallback(move |headers: HeaderMap, body: Bytes| {
@@ -92,7 +92,7 @@ async fn serve(script: Script) -> anyhow::Result<(String, Arc<Mutex<Seen>>)> {
     Ok((format!("http://{addr}"), seen))
 }
 
-fn openai(base: &str) -> WireTarget {
+pub(super) fn openai(base: &str) -> WireTarget {
     WireTarget::new(Dialect::OpenAi, format!("{base}/v1"), "gpt-x")
         .with_key(ApiKey::new(CANARY_KEY))
 }
@@ -126,7 +126,7 @@ fn throttled_after(e: &Error) -> Option<Option<Duration>> {
     }
 }
 
-const OK_BODY: &str = r#"{"id":"c1","object":"chat.completion","model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"Sunny."},"finish_reason":"stop"}],"usage":{"prompt_tokens":20,"completion_tokens":2,"total_tokens":22}}"#;
+pub(super) const OK_BODY: &str = r#"{"id":"c1","object":"chat.completion","model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"Sunny."},"finish_reason":"stop"}],"usage":{"prompt_tokens":20,"completion_tokens":2,"total_tokens":22}}"#;
 
 #[tokio::test]
 async fn sends_the_encoded_bytes_and_reads_rate_headers() -> anyhow::Result<()> {

@@ -6,3 +6,4 @@ pub(crate) mod fixtures;
 mod client;
 mod sizes;
 mod spec;
+mod transport;
