@@ -1,9 +1,13 @@
 //! The attempt loop of one job. See the module docs of [`crate::dispatch`].
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::FutureExt;
+use tokio_util::sync::WaitForCancellationFutureOwned;
 use tracing::Instrument;
 
 use crate::Result;
@@ -58,16 +62,22 @@ pub(crate) enum Watch {
 
 pub(crate) async fn run<J: Job>(mut job: J, cx: JobContext, watch: Watch) -> Result<J::Output> {
     let mut attempt = AttemptInfo::default();
-    let outcome = match watch {
-        Watch::Token => {
-            let token = cx.node.cancel_token().clone();
-            tokio::select! {
-                biased;
-                () = token.cancelled() => Err(Error::Cancelled),
-                r = attempts(&mut job, &cx, &mut attempt) => r,
-            }
-        }
-        Watch::Caller => attempts(&mut job, &cx, &mut attempt).await,
+    let cancelled = match watch {
+        Watch::Token => Some(cx.node.cancel_token().clone().cancelled_owned()),
+        Watch::Caller => None,
+    };
+    let guarded = Guarded {
+        work: attempts(&mut job, &cx, &mut attempt),
+        cancelled,
+        limit: None,
+    };
+    let outcome = match guarded.await {
+        Ended::Done(r) => r,
+        Ended::Cancelled => Err(Error::Cancelled),
+        Ended::TimedOut => Err(Error::system(
+            "dispatcher",
+            "a job's run timed out with no time limit set",
+        )),
     };
     let (status, kind, message) = match &outcome {
         Ok(_) => (JobStatus::Succeeded, None, None),
@@ -91,6 +101,55 @@ pub(crate) async fn run<J: Job>(mut job: J, cx: JobContext, watch: Watch) -> Res
         attempts: attempt.number,
     });
     outcome
+}
+
+pin_project_lite::pin_project! {
+    /// `work` raced against a cancellation and a time limit, either of which may be absent.
+    ///
+    /// One future type with one `.await`, instead of a branch between `select!` (or
+    /// `tokio::time::timeout`) and a plain `.await`: each branch keeps its own copy of `work` in
+    /// the state of the `async fn` around it, and a job's run nests two such choices, so a model
+    /// call's run was three times the size of the call's own future, and every level of it is
+    /// copied as it is built.
+    struct Guarded<F> {
+        #[pin]
+        work: F,
+        #[pin]
+        cancelled: Option<WaitForCancellationFutureOwned>,
+        #[pin]
+        limit: Option<tokio::time::Sleep>,
+    }
+}
+
+/// How a [`Guarded`] future ended.
+enum Ended<T> {
+    Done(T),
+    Cancelled,
+    TimedOut,
+}
+
+impl<F: Future> Future for Guarded<F> {
+    type Output = Ended<F::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        // Cancellation first, as `select!` with `biased` did; the limit after the work, as
+        // `tokio::time::timeout` does.
+        if let Some(cancelled) = this.cancelled.as_pin_mut()
+            && cancelled.poll(cx).is_ready()
+        {
+            return Poll::Ready(Ended::Cancelled);
+        }
+        if let Poll::Ready(out) = this.work.poll(cx) {
+            return Poll::Ready(Ended::Done(out));
+        }
+        if let Some(limit) = this.limit.as_pin_mut()
+            && limit.poll(cx).is_ready()
+        {
+            return Poll::Ready(Ended::TimedOut);
+        }
+        Poll::Pending
+    }
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -143,13 +202,15 @@ async fn attempts<J: Job>(
         let res = Resources::new(permit, *attempt);
         let timeout = job.timeout();
         let span = telemetry::begin_attempt(cx, attempt.number);
-        let exec = AssertUnwindSafe(job.execute(&res, cx).instrument(span.clone())).catch_unwind();
-        let result = match timeout {
-            Some(limit) => match tokio::time::timeout(limit, exec).await {
-                Ok(r) => r,
-                Err(_) => Ok(Err(Error::Timeout(limit))),
-            },
-            None => exec.await,
+        let guarded = Guarded {
+            work: AssertUnwindSafe(job.execute(&res, cx).instrument(span.clone())).catch_unwind(),
+            cancelled: None,
+            limit: timeout.map(tokio::time::sleep),
+        };
+        let result = match guarded.await {
+            Ended::Done(r) => r,
+            Ended::TimedOut => Ok(Err(Error::Timeout(timeout.unwrap_or_default()))),
+            Ended::Cancelled => Ok(Err(Error::Cancelled)),
         };
         telemetry::end_attempt(cx, &span, &result);
         res.settle();

@@ -383,6 +383,9 @@ impl Job for LlmCall {
             .stream
             .as_mut()
             .map(|s| s.as_mut() as &mut (dyn FnMut(StreamDelta) + Send));
-        converse_bound(BoundSeat(bound), &self.class, sink, res, cx).await
+        // Boxed: the call's future (the HTTP exchange, the cache, the bookkeeping) is the
+        // largest part of a model turn, and every future around it, up to the thinker's own,
+        // would otherwise hold it inline and copy it as each is built.
+        Box::pin(converse_bound(BoundSeat(bound), &self.class, sink, res, cx)).await
     }
 }

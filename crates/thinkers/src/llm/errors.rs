@@ -10,6 +10,9 @@
 //! | 402 | [`Error::ExternalService`] at step `billing` |
 //! | 408, 409, other 5xx | [`RetrySignal::Transient`] |
 //! | an error event before any other event of a stream | as its type says (overloaded → throttled, server error → transient) |
+//! | a refused or broken connection, or the request timeout, before any stream event | [`RetrySignal::Transient`] |
+//! | TLS refused: the server's certificate is not trusted | [`Error::ExternalService`] at step `tls` (never retried) |
+//! | any other status, a redirect included (redirects are not followed) | [`Error::ExternalService`] at step `request` |
 //! | an error event, or a broken connection, after a stream event | [`Error::ExternalService`] at step `stream`: a streamed request is never replayed |
 //!
 //! A provider's message is kept, with the request's API key scrubbed out of it should the

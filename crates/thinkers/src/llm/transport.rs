@@ -279,7 +279,10 @@ impl Transport {
             return Ok(e.clone());
         }
         let invalid = |why: String| {
-            Error::system(WHO, format!("the endpoint `{url}` is not a valid URL: {why}"))
+            Error::system(
+                WHO,
+                format!("the endpoint `{url}` is not a valid URL: {why}"),
+            )
         };
         let parsed = reqwest::Url::parse(url).map_err(|e| invalid(e.to_string()))?;
         if !matches!(parsed.scheme(), "http" | "https") {
