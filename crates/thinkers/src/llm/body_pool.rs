@@ -22,11 +22,10 @@ static FREE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
 pub(crate) fn buffer(capacity: usize) -> Vec<u8> {
     let kept = FREE.lock().unwrap_or_else(PoisonError::into_inner).pop();
     match kept {
-        Some(mut buf) => {
-            buf.reserve(capacity);
-            buf
-        }
-        None => Vec::with_capacity(capacity),
+        Some(buf) if buf.capacity() >= capacity => buf,
+        // One too small is freed, not grown: growing it would copy its whole old capacity
+        // (the allocator does not know it is empty), and a conversation's bodies keep growing.
+        _ => Vec::with_capacity(capacity),
     }
 }
 

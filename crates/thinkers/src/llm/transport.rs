@@ -356,7 +356,9 @@ pub(crate) enum Failure {
 
 /// The request's headers: the encoded ones (secrets marked sensitive) and `accept` for a stream.
 fn request_headers(enc: &EncodedRequest) -> Result<http::HeaderMap> {
-    let mut map = http::HeaderMap::with_capacity(enc.headers.len() + 1);
+    // Room for `accept` and for the two headers hyper adds (`host`, `content-length`): a map that
+    // grows rehashes every entry.
+    let mut map = http::HeaderMap::with_capacity(enc.headers.len() + 3);
     for h in &enc.headers {
         let bad = || {
             Error::system(
