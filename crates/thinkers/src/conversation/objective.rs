@@ -109,14 +109,11 @@ impl Objective {
     }
 
     fn render_with(&self, replacing: Option<(&str, &str)>) -> String {
-        let mut parts: Vec<(&str, &str)> = self
-            .slots
-            .iter()
-            .map(|s| match replacing {
-                Some((name, text)) if name == s.name => (name, text),
-                _ => (s.name.as_str(), s.text.as_str()),
-            })
-            .collect();
+        let mut parts: Vec<(&str, &str)> = Vec::with_capacity(self.slots.len() + 1);
+        parts.extend(self.slots.iter().map(|s| match replacing {
+            Some((name, text)) if name == s.name => (name, text),
+            _ => (s.name.as_str(), s.text.as_str()),
+        }));
         if let Some((name, text)) = replacing
             && !self.slots.iter().any(|s| s.name == name)
         {

@@ -63,6 +63,14 @@ impl Header {
     pub(crate) fn raw_value(&self) -> &str {
         &self.value
     }
+
+    /// The value when it is a constant (`application/json`, an API version), not a key.
+    pub(crate) fn static_value(&self) -> Option<&'static str> {
+        match self.value {
+            Cow::Borrowed(v) => Some(v),
+            Cow::Owned(_) => None,
+        }
+    }
 }
 
 impl fmt::Debug for Header {

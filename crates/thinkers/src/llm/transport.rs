@@ -86,8 +86,9 @@ impl fmt::Debug for Transport {
 /// One endpoint, parsed once.
 #[derive(Clone)]
 enum Endpoint {
-    /// Straight to the server.
-    Direct(Uri),
+    /// Straight to the server, with its `host` header made once (hyper would format it anew
+    /// for every request to a port that is not the scheme's own).
+    Direct(Uri, Option<HeaderValue>),
     /// Through a proxy, by reqwest.
     Proxied(reqwest::Url),
 }
@@ -298,7 +299,8 @@ impl Transport {
         let endpoint = if self.proxies.intercept(&uri).is_some() {
             Endpoint::Proxied(parsed)
         } else {
-            Endpoint::Direct(uri)
+            let host = host_header(&uri);
+            Endpoint::Direct(uri, host)
         };
         let mut map = self
             .endpoints
@@ -318,11 +320,14 @@ impl Transport {
     ) -> std::result::Result<http::Response<ResponseBody>, Failure> {
         let headers = request_headers(enc).map_err(Failure::Refused)?;
         match self.endpoint(&enc.url).map_err(Failure::Refused)? {
-            Endpoint::Direct(uri) => {
+            Endpoint::Direct(uri, host) => {
                 let mut req = Request::post(uri)
                     .body(Full::new(enc.body.clone()))
                     .map_err(|e| Failure::Refused(Error::system(WHO, e.to_string())))?;
                 *req.headers_mut() = headers;
+                if let Some(host) = host {
+                    req.headers_mut().insert(http::header::HOST, host);
+                }
                 let resp = self
                     .direct
                     .request(req)
@@ -354,6 +359,26 @@ pub(crate) enum Failure {
     Transport(Fault),
 }
 
+/// The `host` header for `uri`, as hyper writes it: the port only when it is not the scheme's.
+fn host_header(uri: &Uri) -> Option<HeaderValue> {
+    let host = uri.host()?;
+    let default = match uri.scheme_str() {
+        Some("https") => 443,
+        _ => 80,
+    };
+    match uri.port_u16() {
+        Some(port) if port != default => HeaderValue::from_str(&format!("{host}:{port}")).ok(),
+        _ => HeaderValue::from_str(host).ok(),
+    }
+}
+
+/// Whether `value` can be a header value as it is (what `HeaderValue::from_static` accepts).
+fn is_plain_header_text(value: &str) -> bool {
+    value
+        .bytes()
+        .all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
+}
+
 /// The request's headers: the encoded ones (secrets marked sensitive) and `accept` for a stream.
 fn request_headers(enc: &EncodedRequest) -> Result<http::HeaderMap> {
     // Room for `accept` and for the two headers hyper adds (`host`, `content-length`): a map that
@@ -371,7 +396,11 @@ fn request_headers(enc: &EncodedRequest) -> Result<http::HeaderMap> {
             )
         };
         let name = HeaderName::from_bytes(h.name().as_bytes()).map_err(|_| bad())?;
-        let mut value = HeaderValue::from_str(h.raw_value()).map_err(|_| bad())?;
+        // A constant is used as it is; anything else (a key) is checked and copied.
+        let mut value = match h.static_value() {
+            Some(v) if is_plain_header_text(v) => HeaderValue::from_static(v),
+            _ => HeaderValue::from_str(h.raw_value()).map_err(|_| bad())?,
+        };
         value.set_sensitive(h.is_secret());
         map.append(name, value);
     }
@@ -379,4 +408,40 @@ fn request_headers(enc: &EncodedRequest) -> Result<http::HeaderMap> {
         map.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
     }
     Ok(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_header_names_a_port_only_when_it_is_not_the_schemes() -> anyhow::Result<()> {
+        let host = |url: &str| -> anyhow::Result<Option<String>> {
+            let uri: Uri = url.parse()?;
+            Ok(host_header(&uri).and_then(|v| v.to_str().ok().map(str::to_owned)))
+        };
+        assert_eq!(
+            host("http://a.example:80/v1")?.as_deref(),
+            Some("a.example")
+        );
+        assert_eq!(
+            host("https://a.example:443/v1")?.as_deref(),
+            Some("a.example")
+        );
+        assert_eq!(host("https://a.example/v1")?.as_deref(), Some("a.example"));
+        assert_eq!(
+            host("https://a.example:80/v1")?.as_deref(),
+            Some("a.example:80")
+        );
+        assert_eq!(host("http://[::1]:8089/v1")?.as_deref(), Some("[::1]:8089"));
+        Ok(())
+    }
+
+    #[test]
+    fn only_visible_text_is_used_as_it_is() {
+        assert!(is_plain_header_text("application/json"));
+        assert!(is_plain_header_text("2023-06-01"));
+        assert!(!is_plain_header_text("line\nbreak"));
+        assert!(!is_plain_header_text("é"));
+    }
 }

@@ -29,7 +29,10 @@ pub(crate) struct Palette {
 /// The read-only sweep: under a read-only scope every tool that is not read-only — including
 /// ones the thinker declared itself — is withheld from the palette, and each is logged.
 pub(crate) fn sweep(registry: &ToolRegistry, scope: &ScopeGuard, turn: u32) -> Palette {
-    let mut palette = Palette::default();
+    let mut palette = Palette {
+        specs: Vec::with_capacity(registry.len()),
+        withheld: Vec::new(),
+    };
     for p in registry.iter() {
         if scope.is_read_only() && !p.read_only() {
             tracing::warn!(

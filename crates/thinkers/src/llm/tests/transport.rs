@@ -66,6 +66,12 @@ async fn https_endpoints_are_reached_when_their_root_is_trusted() -> anyhow::Res
     }
     let seen = seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
     assert_eq!(seen.bodies.len(), 2);
+    let host = |i: usize| seen.headers[i].get("host").and_then(|v| v.to_str().ok());
+    assert_eq!(
+        host(0),
+        Some(format!("localhost:{}", front.port()).as_str())
+    );
+    assert_eq!(host(1), Some(front.to_string().as_str()));
     assert_eq!(
         seen.headers[0]
             .get("authorization")
