@@ -23,7 +23,7 @@
 use std::error::Error as StdError;
 use std::fmt;
 use std::pin::Pin;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -65,7 +65,10 @@ pub(crate) struct Settings {
 /// The two ways a request can go out, and which one each endpoint takes.
 pub(crate) struct Transport {
     direct: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
-    proxied: reqwest::Client,
+    /// Built when an endpoint first needs it: most deployments never send through a proxy, and
+    /// building it loads the system's roots a second time.
+    proxied: OnceLock<reqwest::Client>,
+    via_proxy: ProxyPath,
     proxies: Matcher,
     endpoints: RwLock<foldhash::HashMap<String, Endpoint>>,
 }
@@ -80,6 +83,39 @@ impl fmt::Debug for Transport {
         f.debug_struct("Transport")
             .field("endpoints", &endpoints)
             .finish_non_exhaustive()
+    }
+}
+
+/// What the reqwest client for proxied endpoints is built from.
+struct ProxyPath {
+    connect_timeout: Duration,
+    roots: Vec<CertificateDer<'static>>,
+    /// The proxy named on the builder; without one, reqwest reads the environment as the
+    /// matcher did.
+    proxy: Option<reqwest::Proxy>,
+}
+
+impl ProxyPath {
+    fn build(&self) -> Result<reqwest::Client> {
+        let built = |what: &str, e: reqwest::Error| {
+            Error::system(
+                WHO,
+                format!("the HTTP client for proxied endpoints could not be built: {what}"),
+            )
+            .with_source(e)
+        };
+        let mut client = reqwest::Client::builder()
+            .connect_timeout(self.connect_timeout)
+            .redirect(reqwest::redirect::Policy::none());
+        for der in &self.roots {
+            let cert =
+                reqwest::Certificate::from_der(der).map_err(|e| built("an added root", e))?;
+            client = client.add_root_certificate(cert);
+        }
+        if let Some(proxy) = &self.proxy {
+            client = client.proxy(proxy.clone());
+        }
+        client.build().map_err(|e| built("the client", e))
     }
 }
 
@@ -239,31 +275,24 @@ impl Transport {
             .pool_idle_timeout(POOL_IDLE)
             .build(https);
 
-        let mut proxied = reqwest::Client::builder()
-            .connect_timeout(settings.connect_timeout)
-            .redirect(reqwest::redirect::Policy::none());
-        for der in &settings.roots {
-            let cert = reqwest::Certificate::from_der(der)
-                .map_err(|e| built("an added root certificate", e.into()))?;
-            proxied = proxied.add_root_certificate(cert);
-        }
-        let proxies = match settings.proxy {
+        let (proxy, proxies) = match settings.proxy {
             Some(url) => {
                 let proxy = reqwest::Proxy::all(url.as_str()).map_err(|e| {
                     Error::system(WHO, format!("the proxy `{url}` is not a valid URL"))
                         .with_source(e)
                 })?;
-                proxied = proxied.proxy(proxy);
-                Matcher::builder().all(url).build()
+                (Some(proxy), Matcher::builder().all(url).build())
             }
-            None => Matcher::from_system(),
+            None => (None, Matcher::from_system()),
         };
-        let proxied = proxied
-            .build()
-            .map_err(|e| built("the proxy path", e.into()))?;
         Ok(Self {
             direct,
-            proxied,
+            proxied: OnceLock::new(),
+            via_proxy: ProxyPath {
+                connect_timeout: settings.connect_timeout,
+                roots: settings.roots,
+                proxy,
+            },
             proxies,
             endpoints: RwLock::default(),
         })
@@ -336,8 +365,14 @@ impl Transport {
                 Ok(resp.map(ResponseBody::Direct))
             }
             Endpoint::Proxied(url) => {
-                let resp = self
-                    .proxied
+                let client = match self.proxied.get() {
+                    Some(client) => client,
+                    None => {
+                        let built = self.via_proxy.build().map_err(Failure::Refused)?;
+                        self.proxied.get_or_init(|| built)
+                    }
+                };
+                let resp = client
                     .post(url)
                     .headers(headers)
                     .body(enc.body.clone())

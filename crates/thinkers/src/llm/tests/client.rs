@@ -46,6 +46,13 @@ pub(super) struct Seen {
     pub(super) headers: Vec<HeaderMap>,
 }
 
+impl Seen {
+    /// Header `name` of the `i`th request, as text.
+    pub(super) fn header(&self, i: usize, name: &str) -> Option<&str> {
+        self.headers.get(i)?.get(name)?.to_str().ok()
+    }
+}
+
 /// Serve the script on 127.0.0.1:0; returns the base URL and what the server received.
 pub(super) async fn serve(script: Script) -> anyhow::Result<(String, Arc<Mutex<Seen>>)> {
     let seen = Arc::new(Mutex::new(Seen::default()));
@@ -150,9 +157,7 @@ async fn sends_the_encoded_bytes_and_reads_rate_headers() -> anyhow::Result<()> 
     let seen = seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
     assert_eq!(seen.bodies[0], enc.body);
     assert_eq!(
-        seen.headers[0]
-            .get("authorization")
-            .and_then(|v| v.to_str().ok()),
+        seen.header(0, "authorization"),
         Some(format!("Bearer {CANARY_KEY}").as_str())
     );
     Ok(())
@@ -389,18 +394,8 @@ async fn max_tokens_is_not_an_error_here() -> anyhow::Result<()> {
         .await?;
     assert_eq!(out.response.stop, StopReason::MaxTokens);
     let seen = seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
-    assert_eq!(
-        seen.headers[0]
-            .get("x-api-key")
-            .and_then(|v| v.to_str().ok()),
-        Some(CANARY_KEY)
-    );
-    assert_eq!(
-        seen.headers[0]
-            .get("anthropic-version")
-            .and_then(|v| v.to_str().ok()),
-        Some("2023-06-01")
-    );
+    assert_eq!(seen.header(0, "x-api-key"), Some(CANARY_KEY));
+    assert_eq!(seen.header(0, "anthropic-version"), Some("2023-06-01"));
     Ok(())
 }
 
