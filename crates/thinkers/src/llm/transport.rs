@@ -11,7 +11,9 @@
 //!   `NO_PROXY`, and their lower-case forms) are read once, when the client is built. An
 //!   endpoint they send through a proxy, or every endpoint when
 //!   [`super::ModelClientBuilder::proxy`] names one, goes through reqwest, which speaks to
-//!   proxies (tunnels, proxy credentials). Each endpoint's choice is made once and kept.
+//!   proxies (tunnels, proxy credentials). So does an endpoint whose URL holds credentials
+//!   (`https://user:pass@host`), which reqwest sends as basic authentication. Each endpoint's
+//!   choice is made once and kept.
 //! * **TLS.** The same trust as reqwest's `rustls` feature: the platform verifier (the system's
 //!   roots) with the aws-lc-rs provider, or whichever provider the process installed as its
 //!   default; plus any roots added with [`super::ModelClientBuilder::add_root_certificates`].
@@ -125,7 +127,8 @@ enum Endpoint {
     /// Straight to the server, with its `host` header made once (hyper would format it anew
     /// for every request to a port that is not the scheme's own).
     Direct(Uri, Option<HeaderValue>),
-    /// Through a proxy, by reqwest.
+    /// By reqwest: a proxy carries it, or its URL holds credentials (reqwest sends them as
+    /// basic authentication).
     Proxied(reqwest::Url),
 }
 
@@ -325,7 +328,8 @@ impl Transport {
             .as_str()
             .parse()
             .map_err(|e: http::uri::InvalidUri| invalid(e.to_string()))?;
-        let endpoint = if self.proxies.intercept(&uri).is_some() {
+        let credentials = !parsed.username().is_empty() || parsed.password().is_some();
+        let endpoint = if credentials || self.proxies.intercept(&uri).is_some() {
             Endpoint::Proxied(parsed)
         } else {
             let host = host_header(&uri);

@@ -115,6 +115,28 @@ async fn a_configured_proxy_carries_every_request() -> anyhow::Result<()> {
 }
 
 #[tokio::test]
+async fn credentials_in_an_endpoint_url_are_sent_as_basic_authentication() -> anyhow::Result<()> {
+    let (base, seen) = serve(Script::new(200, OK_BODY)).await?;
+    let with_user = base.replacen("http://", "http://user:secret@", 1);
+    let target = WireTarget::new(
+        Dialect::OpenAiCompatible,
+        format!("{with_user}/v1"),
+        "local",
+    );
+    let out = ModelClient::new()?
+        .send(&target, &fixtures::plain())
+        .await?;
+    assert_eq!(out.response.text(), "Sunny.");
+    let seen = seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+    // base64("user:secret")
+    assert_eq!(
+        seen.header(0, "authorization"),
+        Some("Basic dXNlcjpzZWNyZXQ=")
+    );
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_refused_connection_is_named_and_transient() -> anyhow::Result<()> {
     let closed = {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
