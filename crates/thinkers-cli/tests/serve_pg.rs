@@ -153,16 +153,24 @@ fn two_serve_processes_on_one_postgres_chat_take_turns() {
         history.contains("from A") && history.contains("from B"),
         "{history}"
     );
-    drop((a, b));
 
-    // The recorded turns, one per process, did not overlap.
-    let turns = sql(
-        &base,
-        format!(
-            "SELECT status, started_at_ms, ended_at_ms FROM {schema}.jobs \
-             WHERE class = 'chat' ORDER BY started_at_ms"
-        ),
+    // The recorded turns, one per process, did not overlap. A turn's job row is finished as its
+    // job returns, a moment after the chat shows the turn closed: wait for both rows to end
+    // before stopping the processes.
+    let query = format!(
+        "SELECT status, started_at_ms, ended_at_ms FROM {schema}.jobs \
+         WHERE class = 'chat' ORDER BY started_at_ms"
     );
+    let settling = Instant::now();
+    let turns = loop {
+        let turns = sql(&base, query.clone());
+        let ended = turns.len() == 2 && turns.iter().all(|t| t.2.is_some());
+        if ended || settling.elapsed() > Duration::from_secs(30) {
+            break turns;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    drop((a, b));
     sql(&base, format!("DROP SCHEMA {schema} CASCADE"));
     assert_eq!(turns.len(), 2, "{turns:?}");
     assert!(turns.iter().all(|t| t.0 == "succeeded"), "{turns:?}");
