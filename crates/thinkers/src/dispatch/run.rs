@@ -66,12 +66,17 @@ pub(crate) async fn run<J: Job>(mut job: J, cx: JobContext, watch: Watch) -> Res
         Watch::Token => Some(cx.node.cancel_token().clone().cancelled_owned()),
         Watch::Caller => None,
     };
-    let guarded = Guarded {
-        work: attempts(&mut job, &cx, &mut attempt),
-        cancelled,
-        limit: None,
+    // Pinned where it is built and awaited through the pin: awaiting it by value would keep a
+    // second copy of it in this future's state.
+    let ended = {
+        let guarded = std::pin::pin!(Guarded {
+            work: attempts(&mut job, &cx, &mut attempt),
+            cancelled,
+            limit: None,
+        });
+        guarded.await
     };
-    let outcome = match guarded.await {
+    let outcome = match ended {
         Ended::Done(r) => r,
         Ended::Cancelled => Err(Error::Cancelled),
         Ended::TimedOut => Err(Error::system(
@@ -110,7 +115,8 @@ pin_project_lite::pin_project! {
     /// `tokio::time::timeout`) and a plain `.await`: each branch keeps its own copy of `work` in
     /// the state of the `async fn` around it, and a job's run nests two such choices, so a model
     /// call's run was three times the size of the call's own future, and every level of it is
-    /// copied as it is built.
+    /// copied as it is built. It is pinned where it is built and awaited through the pin: a
+    /// future awaited by value is held twice in the state around it.
     struct Guarded<F> {
         #[pin]
         work: F,
@@ -202,12 +208,16 @@ async fn attempts<J: Job>(
         let res = Resources::new(permit, *attempt);
         let timeout = job.timeout();
         let span = telemetry::begin_attempt(cx, attempt.number);
-        let guarded = Guarded {
-            work: AssertUnwindSafe(job.execute(&res, cx).instrument(span.clone())).catch_unwind(),
-            cancelled: None,
-            limit: timeout.map(tokio::time::sleep),
+        let ended = {
+            let guarded = std::pin::pin!(Guarded {
+                work: AssertUnwindSafe(job.execute(&res, cx).instrument(span.clone()))
+                    .catch_unwind(),
+                cancelled: None,
+                limit: timeout.map(tokio::time::sleep),
+            });
+            guarded.await
         };
-        let result = match guarded.await {
+        let result = match ended {
             Ended::Done(r) => r,
             Ended::TimedOut => Ok(Err(Error::Timeout(timeout.unwrap_or_default()))),
             Ended::Cancelled => Ok(Err(Error::Cancelled)),
