@@ -67,10 +67,7 @@ pub(crate) struct Settings {
 /// The two ways a request can go out, and which one each endpoint takes.
 pub(crate) struct Transport {
     direct: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
-    /// Built when an endpoint first needs it: most deployments never send through a proxy, and
-    /// building it loads the system's roots a second time.
-    proxied: OnceLock<reqwest::Client>,
-    via_proxy: ProxyPath,
+    via_reqwest: ProxyPath,
     proxies: Matcher,
     endpoints: RwLock<foldhash::HashMap<String, Endpoint>>,
 }
@@ -88,8 +85,11 @@ impl fmt::Debug for Transport {
     }
 }
 
-/// What the reqwest client for proxied endpoints is built from.
+/// The reqwest client for proxied endpoints, built when an endpoint first needs it: most
+/// deployments never send through a proxy, and building it loads the system's roots a second
+/// time.
 struct ProxyPath {
+    client: OnceLock<reqwest::Client>,
     connect_timeout: Duration,
     roots: Vec<CertificateDer<'static>>,
     /// The proxy named on the builder; without one, reqwest reads the environment as the
@@ -98,6 +98,15 @@ struct ProxyPath {
 }
 
 impl ProxyPath {
+    /// The client, built on the first call.
+    fn client(&self) -> Result<&reqwest::Client> {
+        if let Some(client) = self.client.get() {
+            return Ok(client);
+        }
+        let built = self.build()?;
+        Ok(self.client.get_or_init(|| built))
+    }
+
     fn build(&self) -> Result<reqwest::Client> {
         let built = |what: &str, e: reqwest::Error| {
             Error::system(
@@ -290,8 +299,8 @@ impl Transport {
         };
         Ok(Self {
             direct,
-            proxied: OnceLock::new(),
-            via_proxy: ProxyPath {
+            via_reqwest: ProxyPath {
+                client: OnceLock::new(),
                 connect_timeout: settings.connect_timeout,
                 roots: settings.roots,
                 proxy,
@@ -369,14 +378,10 @@ impl Transport {
                 Ok(resp.map(ResponseBody::Direct))
             }
             Endpoint::Proxied(url) => {
-                let client = match self.proxied.get() {
-                    Some(client) => client,
-                    None => {
-                        let built = self.via_proxy.build().map_err(Failure::Refused)?;
-                        self.proxied.get_or_init(|| built)
-                    }
-                };
-                let resp = client
+                let resp = self
+                    .via_reqwest
+                    .client()
+                    .map_err(Failure::Refused)?
                     .post(url)
                     .headers(headers)
                     .body(enc.body.clone())

@@ -110,7 +110,7 @@ impl Turns {
         cx: &'a JobContext,
     ) -> BoxFuture<'a, Result<ChatResponse>> {
         match self {
-            Self::Model => Box::pin(model_turn(turn, cx)),
+            Self::Model => ModelTurns.take_turn(turn, cx),
             Self::Source(source) => source.take_turn(turn, cx),
         }
     }
