@@ -46,27 +46,32 @@ if [[ -z "$bin" || ! -x "$bin" ]]; then
 fi
 out=$(mktemp -d)
 
-# The second-level cache, as cachegrind's --LL (size,ways,line), when sysfs describes it.
-second_level() {
-    local d=/sys/devices/system/cpu/cpu0/cache/index2 size ways line
-    [[ -r $d/level && $(cat "$d/level") == 2 ]] || return 0
-    size=$(cat "$d/size") ways=$(cat "$d/ways_of_associativity") line=$(cat "$d/coherency_line_size")
-    case "$size" in
-        *K) size=$(( ${size%K} * 1024 )) ;;
-        *M) size=$(( ${size%M} * 1024 * 1024 )) ;;
-    esac
-    echo "--LL=$size,$ways,$line"
-}
-ll=$($cache && second_level || true)
+# With --cache, the simulated last level is this machine's second-level cache when sysfs
+# describes it (valgrind's own choice, the shared third level, is too large to miss).
+ll=()
 ll_label="last-level cache"
-if [[ -n $ll ]]; then
-    ll_label="last-level cache (simulated as this machine's second level: ${ll#--LL=} size,ways,line)"
+l2=/sys/devices/system/cpu/cpu0/cache/index2
+if $cache && [[ -r $l2/level && $(cat "$l2/level") == 2 ]]; then
+    size=$(cat "$l2/size") ways=$(cat "$l2/ways_of_associativity")
+    case "$size" in
+        *K) bytes=$(( ${size%K} * 1024 )) ;;
+        *M) bytes=$(( ${size%M} * 1024 * 1024 )) ;;
+        *) bytes=$size ;;
+    esac
+    ll=(--LL="$bytes,$ways,$(cat "$l2/coherency_line_size")")
+    ll_label="last-level cache (simulated as this machine's $size $ways-way second level)"
 fi
+
+ratio() { # runtime bare -> the ratio line, when the bare count is above zero
+    awk -v r="$1" -v b="$2" 'BEGIN {
+        if (b > 0) printf "  ratio                                    %.2fx\n", r / b
+    }'
+}
 
 count() { # side rounds -> instructions [I1-misses D1-misses LL-misses]
     if $cache; then
         THINKERS_BENCH_ROUNDS=$2 THINKERS_BENCH_PROFILE=$1 \
-            valgrind --tool=cachegrind --cache-sim=yes $ll --cachegrind-out-file="$out/$1.$2" \
+            valgrind --tool=cachegrind --cache-sim=yes "${ll[@]}" --cachegrind-out-file="$out/$1.$2" \
             "$bin" --bench 2>&1 >/dev/null | awk '
                 $2 == "I" && $3 == "refs:" { gsub(",", "", $4); i = $4 }
                 $2 == "I1" && $3 == "misses:" { gsub(",", "", $4); i1 = $4 }
@@ -113,7 +118,7 @@ $cache && tool="cachegrind, cache simulation"
 echo "instructions per model call ($n calls per round, $tool):"
 echo "  bare reqwest loop spawned onto a worker  $bare"
 echo "  thinker turns through the runtime        $rt"
-awk -v r="$rt" -v b="$bare" 'BEGIN { printf "  ratio                                    %.2fx\n", r / b }'
+ratio "$rt" "$bare"
 if $cache; then
     for col in 2 3 4; do
         case $col in
@@ -126,9 +131,7 @@ if $cache; then
         echo "$name misses per model call:"
         echo "  bare reqwest loop spawned onto a worker  $b"
         echo "  thinker turns through the runtime        $r"
-        awk -v r="$r" -v b="$b" 'BEGIN {
-            if (b > 0) printf "  ratio                                    %.2fx\n", r / b
-        }'
+        ratio "$r" "$b"
     done
     echo "profiles kept in $out (cg_annotate)"
 else
