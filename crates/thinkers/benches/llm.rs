@@ -5,7 +5,7 @@
 //!   first (backlogged) minute, as the sim counted it (target ≥ 90 %), and the 429s the sim served
 //!   (target 0);
 //! * the client CPU µs per call, compared in the same run with a bare reqwest loop sending the
-//!   same bodies to the same sim (target ≤ 1.5×).
+//!   same bodies to the same sim (target ≤ 2×).
 //!
 //! The sim runs in a child process (this binary re-executed), so the CPU measured is the client's
 //! alone. Run with `cargo bench -p thinkers --bench llm`; it takes a little over a minute because
@@ -132,7 +132,7 @@ async fn run_calls(rt: &Runtime, entry: &str, grade: Grade) -> (f64, Duration) {
 }
 
 async fn bare_loop(base: &str, bodies: Vec<bytes::Bytes>) -> f64 {
-    common::bare_loop(base, bodies, CONCURRENCY, common::Placement::BlockOn).await
+    common::bare_loop(base, bodies, CONCURRENCY).await
 }
 
 async fn bench(base: &str) {

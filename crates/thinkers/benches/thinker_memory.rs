@@ -30,7 +30,6 @@ mod common;
 #[path = "common/thinkers.rs"]
 mod thinkers_bench;
 
-use common::Placement;
 use thinkers_bench::{
     IDLE, Parked, Warm, bare_loop, logged_bodies, reset, rss_bytes, run_thinkers, runtime,
     sim_requests, thinker, warm_up,
@@ -79,7 +78,7 @@ async fn allocations(base: &str) {
     for _ in 0..ALLOC_ROUNDS {
         reset(base).await;
         let a0 = GLOBAL.stats().allocations;
-        bare_loop(base, bodies.clone(), Placement::Spawned).await;
+        bare_loop(base, bodies.clone()).await;
         let a1 = GLOBAL.stats().allocations;
         run_thinkers(&plain).await;
         let a2 = GLOBAL.stats().allocations;

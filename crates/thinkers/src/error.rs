@@ -52,6 +52,17 @@ pub enum RetrySignal {
         service: String,
         /// What failed.
         detail: String,
+        /// How long the service asked us to wait (`Retry-After`), if it said.
+        retry_after: Option<Duration>,
+    },
+    /// The service answered with success but its answer could not be read (not JSON, or not
+    /// the shape the protocol defines). Retried on its own, small bound: each retry pays for
+    /// the answer again.
+    UnreadableAnswer {
+        /// The service that answered.
+        service: String,
+        /// What was wrong with the answer (never the answer itself).
+        detail: String,
     },
 }
 
@@ -301,6 +312,19 @@ impl Error {
         })
     }
 
+    /// A transient-failure retry signal.
+    pub fn transient(
+        service: impl Into<String>,
+        detail: impl Into<String>,
+        retry_after: Option<Duration>,
+    ) -> Self {
+        Self::Retry(RetrySignal::Transient {
+            service: service.into(),
+            detail: detail.into(),
+            retry_after,
+        })
+    }
+
     /// The text a model reads about this failure: a lead from the kind table and the message.
     pub fn for_model(&self) -> String {
         format!("{}. {}", self.kind().model_lead(), self)
@@ -450,8 +474,11 @@ impl fmt::Display for RetrySignal {
             }
             Self::Correction { reason } => write!(f, "correction: {reason}"),
             Self::TruncationEscalation => f.write_str("truncation escalation"),
-            Self::Transient { service, detail } => {
+            Self::Transient { service, detail, .. } => {
                 write!(f, "transient failure of {service}: {detail}")
+            }
+            Self::UnreadableAnswer { service, detail } => {
+                write!(f, "unreadable answer from {service}: {detail}")
             }
         }
     }

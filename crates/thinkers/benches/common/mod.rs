@@ -61,39 +61,22 @@ pub(crate) fn client_runtime() -> tokio::runtime::Runtime {
 }
 
 /// The client of the sim's control endpoints (its request log, its reset): one for the process.
-/// Building a reqwest client loads the system's root certificates, several million instructions
-/// that a client per round would add to both sides of `scripts/bench-instructions.sh`.
 pub(crate) fn control() -> &'static reqwest::Client {
     static CLIENT: std::sync::LazyLock<reqwest::Client> =
         std::sync::LazyLock::new(reqwest::Client::new);
     &CLIENT
 }
 
-/// Where the bare loop's driving future runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Placement {
-    /// In the bench's `block_on`, on the main thread: the connections' tasks run on the workers,
-    /// so every exchange crosses threads.
-    BlockOn,
-    /// Spawned onto the runtime, so it runs on a worker beside the connections' tasks, as a
-    /// runtime's jobs do. The cheaper of the two, and so the stricter baseline.
-    Spawned,
-}
-
 /// Send `bodies` to the sim's chat completions endpoint with a bare reqwest client, at most
-/// `concurrency` in flight; the process CPU µs per call. The client lives across calls (and
+/// `concurrency` in flight, driven from the bench's `block_on` as a `#[tokio::main]` program
+/// drives its main future; the process CPU µs per call. The client lives across calls (and
 /// rounds), as the runtime keeps its connection pool.
-pub(crate) async fn bare_loop(
-    base: &str,
-    bodies: Vec<bytes::Bytes>,
-    concurrency: usize,
-    placement: Placement,
-) -> f64 {
+pub(crate) async fn bare_loop(base: &str, bodies: Vec<bytes::Bytes>, concurrency: usize) -> f64 {
     static CLIENT: std::sync::LazyLock<reqwest::Client> =
         std::sync::LazyLock::new(reqwest::Client::new);
     let client = &*CLIENT;
     let url = format!("{base}/v1/chat/completions");
-    replay(bodies, concurrency, placement, move |body| {
+    replay(bodies, concurrency, move |body| {
         let request = client
             .post(&url)
             .header("authorization", "Bearer bench")
@@ -104,44 +87,12 @@ pub(crate) async fn bare_loop(
     .await
 }
 
-/// [`bare_loop`] spawned onto a worker, through hyper-util's pooled client itself instead of
-/// reqwest (which wraps the same client in its redirect, retry and timeout layers): what those
-/// layers cost per call, for scale.
-pub(crate) async fn bare_hyper_loop(
-    base: &str,
-    bodies: Vec<bytes::Bytes>,
-    concurrency: usize,
-) -> f64 {
-    use http_body_util::{BodyExt, Full};
-    use hyper_util::client::legacy::Client;
-    use hyper_util::client::legacy::connect::HttpConnector;
-    use hyper_util::rt::TokioExecutor;
-    type Hyper = Client<HttpConnector, Full<bytes::Bytes>>;
-    static CLIENT: std::sync::LazyLock<Hyper> =
-        std::sync::LazyLock::new(|| Client::builder(TokioExecutor::new()).build_http());
-    let client = &*CLIENT;
-    let uri: http::Uri = format!("{base}/v1/chat/completions").parse().unwrap();
-    replay(bodies, concurrency, Placement::Spawned, move |body| {
-        let request = http::Request::post(uri.clone())
-            .header("authorization", "Bearer bench")
-            .header("content-type", "application/json")
-            .body(Full::new(body))
-            .unwrap();
-        async move {
-            let resp = client.request(request).await.unwrap();
-            resp.into_body().collect().await.unwrap().to_bytes()
-        }
-    })
-    .await
-}
-
 /// Send each body with `send` (which answers with the response body), at most `concurrency` in
-/// flight, driven from where `placement` says; every answer is parsed and checked to be a chat
-/// completion. The process CPU µs per call.
+/// flight; every answer is parsed and checked to be a chat completion. The process CPU µs per
+/// call.
 async fn replay<Fut>(
     bodies: Vec<bytes::Bytes>,
     concurrency: usize,
-    placement: Placement,
     send: impl Fn(bytes::Bytes) -> Fut + Send + 'static,
 ) -> f64
 where
@@ -160,13 +111,6 @@ where
         })
         .buffer_unordered(concurrency)
         .collect::<Vec<()>>();
-    match placement {
-        Placement::BlockOn => {
-            work.await;
-        }
-        Placement::Spawned => {
-            tokio::spawn(work).await.unwrap();
-        }
-    }
+    work.await;
     cpu.elapsed().as_secs_f64() * 1e6 / n as f64
 }

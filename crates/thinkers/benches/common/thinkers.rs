@@ -20,7 +20,6 @@ use thinkers::thinker::{
 };
 use thinkers::tool::{Tool, ToolContext};
 
-use crate::common::Placement;
 
 pub(crate) const RUNS: usize = 600;
 pub(crate) const TOOL_ROUNDS: u32 = 2;
@@ -213,8 +212,8 @@ pub(crate) async fn run_thinkers(rt: &Runtime) -> (f64, Duration) {
     (cpu.elapsed().as_secs_f64() * 1e6, wall.elapsed())
 }
 
-pub(crate) async fn bare_loop(base: &str, bodies: Vec<bytes::Bytes>, placement: Placement) -> f64 {
-    crate::common::bare_loop(base, bodies, CONCURRENCY, placement).await
+pub(crate) async fn bare_loop(base: &str, bodies: Vec<bytes::Bytes>) -> f64 {
+    crate::common::bare_loop(base, bodies, CONCURRENCY).await
 }
 
 /// Rounds of each path, alternated so load from other processes hits both alike; medians are
@@ -270,8 +269,7 @@ pub(crate) async fn warm_up(base: &str) -> Warm {
         bodies.len() >= RUNS * (TOOL_ROUNDS as usize + 1),
         "every model call was logged"
     );
-    let _ = bare_loop(base, bodies.clone(), Placement::BlockOn).await;
-    let _ = bare_loop(base, bodies.clone(), Placement::Spawned).await;
+    let _ = bare_loop(base, bodies.clone()).await;
     Warm {
         plain,
         recorded,

@@ -58,6 +58,8 @@ pub struct DispatchConfig {
     pub max_throttles: u32,
     /// Transient-failure retries of one job.
     pub max_transient_retries: u32,
+    /// Retries of one job whose answer came back unreadable (each pays for the answer again).
+    pub max_unreadable_answers: u32,
     /// The wait after a throttle that named no retry-after (doubled each time).
     pub throttle_backoff: Duration,
     /// The first backoff after a transient failure (doubled each time).
@@ -70,6 +72,7 @@ impl Default for DispatchConfig {
             max_attempts: 32,
             max_throttles: 8,
             max_transient_retries: 3,
+            max_unreadable_answers: 1,
             throttle_backoff: Duration::from_secs(1),
             transient_backoff: Duration::from_millis(200),
         }

@@ -207,6 +207,7 @@ async fn attempts<J: Job>(
         let permit = dispatcher.admission().acquire(req.into_items()).await?;
         let res = Resources::new(permit, *attempt);
         let timeout = job.timeout();
+        let attempt_started = tokio::time::Instant::now();
         let span = telemetry::begin_attempt(cx, attempt.number);
         let ended = {
             let guarded = std::pin::pin!(Guarded {
@@ -271,13 +272,26 @@ async fn attempts<J: Job>(
                 }
                 attempt.escalated = true;
             }
-            RetrySignal::Transient { service, detail } => {
+            RetrySignal::Transient {
+                service,
+                detail,
+                retry_after,
+            } => {
                 attempt.transient_retries += 1;
                 if attempt.transient_retries > config.max_transient_retries {
                     return Err(Error::external(service, "request", detail));
                 }
                 let n = attempt.transient_retries - 1;
-                tokio::time::sleep(backoff(config.transient_backoff, n, salt)).await;
+                // The server's wait when it named one, else the backoff.
+                let wait = retry_after.unwrap_or_else(|| backoff(config.transient_backoff, n, salt));
+                attempt.transient_time += attempt_started.elapsed() + wait;
+                tokio::time::sleep(wait).await;
+            }
+            RetrySignal::UnreadableAnswer { service, detail } => {
+                attempt.unreadable_answers += 1;
+                if attempt.unreadable_answers > config.max_unreadable_answers {
+                    return Err(Error::external(service, "response", detail));
+                }
             }
         }
     }

@@ -16,6 +16,11 @@ pub struct AttemptInfo {
     pub throttles: u32,
     /// Transient-failure retries so far.
     pub transient_retries: u32,
+    /// Time spent so far in attempts that failed transiently, and in the waits after them: what
+    /// a model call's per-call deadline is measured against.
+    pub transient_time: std::time::Duration,
+    /// Retries so far of answers that came back unreadable.
+    pub unreadable_answers: u32,
     /// Whether this attempt runs under the truncation escalation (output budget at the ceiling).
     pub escalated: bool,
 }

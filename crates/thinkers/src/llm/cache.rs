@@ -25,7 +25,7 @@ use futures::future::BoxFuture;
 use sha2::{Digest, Sha256};
 
 use super::client::replay_as_deltas;
-use super::{ChatResponse, EncodedRequest, ModelClient, SendOutcome, StreamDelta};
+use super::{ChatResponse, EncodedRequest, ModelClient, SendOptions, SendOutcome, StreamDelta};
 use crate::Result;
 use crate::job::{JobContext, JobId};
 
@@ -134,14 +134,15 @@ pub struct CachedSend {
 pub async fn send(
     client: &ModelClient,
     request: &EncodedRequest,
-    entry: &str,
+    options: &SendOptions,
     stream: Option<&mut (dyn FnMut(StreamDelta) + Send)>,
     cx: &JobContext,
 ) -> Result<CachedSend> {
+    let entry = options.entry.as_deref().unwrap_or_default();
     let Some(service) = cx.services().get::<ResponseCacheService>() else {
         let outcome = match stream {
-            Some(sink) => client.send_encoded_streaming(request, sink).await?,
-            None => client.send_encoded(request).await?,
+            Some(sink) => client.send_with(request, options, sink).await?,
+            None => client.send_with(request, options, &mut |_| {}).await?,
         };
         return Ok(CachedSend {
             outcome,
@@ -173,8 +174,8 @@ pub async fn send(
         Err(e) => tracing::warn!(error = %e, "response cache lookup failed; asking the provider"),
     }
     let outcome = match stream {
-        Some(sink) => client.send_encoded_streaming(request, sink).await?,
-        None => client.send_encoded(request).await?,
+        Some(sink) => client.send_with(request, options, sink).await?,
+        None => client.send_with(request, options, &mut |_| {}).await?,
     };
     if let Err(e) = service
         .cache()

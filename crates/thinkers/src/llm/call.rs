@@ -16,7 +16,8 @@ use std::time::Duration;
 use tracing::Instrument;
 
 use super::{
-    ChatRequest, ChatResponse, EncodedRequest, ModelServices, Reasoning, StopReason, StreamDelta,
+    ChatRequest, ChatResponse, ClientLimits, EncodedRequest, ModelServices, Reasoning,
+    SendOptions, StopReason, StreamDelta,
 };
 use crate::error::RetrySignal;
 use crate::job::{Job, JobContext, Requirements, Resources, Seat};
@@ -50,6 +51,7 @@ pub type DeltaSink = Box<dyn FnMut(StreamDelta) + Send>;
 
 struct Bound {
     entry: Arc<str>,
+    provider: Arc<str>,
     budget: Arc<str>,
     model: Arc<str>,
     encoded: EncodedRequest,
@@ -216,6 +218,7 @@ pub fn require_seat(
     });
     Ok(BoundSeat(Bound {
         entry: entry.shared_id(),
+        provider: Arc::from(entry.provider()),
         budget,
         model: entry.shared_model(),
         encoded,
@@ -265,21 +268,30 @@ pub async fn converse_bound(
         b.encoded.plan.dialect.as_str(),
         u64::from(b.output_budget),
     );
+    let limits = services.client().limits();
+    let spent = res.attempt().transient_time;
+    let options = SendOptions {
+        provider: Some(Arc::clone(&b.provider)),
+        entry: Some(Arc::clone(&b.entry)),
+        timeout: Some(limits.call_timeout.saturating_sub(spent)),
+    };
+    let started = std::time::Instant::now();
     // Through the response cache when the dispatcher has one (`super::cache`).
-    let sent = super::cache::send(services.client(), &b.encoded, &b.entry, stream, cx)
+    let sent = super::cache::send(services.client(), &b.encoded, &options, stream, cx)
         .instrument(span.clone())
         .await;
     let (outcome, from_cache) = match sent {
         Ok(o) => (o.outcome, o.from_cache),
         Err(e) => {
             crate::telemetry::record_error(&span, &e);
-            return Err(match e {
-                Error::Retry(RetrySignal::Throttled {
-                    budget: None,
-                    retry_after,
-                }) => Error::throttled(Some(b.budget.to_string()), retry_after),
-                e => e,
-            });
+            let failed = Failed {
+                entry: &b.entry,
+                budget: &b.budget,
+                spent: spent + started.elapsed(),
+                attempts: res.attempt().number,
+                limits,
+            };
+            return Err(failed.settle(e, cx));
         }
     };
     let store = cx.dispatcher().admission().store();
@@ -340,6 +352,66 @@ pub async fn converse_bound(
         latency: outcome.latency,
         counted_input_tokens: b.counted,
     })
+}
+
+/// A failed attempt of a model call, and what its retry may cost.
+struct Failed<'a> {
+    entry: &'a str,
+    budget: &'a Arc<str>,
+    /// Time spent in this call's failed attempts so far, this one included.
+    spent: Duration,
+    attempts: u32,
+    limits: ClientLimits,
+}
+
+impl Failed<'_> {
+    /// What the dispatcher is told: a throttle names the entry's budget; a server-requested
+    /// wait is capped at the client's `max_retry_wait` (a longer one is logged with the entry,
+    /// and the entry's budget is paused for the capped wait, so admission holds every call to
+    /// the entry rather than this job sleeping alone); a transient failure past the call's
+    /// deadline is final.
+    fn settle(&self, e: Error, cx: &JobContext) -> Error {
+        match e {
+            Error::Retry(RetrySignal::Throttled {
+                budget: None,
+                retry_after,
+            }) => Error::throttled(Some(self.budget.to_string()), self.capped(retry_after, cx)),
+            Error::Retry(RetrySignal::Transient {
+                service, detail, ..
+            }) if self.spent >= self.limits.call_timeout => Error::external(
+                service,
+                "timeout",
+                format!(
+                    "no answer within the call's {:?} ({} attempts); the last: {detail}",
+                    self.limits.call_timeout, self.attempts
+                ),
+            ),
+            Error::Retry(RetrySignal::Transient {
+                service,
+                detail,
+                retry_after,
+            }) => Error::transient(service, detail, self.capped(retry_after, cx)),
+            e => e,
+        }
+    }
+
+    fn capped(&self, wait: Option<Duration>, cx: &JobContext) -> Option<Duration> {
+        let cap = self.limits.max_retry_wait;
+        match wait {
+            Some(w) if w > cap => {
+                tracing::warn!(
+                    entry = self.entry,
+                    requested = ?w,
+                    cap = ?cap,
+                    "the provider asked for a longer wait than the client's cap; the entry's \
+                     budget is paused for the cap"
+                );
+                cx.dispatcher().admission().store().pause(self.budget, cap);
+                Some(cap)
+            }
+            w => w,
+        }
+    }
 }
 
 /// The normalised name of a stop reason, as recorded.

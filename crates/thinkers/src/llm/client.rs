@@ -1,46 +1,63 @@
-//! [`ModelClient`]: sends encoded requests over one shared HTTP connection pool.
+//! [`ModelClient`]: sends encoded requests through one shared reqwest client.
 //!
 //! Sending is split from encoding: [`crate::llm::encode`] renders the exact bytes (so the caller
 //! can count their tokens for its reservation), and [`ModelClient::send_encoded`] sends exactly
 //! those bytes. [`ModelClient::send`] and [`ModelClient::send_streaming`] do both in one call.
 //!
-//! Failures are mapped onto the error hierarchy by `llm::errors` (throttling, transient,
-//! invalid input, authentication…); a stop at the output budget is *not* an error here
-//! ([`crate::llm::StopReason::MaxTokens`]); the caller decides whether to escalate. A streamed
-//! request that fails after any event arrived is never replayed: the failure is final.
+//! What the client guarantees:
 //!
-//! No API key is ever logged or put into an error: headers are redacted in `Debug`, and a key a
-//! provider echoes in its error message is scrubbed.
+//! * **Bounded waits.** One attempt waits at most its timeout
+//!   ([`ModelClientBuilder::request_timeout`], or less when the caller's per-call deadline has
+//!   less left, see [`SendOptions::timeout`]) for the answer's head and, for a stream, for the
+//!   first content; once content flows, a stream may go quiet between events for at most
+//!   [`ModelClientBuilder::stream_idle_timeout`]. A reasoning model that thinks silently before
+//!   it answers is therefore bounded by the attempt's timeout, not by the idle timeout.
+//! * **Never replayed after content.** A streamed answer that fails, stalls or ends early after
+//!   any content was handed to the caller fails for good ([`crate::Error::ExternalService`] at
+//!   step `stream`); before any content it is a transient failure, retried like a failed request.
+//! * **Named failures.** Failures are mapped onto the error hierarchy in one place (`errors`):
+//!   each names the catalog provider and entry (when the caller gave them, see [`SendOptions`])
+//!   and the endpoint, never a key.
+//! * **No key leaves.** Every error and log line passes the one redaction point
+//!   (`errors::Redactor`), which removes the request's secrets from whatever the provider sent
+//!   back (an echoed key in an error body, a stream's error event, a redirect's target).
+//! * **No redirects.** A redirect is an error naming its status: a key is never sent on to
+//!   another address.
+//!
+//! A stop at the output budget is *not* an error here ([`crate::llm::StopReason::MaxTokens`]);
+//! the caller decides whether to escalate.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
-use http::header::CONTENT_TYPE;
-use http_body_util::{BodyDataStream, BodyExt};
-use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject;
-use tokio::time::Sleep;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, LOCATION};
 
 use crate::conversation::ContentBlock;
 use crate::dispatch::RateObservation;
 use crate::llm::codec::{self, StreamDecoder};
 use crate::llm::encoded::EncodedRequest;
-use crate::llm::errors::{self, ProviderError};
+use crate::llm::errors::{Origin, ProviderError, Redactor, chain};
 use crate::llm::headers;
 use crate::llm::request::ChatRequest;
 use crate::llm::response::{ChatResponse, StreamDelta};
-use crate::llm::target::{Dialect, WireTarget};
-use crate::llm::transport::{Failure, ResponseBody, Settings, Transport};
+use crate::llm::target::WireTarget;
 use crate::{Error, Result};
 
 /// The connect timeout of every request.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The default whole-request timeout (a streamed answer included).
+/// The default timeout of one attempt: until the answer's head, and until the first content of
+/// a stream (a whole non-streamed answer included).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+/// The default longest silence between two events of a stream once content flows.
+pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default time all attempts of one model call may take together.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
+/// The default cap on a wait a server asks for (`Retry-After`).
+pub const DEFAULT_MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
+
+const WHO: &str = "model client";
 
 /// What one call produced.
 #[derive(Debug, Clone)]
@@ -53,20 +70,69 @@ pub struct SendOutcome {
     pub latency: Duration,
 }
 
+/// Who a request is for, so its errors can name it, and how long this attempt may take.
+#[derive(Debug, Clone, Default)]
+pub struct SendOptions {
+    /// The catalog provider key (errors name it instead of the dialect).
+    pub provider: Option<Arc<str>>,
+    /// The catalog entry id.
+    pub entry: Option<Arc<str>>,
+    /// This attempt's timeout, when it is shorter than the client's (what the call's deadline
+    /// has left).
+    pub timeout: Option<Duration>,
+}
+
+/// The client's timeouts and waits (see [`ModelClientBuilder`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientLimits {
+    /// One attempt: until the head, and until the first content of a stream.
+    pub request_timeout: Duration,
+    /// The longest silence between events of a stream once content flows.
+    pub stream_idle_timeout: Duration,
+    /// All attempts of one model call together.
+    pub call_timeout: Duration,
+    /// The cap on a server-requested wait.
+    pub max_retry_wait: Duration,
+}
+
 /// Builds a [`ModelClient`].
 #[derive(Debug, Clone)]
 pub struct ModelClientBuilder {
     connect_timeout: Duration,
-    request_timeout: Duration,
+    limits: ClientLimits,
     proxy: Option<String>,
     roots: Vec<Vec<u8>>,
 }
 
 impl ModelClientBuilder {
-    /// The whole-request timeout (default 300 s). A streamed answer must finish within it.
+    /// The timeout of one attempt (default 300 s): until the answer's head, and for a stream
+    /// until its first content; a non-streamed answer must arrive whole within it.
     #[must_use]
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
+        self.limits.request_timeout = timeout;
+        self
+    }
+
+    /// The longest silence between two events of a stream once content flows (default 60 s).
+    #[must_use]
+    pub fn stream_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.stream_idle_timeout = timeout;
+        self
+    }
+
+    /// The time all attempts of one model call may take together, retries and their waits
+    /// included (default 300 s). A silent server costs one bounded wait, not one per retry.
+    #[must_use]
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.call_timeout = timeout;
+        self
+    }
+
+    /// The longest wait a server may ask for with `Retry-After` before a retry (default 60 s).
+    /// A longer request is logged with the entry and pauses the entry's budget instead.
+    #[must_use]
+    pub fn max_retry_wait(mut self, wait: Duration) -> Self {
+        self.limits.max_retry_wait = wait;
         self
     }
 
@@ -79,7 +145,7 @@ impl ModelClientBuilder {
 
     /// Send every request through this HTTP proxy (`http://host:port`, credentials in the URL
     /// if it needs them). Without it, the proxy environment variables (`HTTPS_PROXY`,
-    /// `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`) decide, as curl reads them.
+    /// `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`) decide.
     #[must_use]
     pub fn proxy(mut self, url: impl Into<String>) -> Self {
         self.proxy = Some(url.into());
@@ -96,36 +162,43 @@ impl ModelClientBuilder {
 
     /// Build the client and its connection pool.
     pub fn build(self) -> Result<ModelClient> {
-        let mut roots = Vec::new();
+        let failed = |what: String, e: reqwest::Error| {
+            Error::system(WHO, format!("the HTTP client could not be built: {what}"))
+                .with_source(e.without_url())
+        };
+        let mut http = reqwest::Client::builder()
+            .connect_timeout(self.connect_timeout)
+            .tcp_nodelay(true)
+            .redirect(reqwest::redirect::Policy::none());
         for (i, pem) in self.roots.iter().enumerate() {
-            let before = roots.len();
-            for cert in CertificateDer::pem_slice_iter(pem) {
-                roots.push(cert.map_err(|e| {
-                    Error::system(
-                        "model client",
-                        format!("root certificate PEM number {} could not be read", i + 1),
-                    )
-                    .with_source(e)
-                })?);
-            }
-            if roots.len() == before {
+            let n = i + 1;
+            let certs = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|e| failed(format!("root certificate PEM number {n} is unreadable"), e))?;
+            if certs.is_empty() {
                 return Err(Error::system(
-                    "model client",
-                    format!(
-                        "root certificate PEM number {} holds no `BEGIN CERTIFICATE` block",
-                        i + 1
-                    ),
+                    WHO,
+                    format!("root certificate PEM number {n} holds no `BEGIN CERTIFICATE` block"),
                 ));
             }
+            http = http.tls_certs_merge(certs);
         }
-        let transport = Transport::new(Settings {
-            connect_timeout: self.connect_timeout,
-            proxy: self.proxy,
-            roots,
-        })?;
+        if let Some(url) = &self.proxy {
+            let proxy = reqwest::Proxy::all(url.as_str()).map_err(|e| {
+                // A proxy URL may carry credentials: one that seems to is not repeated.
+                let shown = if url.contains('@') {
+                    "(holding credentials)"
+                } else {
+                    url.as_str()
+                };
+                Error::system(WHO, format!("the proxy `{shown}` is not a valid URL"))
+                    .with_source(e.without_url())
+            })?;
+            http = http.proxy(proxy);
+        }
+        let http = http.build().map_err(|e| failed("reqwest".into(), e))?;
         Ok(ModelClient {
-            transport: Arc::new(transport),
-            request_timeout: self.request_timeout,
+            http,
+            limits: self.limits,
         })
     }
 }
@@ -133,8 +206,8 @@ impl ModelClientBuilder {
 /// Sends requests to model providers. Cheap to clone; clones share one connection pool.
 #[derive(Debug, Clone)]
 pub struct ModelClient {
-    transport: Arc<Transport>,
-    request_timeout: Duration,
+    http: reqwest::Client,
+    limits: ClientLimits,
 }
 
 impl ModelClient {
@@ -147,10 +220,20 @@ impl ModelClient {
     pub fn builder() -> ModelClientBuilder {
         ModelClientBuilder {
             connect_timeout: CONNECT_TIMEOUT,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            limits: ClientLimits {
+                request_timeout: DEFAULT_REQUEST_TIMEOUT,
+                stream_idle_timeout: DEFAULT_STREAM_IDLE_TIMEOUT,
+                call_timeout: DEFAULT_CALL_TIMEOUT,
+                max_retry_wait: DEFAULT_MAX_RETRY_WAIT,
+            },
             proxy: None,
             roots: Vec::new(),
         }
+    }
+
+    /// The client's timeouts and waits.
+    pub fn limits(&self) -> ClientLimits {
+        self.limits
     }
 
     /// Encode and send a request, reading the whole answer (never streamed, whatever
@@ -169,12 +252,14 @@ impl ModelClient {
         mut on_delta: impl FnMut(StreamDelta) + Send,
     ) -> Result<SendOutcome> {
         let enc = codec::encode_with(target, req, true)?;
-        self.send_encoded_streaming(&enc, &mut on_delta).await
+        self.send_with(&enc, &SendOptions::default(), &mut on_delta)
+            .await
     }
 
     /// Send an already encoded request. A streamed one is read to its end with no callback.
     pub async fn send_encoded(&self, enc: &EncodedRequest) -> Result<SendOutcome> {
-        self.send_encoded_streaming(enc, &mut |_| {}).await
+        self.send_with(enc, &SendOptions::default(), &mut |_| {})
+            .await
     }
 
     /// Send an already encoded request, handing increments of a streamed answer to `on_delta`.
@@ -184,60 +269,103 @@ impl ModelClient {
         enc: &EncodedRequest,
         on_delta: &mut (dyn FnMut(StreamDelta) + Send),
     ) -> Result<SendOutcome> {
-        let dialect = enc.plan.dialect;
-        let started = Instant::now();
-        // One deadline over the whole exchange: the head, the body, every event of a stream.
-        let deadline = tokio::time::sleep(self.request_timeout);
-        tokio::pin!(deadline);
-        let late = |seen_event| timed_out(dialect, seen_event, self.request_timeout);
-        let resp = match within(deadline.as_mut(), self.transport.send(enc)).await {
-            None => return Err(late(false)),
-            Some(Err(Failure::Refused(e))) => return Err(e),
-            Some(Err(Failure::Transport(f))) if f.tls => {
-                return Err(Error::external(dialect.as_str(), "tls", f.to_string()));
-            }
-            Some(Err(Failure::Transport(f))) => {
-                return Err(errors::transport(dialect, false, &f.to_string()));
-            }
-            Some(Ok(resp)) => resp,
+        self.send_with(enc, &SendOptions::default(), on_delta).await
+    }
+
+    /// Send an already encoded request for a named provider and entry, within `options.timeout`
+    /// when it is shorter than the client's attempt timeout.
+    pub async fn send_with(
+        &self,
+        enc: &EncodedRequest,
+        options: &SendOptions,
+        on_delta: &mut (dyn FnMut(StreamDelta) + Send),
+    ) -> Result<SendOutcome> {
+        let redactor = Redactor::for_request(enc);
+        let origin = Origin::new(enc, options.provider.as_deref(), options.entry.as_deref());
+        let timeout = options
+            .timeout
+            .map_or(self.limits.request_timeout, |t| {
+                t.min(self.limits.request_timeout)
+            });
+        let exchange = Exchange {
+            client: self,
+            enc,
+            origin: &origin,
+            redactor: &redactor,
+            timeout,
+            deadline: tokio::time::Instant::now() + timeout,
         };
-        let (head, body) = resp.into_parts();
+        let result = exchange.run(on_delta).await;
+        result.map_err(|e| {
+            let e = redactor.error(origin.name(e));
+            tracing::debug!(
+                provider = %origin.service,
+                endpoint = %origin.endpoint,
+                error = %e,
+                "model call failed"
+            );
+            e
+        })
+    }
+}
+
+/// One attempt: the request, its answer, and everything its errors must name.
+struct Exchange<'a> {
+    client: &'a ModelClient,
+    enc: &'a EncodedRequest,
+    origin: &'a Origin,
+    redactor: &'a Redactor,
+    timeout: Duration,
+    deadline: tokio::time::Instant,
+}
+
+impl Exchange<'_> {
+    fn too_late(&self) -> Error {
+        self.origin
+            .transport(&format!("no answer within {:?}", self.timeout))
+    }
+
+    async fn run(&self, on_delta: &mut (dyn FnMut(StreamDelta) + Send)) -> Result<SendOutcome> {
+        let started = Instant::now();
+        let url = endpoint_url(&self.enc.url)?;
+        let request = self
+            .client
+            .http
+            .post(url)
+            .headers(request_headers(self.enc)?)
+            .body(self.enc.body.clone());
+        let resp = match tokio::time::timeout_at(self.deadline, request.send()).await {
+            Err(_) => return Err(self.too_late()),
+            Ok(Err(e)) => return Err(self.failed_to_send(e)),
+            Ok(Ok(resp)) => resp,
+        };
+        let status = resp.status();
         let now = SystemTime::now();
-        let rate = headers::rate_observation(&head.headers, now);
-        if !head.status.is_success() {
-            let retry_after = headers::retry_after(&head.headers, now);
-            let body = match within(deadline.as_mut(), body.collect()).await {
-                Some(Ok(collected)) => collected.to_bytes(),
-                _ => bytes::Bytes::new(),
-            };
-            let mut err = ProviderError::from_body(&body);
-            for h in enc.headers.iter().filter(|h| h.is_secret()) {
-                let v = h.raw_value();
-                err.scrub(v.strip_prefix("Bearer ").unwrap_or(v));
-            }
-            tracing::debug!(url = %enc.url, status = head.status.as_u16(), "provider refused a request");
-            return Err(errors::from_status(
-                dialect,
-                head.status.as_u16(),
-                &err,
-                retry_after,
-            ));
+        let rate = headers::rate_observation(resp.headers(), now);
+        if !status.is_success() {
+            return Err(self.refused(resp, now).await);
         }
-        let is_sse = head
-            .headers
+        let content_type = resp
+            .headers()
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        let response = if enc.plan.stream && is_sse {
-            read_stream(enc, body, deadline.as_mut(), self.request_timeout, on_delta).await?
+            .unwrap_or("")
+            .to_owned();
+        let response = if self.enc.plan.stream && content_type.starts_with("text/event-stream") {
+            self.read_stream(resp, on_delta).await?
         } else {
-            let body = match within(deadline.as_mut(), body.collect()).await {
-                None => return Err(late(false)),
-                Some(Err(f)) => return Err(errors::transport(dialect, false, &f.to_string())),
-                Some(Ok(collected)) => collected.to_bytes(),
+            let body = match tokio::time::timeout_at(self.deadline, resp.bytes()).await {
+                Err(_) => return Err(self.too_late()),
+                Ok(Err(e)) => {
+                    return Err(self.origin.transport(&format!(
+                        "the answer's body broke off: {}",
+                        chain(&e.without_url())
+                    )));
+                }
+                Ok(Ok(body)) => body,
             };
-            let response = codec::decode(&enc.plan, &body)?;
-            if enc.plan.stream {
+            let response = self.decode_whole(&body, &content_type)?;
+            if self.enc.plan.stream {
                 // The server ignored `stream`; hand the whole answer over at once.
                 replay_as_deltas(&response, on_delta);
             }
@@ -249,55 +377,213 @@ impl ModelClient {
             latency: started.elapsed(),
         })
     }
-}
 
-/// `work`'s output, or `None` when the deadline passed first.
-async fn within<F: Future>(deadline: Pin<&mut Sleep>, work: F) -> Option<F::Output> {
-    tokio::select! {
-        biased;
-        out = work => Some(out),
-        () = deadline => None,
+    /// A request that got no answer: refused, unreachable, TLS, or a request reqwest could not
+    /// build.
+    fn failed_to_send(&self, e: reqwest::Error) -> Error {
+        let (builder, tls, connect) = (e.is_builder(), is_tls(&e), e.is_connect());
+        let what = chain(&e.without_url());
+        if builder {
+            return Error::system(
+                WHO,
+                format!("the request to {} could not be made: {what}", self.origin.endpoint),
+            );
+        }
+        if tls {
+            return Error::external(
+                self.origin.service.clone(),
+                "tls",
+                format!(
+                    "TLS with the server failed (is its certificate trusted? see \
+                     ModelClientBuilder::add_root_certificates): {what}{}",
+                    self.origin.whereabouts()
+                ),
+            );
+        }
+        if connect {
+            return self
+                .origin
+                .transport(&format!("the connection failed: {what}"));
+        }
+        self.origin.transport(&what)
     }
-}
 
-fn timed_out(dialect: Dialect, seen_event: bool, after: Duration) -> Error {
-    errors::transport(
-        dialect,
-        seen_event,
-        &format!("the request timed out after {after:?}"),
-    )
-}
+    /// A failure status: read what the provider said and map it.
+    async fn refused(&self, resp: reqwest::Response, now: SystemTime) -> Error {
+        let status = resp.status().as_u16();
+        let retry_after = headers::retry_after(resp.headers(), now);
+        let location = resp
+            .headers()
+            .get(LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .map(|l| self.redactor.text(l).into_owned());
+        let body = match tokio::time::timeout_at(self.deadline, resp.bytes()).await {
+            Ok(Ok(b)) => b,
+            _ => bytes::Bytes::new(),
+        };
+        let mut said = ProviderError::from_body(&body);
+        said.message = self.redactor.text(&said.message).into_owned();
+        let model = model_of(self.enc);
+        tracing::debug!(
+            provider = %self.origin.service,
+            endpoint = %self.origin.endpoint,
+            status,
+            message = %said.message,
+            "the provider refused a request"
+        );
+        self.origin
+            .from_status(status, &said, retry_after, location.as_deref(), model.as_deref())
+    }
 
-async fn read_stream(
-    enc: &EncodedRequest,
-    body: ResponseBody,
-    mut deadline: Pin<&mut Sleep>,
-    timeout: Duration,
-    on_delta: &mut (dyn FnMut(StreamDelta) + Send),
-) -> Result<ChatResponse> {
-    let dialect = enc.plan.dialect;
-    let mut decoder = StreamDecoder::new(enc.plan);
-    let mut events = BodyDataStream::new(body).eventsource();
-    loop {
-        match within(deadline.as_mut(), events.next()).await {
-            None => return Err(timed_out(dialect, decoder.seen_event(), timeout)),
-            Some(None) => break,
-            Some(Some(Ok(ev))) => {
-                decoder.push(&ev.data, &mut *on_delta)?;
-                if decoder.is_done() {
-                    break;
+    /// A whole answer: JSON, decoded by the dialect. An answer that is not JSON, or not the
+    /// shape the protocol defines, is an [`crate::RetrySignal::UnreadableAnswer`].
+    fn decode_whole(&self, body: &[u8], content_type: &str) -> Result<ChatResponse> {
+        let shown_type = if content_type.is_empty() {
+            "none".to_owned()
+        } else {
+            content_type.to_owned()
+        };
+        if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err() {
+            return Err(unreadable(
+                self.origin,
+                format!(
+                    "the answer was not JSON (content-type `{shown_type}`, {} bytes)",
+                    body.len()
+                ),
+            ));
+        }
+        // The dialects report a body of the wrong shape as an unreadable answer themselves.
+        codec::decode(&self.enc.plan, body)
+    }
+
+    /// Read a stream of server-sent events to its end.
+    async fn read_stream(
+        &self,
+        resp: reqwest::Response,
+        on_delta: &mut (dyn FnMut(StreamDelta) + Send),
+    ) -> Result<ChatResponse> {
+        let idle = self.client.limits.stream_idle_timeout;
+        let mut decoder = StreamDecoder::new(self.enc.plan);
+        let mut events = resp.bytes_stream().eventsource();
+        loop {
+            let delivered = decoder.delivered_content();
+            // Before content the attempt's deadline bounds the wait; after, the idle timeout.
+            let next = if delivered {
+                tokio::time::timeout(idle, events.next()).await
+            } else {
+                tokio::time::timeout_at(self.deadline, events.next()).await
+            };
+            match next {
+                Err(_) if delivered => {
+                    return Err(self
+                        .origin
+                        .broken_stream(&format!("no event for {idle:?}")));
+                }
+                Err(_) => return Err(self.too_late()),
+                Ok(None) => break,
+                Ok(Some(Ok(ev))) => {
+                    decoder.push(&ev.data, &mut *on_delta)?;
+                    if decoder.is_done() {
+                        break;
+                    }
+                }
+                Ok(Some(Err(e))) => {
+                    let what = match e {
+                        eventsource_stream::EventStreamError::Transport(f) => {
+                            chain(&f.without_url())
+                        }
+                        other => other.to_string(),
+                    };
+                    return Err(if decoder.delivered_content() {
+                        self.origin.broken_stream(&what)
+                    } else {
+                        self.origin
+                            .transport(&format!("the stream broke off: {what}"))
+                    });
                 }
             }
-            Some(Some(Err(e))) => {
-                let what = match e {
-                    eventsource_stream::EventStreamError::Transport(f) => f.to_string(),
-                    other => other.to_string(),
-                };
-                return Err(errors::transport(dialect, decoder.seen_event(), &what));
-            }
         }
+        decoder.finish(&mut *on_delta)
     }
-    decoder.finish(&mut *on_delta)
+}
+
+/// The endpoint, parsed: an http or https URL, or a configuration error naming it.
+fn endpoint_url(url: &str) -> Result<reqwest::Url> {
+    let invalid = |why: String| {
+        Error::system(WHO, format!("the endpoint `{url}` is not a valid URL: {why}"))
+    };
+    let parsed = reqwest::Url::parse(url).map_err(|e| invalid(e.to_string()))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(invalid(format!(
+            "its scheme is `{}`, not http or https",
+            parsed.scheme()
+        )));
+    }
+    Ok(parsed)
+}
+
+fn unreadable(origin: &Origin, what: String) -> Error {
+    Error::Retry(crate::RetrySignal::UnreadableAnswer {
+        service: origin.service.clone(),
+        detail: format!("{what}{}", origin.whereabouts()),
+    })
+}
+
+/// Whether rustls refused the connection (an untrusted certificate, no common protocol): not
+/// something a retry cures. rustls hands its error over inside `io::Error`s, whose `source`
+/// skips what they wrap, so each is opened by hand.
+fn is_tls(e: &(dyn std::error::Error + 'static)) -> bool {
+    if e.is::<rustls::Error>() {
+        return true;
+    }
+    let wrapped = e
+        .downcast_ref::<std::io::Error>()
+        .and_then(std::io::Error::get_ref);
+    if wrapped.is_some_and(|w| is_tls(w)) {
+        return true;
+    }
+    e.source().is_some_and(is_tls)
+}
+
+/// The model a request body names, for a 404's message.
+fn model_of(enc: &EncodedRequest) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        model: Option<String>,
+    }
+    serde_json::from_slice::<Named>(&enc.body).ok()?.model
+}
+
+/// The request's headers: the encoded ones (secrets marked sensitive, so reqwest never shows
+/// them) and `accept` for a stream. A secret that is empty or cannot be a header value is
+/// refused before anything is sent, without showing it.
+fn request_headers(enc: &EncodedRequest) -> Result<HeaderMap> {
+    let mut map = HeaderMap::with_capacity(enc.headers.len() + 1);
+    for h in &enc.headers {
+        let bad = |why: &str| {
+            Error::system(WHO, format!("the `{}` header cannot be sent: {why}", h.name()))
+        };
+        let name = HeaderName::from_bytes(h.name().as_bytes()).map_err(|_| bad("a bad name"))?;
+        let raw = h.raw_value();
+        if h.is_secret() && raw.strip_prefix("Bearer").unwrap_or(raw).trim().is_empty() {
+            return Err(Error::external(
+                "model client",
+                "authentication",
+                format!(
+                    "the `{}` header would carry an empty API key; set the provider's key",
+                    h.name()
+                ),
+            ));
+        }
+        let mut value = HeaderValue::from_str(raw)
+            .map_err(|_| bad("its value holds a line break or another control character"))?;
+        value.set_sensitive(h.is_secret());
+        map.append(name, value);
+    }
+    if enc.plan.stream {
+        map.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+    }
+    Ok(map)
 }
 
 pub(crate) fn replay_as_deltas(

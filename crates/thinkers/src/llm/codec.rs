@@ -85,6 +85,11 @@ impl StreamDecoder {
         }
     }
 
+    /// Whether content was handed on (placeholder until the stream decoders track it).
+    pub fn delivered_content(&self) -> bool {
+        self.seen_event()
+    }
+
     /// Whether the stream said it is complete.
     pub fn is_done(&self) -> bool {
         match &self.inner {

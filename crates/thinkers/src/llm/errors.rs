@@ -1,28 +1,35 @@
-//! Provider failures mapped onto the error hierarchy, in one place.
+//! Provider failures mapped onto the error hierarchy, and the one redaction point every
+//! provider-originated text passes through.
 //!
 //! | what the provider said | what the caller gets |
 //! |---|---|
 //! | 429 (not quota, not "request too large"), 529, `overloaded_error` | [`RetrySignal::Throttled`] with the provider's wait |
 //! | 429 `insufficient_quota` | [`Error::ExternalService`] at step `quota` (never retried) |
 //! | 429 "Request too large" | [`Error::ExternalService`] at step `request size` (never retried) |
-//! | 400, 404, 413, 422 | [`Error::InvalidInput`] naming the provider's `param`, else `request` |
+//! | 400, 413, 422 | [`Error::InvalidInput`] naming the provider's `param`, else `request` |
+//! | 404 | [`Error::ExternalService`] at step `configuration`: the model or the endpoint is not there |
 //! | 401, 403 | [`Error::ExternalService`] at step `authentication` |
 //! | 402 | [`Error::ExternalService`] at step `billing` |
-//! | 408, 409, other 5xx | [`RetrySignal::Transient`] |
-//! | an error event before any other event of a stream | as its type says (overloaded → throttled, server error → transient) |
-//! | a refused or broken connection, or the request timeout, before any stream event | [`RetrySignal::Transient`] |
+//! | 408, 409, other 5xx | [`RetrySignal::Transient`] with the provider's wait |
+//! | a redirect (never followed: a key is not sent on to another address) | [`Error::ExternalService`] at step `redirect` |
+//! | any other status | [`Error::ExternalService`] at step `request` |
+//! | an error event before any content of a stream | as its type says (overloaded → throttled, server error → transient) |
+//! | a refused or broken connection, or the attempt's timeout, before any content | [`RetrySignal::Transient`] |
 //! | TLS refused: the server's certificate is not trusted | [`Error::ExternalService`] at step `tls` (never retried) |
-//! | any other status, a redirect included (redirects are not followed) | [`Error::ExternalService`] at step `request` |
-//! | an error event, or a broken connection, after a stream event | [`Error::ExternalService`] at step `stream`: a streamed request is never replayed |
+//! | an error event, a broken connection or a stall after content was delivered | [`Error::ExternalService`] at step `stream`: a streamed request is never replayed |
 //!
-//! A provider's message is kept, with the request's API key scrubbed out of it should the
-//! provider echo it.
+//! Every error the client returns names where it happened ([`Origin`]: the catalog provider key,
+//! the entry and the endpoint) and has passed [`Redactor::error`], which removes the request's
+//! secrets from every text the error carries, its source chain included.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::llm::encoded::EncodedRequest;
 use crate::llm::target::Dialect;
+use crate::error::BoxError;
 use crate::{Error, RetrySignal};
 
 /// What a provider said about a failure.
@@ -54,7 +61,11 @@ fn truncated(s: &str) -> String {
 impl ProviderError {
     /// Read an error object `{"type", "message", "param", "code"}`.
     pub(crate) fn from_error_object(e: &Value) -> Self {
-        let s = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_owned);
+        let s = |k: &str| match e.get(k) {
+            Some(Value::String(v)) => Some(v.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        };
         Self {
             kind: s("type"),
             code: s("code"),
@@ -85,13 +96,6 @@ impl ProviderError {
         }
     }
 
-    /// Remove a secret the provider may have echoed.
-    pub(crate) fn scrub(&mut self, secret: &str) {
-        if secret.len() >= 4 && self.message.contains(secret) {
-            self.message = self.message.replace(secret, "<redacted>");
-        }
-    }
-
     fn is(&self, what: &str) -> bool {
         self.kind.as_deref() == Some(what) || self.code.as_deref() == Some(what)
     }
@@ -104,53 +108,324 @@ impl ProviderError {
     }
 }
 
-/// Map an HTTP failure status onto the hierarchy. `retry_after` is the provider's wait, read from
-/// its headers by the client.
-pub(crate) fn from_status(
-    dialect: Dialect,
-    status: u16,
-    err: &ProviderError,
-    retry_after: Option<Duration>,
-) -> Error {
-    let service = dialect.as_str();
-    let detail = format!("HTTP {status}: {}", err.describe());
-    if err.is("overloaded_error") || status == 529 {
-        return Error::throttled(None, retry_after);
-    }
-    match status {
-        429 if err.is("insufficient_quota") => Error::external(service, "quota", detail),
-        429 if err
-            .message
-            .to_ascii_lowercase()
-            .contains("request too large") =>
-        {
-            Error::external(service, "request size", detail)
+/// The replacement of a secret in any text.
+pub(crate) const REDACTED: &str = "<redacted>";
+
+/// Removes a request's secrets from provider-originated text. The one redaction point: the
+/// client passes every error it returns, and every text it logs, through it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Redactor {
+    secrets: Vec<String>,
+}
+
+impl Redactor {
+    /// The secrets of a request: the values of its secret headers, and a bearer token alone.
+    pub(crate) fn for_request(enc: &EncodedRequest) -> Self {
+        let mut secrets = Vec::new();
+        for h in enc.headers.iter().filter(|h| h.is_secret()) {
+            let v = h.raw_value().trim();
+            if let Some(token) = v.strip_prefix("Bearer ") {
+                secrets.push(token.trim().to_owned());
+            }
+            secrets.push(v.to_owned());
         }
-        429 => Error::throttled(None, retry_after),
-        400 | 404 | 413 | 422 => Error::InvalidInput {
-            parameter: err.param.clone().unwrap_or_else(|| "request".to_owned()),
-            value: None,
-            reason: format!(
-                "{service} rejected the request (HTTP {status}): {}",
-                err.message
-            ),
-            source: None,
-        },
-        401 | 403 => Error::external(service, "authentication", detail),
-        402 => Error::external(service, "billing", detail),
-        408 | 409 | 500..=599 => Error::Retry(RetrySignal::Transient {
-            service: service.to_owned(),
-            detail,
-        }),
-        _ => Error::external(service, "request", detail),
+        // Short values would blank out ordinary words; no real key is that short.
+        secrets.retain(|s| s.len() >= 8);
+        // The longest first, so a token inside a longer header value goes with it.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.dedup();
+        Self { secrets }
+    }
+
+    /// `text` with every secret replaced.
+    pub(crate) fn text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        for s in &self.secrets {
+            if out.contains(s.as_str()) {
+                out = Cow::Owned(out.replace(s.as_str(), REDACTED));
+            }
+        }
+        out
+    }
+
+    fn owned(&self, text: &mut String) {
+        if let Cow::Owned(clean) = self.text(text) {
+            *text = clean;
+        }
+    }
+
+    /// A source chain whose text holds a secret is replaced by its redacted text.
+    fn source(&self, source: &mut Option<BoxError>) {
+        let Some(s) = source.as_ref() else {
+            return;
+        };
+        let text = chain(s.as_ref());
+        if let Cow::Owned(clean) = self.text(&text) {
+            *source = Some(clean.into());
+        }
+    }
+
+    /// `e` with every secret removed from every text it carries.
+    pub(crate) fn error(&self, mut e: Error) -> Error {
+        if self.secrets.is_empty() {
+            return e;
+        }
+        match &mut e {
+            Error::InvalidInput {
+                parameter,
+                value,
+                reason,
+                source,
+            } => {
+                self.owned(parameter);
+                if let Some(v) = value {
+                    self.owned(v);
+                }
+                self.owned(reason);
+                self.source(source);
+            }
+            Error::ExternalService {
+                service,
+                step,
+                detail,
+                source,
+            } => {
+                self.owned(service);
+                self.owned(step);
+                self.owned(detail);
+                self.source(source);
+            }
+            Error::System {
+                context,
+                detail,
+                source,
+            } => {
+                self.owned(context);
+                self.owned(detail);
+                self.source(source);
+            }
+            Error::Unadmittable { reason, .. } => self.owned(reason),
+            Error::AttemptsExhausted { last, .. } => self.owned(last),
+            Error::Retry(signal) => match signal {
+                RetrySignal::Transient {
+                    service, detail, ..
+                }
+                | RetrySignal::UnreadableAnswer { service, detail } => {
+                    self.owned(service);
+                    self.owned(detail);
+                }
+                RetrySignal::Correction { reason } => self.owned(reason),
+                RetrySignal::Throttled { budget, .. } => {
+                    if let Some(b) = budget {
+                        self.owned(b);
+                    }
+                }
+                RetrySignal::TruncationEscalation => {}
+            },
+            Error::Timeout(_) | Error::Cancelled => {}
+        }
+        e
     }
 }
 
-/// Map an error reported inside a stream. Before any other event it is classified like an HTTP
-/// failure; after one, it is final.
-pub(crate) fn in_stream(dialect: Dialect, seen_event: bool, err: &ProviderError) -> Error {
+/// An error and its causes, outermost first, each said once.
+pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let said = c.to_string();
+        if !out.contains(&said) {
+            out.push_str(": ");
+            out.push_str(&said);
+        }
+        cause = c.source();
+    }
+    out
+}
+
+/// Where a request went: what every error of the client names.
+#[derive(Debug, Clone)]
+pub(crate) struct Origin {
+    /// The catalog provider key, or the dialect's name when the caller gave none.
+    pub(crate) service: String,
+    pub(crate) dialect: Dialect,
+    /// The catalog entry, when the caller named it.
+    pub(crate) entry: Option<String>,
+    /// `POST <url>`, without credentials or query.
+    pub(crate) endpoint: String,
+    /// The request's URL path.
+    pub(crate) path: String,
+}
+
+impl Origin {
+    pub(crate) fn new(enc: &EncodedRequest, provider: Option<&str>, entry: Option<&str>) -> Self {
+        let dialect = enc.plan.dialect;
+        let (shown, path) = match url::Url::parse(&enc.url) {
+            Ok(mut u) => {
+                let _ = u.set_username("");
+                let _ = u.set_password(None);
+                u.set_query(None);
+                u.set_fragment(None);
+                let path = u.path().to_owned();
+                (u.to_string(), path)
+            }
+            Err(_) => (enc.url.clone(), enc.url.clone()),
+        };
+        Self {
+            service: provider.unwrap_or(dialect.as_str()).to_owned(),
+            dialect,
+            entry: entry.map(str::to_owned),
+            endpoint: format!("POST {shown}"),
+            path,
+        }
+    }
+
+    /// ` (entry `e`, POST url)`: appended to every detail.
+    pub(crate) fn whereabouts(&self) -> String {
+        match &self.entry {
+            Some(e) => format!(" (entry `{e}`, {})", self.endpoint),
+            None => format!(" ({})", self.endpoint),
+        }
+    }
+
+    /// An error of a decoder or of a lower layer, named after this origin: a service named by
+    /// its dialect becomes the provider, and the detail says where.
+    pub(crate) fn name(&self, mut e: Error) -> Error {
+        let dialect = self.dialect.as_str();
+        let rename = |service: &mut String, detail: &mut String| {
+            if service == dialect {
+                service.clone_from(&self.service);
+            }
+            if !detail.contains(&self.endpoint) {
+                detail.push_str(&self.whereabouts());
+            }
+        };
+        match &mut e {
+            Error::ExternalService {
+                service, detail, ..
+            }
+            | Error::Retry(
+                RetrySignal::Transient {
+                    service, detail, ..
+                }
+                | RetrySignal::UnreadableAnswer { service, detail },
+            ) => rename(service, detail),
+            _ => {}
+        }
+        e
+    }
+
+    /// Map an HTTP failure status. `retry_after` is the provider's wait, `location` a redirect's
+    /// target (both read by the client from the headers; the location already redacted).
+    pub(crate) fn from_status(
+        &self,
+        status: u16,
+        err: &ProviderError,
+        retry_after: Option<Duration>,
+        location: Option<&str>,
+        model: Option<&str>,
+    ) -> Error {
+        let service = self.service.clone();
+        let at = self.whereabouts();
+        let detail = format!("HTTP {status}: {}{at}", err.describe());
+        if err.is("overloaded_error") || status == 529 {
+            return Error::throttled(None, retry_after);
+        }
+        match status {
+            429 if err.is("insufficient_quota") => Error::external(service, "quota", detail),
+            429 if err
+                .message
+                .to_ascii_lowercase()
+                .contains("request too large") =>
+            {
+                Error::external(service, "request size", detail)
+            }
+            429 => Error::throttled(None, retry_after),
+            404 => Error::external(service, "configuration", self.not_found(err, model)),
+            400 | 413 | 422 => Error::InvalidInput {
+                parameter: err.param.clone().unwrap_or_else(|| "request".to_owned()),
+                value: None,
+                reason: format!(
+                    "{service} rejected the request (HTTP {status}): {}{at}",
+                    err.message
+                ),
+                source: None,
+            },
+            401 | 403 => Error::external(service, "authentication", detail),
+            402 => Error::external(service, "billing", detail),
+            408 | 409 | 500..=599 => Error::transient(service, detail, retry_after),
+            300..=399 => Error::external(
+                service,
+                "redirect",
+                format!(
+                    "HTTP {status} to {}: redirects are not followed (a key is never sent on to \
+                     another address); point the provider's base_url at the final address{at}",
+                    location.unwrap_or("an address it did not name")
+                ),
+            ),
+            _ => Error::external(service, "request", detail),
+        }
+    }
+
+    /// What a 404 means: an Anthropic base URL that already holds the version, a model the
+    /// provider does not serve, or an endpoint that is not there.
+    fn not_found(&self, err: &ProviderError, model: Option<&str>) -> String {
+        let at = self.whereabouts();
+        let provider = &self.service;
+        if self.dialect == Dialect::Anthropic && self.path.contains("/v1/v1/") {
+            return format!(
+                "the base URL of provider `{provider}` already ends in `/v1`; the anthropic \
+                 dialect adds `/v1/messages` itself, so set base_url to the host root (HTTP 404: \
+                 {}){at}",
+                err.message
+            );
+        }
+        let about_model = err.is("model_not_found")
+            || err.is("not_found_error")
+            || err.message.to_ascii_lowercase().contains("model");
+        match model {
+            Some(m) if about_model => format!(
+                "model `{m}` not found at provider `{provider}`: check the entry's model name \
+                 (HTTP 404: {}){at}",
+                err.message
+            ),
+            _ => format!(
+                "the endpoint {} was not found at provider `{provider}`: check its base_url \
+                 (HTTP 404: {}){at}",
+                self.endpoint, err.message
+            ),
+        }
+    }
+
+    /// A transport failure before any content (connect, reset, the attempt's timeout): transient.
+    pub(crate) fn transport(&self, what: &str) -> Error {
+        Error::transient(
+            self.service.clone(),
+            format!("{what}{}", self.whereabouts()),
+            None,
+        )
+    }
+
+    /// A stream that failed or stalled after content was delivered: final.
+    pub(crate) fn broken_stream(&self, what: &str) -> Error {
+        Error::external(
+            self.service.clone(),
+            "stream",
+            format!(
+                "the stream failed after the answer had started ({what}); a streamed request is \
+                 never replayed{}",
+                self.whereabouts()
+            ),
+        )
+    }
+}
+
+/// Map an error reported inside a stream (or inside a 200 body). Before any content it is
+/// classified like an HTTP failure; after content, it is final. The service is the dialect's
+/// name until [`Origin::name`] names the provider.
+pub(crate) fn in_stream(dialect: Dialect, delivered: bool, err: &ProviderError) -> Error {
     let service = dialect.as_str();
-    if seen_event {
+    if delivered {
         return Error::external(
             service,
             "stream",
@@ -164,28 +439,21 @@ pub(crate) fn in_stream(dialect: Dialect, seen_event: bool, err: &ProviderError)
         return Error::throttled(None, None);
     }
     if err.is("api_error") || err.is("timeout_error") || err.is("server_error") {
-        return Error::Retry(RetrySignal::Transient {
-            service: service.to_owned(),
-            detail: err.describe(),
-        });
+        return Error::transient(service, err.describe(), None);
     }
     Error::external(service, "stream", err.describe())
 }
 
-/// Map a transport failure (connect, timeout, reset). Before any stream event it is transient;
-/// after one, final.
-pub(crate) fn transport(dialect: Dialect, seen_event: bool, what: &str) -> Error {
-    if seen_event {
+/// Map a transport failure seen by a decoder. Before any content it is transient; after, final.
+pub(crate) fn transport(dialect: Dialect, delivered: bool, what: &str) -> Error {
+    if delivered {
         Error::external(
             dialect.as_str(),
             "stream",
             format!("the connection failed after the answer had started: {what}"),
         )
     } else {
-        Error::Retry(RetrySignal::Transient {
-            service: dialect.as_str().to_owned(),
-            detail: what.to_owned(),
-        })
+        Error::transient(dialect.as_str(), what, None)
     }
 }
 
@@ -196,6 +464,30 @@ mod tests {
 
     fn err(body: &str) -> ProviderError {
         ProviderError::from_body(body.as_bytes())
+    }
+
+    fn origin(dialect: Dialect) -> Origin {
+        let path = if dialect == Dialect::Anthropic {
+            "/v1/messages"
+        } else {
+            "/v1/chat/completions"
+        };
+        Origin {
+            service: "prov".into(),
+            dialect,
+            entry: Some("ent".into()),
+            endpoint: format!("POST http://h{path}"),
+            path: path.into(),
+        }
+    }
+
+    fn from_status(
+        dialect: Dialect,
+        status: u16,
+        err: &ProviderError,
+        retry_after: Option<Duration>,
+    ) -> Error {
+        origin(dialect).from_status(status, err, retry_after, None, Some("m"))
     }
 
     #[test]
@@ -255,17 +547,42 @@ mod tests {
                 if parameter == "tool_choice" && reason.contains("Invalid value")),
             "{e:?}"
         );
-        let e = from_status(Dialect::Anthropic, 404, &err("not json at all"), None);
+        let e = from_status(Dialect::Anthropic, 422, &err("not json at all"), None);
         assert!(matches!(e, Error::InvalidInput { ref parameter, .. } if parameter == "request"));
     }
 
     #[test]
-    fn echoed_keys_are_scrubbed() {
-        let mut e = err(r#"{"error":{"message":"Incorrect API key provided: sk-CANARY-1."}}"#);
-        e.scrub("sk-CANARY-1");
-        let mapped = from_status(Dialect::OpenAi, 401, &e, None);
-        assert!(!mapped.to_string().contains("CANARY"));
+    fn echoed_keys_are_redacted_from_every_text() {
+        let e = err(r#"{"error":{"message":"Incorrect API key provided: sk-CANARY-1."}}"#);
+        let redactor = Redactor {
+            secrets: vec!["sk-CANARY-1".into()],
+        };
+        let mapped = redactor.error(from_status(Dialect::OpenAi, 401, &e, None));
+        assert!(!mapped.to_string().contains("CANARY"), "{mapped}");
         assert!(mapped.to_string().contains("authentication"));
+        let with_source = Error::external("p", "s", "d").with_source(std::io::Error::other(
+            "inner sk-CANARY-1 text",
+        ));
+        let clean = redactor.error(with_source);
+        let shown = format!("{clean:?} {}", chain(&clean));
+        assert!(!shown.contains("CANARY"), "{shown}");
+        assert!(shown.contains("inner <redacted> text"), "{shown}");
+    }
+
+    #[test]
+    fn not_found_names_the_model_the_provider_or_the_doubled_version() {
+        let e = err(r#"{"error":{"message":"model 'm' not found","type":"invalid_request_error","code":"model_not_found"}}"#);
+        let shown = from_status(Dialect::OpenAi, 404, &e, None).to_string();
+        assert!(shown.contains("model `m` not found at provider `prov`"), "{shown}");
+        assert!(shown.contains("entry `ent`"), "{shown}");
+        let mut doubled = origin(Dialect::Anthropic);
+        doubled.path = "/v1/v1/messages".into();
+        let shown = doubled
+            .from_status(404, &err("Not Found"), None, None, Some("m"))
+            .to_string();
+        assert!(shown.contains("already ends in `/v1`"), "{shown}");
+        let shown = from_status(Dialect::OpenAi, 404, &err("404 page not found"), None).to_string();
+        assert!(shown.contains("was not found at provider `prov`"), "{shown}");
     }
 
     #[test]

@@ -39,14 +39,14 @@ pub mod strict;
 pub mod target;
 mod text_tools;
 pub mod tokens;
-mod transport;
+
 
 #[cfg(test)]
 mod tests;
 
 pub use cache::{CacheKey, CacheUse, ResponseCache, ResponseCacheService};
 pub use call::{BoundSeat, LlmCall, LlmOutcome, converse_bound, require_seat};
-pub use client::{ModelClient, ModelClientBuilder, SendOutcome};
+pub use client::{ClientLimits, ModelClient, ModelClientBuilder, SendOptions, SendOutcome};
 pub use codec::{StreamDecoder, decode, encode};
 pub use encoded::{DecodePlan, EncodedRequest, Header};
 pub use request::{ChatRequest, Reasoning, ResponseSchema, ToolChoice, ToolSpec};

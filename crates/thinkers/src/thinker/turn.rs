@@ -82,12 +82,9 @@ fn model_turn(
 
 /// Where a thinker's turns go: the model, or a [`TurnSource`] that replaced it.
 ///
-/// Either way the turn's future is boxed. Held inline, the model's turn (the call's run, its
-/// admission; a few KiB even with the HTTP exchange boxed inside it) would be written into the
-/// thinker's own future on every turn, and with many thinkers alive that memory is rarely in the
-/// CPU's caches when a turn starts; a box is written where the allocator's recent frees are.
-/// Callgrind's cache simulation counted about 120 fewer first-level data misses per model call
-/// with the box (`scripts/bench-instructions.sh --cache`).
+/// Either way the turn's future is boxed, so a parked thinker's own future stays small (its
+/// memory per idle thinker is what `benches/thinker_memory.rs` reports): the model's turn holds
+/// the call's run and its admission, a few KiB while it is in flight.
 #[derive(Clone, Default)]
 pub(crate) enum Turns {
     /// [`ModelTurns`].

@@ -146,9 +146,9 @@ pub(super) fn to_block(b: WireBlock, minted: impl FnOnce() -> String) -> Option<
 pub(crate) fn decode(plan: &DecodePlan, body: &[u8]) -> Result<ChatResponse> {
     let service = plan.dialect.as_str();
     let wire: WireMessage = serde_json::from_slice(body).map_err(|e| {
-        Error::Retry(RetrySignal::Transient {
+        Error::Retry(RetrySignal::UnreadableAnswer {
             service: service.to_owned(),
-            detail: format!("the answer body was not valid JSON: {e}"),
+            detail: format!("the answer was not the shape the protocol defines: {e}"),
         })
     })?;
     if wire.kind.as_deref() == Some("error") {

@@ -184,20 +184,19 @@ pub(super) fn error_message(e: &Value) -> String {
 pub(crate) fn decode(plan: &DecodePlan, body: &[u8]) -> Result<ChatResponse> {
     let service = plan.dialect.as_str();
     let wire: WireCompletion = serde_json::from_slice(body).map_err(|e| {
-        Error::Retry(crate::RetrySignal::Transient {
+        Error::Retry(crate::RetrySignal::UnreadableAnswer {
             service: service.to_owned(),
-            detail: format!("the answer body was not valid JSON: {e}"),
+            detail: format!("the answer was not the shape the protocol defines: {e}"),
         })
     })?;
     if let Some(e) = &wire.error {
         return Err(Error::external(service, "response", error_message(e)));
     }
     let Some(choice) = wire.choices.into_iter().next() else {
-        return Err(Error::external(
-            service,
-            "response",
-            "the answer had no choices",
-        ));
+        return Err(Error::Retry(crate::RetrySignal::UnreadableAnswer {
+            service: service.to_owned(),
+            detail: "the answer had no choices".to_owned(),
+        }));
     };
     let msg = choice.message.unwrap_or_default();
     let mut content = Vec::new();

@@ -251,12 +251,16 @@ fn decode_failures_are_typed() {
     let p = whole(Dialect::OpenAi);
     let e = decode(&p, br#"{"error":{"message":"boom","type":"server_error"}}"#);
     assert!(matches!(e, Err(Error::ExternalService { .. })));
+    // An answer that is not the protocol's shape is retried once, on its own bound.
     let e = decode(&p, br#"{"choices":[]}"#);
-    assert!(matches!(e, Err(Error::ExternalService { .. })));
+    assert!(matches!(
+        e,
+        Err(Error::Retry(RetrySignal::UnreadableAnswer { .. }))
+    ));
     let e = decode(&p, b"<html>");
     assert!(matches!(
         e,
-        Err(Error::Retry(RetrySignal::Transient { .. }))
+        Err(Error::Retry(RetrySignal::UnreadableAnswer { .. }))
     ));
 }
 

@@ -99,7 +99,26 @@ impl Provider {
         let Some(var) = &self.api_key_env else {
             return Ok(None);
         };
-        match std::env::var(var) {
+        self.key_from(var, std::env::var(var))
+    }
+
+    /// The key `var` held, as [`Self::api_key`] reads it: an empty value is refused, naming the
+    /// variable, so no request goes out with an empty credential.
+    fn key_from(
+        &self,
+        var: &str,
+        value: std::result::Result<String, std::env::VarError>,
+    ) -> Result<Option<String>> {
+        match value {
+            Ok(key) if key.trim().is_empty() => Err(Error::external(
+                self.name.clone(),
+                "authentication",
+                format!(
+                    "the API key variable `{var}` of provider `{}` is empty; set it to the key \
+                     (nothing was sent)",
+                    self.name
+                ),
+            )),
             Ok(key) => Ok(Some(key)),
             Err(_) if var == SIM_KEY_ENV => Ok(Some(SIM_DEFAULT_KEY.to_owned())),
             Err(e) => Err(Error::external(
@@ -166,5 +185,16 @@ mod tests {
         );
         let path = provider(Some("PATH")).api_key().unwrap();
         assert_eq!(path, std::env::var("PATH").ok());
+    }
+
+    #[test]
+    fn an_empty_key_is_refused_naming_its_variable() {
+        for empty in ["", "  "] {
+            let err = provider(Some("MY_KEY"))
+                .key_from("MY_KEY", Ok(empty.to_owned()))
+                .unwrap_err();
+            assert!(err.to_string().contains("`MY_KEY`"), "{err}");
+            assert!(err.to_string().contains("empty"), "{err}");
+        }
     }
 }
