@@ -7,6 +7,7 @@
 //! [`Arc`] from then on; the trees are shared, not copied, into every request that carries them.
 
 use std::any::{Any, TypeId};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, PoisonError, RwLock};
 
@@ -57,9 +58,163 @@ pub(crate) fn decode_tracked<T: serde::de::DeserializeOwned>(
     }
 }
 
+/// How deep [`drop_optional_nulls`] follows a schema without descending into the value (chains
+/// of `$ref` and single-branch `anyOf`), so a recursive schema cannot loop.
+const MAX_SCHEMA_HOPS: usize = 32;
+
+/// `value` with its optional `null` properties removed (see [`drop_optional_nulls`]); borrowed,
+/// not copied, when it holds no `null` property at all (nearly always).
+pub(crate) fn nulls_as_absent<'v>(value: &'v Value, schema: &Value) -> Cow<'v, Value> {
+    if !has_null_property(value) {
+        return Cow::Borrowed(value);
+    }
+    let mut out = value.clone();
+    drop_optional_nulls(&mut out, schema);
+    Cow::Owned(out)
+}
+
+/// Remove every `null`-valued property that `schema` declares but does not require, in nested
+/// objects and arrays too, following `$ref` into `$defs` or `definitions`.
+///
+/// OpenAI strict mode turns each optional property into a required, nullable one (see
+/// `llm::strict`), so a model answering in strict mode writes `null` for what it leaves out;
+/// the decoders read that `null` as the property's absence. A `null` for a property the schema
+/// requires is kept (the type may accept it, or its decoder says it does not), and so is a
+/// `null` for a property the schema does not declare. Unions of several schemas (other than
+/// one schema or `null`) are not entered: which branch applies is the decoder's business.
+pub(crate) fn drop_optional_nulls(value: &mut Value, schema: &Value) {
+    walk(value, schema, schema, 0);
+}
+
+fn walk(value: &mut Value, node: &Value, root: &Value, hops: usize) {
+    if hops > MAX_SCHEMA_HOPS {
+        return;
+    }
+    let Some(node) = resolve(node, root, hops) else {
+        return;
+    };
+    if let Some(inner) = single_branch(node) {
+        walk(value, inner, root, hops + 1);
+    }
+    match value {
+        Value::Object(map) => {
+            let extra = node.get("additionalProperties").filter(|a| a.is_object());
+            let props = node.get("properties").and_then(Value::as_object);
+            if let Some(props) = props {
+                let required = node.get("required").and_then(Value::as_array);
+                let is_required =
+                    |k: &str| required.is_some_and(|r| r.iter().any(|n| n.as_str() == Some(k)));
+                map.retain(|k, v| !(v.is_null() && props.contains_key(k) && !is_required(k)));
+            }
+            for (k, v) in map.iter_mut() {
+                if let Some(sub) = props.and_then(|p| p.get(k)).or(extra) {
+                    walk(v, sub, root, 0);
+                }
+            }
+        }
+        Value::Array(items) => {
+            let prefix = node.get("prefixItems").and_then(Value::as_array);
+            let rest = node.get("items").filter(|i| i.is_object());
+            for (i, item) in items.iter_mut().enumerate() {
+                if let Some(sub) = prefix.and_then(|p| p.get(i)).or(rest) {
+                    walk(item, sub, root, 0);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The schema `node` stands for once its `$ref`s are followed (`#`, `#/$defs/…`,
+/// `#/definitions/…`: any JSON pointer into the root); `None` for a reference that leads
+/// nowhere.
+fn resolve<'a>(mut node: &'a Value, root: &'a Value, hops: usize) -> Option<&'a Value> {
+    for _ in hops..=MAX_SCHEMA_HOPS {
+        let Some(target) = node.get("$ref").and_then(Value::as_str) else {
+            return Some(node);
+        };
+        node = root.pointer(target.strip_prefix('#')?)?;
+    }
+    None
+}
+
+/// The one schema of an `anyOf`/`oneOf` whose other branches only allow `null` (an `Option`
+/// of a composite type), or of a one-part `allOf`.
+fn single_branch(node: &Value) -> Option<&Value> {
+    for key in ["anyOf", "oneOf"] {
+        if let Some(branches) = node.get(key).and_then(Value::as_array) {
+            let mut others = branches.iter().filter(|b| !allows_only_null(b));
+            if let (Some(one), None) = (others.next(), others.next()) {
+                return Some(one);
+            }
+        }
+    }
+    match node
+        .get("allOf")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+    {
+        Some([one]) => Some(one),
+        _ => None,
+    }
+}
+
+fn allows_only_null(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("null")
+        || schema.get("const").is_some_and(Value::is_null)
+}
+
+/// Whether any object inside `value` has a `null` property.
+fn has_null_property(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map.values().any(|v| v.is_null() || has_null_property(v)),
+        Value::Array(items) => items.iter().any(has_null_property),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn optional_nulls_go_required_and_undeclared_ones_stay() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "string"},
+                "b": {"type": ["string", "null"]},
+                "inner": {"anyOf": [{"$ref": "#/$defs/Inner"}, {"type": "null"}]},
+                "list": {"type": "array", "items": {"$ref": "#/definitions/Item"}}
+            },
+            "required": ["b"],
+            "$defs": {"Inner": {"type": "object", "properties": {"x": {"type": "integer"}}}},
+            "definitions": {"Item": {"type": "object", "properties": {"y": {"type": "integer"}},
+                "required": []}}
+        });
+        let value = json!({
+            "a": null, "b": null, "extra": null,
+            "inner": {"x": null},
+            "list": [{"y": null}, {"y": 1}]
+        });
+        let out = nulls_as_absent(&value, &schema);
+        assert_eq!(
+            *out,
+            json!({"b": null, "extra": null, "inner": {}, "list": [{}, {"y": 1}]})
+        );
+        let clean = json!({"a": "x"});
+        assert!(matches!(nulls_as_absent(&clean, &schema), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_recursive_schema_does_not_loop() {
+        let schema = json!({"$ref": "#/$defs/Node", "$defs": {"Node": {"anyOf": [
+            {"$ref": "#/$defs/Node"}, {"type": "null"}]}}});
+        let mut value = json!({"k": null});
+        drop_optional_nulls(&mut value, &schema);
+        assert_eq!(value, json!({"k": null}));
+    }
 
     #[derive(JsonSchema)]
     #[allow(dead_code)]

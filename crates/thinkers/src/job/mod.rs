@@ -16,13 +16,11 @@
 //! [`JobContext::next_step`] and [`JobContext::submit_in_current_step`], which stamp each child
 //! with its step ordinal; see [`context`] for the contract.
 
-mod class;
 pub mod context;
 mod dynjob;
 mod requirements;
 pub mod scope;
 
-pub(crate) use class::interned as interned_class;
 pub use context::{JobContext, META_ITERATION};
 pub use dynjob::{BoxJob, DynJob};
 pub use requirements::{Ask, AttemptInfo, Requirement, Requirements, Resources, Seat};

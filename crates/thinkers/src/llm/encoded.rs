@@ -2,9 +2,10 @@
 //!
 //! Encoding is a pure step separate from sending, so a caller can count the tokens of the very
 //! bytes that will go on the wire (for its admission reservation) and then send exactly those
-//! bytes. The body also records the byte ranges of its large, stable parts (the system content,
-//! each message, each tool, the answer schema) so `llm::tokens::TokenCounter` can count it
-//! incrementally.
+//! bytes. Bodies are serialised by serde from each dialect's wire structs. The body also records
+//! the byte ranges of its large, stable parts (the system content, each message, each tool, the
+//! answer schema) so `llm::tokens::TokenCounter` can count it incrementally: each part is
+//! serialised once as raw JSON, put into the body as it is, and found again in the body's bytes.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -13,10 +14,9 @@ use std::ops::Range;
 use bytes::Bytes;
 use serde::Serialize;
 
+use serde_json::value::RawValue;
+
 use crate::Error;
-use crate::conversation::Message;
-use crate::llm::request::ChatRequest;
-use crate::llm::strict::shared_json_len;
 use crate::llm::target::Dialect;
 
 /// One HTTP header of an encoded request. A secret header's value never shows in `Debug`.
@@ -120,100 +120,51 @@ impl EncodedRequest {
     }
 }
 
-/// A body written straight as JSON bytes by an encoder that knows its shape: keys and
-/// punctuation go in as the literal text they are, strings are escaped as they are written (long
-/// ones copied from `llm::escape`'s kept forms), and the byte ranges of the stable parts are
-/// recorded as they are written. The bytes are exactly what serde_json would write for the same
-/// fields in the same order (the dialects' snapshot tests hold them to it).
-pub(crate) struct BodyWriter {
-    buf: Vec<u8>,
-    segments: Vec<Range<usize>>,
+/// A stable part of a body (the system content, a message, a tool, the answer format),
+/// serialised once so its exact text can be found again in the body it is put into.
+pub(crate) type Part = Box<RawValue>;
+
+/// A wire value serialised as one stable [`Part`].
+pub(crate) fn part<T: Serialize + ?Sized>(value: &T) -> Result<Part, Error> {
+    serde_json::value::to_raw_value(value).map_err(unserializable)
 }
 
-impl BodyWriter {
-    /// A body of `capacity` bytes to start with (see [`capacity_hint`]) and room for the ranges
-    /// of `parts` stable parts.
-    pub(crate) fn new(capacity: usize, parts: usize) -> Self {
-        Self {
-            buf: crate::llm::body_pool::buffer(capacity),
-            segments: Vec::with_capacity(parts),
+/// Serialise a wire body and find the byte range of each of its stable parts, given in the
+/// order the body holds them. A raw part is written verbatim, so each is found by searching
+/// from the end of the one before it; a part that cannot be found (never expected) leaves the
+/// body without ranges, which only makes its token count a whole-body count.
+pub(crate) fn finish<'p, T: Serialize>(
+    body: &T,
+    parts: impl IntoIterator<Item = &'p RawValue>,
+) -> Result<(Bytes, Vec<Range<usize>>), Error> {
+    let bytes = serde_json::to_vec(body).map_err(unserializable)?;
+    let mut segments = Vec::new();
+    let mut at = 0;
+    for p in parts {
+        let needle = p.get().as_bytes();
+        let Some(start) = find(&bytes[at..], needle).map(|i| i + at) else {
+            segments.clear();
+            break;
+        };
+        at = start + needle.len();
+        segments.push(start..at);
+    }
+    Ok((Bytes::from(bytes), segments))
+}
+
+/// Where `needle` first occurs in `haystack`. A part begins a few framing bytes after the
+/// previous one, so the first candidate is nearly always the match.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    let (&first, _) = needle.split_first()?;
+    let mut from = 0;
+    while let Some(i) = haystack.get(from..)?.iter().position(|&b| b == first) {
+        let start = from + i;
+        if haystack.get(start..start + needle.len()) == Some(needle) {
+            return Some(start);
         }
+        from = start + 1;
     }
-
-    /// JSON text written as it is: keys, punctuation, constants.
-    pub(crate) fn raw(&mut self, json: &str) -> &mut Self {
-        self.buf.extend_from_slice(json.as_bytes());
-        self
-    }
-
-    /// A string, quoted and escaped.
-    pub(crate) fn str(&mut self, text: &str) -> &mut Self {
-        crate::llm::escape::write_str(&mut self.buf, text);
-        self
-    }
-
-    /// A number.
-    pub(crate) fn num(&mut self, n: u64) -> &mut Self {
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        let mut n = n;
-        loop {
-            at -= 1;
-            // `n % 10` is below 10, so the cast keeps it whole.
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        self.buf.extend_from_slice(&digits[at..]);
-        self
-    }
-
-    /// A value's compact JSON.
-    pub(crate) fn json<T: Serialize + ?Sized>(&mut self, value: &T) -> crate::Result<&mut Self> {
-        serde_json::to_writer(&mut self.buf, value).map_err(unserializable)?;
-        Ok(self)
-    }
-
-    /// A value's compact JSON text, as a JSON string (how OpenAI carries tool-call arguments).
-    /// The text is written into a per-thread scratch buffer (`llm::json_text`, byte for byte
-    /// serde_json's), not a fresh `String`: every turn writes every earlier call's arguments.
-    pub(crate) fn json_text(&mut self, value: &serde_json::Value) -> crate::Result<&mut Self> {
-        thread_local! {
-            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-        }
-        SCRATCH.with_borrow_mut(|scratch| {
-            scratch.clear();
-            crate::llm::json_text::write_within(scratch, value, usize::MAX);
-            let text = std::str::from_utf8(scratch).map_err(|e| {
-                Error::system("llm request encoding", "a value's JSON text was not UTF-8")
-                    .with_source(e)
-            })?;
-            crate::llm::escape::write_str(&mut self.buf, text);
-            // A long scratch (a large argument object) is not kept around.
-            if scratch.capacity() > 64 * 1024 {
-                *scratch = Vec::new();
-            }
-            Ok::<(), Error>(())
-        })?;
-        Ok(self)
-    }
-
-    /// Where the next byte goes: the start of a stable part, closed by [`Self::close_part`].
-    pub(crate) fn mark(&self) -> usize {
-        self.buf.len()
-    }
-
-    /// Record the bytes from `start` (a [`Self::mark`]) to here as one stable part.
-    pub(crate) fn close_part(&mut self, start: usize) {
-        self.segments.push(start..self.buf.len());
-    }
-
-    /// The body and the ranges of its stable parts, in order.
-    pub(crate) fn finish(self) -> (Bytes, Vec<Range<usize>>) {
-        (crate::llm::body_pool::into_bytes(self.buf), self.segments)
-    }
+    None
 }
 
 /// A value of a body that would not serialize (a runtime fault: the values a body carries always
@@ -226,32 +177,34 @@ fn unserializable(e: serde_json::Error) -> Error {
     .with_source(e)
 }
 
-/// A starting size for the body of a request whose system content and history are these: their
-/// text and schemas, a quarter more for escaping and strict adaptation, and framing for each
-/// block. The body is then written without growing (and holds little spare room while its call
-/// is in flight). Media is left out: a body that carries some grows as it must.
-pub(crate) fn capacity_hint(system: &str, history: &[Message], req: &ChatRequest) -> usize {
-    let mut bytes = system.len();
-    let mut blocks = 1usize;
-    for m in history {
-        for b in &m.content {
-            blocks += 1;
-            bytes += b.text_bytes().unwrap_or(0);
-        }
-    }
-    for t in &req.tools {
-        blocks += 1;
-        bytes += t.name.len() + t.description.len() + shared_json_len(&t.parameters);
-    }
-    if let Some(r) = &req.response {
-        bytes += r.name.len() + shared_json_len(&r.schema);
-    }
-    bytes + bytes / 4 + 96 * blocks + 256
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parts_are_found_in_order_even_when_repeated() -> anyhow::Result<()> {
+        #[derive(Serialize)]
+        struct Body<'a> {
+            model: &'a str,
+            messages: Vec<&'a RawValue>,
+        }
+        let a = part(&serde_json::json!({"role": "user", "content": "hi"}))?;
+        let b = part(&serde_json::json!({"role": "user", "content": "hi"}))?;
+        let (bytes, segments) = finish(
+            &Body {
+                model: r#"{"role":"user","content":"hi"}"#,
+                messages: vec![&a, &b],
+            },
+            [&*a, &*b],
+        )?;
+        assert_eq!(segments.len(), 2);
+        for r in &segments {
+            assert_eq!(&bytes[r.clone()], a.get().as_bytes());
+        }
+        // The model string holds the same text escaped, so it is not taken for a part.
+        assert!(segments[0].start > 10 && segments[1].start > segments[0].end);
+        Ok(())
+    }
 
     #[test]
     fn secret_headers_are_redacted() {

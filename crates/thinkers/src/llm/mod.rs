@@ -20,17 +20,13 @@
 //! [`tokens`].
 
 mod anthropic;
-mod body_pool;
 pub mod cache;
 pub mod call;
 pub mod client;
 mod codec;
 pub mod encoded;
 mod errors;
-mod escape;
-mod generations;
 mod headers;
-pub(crate) mod json_text;
 mod openai;
 pub mod request;
 pub mod response;
@@ -52,5 +48,5 @@ pub use encoded::{DecodePlan, EncodedRequest, Header};
 pub use request::{ChatRequest, Reasoning, ResponseSchema, ToolChoice, ToolSpec};
 pub use response::{ChatResponse, StopReason, StreamDelta, TokenLogprob, ToolCallView, Usage};
 pub use services::ModelServices;
-pub use target::{ApiKey, Dialect, WireTarget};
+pub use target::{ApiKey, Dialect, StructuredOutput, WireTarget};
 pub use tokens::TokenCounter;

@@ -78,12 +78,40 @@ impl ModelServices {
         let mut target =
             WireTarget::new(provider.dialect, provider.base_url.clone(), entry.model())
                 .with_native_tools(entry.native_tools())
-                .with_thinking(entry.thinking());
+                .with_thinking(entry.thinking())
+                .with_structured_output(provider.structured_output);
         if let Some(key) = provider.api_key()? {
             target = target.with_key(ApiKey::new(key));
         }
         let target = Arc::new(target);
         cache.insert(entry.id().to_owned(), Arc::clone(&target));
         Ok(target)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::StructuredOutput;
+    use crate::model::{Catalog, Envelope};
+
+    #[test]
+    fn the_target_carries_the_providers_structured_output() -> anyhow::Result<()> {
+        let catalog = Catalog::from_toml_str(
+            "[providers.p]\ndialect = \"openai-compatible\"\nbase_url = \"http://localhost:1/v1\"\n\
+             structured_output = \"json_object\"\n\
+             [[entries]]\nid = \"x\"\nprovider = \"p\"\nmodel = \"x\"\ngrade = \"small\"\n\
+             context_window = 1000\noutput_ceiling = 100\nprice_in = 0\nprice_out = 0\n\
+             currency = \"USD\"\n",
+            "modes.toml",
+        )?;
+        let router = ModelRouter::with_headroom_picker(catalog, Envelope::unrestricted());
+        let services = ModelServices::with_client(router, ModelClient::new()?);
+        let entry = services.router().catalog().entry("x")?;
+        assert_eq!(
+            services.target(entry)?.structured_output,
+            StructuredOutput::JsonObject
+        );
+        Ok(())
     }
 }

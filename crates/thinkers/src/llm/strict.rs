@@ -15,7 +15,6 @@
 //! Removing a keyword only loosens what the provider enforces; the runtime still validates the
 //! answer against the original schema.
 
-use std::cell::RefCell;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use serde::{Serialize, Serializer};
@@ -74,13 +73,6 @@ type Renderings = foldhash::HashMap<(usize, Adaptation), (Arc<Value>, Arc<Render
 
 static RENDERINGS: LazyLock<Mutex<Renderings>> = LazyLock::new(Default::default);
 
-thread_local! {
-    /// This thread's copy of what it has looked up in [`RENDERINGS`]: a request looks up every
-    /// schema it carries several times, and threads taking one shared lock that often queue on
-    /// it. The same bound applies.
-    static LOCAL_RENDERINGS: RefCell<Renderings> = RefCell::default();
-}
-
 /// A shared schema adapted for one dialect and serialised, once: a palette and an answer schema
 /// are rendered into every request, so after the first turn a request copies these bytes
 /// instead of walking the schema again.
@@ -120,31 +112,6 @@ impl Serialize for Rendered {
 /// first turn this is a lookup.
 pub fn rendered(schema: &Arc<Value>, adaptation: Adaptation) -> Arc<Rendered> {
     let key = (Arc::as_ptr(schema) as usize, adaptation);
-    let local = LOCAL_RENDERINGS.with_borrow(|local| {
-        local
-            .get(&key)
-            .filter(|(source, _)| Arc::ptr_eq(source, schema))
-            .map(|(_, out)| Arc::clone(out))
-    });
-    if let Some(out) = local {
-        return out;
-    }
-    let out = shared_rendering(schema, key, adaptation);
-    LOCAL_RENDERINGS.with_borrow_mut(|local| {
-        if local.len() >= SHARED_CAPACITY {
-            local.clear();
-        }
-        local.insert(key, (Arc::clone(schema), Arc::clone(&out)));
-    });
-    out
-}
-
-/// [`rendered`] through the process-wide cache.
-fn shared_rendering(
-    schema: &Arc<Value>,
-    key: (usize, Adaptation),
-    adaptation: Adaptation,
-) -> Arc<Rendered> {
     let mut cache = RENDERINGS.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some((source, out)) = cache.get(&key)
         && Arc::ptr_eq(source, schema)
@@ -171,9 +138,23 @@ pub fn shared_json_len(schema: &Arc<Value>) -> usize {
     rendered(schema, Adaptation::AsIs).json_len()
 }
 
-/// The length of a value's compact JSON text, without building the text.
+/// The length of a value's compact JSON text, counted as serde_json writes it (the text itself
+/// is not kept).
 pub fn json_len(value: &Value) -> usize {
-    super::json_text::len(value)
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing a `Value` to a writer that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
 }
 
 /// Which adaptation [`rendered`] (and [`shared`]) applies.

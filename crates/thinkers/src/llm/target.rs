@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-pub use crate::model::Dialect;
+pub use crate::model::{Dialect, StructuredOutput};
 
 /// A provider API key. Its `Debug` and `Display` never show the secret.
 #[derive(Clone, PartialEq, Eq)]
@@ -51,6 +51,9 @@ pub struct WireTarget {
     pub native_tools: bool,
     /// Whether the model supports native thinking (Anthropic thinking blocks, OpenAI reasoning).
     pub thinking: bool,
+    /// How an OpenAI-compatible server is asked for a structured answer (other dialects ignore
+    /// it).
+    pub structured_output: StructuredOutput,
 }
 
 impl WireTarget {
@@ -63,6 +66,7 @@ impl WireTarget {
             api_key: None,
             native_tools: true,
             thinking: false,
+            structured_output: StructuredOutput::JsonSchema,
         }
     }
 
@@ -84,6 +88,13 @@ impl WireTarget {
     #[must_use]
     pub fn with_thinking(mut self, thinking: bool) -> Self {
         self.thinking = thinking;
+        self
+    }
+
+    /// The same target asking for structured answers this way.
+    #[must_use]
+    pub fn with_structured_output(mut self, mode: StructuredOutput) -> Self {
+        self.structured_output = mode;
         self
     }
 

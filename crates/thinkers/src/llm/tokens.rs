@@ -22,16 +22,12 @@
 //! can differ from a whole-body count by a token or so per part boundary, which is well inside the
 //! calibration factor. The cache is bounded: it keeps two generations of at most half the
 //! capacity each, and an entry used in the older generation moves to the newer one, so what
-//! recent renders use stays while the rest ages out. Each thread keeps its own copy of the counts
-//! it looked up in front of that cache (bounded too), so the worker threads do not queue on the
-//! counter's lock several times per request.
+//! recent renders use stays while the rest ages out.
 
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use crate::llm::encoded::EncodedRequest;
-use crate::llm::generations::Generations;
 use crate::llm::target::Dialect;
 
 /// The lowest calibration factor.
@@ -54,10 +50,8 @@ pub fn starting_factor(dialect: Dialect) -> f64 {
 /// Counts tokens, caches the counts of rendered parts, and learns per-entry calibration.
 #[derive(Debug)]
 pub struct TokenCounter {
-    /// Which counter this is, in the thread-local copies of its counts ([`LOCAL_COUNTS`]).
-    id: u64,
-    /// Part counts; each generation holds at most half the capacity.
-    cache: Mutex<Generations<u64>>,
+    /// Part counts by the hash of their bytes.
+    cache: Mutex<Generations>,
     factors: Mutex<foldhash::HashMap<String, Calibration>>,
 }
 
@@ -86,18 +80,47 @@ impl Default for TokenCounter {
     }
 }
 
-/// The most part counts a thread keeps in its own copy before it starts over.
-const LOCAL_CAPACITY: usize = 4096;
-
-thread_local! {
-    /// This thread's copy of the counts it has looked up, by counter and part hash: every
-    /// request looks up each of its parts, and threads taking one counter's lock that often
-    /// queue on it.
-    static LOCAL_COUNTS: RefCell<foldhash::HashMap<(u64, u64), u64>> = RefCell::default();
+/// Counts by key in two generations of at most `limit` entries each: a new count goes into the
+/// current one, which becomes the previous one (dropping the older) when it is full; a count
+/// found in the previous generation moves to the current one.
+#[derive(Debug)]
+struct Generations {
+    current: HashMap<u64, u64>,
+    previous: HashMap<u64, u64>,
+    limit: usize,
 }
 
-/// The cache key of a part: XXH3, as every part of every request is hashed on each call (a
-/// request's body is several kilobytes, and SipHash cost more than the rest of the lookup).
+impl Generations {
+    fn new(limit: usize) -> Self {
+        Self {
+            current: HashMap::new(),
+            previous: HashMap::new(),
+            limit,
+        }
+    }
+
+    fn get(&mut self, key: u64) -> Option<u64> {
+        if let Some(&n) = self.current.get(&key) {
+            return Some(n);
+        }
+        let n = self.previous.remove(&key)?;
+        self.insert(key, n);
+        Some(n)
+    }
+
+    fn insert(&mut self, key: u64, n: u64) {
+        if self.current.len() >= self.limit && !self.current.contains_key(&key) {
+            self.previous = std::mem::take(&mut self.current);
+        }
+        self.current.insert(key, n);
+    }
+
+    fn len(&self) -> usize {
+        self.current.len() + self.previous.len()
+    }
+}
+
+/// The cache key of a part: a 64-bit XXH3 hash of its bytes.
 fn hash(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
 }
@@ -110,10 +133,8 @@ impl TokenCounter {
 
     /// A counter caching at most `capacity` part counts.
     pub fn with_cache_capacity(capacity: usize) -> Self {
-        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         Self {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            cache: Mutex::new(Generations::new((capacity / 2).max(1), |_| 1)),
+            cache: Mutex::new(Generations::new((capacity / 2).max(1))),
             factors: Mutex::new(foldhash::HashMap::default()),
         }
     }
@@ -136,28 +157,13 @@ impl TokenCounter {
             return 0;
         }
         let key = hash(bytes);
-        let local = (self.id, key);
-        if let Some(n) = LOCAL_COUNTS.with_borrow(|counts| counts.get(&local).copied()) {
-            return n;
-        }
-        let n = self.count_shared(key, bytes);
-        LOCAL_COUNTS.with_borrow_mut(|counts| {
-            if counts.len() >= LOCAL_CAPACITY {
-                counts.clear();
-            }
-            counts.insert(local, n);
-        });
-        n
-    }
-
-    /// [`Self::count_cached`] through this counter's own cache.
-    fn count_shared(&self, key: u64, bytes: &[u8]) -> u64 {
         {
             let mut g = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(&n) = g.get(key, |_| true) {
+            if let Some(n) = g.get(key) {
                 return n;
             }
         }
+        // Counted outside the lock: tokenizing is the slow part.
         let n = self.count_bytes(bytes);
         let mut g = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
         g.insert(key, n);

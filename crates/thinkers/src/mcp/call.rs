@@ -94,8 +94,12 @@ impl ToolProvider for McpTool {
             connection: self.connection.clone(),
             name: self.name.clone(),
             wire_name: self.wire_name.clone(),
-            // The job owns what it sends.
-            arguments: as_object(arguments.clone())?,
+            // The job owns what it sends; a `null` for an optional property (OpenAI strict mode
+            // writes one for what it leaves out) is sent as its absence, which the server's
+            // schema allows.
+            arguments: as_object(
+                crate::schema::nulls_as_absent(arguments, &self.schema).into_owned(),
+            )?,
         }))
     }
 }

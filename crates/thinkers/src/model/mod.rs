@@ -31,7 +31,7 @@ mod router;
 
 pub use catalog::{
     Catalog, CatalogError, Dialect, Entry, Pricing, Provider, Reasoning, SIM_DEFAULT_KEY,
-    SIM_KEY_ENV, SIM_PLACEHOLDER,
+    SIM_KEY_ENV, SIM_PLACEHOLDER, StructuredOutput,
 };
 pub use dependent::ModelDependent;
 pub use depth::Depth;

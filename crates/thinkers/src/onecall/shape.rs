@@ -135,7 +135,7 @@ impl AnswerShape {
                 source: None,
             });
         }
-        let value: Value = serde_json::from_str(body).map_err(|e| AnswerRefusal {
+        let mut value: Value = serde_json::from_str(body).map_err(|e| AnswerRefusal {
             problem: format!(
                 "it was not valid JSON (parsing stopped at line {}, column {})",
                 e.line(),
@@ -143,6 +143,8 @@ impl AnswerShape {
             ),
             source: Some(Box::new(e)),
         })?;
+        // `null` for an optional field is its absence (OpenAI strict mode writes it).
+        crate::schema::drop_optional_nulls(&mut value, &self.schema);
         let root = self.resolve(&self.schema);
         if is_object(root) {
             let Some(object) = value.as_object() else {

@@ -447,6 +447,8 @@ impl<A: DeserializeOwned> AnswerShape<A> {
         {
             fields.insert("reasoning".into(), Value::String(reasoning.clone()));
         }
+        // `null` for an optional field is its absence (OpenAI strict mode writes it).
+        crate::schema::drop_optional_nulls(&mut answer, &self.data.schema);
         match crate::schema::decode_tracked::<A>(&answer) {
             Ok(value) => Judgement::Answer {
                 value,

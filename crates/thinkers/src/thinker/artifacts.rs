@@ -10,7 +10,6 @@ use std::sync::Arc;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
-use crate::llm::json_text;
 use crate::tool::ToolOutput;
 
 /// The longest summary of one output a model reads, in bytes.
@@ -146,9 +145,9 @@ pub(crate) fn summary_within(reference: &ArtifactRef, output: &ToolOutput, max: 
     buf.extend_from_slice(OPEN.as_bytes());
     buf.extend_from_slice(reference.0.as_bytes());
     buf.extend_from_slice(b"] ");
-    // One byte past `max` is written exactly, so a cut can check the byte after it for a
-    // character boundary; what lies beyond is cut below.
-    json_text::write_within(&mut buf, &output.json, head + max + 1);
+    // One byte past `max` is written, so a cut can check the byte after it for a character
+    // boundary; what lies beyond is cut below.
+    write_within(&mut buf, &output.json, head + max + 1);
     if buf.len() > head + max {
         let mut end = head + max;
         // Back up to the start of a character (a UTF-8 continuation byte is 0b10xx_xxxx).
@@ -161,6 +160,31 @@ pub(crate) fn summary_within(reference: &ArtifactRef, output: &ToolOutput, max: 
         buf.extend_from_slice(b" for the whole)");
     }
     String::from_utf8(buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Write `value`'s compact JSON into `buf` until `buf` holds `limit` bytes: serde_json writes
+/// into a writer that refuses more, so a large value is never serialised whole.
+fn write_within(buf: &mut Vec<u8>, value: &serde_json::Value, limit: usize) {
+    struct Bounded<'a> {
+        buf: &'a mut Vec<u8>,
+        limit: usize,
+    }
+    impl std::io::Write for Bounded<'_> {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            let room = self.limit.saturating_sub(self.buf.len());
+            if room == 0 {
+                return Err(std::io::Error::other("the preview is full"));
+            }
+            let n = bytes.len().min(room);
+            self.buf.extend_from_slice(&bytes[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    // Stopping at the limit is the writer failing on purpose: the error carries nothing.
+    let _ = serde_json::to_writer(Bounded { buf, limit }, value);
 }
 
 /// The legend rendered into the system content when the answer schema uses refs.

@@ -247,7 +247,7 @@ pub(crate) async fn turns<P: AnswerPhase>(
     cx: &JobContext,
 ) -> Result<P::Output> {
     let mut registry = core.registry.clone();
-    let turn_class = crate::job::interned_class(format!("{}.turn", core.class));
+    let turn_class: std::borrow::Cow<'static, str> = format!("{}.turn", core.class).into();
     let mut door = None;
     for _ in 0..core.limits.max_iterations {
         // Phase 1 (overridable), then phase 2 (the framework's own): reconcile, then sweep.

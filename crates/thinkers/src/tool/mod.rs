@@ -18,6 +18,9 @@
 mod provider;
 mod registry;
 
+#[cfg(test)]
+mod null_tests;
+
 pub(crate) use provider::decode_arguments;
 pub use provider::{ToolCallContext, ToolOutput, ToolProvider, TypedToolProvider, admit_call};
 pub use registry::ToolRegistry;

@@ -162,16 +162,23 @@ impl<T: Tool> TypedToolProvider<T> {
 }
 
 /// Decode tool arguments, refusing a misfit with an error that names the parameter by its path and
-/// the value the caller sent there.
-pub(crate) fn decode_arguments<I: serde::de::DeserializeOwned>(arguments: &Value) -> Result<I> {
+/// the value the caller sent there. A `null` for a property the input type's schema does not
+/// require means the property is absent (a model answering in OpenAI strict mode sends `null`
+/// for what it leaves out; see [`crate::schema::drop_optional_nulls`]).
+pub(crate) fn decode_arguments<I>(arguments: &Value) -> Result<I>
+where
+    I: serde::de::DeserializeOwned + schemars::JsonSchema + 'static,
+{
     // Absent arguments are the empty object (an empty map does not allocate).
     let empty;
-    let snapshot = if arguments.is_null() {
+    let arguments = if arguments.is_null() {
         empty = Value::Object(serde_json::Map::new());
         &empty
     } else {
         arguments
     };
+    let snapshot = crate::schema::nulls_as_absent(arguments, &crate::schema::of::<I>());
+    let snapshot: &Value = &snapshot;
     crate::schema::decode_tracked::<I>(snapshot).map_err(|e| {
         let inner = e.inner().to_string();
         let mut path = e.path().to_string();

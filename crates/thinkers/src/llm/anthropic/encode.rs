@@ -18,39 +18,94 @@
 
 use std::borrow::Cow;
 
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::{API_VERSION, MIN_THINKING_BUDGET};
 use crate::Result;
 use crate::conversation::{ContentBlock, MediaSource, Message, Role};
-use crate::llm::encoded::{BodyWriter, DecodePlan, EncodedRequest, Header, capacity_hint};
-use crate::llm::request::{ChatRequest, Reasoning, ToolChoice};
-use crate::llm::strict::{self, Adaptation};
+use crate::llm::encoded::{self, DecodePlan, EncodedRequest, Header, Part};
+use crate::llm::request::{ChatRequest, Reasoning, ToolChoice, ToolSpec};
+use crate::llm::strict::{self, Adaptation, Rendered};
 use crate::llm::target::WireTarget;
 use crate::llm::text_tools;
 
+/// The request body, fields in the order the Messages API documents them.
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<&'a RawValue>,
+    messages: &'a [Part],
+    #[serde(skip_serializing_if = "<[Part]>::is_empty")]
+    tools: &'a [Part],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<WireToolChoice<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Thinking>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<OutputConfig<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream: Option<bool>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireToolChoice<'a> {
+    None,
+    Auto,
+    Any,
+    Tool { name: &'a str },
+}
+
+#[derive(Serialize)]
+struct Thinking {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    budget_tokens: u32,
+}
+
+#[derive(Serialize)]
+struct OutputConfig<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    effort: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<&'a RawValue>,
+}
+
+#[derive(Serialize)]
+struct Format<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    schema: &'a Rendered,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: InputSchema<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum InputSchema<'a> {
+    Rendered(&'a Rendered),
+    /// For a tool whose schema is not an object (the provider requires one).
+    Empty(Value),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 enum Source<'a> {
     Base64 { media_type: &'a str, data: &'a str },
     Url { url: &'a str },
 }
 
-impl Source<'_> {
-    fn write(&self, w: &mut BodyWriter) {
-        match self {
-            Self::Base64 { media_type, data } => {
-                w.raw(r#"{"type":"base64","media_type":"#)
-                    .str(media_type)
-                    .raw(r#","data":"#)
-                    .str(data)
-                    .raw("}");
-            }
-            Self::Url { url } => {
-                w.raw(r#"{"type":"url","url":"#).str(url).raw("}");
-            }
-        }
-    }
-}
-
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 enum Block<'a> {
     Thinking {
         thinking: &'a str,
@@ -67,6 +122,7 @@ enum Block<'a> {
     },
     Document {
         source: Source<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
         title: Option<&'a str>,
     },
     ToolUse {
@@ -77,6 +133,7 @@ enum Block<'a> {
     ToolResult {
         tool_use_id: &'a str,
         content: &'a str,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
 }
@@ -89,79 +146,12 @@ impl Block<'_> {
             _ => 1,
         }
     }
-
-    fn write(&self, w: &mut BodyWriter) -> Result<()> {
-        match self {
-            Self::Thinking {
-                thinking,
-                signature,
-            } => {
-                w.raw(r#"{"type":"thinking","thinking":"#)
-                    .str(thinking)
-                    .raw(r#","signature":"#)
-                    .str(signature);
-            }
-            Self::RedactedThinking { data } => {
-                w.raw(r#"{"type":"redacted_thinking","data":"#).str(data);
-            }
-            Self::Text { text } => {
-                w.raw(r#"{"type":"text","text":"#).str(text);
-            }
-            Self::Image { source } => {
-                w.raw(r#"{"type":"image","source":"#);
-                source.write(w);
-            }
-            Self::Document { source, title } => {
-                w.raw(r#"{"type":"document","source":"#);
-                source.write(w);
-                if let Some(title) = title {
-                    w.raw(r#","title":"#).str(title);
-                }
-            }
-            Self::ToolUse { id, name, input } => {
-                w.raw(r#"{"type":"tool_use","id":"#)
-                    .str(id)
-                    .raw(r#","name":"#)
-                    .str(name)
-                    .raw(r#","input":"#)
-                    .json(&**input)?;
-            }
-            Self::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-            } => {
-                w.raw(r#"{"type":"tool_result","tool_use_id":"#)
-                    .str(tool_use_id)
-                    .raw(r#","content":"#)
-                    .str(content);
-                if *is_error {
-                    w.raw(r#","is_error":true"#);
-                }
-            }
-        }
-        w.raw("}");
-        Ok(())
-    }
 }
 
+#[derive(Serialize)]
 struct Turn<'a> {
     role: &'static str,
     content: Vec<Block<'a>>,
-}
-
-impl Turn<'_> {
-    fn write(&self, w: &mut BodyWriter) -> Result<()> {
-        w.raw(r#"{"role":"#).str(self.role).raw(r#","content":["#);
-        for (i, b) in self.content.iter().enumerate() {
-            if i > 0 {
-                w.raw(",");
-            }
-            b.write(w)?;
-        }
-        w.raw("]}");
-        Ok(())
-    }
 }
 
 /// Render the request for an Anthropic target.
@@ -176,7 +166,6 @@ pub(crate) fn encode(
     let schema_in_prompt = req.response.is_some() && tools_in_prompt;
 
     let (system, history) = text_tools::prompt_parts(req, text_tools, schema_in_prompt);
-    let capacity = capacity_hint(&system, &history, req);
     let history: &[Message] = &history;
 
     // With thinking on, the provider wants the latest assistant turn that called tools to open
@@ -189,99 +178,66 @@ pub(crate) fn encode(
         _ => None,
     };
 
-    let mut w = BodyWriter::new(capacity, history.len() + req.tools.len() + 2);
-    // The fields in the order the Messages API documents them; every field after `model` starts
-    // with its comma.
-    w.raw(r#"{"model":"#)
-        .str(&target.model)
-        .raw(r#","max_tokens":"#)
-        .num(u64::from(
-            req.max_output_tokens.saturating_add(budget.unwrap_or(0)),
-        ));
-    if !system.is_empty() {
-        w.raw(r#","system":"#);
-        let at = w.mark();
-        w.str(&system);
-        w.close_part(at);
-    }
-    w.raw(r#","messages":["#);
-    for (i, turn) in turns(history, target.thinking).iter().enumerate() {
-        if i > 0 {
-            w.raw(",");
-        }
-        let at = w.mark();
-        turn.write(&mut w)?;
-        w.close_part(at);
-    }
-    w.raw("]");
+    let system = if system.is_empty() {
+        None
+    } else {
+        Some(encoded::part(&*system)?)
+    };
+    let messages = turns(history, target.thinking)
+        .iter()
+        .map(encoded::part)
+        .collect::<Result<Vec<_>>>()?;
 
-    if !text_tools && offers_tools {
-        w.raw(r#","tools":["#);
-        for (i, t) in req.tools.iter().enumerate() {
-            if i > 0 {
-                w.raw(",");
-            }
-            let at = w.mark();
-            w.raw(r#"{"name":"#)
-                .str(&t.name)
-                .raw(r#","description":"#)
-                .str(&t.description)
-                .raw(r#","input_schema":"#);
-            if t.parameters.is_object() {
-                w.json(&*strict::rendered(&t.parameters, Adaptation::AsIs))?;
-            } else {
-                // Keys in the order a `serde_json::Value` object writes them (sorted).
-                w.raw(r#"{"properties":{},"type":"object"}"#);
-            }
-            w.raw("}");
-            w.close_part(at);
-        }
-        w.raw(r#"],"tool_choice":"#);
-        match (&req.tool_choice, budget.is_some()) {
-            (ToolChoice::None, _) => w.raw(r#"{"type":"none"}"#),
-            (ToolChoice::Auto, _) | (_, true) => w.raw(r#"{"type":"auto"}"#),
-            (ToolChoice::Required, false) => w.raw(r#"{"type":"any"}"#),
-            // Keys sorted, as a `serde_json::Value` object writes them.
-            (ToolChoice::Tool(name), false) => {
-                w.raw(r#"{"name":"#).str(name).raw(r#","type":"tool"}"#)
-            }
+    let (tools, tool_choice) = if !text_tools && offers_tools {
+        let tools = req.tools.iter().map(tool).collect::<Result<Vec<_>>>()?;
+        let choice = match (&req.tool_choice, budget.is_some()) {
+            (ToolChoice::None, _) => WireToolChoice::None,
+            (ToolChoice::Auto, _) | (_, true) => WireToolChoice::Auto,
+            (ToolChoice::Required, false) => WireToolChoice::Any,
+            (ToolChoice::Tool(name), false) => WireToolChoice::Tool { name },
         };
-    }
+        (tools, Some(choice))
+    } else {
+        (Vec::new(), None)
+    };
 
-    if let Some(budget_tokens) = budget {
-        w.raw(r#","thinking":{"type":"enabled","budget_tokens":"#)
-            .num(u64::from(budget_tokens))
-            .raw("}");
-    }
     let effort = match &req.reasoning {
         Reasoning::Effort(e) => Some(e.as_str()),
         _ => None,
     };
-    let format = req.response.as_ref().filter(|_| !schema_in_prompt);
-    if effort.is_some() || format.is_some() {
-        w.raw(r#","output_config":{"#);
-        if let Some(effort) = effort {
-            w.raw(r#""effort":"#).str(effort);
-        }
-        if let Some(r) = format {
-            w.raw(if effort.is_some() {
-                r#","format":"#
-            } else {
-                r#""format":"#
-            });
-            let at = w.mark();
-            w.raw(r#"{"type":"json_schema","schema":"#)
-                .json(&*strict::rendered(&r.schema, Adaptation::ClosedObjects))?
-                .raw("}");
-            w.close_part(at);
-        }
-        w.raw("}");
-    }
-    if stream {
-        w.raw(r#","stream":true"#);
-    }
-    w.raw("}");
-    let (body, segments) = w.finish();
+    let format = match req.response.as_ref().filter(|_| !schema_in_prompt) {
+        Some(r) => Some(encoded::part(&Format {
+            kind: "json_schema",
+            schema: &strict::rendered(&r.schema, Adaptation::ClosedObjects),
+        })?),
+        None => None,
+    };
+    let output_config = (effort.is_some() || format.is_some()).then_some(OutputConfig {
+        effort,
+        format: format.as_deref(),
+    });
+
+    let body = Body {
+        model: &target.model,
+        max_tokens: req.max_output_tokens.saturating_add(budget.unwrap_or(0)),
+        system: system.as_deref(),
+        messages: &messages,
+        tools: &tools,
+        tool_choice,
+        thinking: budget.map(|budget_tokens| Thinking {
+            kind: "enabled",
+            budget_tokens,
+        }),
+        output_config,
+        stream: stream.then_some(true),
+    };
+    let parts = system
+        .iter()
+        .chain(&messages)
+        .chain(&tools)
+        .chain(&format)
+        .map(|p| &**p);
+    let (body, segments) = encoded::finish(&body, parts)?;
 
     let mut headers = Vec::with_capacity(3);
     headers.push(Header::plain("content-type", "application/json"));
@@ -290,7 +246,7 @@ pub(crate) fn encode(
         headers.push(Header::secret("x-api-key", key.expose_secret().to_owned()));
     }
     Ok(EncodedRequest {
-        url: [target.base(), "/v1/messages"].concat(),
+        url: format!("{}/v1/messages", target.base()),
         headers,
         body,
         segments,
@@ -300,6 +256,21 @@ pub(crate) fn encode(
             next_call_number: req.tool_calls_so_far() + 1,
             stream,
         },
+    })
+}
+
+fn tool(t: &ToolSpec) -> Result<Part> {
+    let rendered;
+    let input_schema = if t.parameters.is_object() {
+        rendered = strict::rendered(&t.parameters, Adaptation::AsIs);
+        InputSchema::Rendered(&rendered)
+    } else {
+        InputSchema::Empty(json!({"type": "object", "properties": {}}))
+    };
+    encoded::part(&WireTool {
+        name: &t.name,
+        description: &t.description,
+        input_schema,
     })
 }
 

@@ -4,20 +4,207 @@
 //! answers (schemas adapted once, by `llm::strict`). An OpenAI-compatible server gets the
 //! conservative profile: `max_tokens`, no `strict`, `tool_choice` only as a string (a named choice
 //! is expressed as `required` with only that tool offered, since llama.cpp rejects the object form)
-//! and the answer schema in the system prompt (local servers' `json_schema` support varies).
-//! Thinking blocks are never sent: OpenAI keeps reasoning on its side.
+//! and the answer schema the way the provider's `structured_output` setting says (see
+//! [`StructuredOutput`]). Thinking blocks are never sent: OpenAI keeps reasoning on its side.
+//!
+//! An assistant turn that calls tools always carries `content`: `null` for OpenAI (documented),
+//! `""` for compatible servers (llama.cpp-family chat templates fail without the key, and
+//! llama-cpp-python's server refuses `null`).
 
 use std::borrow::Cow;
 
+use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::conversation::{ContentBlock, MediaSource, Message, Role};
-use crate::llm::encoded::{BodyWriter, DecodePlan, EncodedRequest, Header, capacity_hint};
-use crate::llm::request::{ChatRequest, Reasoning, ToolChoice};
-use crate::llm::strict::{self, Adaptation};
-use crate::llm::target::{Dialect, WireTarget};
+use crate::llm::encoded::{self, DecodePlan, EncodedRequest, Header, Part};
+use crate::llm::request::{ChatRequest, Reasoning, ToolChoice, ToolSpec};
+use crate::llm::strict::{self, Adaptation, Rendered};
+use crate::llm::target::{Dialect, StructuredOutput, WireTarget};
 use crate::llm::text_tools;
 use crate::{Error, Result};
+
+/// The request body, fields in the order the wire format's documentation lists them.
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: &'a [Part],
+    #[serde(skip_serializing_if = "<[Part]>::is_empty")]
+    tools: &'a [Part],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<WireToolChoice<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logprobs: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_logprobs: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: UserContent<'a>,
+    },
+    Assistant {
+        /// Always written (see the module docs); `None` is `null`.
+        content: Option<Cow<'a, str>>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireToolCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: Cow<'a, str>,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum UserContent<'a> {
+    Text(&'a str),
+    Parts(Vec<UserPart<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum UserPart<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: ImageUrl<'a> },
+    File { file: FileData<'a> },
+}
+
+#[derive(Serialize)]
+struct ImageUrl<'a> {
+    url: Cow<'a, str>,
+}
+
+#[derive(Serialize)]
+struct FileData<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filename: Option<&'a str>,
+    file_data: Cow<'a, str>,
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionCall<'a> {
+    name: &'a str,
+    /// The arguments as JSON text, as the wire format carries them.
+    arguments: Cow<'a, str>,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionDef<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionDef<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Rendered,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strict: Option<bool>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireToolChoice<'a> {
+    Mode(&'static str),
+    Named {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        function: Named<'a>,
+    },
+}
+
+#[derive(Serialize)]
+struct Named<'a> {
+    name: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ResponseFormat<'a> {
+    JsonSchema {
+        json_schema: JsonSchemaFormat<'a>,
+    },
+    /// llama-cpp-python's form: JSON mode constrained to the attached schema.
+    JsonObject {
+        schema: &'a Rendered,
+    },
+}
+
+#[derive(Serialize)]
+struct JsonSchemaFormat<'a> {
+    name: &'a str,
+    schema: &'a Rendered,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strict: Option<bool>,
+}
+
+/// Where a requested answer schema goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AnswerFormat {
+    /// No schema was asked for.
+    None,
+    /// In the system prompt.
+    Prompt,
+    /// As `response_format` in the given form.
+    Native(StructuredOutput),
+}
+
+/// Where the answer schema of `req` goes on `target`. A compatible server that could call a tool
+/// in its answer gets the schema in the prompt: decoding constrained to the schema could not
+/// produce a tool call. On OpenAI proper only the text tool protocol needs the prompt (a native
+/// schema would forbid its tool-call object).
+fn answer_format(target: &WireTarget, req: &ChatRequest, tools_in_prompt: bool) -> AnswerFormat {
+    if req.response.is_none() {
+        return AnswerFormat::None;
+    }
+    if target.dialect != Dialect::OpenAiCompatible {
+        return if tools_in_prompt {
+            AnswerFormat::Prompt
+        } else {
+            AnswerFormat::Native(StructuredOutput::JsonSchema)
+        };
+    }
+    let may_call_tools = !req.tools.is_empty() && req.tool_choice != ToolChoice::None;
+    match target.structured_output {
+        StructuredOutput::Prompt => AnswerFormat::Prompt,
+        _ if may_call_tools => AnswerFormat::Prompt,
+        native => AnswerFormat::Native(native),
+    }
+}
 
 /// Render the request for an OpenAI or OpenAI-compatible target.
 pub(crate) fn encode(
@@ -29,85 +216,89 @@ pub(crate) fn encode(
     let text_tools = !target.native_tools;
     let offers_tools = !req.tools.is_empty();
     let tools_in_prompt = text_tools && offers_tools && req.tool_choice != ToolChoice::None;
-    // A native answer schema would forbid the tool-call object of the text protocol.
-    let schema_in_prompt = req.response.is_some() && (compat || tools_in_prompt);
+    let format = answer_format(target, req, tools_in_prompt);
 
-    let (system, history) = text_tools::prompt_parts(req, text_tools, schema_in_prompt);
-    let capacity = capacity_hint(&system, &history, req);
-    let history: &[Message] = &history;
+    let (system, history) =
+        text_tools::prompt_parts(req, text_tools, format == AnswerFormat::Prompt);
 
-    let mut w = BodyWriter::new(capacity, history.len() + req.tools.len() + 2);
-    // The fields in the order the wire format's documentation lists them; every field after
-    // `model` starts with its comma.
-    w.raw(r#"{"model":"#)
-        .str(&target.model)
-        .raw(r#","messages":["#);
-    let mut first = true;
+    let mut messages = Vec::with_capacity(history.len() + 1);
     if !system.is_empty() {
-        first = false;
-        let at = w.mark();
-        w.raw(r#"{"role":"system","content":"#)
-            .str(&system)
-            .raw("}");
-        w.close_part(at);
+        messages.push(encoded::part(&WireMessage::System { content: &system })?);
     }
-    for m in history {
-        write_message(&mut w, m, &mut first)?;
-    }
-    w.raw("]");
-
-    if !text_tools && offers_tools {
-        write_tools(&mut w, req, compat)?;
+    for m in history.iter() {
+        push_messages(&mut messages, m, compat)?;
     }
 
-    if let Some(r) = &req.response
-        && !schema_in_prompt
-    {
-        w.raw(r#","response_format":"#);
-        let at = w.mark();
-        w.raw(r#"{"type":"json_schema","json_schema":{"name":"#)
-            .str(&r.name)
-            .raw(r#","schema":"#)
-            .json(&*strict::rendered(&r.schema, Adaptation::OpenAiStrict))?
-            .raw(r#","strict":true}}"#);
-        w.close_part(at);
-    }
+    let (tools, tool_choice) = if !text_tools && offers_tools {
+        tools(req, compat)?
+    } else {
+        (Vec::new(), None)
+    };
+
+    let response_format = match (&req.response, format) {
+        (Some(r), AnswerFormat::Native(kind)) => {
+            // OpenAI proper gets the strict form; a compatible server the schema as it is.
+            let adaptation = if compat {
+                Adaptation::AsIs
+            } else {
+                Adaptation::OpenAiStrict
+            };
+            let schema = strict::rendered(&r.schema, adaptation);
+            let wire = match kind {
+                StructuredOutput::JsonObject => ResponseFormat::JsonObject { schema: &schema },
+                StructuredOutput::JsonSchema | StructuredOutput::Prompt => {
+                    ResponseFormat::JsonSchema {
+                        json_schema: JsonSchemaFormat {
+                            name: &r.name,
+                            schema: &schema,
+                            strict: (!compat).then_some(true),
+                        },
+                    }
+                }
+            };
+            Some(encoded::part(&wire)?)
+        }
+        _ => None,
+    };
 
     let reasoning_effort = match &req.reasoning {
         Reasoning::Effort(e) => Some(e.as_str()),
         Reasoning::Tokens(n) if *n > 0 && target.thinking => Some(super::effort_for_tokens(*n)),
         _ => None,
     };
-    if let Some(effort) = reasoning_effort {
-        w.raw(r#","reasoning_effort":"#).str(effort);
-    }
-    w.raw(if compat {
-        r#","max_tokens":"#
-    } else {
-        r#","max_completion_tokens":"#
-    })
-    .num(u64::from(req.max_output_tokens));
-    if let Some(n) = req.logprobs {
-        w.raw(r#","logprobs":true,"top_logprobs":"#)
-            .num(u64::from(n.min(20)));
-    }
-    if stream {
-        w.raw(r#","stream":true,"stream_options":{"include_usage":true}"#);
-    }
-    w.raw("}");
-    let (body, segments) = w.finish();
+    let body = Body {
+        model: &target.model,
+        messages: &messages,
+        tools: &tools,
+        tool_choice,
+        response_format: response_format.as_deref(),
+        reasoning_effort,
+        max_tokens: compat.then_some(req.max_output_tokens),
+        max_completion_tokens: (!compat).then_some(req.max_output_tokens),
+        logprobs: req.logprobs.map(|_| true),
+        top_logprobs: req.logprobs.map(|n| n.min(20)),
+        stream: stream.then_some(true),
+        stream_options: stream.then_some(StreamOptions {
+            include_usage: true,
+        }),
+    };
+    let parts = messages
+        .iter()
+        .chain(&tools)
+        .chain(&response_format)
+        .map(|p| &**p);
+    let (body, segments) = encoded::finish(&body, parts)?;
 
     let mut headers = Vec::with_capacity(2);
     headers.push(Header::plain("content-type", "application/json"));
     if let Some(key) = &target.api_key {
         headers.push(Header::secret(
             "authorization",
-            // Joined with one allocation of the exact length: this runs for every request.
-            ["Bearer ", key.expose_secret()].concat(),
+            format!("Bearer {}", key.expose_secret()),
         ));
     }
     Ok(EncodedRequest {
-        url: [target.base(), "/chat/completions"].concat(),
+        url: format!("{}/chat/completions", target.base()),
         headers,
         body,
         segments,
@@ -120,152 +311,125 @@ pub(crate) fn encode(
     })
 }
 
-/// The `tools` and `tool_choice` fields.
-fn write_tools(w: &mut BodyWriter, req: &ChatRequest, compat: bool) -> Result<()> {
-    // Every tool, or only the one a compatible server is told to call (see below).
+/// The `tools` (each a stable part) and `tool_choice` fields.
+fn tools<'a>(
+    req: &'a ChatRequest,
+    compat: bool,
+) -> Result<(Vec<Part>, Option<WireToolChoice<'a>>)> {
+    // Every tool, or only the one a compatible server is told to call.
     let mut only = None;
-    let mut named = None;
     let choice = match (&req.tool_choice, compat) {
-        (ToolChoice::Auto, _) => r#""auto""#,
-        (ToolChoice::None, _) => r#""none""#,
-        (ToolChoice::Required, _) => r#""required""#,
-        (ToolChoice::Tool(name), false) => {
-            named = Some(name);
-            ""
-        }
+        (ToolChoice::Auto, _) => WireToolChoice::Mode("auto"),
+        (ToolChoice::None, _) => WireToolChoice::Mode("none"),
+        (ToolChoice::Required, _) => WireToolChoice::Mode("required"),
+        (ToolChoice::Tool(name), false) => WireToolChoice::Named {
+            kind: "function",
+            function: Named { name },
+        },
         (ToolChoice::Tool(name), true) => {
             // Offer only the named tool, unless it is not among the tools at all (then the
             // choice cannot narrow anything and every tool stays).
             if req.tools.iter().any(|t| &t.name == name) {
                 only = Some(name);
             }
-            r#""required""#
+            WireToolChoice::Mode("required")
         }
     };
-    w.raw(r#","tools":["#);
     let adaptation = if compat {
         Adaptation::AsIs
     } else {
         Adaptation::OpenAiStrict
     };
-    let offered = req
+    let tools = req
         .tools
         .iter()
-        .filter(|t| only.is_none_or(|name| &t.name == name));
-    for (i, t) in offered.enumerate() {
-        if i > 0 {
-            w.raw(",");
-        }
-        let at = w.mark();
-        w.raw(r#"{"type":"function","function":{"name":"#)
-            .str(&t.name)
-            .raw(r#","description":"#)
-            .str(&t.description)
-            .raw(r#","parameters":"#)
-            .json(&*strict::rendered(&t.parameters, adaptation))?
-            .raw(if compat { "}}" } else { r#","strict":true}}"# });
-        w.close_part(at);
-    }
-    w.raw(r#"],"tool_choice":"#);
-    match named {
-        // Keys in the order a `serde_json::Value` object writes them (sorted).
-        Some(name) => {
-            w.raw(r#"{"function":{"name":"#)
-                .str(name)
-                .raw(r#"},"type":"function"}"#);
-        }
-        None => {
-            w.raw(choice);
-        }
-    }
-    Ok(())
+        .filter(|t| only.is_none_or(|name| &t.name == name))
+        .map(|t| tool(t, adaptation, compat))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((tools, Some(choice)))
 }
 
-fn data_url(media_type: &str, source: &MediaSource) -> String {
+fn tool(t: &ToolSpec, adaptation: Adaptation, compat: bool) -> Result<Part> {
+    encoded::part(&WireTool {
+        kind: "function",
+        function: FunctionDef {
+            name: &t.name,
+            description: &t.description,
+            parameters: &strict::rendered(&t.parameters, adaptation),
+            strict: (!compat).then_some(true),
+        },
+    })
+}
+
+fn data_url<'a>(media_type: &str, source: &'a MediaSource) -> Cow<'a, str> {
     match source {
-        MediaSource::Url(u) => u.clone(),
-        MediaSource::Base64(b) => format!("data:{media_type};base64,{b}"),
+        MediaSource::Url(u) => Cow::Borrowed(u),
+        MediaSource::Base64(b) => Cow::Owned(format!("data:{media_type};base64,{b}")),
     }
 }
 
-/// Write one message as the OpenAI messages it becomes, each a stable part of the body.
-fn write_message(w: &mut BodyWriter, m: &Message, first: &mut bool) -> Result<()> {
-    let mut open = |w: &mut BodyWriter| {
-        if !std::mem::take(first) {
-            w.raw(",");
-        }
-        w.mark()
-    };
+/// A tool call's arguments as the JSON text the wire format carries.
+fn arguments_text(arguments: &Value) -> Result<Cow<'_, str>> {
+    Ok(match arguments {
+        // Arguments that did not parse are sent back exactly as the model wrote them.
+        Value::String(raw) => Cow::Borrowed(raw),
+        Value::Null => Cow::Borrowed("{}"),
+        other => Cow::Owned(serde_json::to_string(other).map_err(|e| {
+            Error::system(
+                "llm request encoding",
+                "tool-call arguments did not serialize",
+            )
+            .with_source(e)
+        })?),
+    })
+}
+
+/// Push the OpenAI messages one message becomes, each a stable part of the body.
+fn push_messages(out: &mut Vec<Part>, m: &Message, compat: bool) -> Result<()> {
     match m.role {
         Role::Assistant => {
             let mut text: Option<Cow<'_, str>> = None;
-            let mut calls = 0usize;
+            let mut tool_calls = Vec::new();
             for b in &m.content {
                 match b {
                     ContentBlock::Text { text: t } => match &mut text {
                         None => text = Some(Cow::Borrowed(t)),
                         Some(all) => all.to_mut().push_str(t),
                     },
-                    ContentBlock::ToolCall { .. } => calls += 1,
+                    ContentBlock::ToolCall {
+                        id,
+                        name,
+                        arguments,
+                    } => tool_calls.push(WireToolCall {
+                        id,
+                        kind: "function",
+                        function: FunctionCall {
+                            name,
+                            arguments: arguments_text(arguments)?,
+                        },
+                    }),
                     // Reasoning stays on the provider's side; media cannot be an assistant turn.
                     _ => {}
                 }
             }
             let text = text.filter(|t| !t.is_empty());
-            if text.is_none() && calls == 0 {
+            if text.is_none() && tool_calls.is_empty() {
                 return Ok(());
             }
-            let at = open(w);
-            w.raw(r#"{"role":"assistant""#);
-            if let Some(text) = &text {
-                w.raw(r#","content":"#).str(text);
-            }
-            if calls > 0 {
-                w.raw(r#","tool_calls":["#);
-                let mut i = 0;
-                for b in &m.content {
-                    if let ContentBlock::ToolCall {
-                        id,
-                        name,
-                        arguments,
-                    } = b
-                    {
-                        if i > 0 {
-                            w.raw(",");
-                        }
-                        i += 1;
-                        w.raw(r#"{"id":"#)
-                            .str(id)
-                            .raw(r#","type":"function","function":{"name":"#)
-                            .str(name)
-                            .raw(r#","arguments":"#);
-                        match arguments {
-                            // Arguments that did not parse are sent back exactly as the model
-                            // wrote them.
-                            Value::String(raw) => w.str(raw),
-                            Value::Null => w.str("{}"),
-                            other => w.json_text(other)?,
-                        };
-                        w.raw("}}");
-                    }
-                }
-                w.raw("]");
-            }
-            w.raw("}");
-            w.close_part(at);
+            let content = match text {
+                Some(text) => Some(text),
+                None if compat => Some(Cow::Borrowed("")),
+                None => None,
+            };
+            out.push(encoded::part(&WireMessage::Assistant {
+                content,
+                tool_calls,
+            })?);
         }
         Role::User => {
-            // The common case, one text, needs no list of parts.
-            if let [ContentBlock::Text { text }] = m.content.as_slice() {
-                let at = open(w);
-                w.raw(r#"{"role":"user","content":"#).str(text).raw("}");
-                w.close_part(at);
-                return Ok(());
-            }
             // Tool results answer the previous assistant turn, so they come first, one message
             // each; whatever else the turn holds follows as one user message.
-            let mut parts = 0usize;
-            let mut only_text = None;
+            let mut parts = Vec::new();
             for b in &m.content {
                 match b {
                     ContentBlock::ToolResult {
@@ -274,25 +438,33 @@ fn write_message(w: &mut BodyWriter, m: &Message, first: &mut bool) -> Result<()
                         is_error,
                         ..
                     } => {
-                        let at = open(w);
-                        w.raw(r#"{"role":"tool","tool_call_id":"#)
-                            .str(call_id)
-                            .raw(r#","content":"#);
-                        if *is_error {
-                            w.str(&format!("ERROR: {content}"));
+                        let content = if *is_error {
+                            Cow::Owned(format!("ERROR: {content}"))
                         } else {
-                            w.str(content);
-                        }
-                        w.raw("}");
-                        w.close_part(at);
+                            Cow::Borrowed(content.as_str())
+                        };
+                        out.push(encoded::part(&WireMessage::Tool {
+                            tool_call_id: call_id,
+                            content,
+                        })?);
                     }
-                    ContentBlock::Text { text } => {
-                        parts += 1;
-                        only_text = Some(text.as_str());
-                    }
-                    ContentBlock::Image { .. } => parts += 1,
-                    ContentBlock::File { source, .. } => match source {
-                        MediaSource::Base64(_) => parts += 1,
+                    ContentBlock::Text { text } => parts.push(UserPart::Text { text }),
+                    ContentBlock::Image { media_type, source } => parts.push(UserPart::ImageUrl {
+                        image_url: ImageUrl {
+                            url: data_url(media_type, source),
+                        },
+                    }),
+                    ContentBlock::File {
+                        media_type,
+                        name,
+                        source,
+                    } => match source {
+                        MediaSource::Base64(_) => parts.push(UserPart::File {
+                            file: FileData {
+                                filename: name.as_deref(),
+                                file_data: data_url(media_type, source),
+                            },
+                        }),
                         MediaSource::Url(_) => {
                             return Err(Error::invalid_input(
                                 "messages",
@@ -306,67 +478,17 @@ fn write_message(w: &mut BodyWriter, m: &Message, first: &mut bool) -> Result<()
                     | ContentBlock::RedactedThinking { .. } => {}
                 }
             }
-            if parts == 0 {
+            if parts.is_empty() {
                 return Ok(());
             }
-            let at = open(w);
-            w.raw(r#"{"role":"user","content":"#);
-            match only_text.filter(|_| parts == 1) {
-                Some(text) => {
-                    w.str(text);
-                }
-                None => write_parts(w, &m.content),
-            }
-            w.raw("}");
-            w.close_part(at);
+            // The common case, one text, needs no list of parts.
+            let content = if let [UserPart::Text { text }] = parts[..] {
+                UserContent::Text(text)
+            } else {
+                UserContent::Parts(parts)
+            };
+            out.push(encoded::part(&WireMessage::User { content })?);
         }
     }
     Ok(())
-}
-
-/// A user message's text and media, as a list of parts (files carried as URLs were refused
-/// before).
-fn write_parts(w: &mut BodyWriter, content: &[ContentBlock]) {
-    w.raw("[");
-    let parts = content.iter().filter(|b| {
-        matches!(
-            b,
-            ContentBlock::Text { .. }
-                | ContentBlock::Image { .. }
-                | ContentBlock::File {
-                    source: MediaSource::Base64(_),
-                    ..
-                }
-        )
-    });
-    for (i, b) in parts.enumerate() {
-        if i > 0 {
-            w.raw(",");
-        }
-        match b {
-            ContentBlock::Text { text } => {
-                w.raw(r#"{"type":"text","text":"#).str(text).raw("}");
-            }
-            ContentBlock::Image { media_type, source } => {
-                w.raw(r#"{"type":"image_url","image_url":{"url":"#)
-                    .str(&data_url(media_type, source))
-                    .raw("}}");
-            }
-            ContentBlock::File {
-                media_type,
-                name,
-                source,
-            } => {
-                w.raw(r#"{"type":"file","file":{"#);
-                if let Some(name) = name {
-                    w.raw(r#""filename":"#).str(name).raw(",");
-                }
-                w.raw(r#""file_data":"#)
-                    .str(&data_url(media_type, source))
-                    .raw("}}");
-            }
-            _ => {}
-        }
-    }
-    w.raw("]");
 }

@@ -127,6 +127,19 @@ pub(crate) fn tool_round() -> ChatRequest {
     r
 }
 
+/// [`tool_round`] whose assistant turn is only tool calls, with no text.
+pub(crate) fn silent_tool_round() -> ChatRequest {
+    let mut r = tool_round();
+    let messages = std::sync::Arc::make_mut(&mut r.messages);
+    for m in messages.iter_mut() {
+        if m.role == crate::conversation::Role::Assistant {
+            m.content
+                .retain(|b| matches!(b, ContentBlock::ToolCall { .. }));
+        }
+    }
+    r
+}
+
 pub(crate) fn structured() -> ChatRequest {
     let mut r = plain();
     r.response = Some(ResponseSchema {

@@ -1,9 +1,11 @@
 //! Tests across the dialects: shared fixtures, request validation against the OpenAI
-//! specification, and the client against throwaway local HTTP servers.
+//! specification, what OpenAI-compatible servers are sent, and the client against throwaway
+//! local HTTP servers.
 
 pub(crate) mod fixtures;
 
 mod client;
+mod compat;
 mod sizes;
 mod spec;
 mod transport;

@@ -103,6 +103,24 @@ fn openai_bodies_validate_against_the_specification() -> anyhow::Result<()> {
         ("media", Dialect::OpenAi, true, fixtures::media()),
         ("text tools", Dialect::OpenAi, false, text_tools),
         (
+            "tool calls without text",
+            Dialect::OpenAi,
+            true,
+            fixtures::silent_tool_round(),
+        ),
+        (
+            "compatible tool calls without text",
+            Dialect::OpenAiCompatible,
+            true,
+            fixtures::silent_tool_round(),
+        ),
+        (
+            "compatible structured",
+            Dialect::OpenAiCompatible,
+            true,
+            fixtures::structured(),
+        ),
+        (
             "compatible",
             Dialect::OpenAiCompatible,
             true,

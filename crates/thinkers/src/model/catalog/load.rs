@@ -9,7 +9,7 @@ use toml::{Spanned, Value};
 use super::entry::{Entry, Pricing, Reasoning};
 use super::error::{CatalogError, Location, Problem};
 use super::fields::{Fields, RawTable, Source};
-use super::provider::{Dialect, Provider, SIM_PLACEHOLDER};
+use super::provider::{Dialect, Provider, SIM_PLACEHOLDER, StructuredOutput};
 use crate::job::Seat;
 use crate::model::{Depth, Grade, OutputSize};
 
@@ -106,12 +106,24 @@ fn read_provider(
             format!("a provider of dialect `{dialect}` needs the name of its API-key variable"),
         ));
     }
+    let structured_output = match f.string("structured_output")? {
+        None => StructuredOutput::default(),
+        Some(mode) => mode.parse().map_err(|e: crate::model::ParseNameError| {
+            f.error(
+                "structured_output",
+                f.value_of("structured_output"),
+                Problem::BadValue,
+                e.to_string(),
+            )
+        })?,
+    };
     f.finish()?;
     Ok(Provider {
         name: name.to_owned(),
         dialect,
         base_url: base_url.to_owned(),
         api_key_env,
+        structured_output,
     })
 }
 

@@ -25,7 +25,9 @@ use std::path::Path;
 
 pub use entry::{Entry, Pricing, Reasoning};
 pub use error::{CatalogError, InvalidValue, Location, Problem};
-pub use provider::{Dialect, Provider, SIM_DEFAULT_KEY, SIM_KEY_ENV, SIM_PLACEHOLDER};
+pub use provider::{
+    Dialect, Provider, SIM_DEFAULT_KEY, SIM_KEY_ENV, SIM_PLACEHOLDER, StructuredOutput,
+};
 
 use crate::Result;
 use crate::error::Error;

@@ -71,6 +71,53 @@ impl FromStr for Dialect {
     }
 }
 
+/// How a provider is asked for an answer of a given JSON Schema (`structured_output` in
+/// catalogs). Only OpenAI-compatible servers read it: OpenAI always gets strict `json_schema`
+/// answers and Anthropic its `output_config.format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StructuredOutput {
+    /// `response_format: {type: json_schema, json_schema: {name, schema}}`, which vLLM, Ollama,
+    /// LM Studio, SGLang and llama.cpp's server constrain decoding to (`json_schema`).
+    #[default]
+    JsonSchema,
+    /// `response_format: {type: json_object, schema}`, the form llama-cpp-python's server
+    /// constrains decoding to (`json_object`).
+    JsonObject,
+    /// The schema in the system prompt, for servers without constrained decoding (`prompt`).
+    Prompt,
+}
+
+const STRUCTURED_OUTPUT_NAMES: &[&str] = &["json_schema", "json_object", "prompt"];
+
+impl StructuredOutput {
+    /// The name used in catalogs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::JsonSchema => "json_schema",
+            Self::JsonObject => "json_object",
+            Self::Prompt => "prompt",
+        }
+    }
+}
+
+impl fmt::Display for StructuredOutput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for StructuredOutput {
+    type Err = ParseNameError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [Self::JsonSchema, Self::JsonObject, Self::Prompt]
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| ParseNameError::new("structured output", s, STRUCTURED_OUTPUT_NAMES))
+    }
+}
+
 /// How to reach one provider's API.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Provider {
@@ -83,6 +130,8 @@ pub struct Provider {
     pub base_url: String,
     /// The environment variable holding the API key, if the provider needs one.
     pub api_key_env: Option<String>,
+    /// How structured answers are asked for (read only for `openai-compatible`).
+    pub structured_output: StructuredOutput,
 }
 
 impl Provider {
@@ -142,6 +191,7 @@ mod tests {
             dialect: Dialect::OpenAi,
             base_url: "{sim}/v1".into(),
             api_key_env: env.map(str::to_owned),
+            structured_output: StructuredOutput::default(),
         }
     }
 

@@ -100,7 +100,7 @@ pub(crate) async fn exchange<C: Contract>(
             .take(
                 TurnRequest {
                     turn: step,
-                    class: crate::job::interned_class(format!("{}.call", core.class)),
+                    class: std::borrow::Cow::Owned(format!("{}.call", core.class)),
                     request,
                     grade: declaration.grade(),
                     pin: native.clone().or_else(|| core.pin.clone()),

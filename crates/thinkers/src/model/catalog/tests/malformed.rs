@@ -310,3 +310,44 @@ fn errors_carry_the_line_of_the_field() {
     );
     assert!(err.to_string().contains(&format!("(line {line})")), "{err}");
 }
+
+#[test]
+fn rejects_an_unknown_structured_output_mode() {
+    let err = broken(
+        "dialect = \"openai-compatible\"",
+        "dialect = \"openai-compatible\"\nstructured_output = \"grammar\"",
+    );
+    assert_invalid(
+        &err,
+        Problem::BadValue,
+        &[
+            "provider `local`",
+            "field `structured_output`",
+            "\"grammar\"",
+            "json_schema",
+            "json_object",
+            "prompt",
+        ],
+    );
+}
+
+#[test]
+fn reads_the_structured_output_mode_with_json_schema_by_default() {
+    let with = |mode: &str| {
+        let text = VALID.replacen(
+            "dialect = \"openai-compatible\"",
+            &format!("dialect = \"openai-compatible\"\nstructured_output = \"{mode}\""),
+            1,
+        );
+        let catalog = Catalog::from_toml_str(&text, "modes.toml").unwrap();
+        catalog.provider("local").unwrap().structured_output
+    };
+    assert_eq!(with("json_object"), StructuredOutput::JsonObject);
+    assert_eq!(with("prompt"), StructuredOutput::Prompt);
+    assert_eq!(with("json_schema"), StructuredOutput::JsonSchema);
+    let default = Catalog::from_toml_str(VALID, "valid.toml").unwrap();
+    assert_eq!(
+        default.provider("local").unwrap().structured_output,
+        StructuredOutput::JsonSchema
+    );
+}
