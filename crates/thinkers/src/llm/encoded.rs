@@ -64,13 +64,6 @@ impl Header {
         &self.value
     }
 
-    /// The value when it is a constant (`application/json`, an API version), not a key.
-    pub(crate) fn static_value(&self) -> Option<&'static str> {
-        match self.value {
-            Cow::Borrowed(v) => Some(v),
-            Cow::Owned(_) => None,
-        }
-    }
 }
 
 impl fmt::Debug for Header {
