@@ -13,8 +13,8 @@
 //!
 //! ## The cheap path
 //!
-//! A full recount of a 1.3 KB body costs tens of microseconds, and a conversation's body is
-//! re-rendered on every turn with nearly everything unchanged. [`TokenCounter::count_encoded`]
+//! A conversation's body is re-rendered on every turn with nearly everything unchanged, and
+//! tokenizing grows with the whole conversation. [`TokenCounter::count_encoded`]
 //! therefore counts an encoded request piece by piece: the encoder records the byte range of each
 //! stable part (system content, each message, each tool schema, the answer schema), and each
 //! part's count is cached under a hash of its bytes. On the next turn only the new messages (and
