@@ -78,7 +78,10 @@ pub mod tokens;
 
 pub use config::{Profile, SimConfig, SimConfigBuilder, SimModel};
 pub use error::{Result, SimError};
-pub use fault::{FAULT_HEADER, FaultKind, FaultRates, FaultRule, UnknownFaultKind};
+pub use fault::{
+    FAULT_HEADER, FaultHeaderError, FaultKind, FaultParams, FaultRates, FaultRule,
+    UnknownFaultKind, parse_fault_header,
+};
 pub use script::{MatchOn, Script, ScriptAnswer, ScriptRule, ScriptToolCall};
 pub use server::{Sim, serve, serve_with_shutdown};
 pub use stats::{LoggedRequest, ModelStats, StatsSnapshot};

@@ -354,12 +354,25 @@ impl Planner<'_> {
                 };
                 (Body::ToolCalls(vec![call]), Finish::ToolUse)
             }
-            // Transport faults never reach the planner.
+            // Transport and exchange faults never reach the planner.
             FaultKind::Http500
             | FaultKind::Overloaded529
             | FaultKind::RateLimit429
             | FaultKind::Hang
-            | FaultKind::StreamError => (body, finish),
+            | FaultKind::StreamError
+            | FaultKind::EchoKey
+            | FaultKind::StreamErrorEchoKey
+            | FaultKind::Error200
+            | FaultKind::RedirectKey
+            | FaultKind::RetryAfter
+            | FaultKind::StallMidStream
+            | FaultKind::StallBeforeContent
+            | FaultKind::SlowFirstEvent
+            | FaultKind::EmptyStream
+            | FaultKind::TruncatedStream
+            | FaultKind::HtmlBody
+            | FaultKind::CutJson
+            | FaultKind::EmptyAnswer => (body, finish),
         }
     }
 

@@ -135,6 +135,10 @@ pub struct LoggedRequest {
     pub input_tokens: u64,
     /// When the request arrived (RFC 3339, UTC).
     pub timestamp: String,
+    /// The request's headers as received (names lower-case, values lossy UTF-8), the
+    /// authentication headers included.
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
     /// The request body as received, parsed.
     pub body: Value,
     /// The request body's exact bytes as received (lossy UTF-8), for comparisons a re-serialised

@@ -3,6 +3,7 @@
 //! - `anthropic`: Messages answers, tools, thinking and signatures, streaming, checks;
 //! - `modes`: text-tool mode, scripted mode, determinism;
 //! - `faults`: every fault kind and every way to trigger one;
+//! - `exchange_faults`: the faults of the exchange itself (key echoes, waits, stalls, bodies);
 //! - `limits`: TPM/RPM 429s and rate-limit headers, latency;
 //! - `admin`: stats, reset, request log, model list, catalog configuration, `serve`.
 
@@ -10,6 +11,7 @@
 
 mod admin;
 mod anthropic;
+mod exchange_faults;
 mod faults;
 mod limits;
 mod modes;

@@ -2,6 +2,7 @@
 //! the sim as a program.
 
 mod admin;
+mod faulty;
 mod pipeline;
 mod state;
 

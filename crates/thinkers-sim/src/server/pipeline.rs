@@ -14,10 +14,11 @@ use rand::rngs::StdRng;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::faulty::{self, FaultCtx, Rendered};
 use super::state::{ModelSlot, Shared, lock};
 use crate::api_error::ApiError;
 use crate::exchange::{AnswerFormat, Dialect, Exchange};
-use crate::fault::{FAULT_HEADER, FaultKind};
+use crate::fault::{FAULT_HEADER, FaultKind, FaultParams, parse_fault_header};
 use crate::limits::RateState;
 use crate::plan::{self, PlanContext};
 use crate::seeding::ordinal_rng;
@@ -49,6 +50,13 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
         .filter(|t| !t.is_empty())
+}
+
+/// The API key a request carried: `x-api-key`, else `authorization: Bearer …`.
+fn api_key(headers: &HeaderMap) -> &str {
+    header_str(headers, "x-api-key")
+        .or_else(|| bearer(headers))
+        .unwrap_or_default()
 }
 
 /// OpenAI wants `Authorization: Bearer …`. Anthropic wants `x-api-key` (current official SDKs send
@@ -144,9 +152,9 @@ pub(crate) async fn handle(
         }
     };
     // A header naming no known kind is refused, so a typo cannot silently disable a test's fault.
-    let header_fault = match header_str(&headers, FAULT_HEADER).map(str::parse::<FaultKind>) {
+    let header_fault = match header_str(&headers, FAULT_HEADER).map(parse_fault_header) {
         None => None,
-        Some(Ok(kind)) => Some(kind),
+        Some(Ok(fault)) => Some(fault),
         Some(Err(e)) => {
             lock(&shared.stats).record(&slot.model.name, Outcome::Invalid);
             return ctx.error(ApiError::invalid(
@@ -162,6 +170,15 @@ pub(crate) async fn handle(
             endpoint: endpoint.to_owned(),
             input_tokens: input,
             timestamp: chrono::Utc::now().to_rfc3339(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.as_str().to_owned(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
+                .collect(),
             body: raw,
             raw_body: String::from_utf8_lossy(&body).into_owned(),
         });
@@ -206,7 +223,7 @@ pub(crate) async fn handle(
             .map(|id| lock(&slot.window).settle(Instant::now(), slot.limits, id, input + output))
     };
 
-    if let Some(kind) = fault
+    if let Some((kind, params)) = fault
         && (kind.is_transport() && (kind != FaultKind::StreamError || !exchange.stream))
     {
         let state = settle(0);
@@ -217,8 +234,9 @@ pub(crate) async fn handle(
                 state: state.map(Box::new),
             }),
             FaultKind::Hang => {
+                let hang = params.hang_ms.unwrap_or(shared.hang_ms);
                 tokio::select! {
-                    () = tokio::time::sleep(Duration::from_millis(shared.hang_ms)) => {}
+                    () = tokio::time::sleep(Duration::from_millis(hang)) => {}
                     () = shared.shutdown.cancelled() => {}
                 }
                 ctx.error(ApiError::Server)
@@ -226,8 +244,12 @@ pub(crate) async fn handle(
             _ => ctx.error(ApiError::Server),
         };
     }
+    let (fault, params) = match fault {
+        Some((kind, params)) => (Some(kind), params),
+        None => (None, FaultParams::default()),
+    };
 
-    let content_fault = fault.filter(|k| !k.is_transport());
+    let content_fault = fault.filter(|k| !k.is_transport() && !k.is_exchange());
     let mut plan = plan::plan(
         &exchange,
         &PlanContext {
@@ -237,21 +259,32 @@ pub(crate) async fn handle(
             fault: content_fault,
         },
     );
-    let state = settle(plan.output_tokens);
+    // An exchange fault delivers no answer, except a slow first event, which delivers it late.
+    let unanswered = fault.filter(|k| k.is_exchange() && *k != FaultKind::SlowFirstEvent);
+    let state = settle(if unanswered.is_some() {
+        0
+    } else {
+        plan.output_tokens
+    });
     {
         let mut stats = lock(&shared.stats);
-        stats.record(
-            &slot.model.name,
-            Outcome::Answered {
-                input,
-                output: plan.output_tokens,
-            },
-        );
-        if let Some(kind) = fault {
-            stats.record_content_fault(&slot.model.name, kind);
+        if let Some(kind) = unanswered {
+            stats.record(&slot.model.name, Outcome::Fault(kind));
+        } else {
+            stats.record(
+                &slot.model.name,
+                Outcome::Answered {
+                    input,
+                    output: plan.output_tokens,
+                },
+            );
+            if let Some(kind) = fault {
+                stats.record_content_fault(&slot.model.name, kind);
+            }
         }
     }
 
+    let request_headers = headers;
     let mut headers = HeaderMap::new();
     let id_header = match dialect {
         Dialect::OpenAi => "x-request-id",
@@ -265,6 +298,22 @@ pub(crate) async fn handle(
     }
     let cut_stream = fault == Some(FaultKind::StreamError);
     let created = chrono::Utc::now().timestamp();
+    if let Some(kind) = fault.filter(|k| k.is_exchange()) {
+        let answer = render(
+            &shared, &slot, &exchange, &mut plan, dialect, input, created,
+        );
+        let fault_ctx = FaultCtx {
+            dialect,
+            endpoint,
+            request_id: &ctx.request_id,
+            key: api_key(&request_headers),
+            host: header_str(&request_headers, "host").unwrap_or("127.0.0.1"),
+            hang_ms: shared.hang_ms,
+            shutdown: &shared.shutdown,
+            headers,
+        };
+        return faulty::serve(fault_ctx, kind, params, answer);
+    }
     match dialect {
         Dialect::OpenAi => {
             let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
@@ -338,9 +387,9 @@ fn choose_fault(
     slot: &ModelSlot,
     exchange: &Exchange,
     rng: &mut StdRng,
-) -> Option<FaultKind> {
-    if let Some(kind) = lock(&shared.faults).take(&slot.model.name) {
-        return Some(kind);
+) -> Option<(FaultKind, FaultParams)> {
+    if let Some(taken) = lock(&shared.faults).take(&slot.model.name) {
+        return Some(taken);
     }
     // Roll every rate, in a fixed order, so one request's rolls never depend on which kinds apply.
     let mut chosen = None;
@@ -351,7 +400,7 @@ fn choose_fault(
             chosen = Some(kind);
         }
     }
-    chosen
+    chosen.map(|kind| (kind, FaultParams::default()))
 }
 
 /// Whether a randomly rolled fault makes sense for this request.
@@ -359,11 +408,72 @@ fn applies(kind: FaultKind, exchange: &Exchange) -> bool {
     match kind {
         FaultKind::MalformedJson | FaultKind::WrongShape => exchange.format != AnswerFormat::Text,
         FaultKind::UnknownTool | FaultKind::InvalidToolArgs => !exchange.offered_tools().is_empty(),
-        FaultKind::StreamError => exchange.stream,
-        FaultKind::Http500
+        FaultKind::StreamError
+        | FaultKind::StallBeforeContent
+        | FaultKind::EmptyStream
+        | FaultKind::TruncatedStream
+        | FaultKind::StreamErrorEchoKey => exchange.stream,
+        FaultKind::EchoKey
+        | FaultKind::Error200
+        | FaultKind::RedirectKey
+        | FaultKind::RetryAfter
+        | FaultKind::StallMidStream
+        | FaultKind::SlowFirstEvent
+        | FaultKind::HtmlBody
+        | FaultKind::CutJson
+        | FaultKind::EmptyAnswer
+        | FaultKind::Http500
         | FaultKind::Overloaded529
         | FaultKind::RateLimit429
         | FaultKind::Hang
         | FaultKind::Truncate => true,
+    }
+}
+
+/// The normal answer to `exchange`, rendered for its dialect: frames for a stream, a JSON value
+/// otherwise.
+fn render(
+    shared: &Shared,
+    slot: &ModelSlot,
+    exchange: &Exchange,
+    plan: &mut plan::Plan,
+    dialect: Dialect,
+    input: u64,
+    created: i64,
+) -> Rendered {
+    match dialect {
+        Dialect::OpenAi => {
+            let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
+            let env = openai::Envelope {
+                id: &id,
+                created,
+                model: &slot.model.name,
+                input_tokens: input,
+            };
+            if exchange.stream {
+                Rendered::Stream(openai::frames(
+                    &env,
+                    plan,
+                    exchange.include_usage,
+                    exchange.logprobs,
+                ))
+            } else {
+                Rendered::Whole(openai::completion(&env, plan, exchange.logprobs))
+            }
+        }
+        Dialect::Anthropic => {
+            let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
+            let env = anthropic::Envelope {
+                id: &id,
+                model: &slot.model.name,
+                input_tokens: input,
+                signer: &shared.signer,
+            };
+            if exchange.stream {
+                Rendered::Stream(anthropic::frames(&env, plan, None))
+            } else {
+                Rendered::Whole(anthropic::message(&env, plan))
+            }
+        }
     }
 }

@@ -76,8 +76,20 @@ impl StreamDecoder {
         }
     }
 
-    /// Whether any response event has arrived. After one, a failure is final: the request must
-    /// not be replayed, since the model may already have acted.
+    /// Whether content (a text, thinking or tool-call delta) has been delivered. After that a
+    /// failure is final: the request must not be replayed, since the caller may already have
+    /// acted on what arrived. Before it (no event yet, or only opening events such as a role
+    /// chunk or `message_start`), a failed stream may be sent again like a failed request.
+    pub fn delivered_content(&self) -> bool {
+        match &self.inner {
+            Inner::OpenAi(s) => s.delivered_content(),
+            Inner::Anthropic(s) => s.delivered_content(),
+        }
+    }
+
+    /// Whether any response event has arrived, content or not. Kept for the transport until it
+    /// asks [`StreamDecoder::delivered_content`] instead.
+    #[doc(hidden)]
     pub fn seen_event(&self) -> bool {
         match &self.inner {
             Inner::OpenAi(s) => s.seen_event(),
@@ -111,7 +123,9 @@ impl StreamDecoder {
         }
     }
 
-    /// Build the answer once the stream has ended.
+    /// Build the answer once the stream has ended. A stream that ended before its terminal event
+    /// (`[DONE]` or a finish reason; `message_stop` or a stop reason) is an error: a transient
+    /// one when no content was delivered (an empty stream included), a final one after.
     pub fn finish(self, on_delta: &mut dyn FnMut(StreamDelta)) -> Result<ChatResponse> {
         let mut response = match self.inner {
             Inner::OpenAi(s) => s.finish()?,
@@ -122,5 +136,212 @@ impl StreamDecoder {
             gate.finish(&response.content, on_delta);
         }
         Ok(response)
+    }
+}
+
+#[cfg(test)]
+// A failing test reports by panicking.
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    //! How streams and answers end: terminal events, content delivered, empty answers, error
+    //! events of OpenAI-compatible servers.
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::{Error, ErrorKind, RetrySignal};
+
+    fn plan(dialect: Dialect) -> DecodePlan {
+        DecodePlan {
+            dialect,
+            text_tools: false,
+            next_call_number: 0,
+            stream: true,
+        }
+    }
+
+    /// Pushes every event (stopping at the first error) and finishes.
+    fn run(dialect: Dialect, events: &[serde_json::Value]) -> (Result<ChatResponse>, bool) {
+        let mut d = StreamDecoder::new(plan(dialect));
+        for e in events {
+            let data = match e.as_str() {
+                Some(s) => s.to_owned(),
+                None => e.to_string(),
+            };
+            if let Err(err) = d.push(&data, &mut |_| {}) {
+                return (Err(err), d.delivered_content());
+            }
+        }
+        let delivered = d.delivered_content();
+        (d.finish(&mut |_| {}), delivered)
+    }
+
+    fn is_transient(r: &Result<ChatResponse>) -> bool {
+        matches!(r, Err(Error::Retry(RetrySignal::Transient { .. })))
+    }
+
+    fn is_final(r: &Result<ChatResponse>) -> bool {
+        matches!(r, Err(e) if e.kind() == ErrorKind::ExternalService)
+    }
+
+    fn role() -> serde_json::Value {
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
+    }
+
+    fn text(t: &str) -> serde_json::Value {
+        json!({"choices": [{"index": 0, "delta": {"content": t}}]})
+    }
+
+    fn message_start() -> serde_json::Value {
+        json!({"type": "message_start", "message": {"model": "m", "usage": {"input_tokens": 3}}})
+    }
+
+    fn anthropic_text() -> Vec<serde_json::Value> {
+        vec![
+            message_start(),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "ping"}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}}),
+        ]
+    }
+
+    #[test]
+    fn a_stream_ending_before_any_content_is_transient() {
+        for dialect in [Dialect::OpenAi, Dialect::OpenAiCompatible] {
+            for events in [vec![], vec![role()]] {
+                let (r, delivered) = run(dialect, &events);
+                assert!(!delivered);
+                assert!(is_transient(&r), "{dialect:?} {events:?}: {r:?}");
+                let msg = r.unwrap_err().to_string();
+                assert!(msg.contains("before any answer arrived"), "{msg}");
+            }
+        }
+        let opening = &anthropic_text()[..3];
+        for events in [&[][..], &opening[..1], opening] {
+            let (r, delivered) = run(Dialect::Anthropic, events);
+            assert!(!delivered);
+            assert!(is_transient(&r), "{events:?}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn a_stream_ending_after_content_is_final() {
+        let (r, delivered) = run(Dialect::OpenAi, &[role(), text("Hel")]);
+        assert!(delivered);
+        assert!(is_final(&r), "{r:?}");
+        assert!(
+            r.unwrap_err()
+                .to_string()
+                .contains("before the answer was complete")
+        );
+        let (r, delivered) = run(Dialect::Anthropic, &anthropic_text());
+        assert!(delivered);
+        assert!(is_final(&r), "{r:?}");
+        // A tool call's start is content too: the caller may have shown it.
+        let tool = json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "c1", "function": {"name": "lookup", "arguments": ""}}]}}]});
+        let (r, delivered) = run(Dialect::OpenAiCompatible, &[role(), tool]);
+        assert!(delivered && is_final(&r), "{r:?}");
+    }
+
+    #[test]
+    fn a_message_delta_without_a_stop_reason_does_not_end_the_stream() {
+        let mut events = anthropic_text();
+        events.push(json!({"type": "message_delta", "delta": {"stop_reason": null}}));
+        assert!(is_final(&run(Dialect::Anthropic, &events).0));
+        events.pop();
+        events.push(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}}));
+        let r = run(Dialect::Anthropic, &events).0.unwrap();
+        assert_eq!(r.text(), "Hi");
+    }
+
+    #[test]
+    fn an_error_event_counts_content_not_events() {
+        let err = json!({"type": "error", "error": {"type": "api_error", "message": "boom"}});
+        let mut events = anthropic_text()[..3].to_vec();
+        events.push(err.clone());
+        assert!(is_transient(&run(Dialect::Anthropic, &events).0));
+        let mut events = anthropic_text();
+        events.push(err);
+        assert!(is_final(&run(Dialect::Anthropic, &events).0));
+    }
+
+    #[test]
+    fn openai_compatible_error_events_are_errors_not_parse_failures() {
+        let server = json!({"error": {"message": "generation failed", "type": "server_error"}});
+        let (r, _) = run(Dialect::OpenAiCompatible, &[role(), server.clone()]);
+        assert!(is_transient(&r), "before content, classified: {r:?}");
+        let (r, _) = run(Dialect::OpenAiCompatible, &[role(), text("a"), server]);
+        let msg = r.unwrap_err().to_string();
+        assert!(msg.contains("generation failed"), "{msg}");
+        // vLLM's numeric code, and its older bare error object, are read as errors too.
+        let vllm = json!({"error": {"object": "error", "message": "bad request: context too long",
+            "type": "BadRequestError", "param": null, "code": 400}});
+        let msg = run(Dialect::OpenAiCompatible, &[vllm])
+            .0
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("context too long"), "{msg}");
+        let bare = json!({"object": "error", "message": "out of memory", "type": "InternalServerError",
+            "code": 500, "choices": "none"});
+        let msg = run(Dialect::OpenAiCompatible, &[bare])
+            .0
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("out of memory"), "{msg}");
+        let bare =
+            json!({"object": "error", "message": "queue full", "type": "ServiceUnavailableError"});
+        let msg = run(Dialect::OpenAiCompatible, &[role(), bare])
+            .0
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("queue full"), "{msg}");
+        let text_error = json!({"error": "model is loading"});
+        let msg = run(Dialect::OpenAi, &[text_error])
+            .0
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("model is loading"), "{msg}");
+    }
+
+    #[test]
+    fn an_anthropic_answer_without_content_or_stop_reason_is_a_provider_failure() {
+        let whole = |body: serde_json::Value| {
+            decode(
+                &DecodePlan {
+                    stream: false,
+                    ..plan(Dialect::Anthropic)
+                },
+                body.to_string().as_bytes(),
+            )
+        };
+        let r = whole(json!({"type": "message", "content": [], "stop_reason": null}));
+        assert!(is_transient(&r), "{r:?}");
+        assert!(r.unwrap_err().to_string().contains("empty"));
+        // Empty content with a stop reason is a legitimate empty answer.
+        let r = whole(json!({"type": "message", "content": [], "stop_reason": "end_turn"}));
+        let r = r.unwrap();
+        assert!(r.content.is_empty());
+        assert_eq!(r.stop, crate::llm::StopReason::EndTurn);
+        // Streamed: `message_delta` with no stop reason, then `message_stop`.
+        let events = [
+            message_start(),
+            json!({"type": "message_delta", "delta": {"stop_reason": null}, "usage": {"output_tokens": 0}}),
+            json!({"type": "message_stop"}),
+        ];
+        let (r, _) = run(Dialect::Anthropic, &events);
+        assert!(is_transient(&r), "{r:?}");
+        let events = [
+            message_start(),
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}}),
+            json!({"type": "message_stop"}),
+        ];
+        assert!(
+            run(Dialect::Anthropic, &events)
+                .0
+                .unwrap()
+                .content
+                .is_empty()
+        );
     }
 }

@@ -1,5 +1,10 @@
 //! Models and providers end to end: `LlmCall` through the dispatcher over real HTTP against
 //! thinkers-sim, for both dialects and the text-tool fallback, with every fault mapped.
+//!
+//! The faults real servers show (issue 28), one module per point: `secrets` (3: no API key in
+//! any text), `waits` (4: server-requested waits), `streams` (5: idle timeout, retry before
+//! content), `naming` (6-8: one bounded wait, errors that name provider, entry and path, empty
+//! keys), `empty` (9: empty answers, unparseable bodies), `fuzz` (12: no input panics).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -9,5 +14,11 @@
 )]
 
 mod calls;
+mod empty;
 mod faults;
+mod fuzz;
+mod naming;
+mod secrets;
+mod streams;
 mod support;
+mod waits;

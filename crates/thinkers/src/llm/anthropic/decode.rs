@@ -1,7 +1,9 @@
 //! Read a whole Anthropic Messages answer.
 //!
 //! Unknown block types (server tools, citations and whatever comes next) are skipped; unknown
-//! stop reasons become `StopReason::Other`. The wire types here are shared with
+//! stop reasons become `StopReason::Other`. An answer with no content and no stop reason is a
+//! provider failure (transient), not an empty success; empty content with a stop reason (say
+//! `end_turn`) is a legitimate empty answer. The wire types here are shared with
 //! [`super::stream`].
 
 use serde::Deserialize;
@@ -142,6 +144,16 @@ pub(super) fn to_block(b: WireBlock, minted: impl FnOnce() -> String) -> Option<
     })
 }
 
+/// The error of an answer with no content and no stop reason: the provider failed to produce
+/// one, so the request may be sent again.
+pub(super) fn empty_answer(dialect: crate::llm::target::Dialect) -> Error {
+    crate::llm::errors::transport(
+        dialect,
+        false,
+        "the answer was empty: no content and no stop reason",
+    )
+}
+
 /// Decode a whole answer body.
 pub(crate) fn decode(plan: &DecodePlan, body: &[u8]) -> Result<ChatResponse> {
     let service = plan.dialect.as_str();
@@ -173,6 +185,9 @@ pub(crate) fn decode(plan: &DecodePlan, body: &[u8]) -> Result<ChatResponse> {
             }
             content.push(block);
         }
+    }
+    if content.is_empty() && wire.stop_reason.is_none() {
+        return Err(empty_answer(plan.dialect));
     }
     let stop = settle_stop(super::stop_reason(wire.stop_reason.as_deref()), &content);
     Ok(ChatResponse {

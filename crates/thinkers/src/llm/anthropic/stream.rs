@@ -7,6 +7,10 @@
 //! concatenated per block and parsed at the block's end (empty means `{}`; JSON that does not
 //! parse is kept as the raw string so the caller can correct the model). An `error` event can
 //! arrive inside a 200 stream; it ends the stream with that error.
+//!
+//! A stream that ends without `message_stop` or a stop reason is an error: transient while no
+//! content was delivered, final after. A complete answer with no content and no stop reason is a
+//! provider failure (transient), as in [`super::decode`].
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -113,9 +117,9 @@ pub(crate) struct AnthropicStream {
     blocks: Vec<(usize, Partial)>,
     calls: usize,
     stop_reason: Option<String>,
-    saw_message_delta: bool,
     done: bool,
     events: usize,
+    delivered: bool,
 }
 
 impl AnthropicStream {
@@ -128,15 +132,21 @@ impl AnthropicStream {
             blocks: Vec::new(),
             calls: 0,
             stop_reason: None,
-            saw_message_delta: false,
             done: false,
             events: 0,
+            delivered: false,
         }
     }
 
-    /// Whether any response event has arrived (after which a failure must not be replayed).
+    /// Whether any response event has arrived.
     pub(crate) fn seen_event(&self) -> bool {
         self.events > 0
+    }
+
+    /// Whether a text, thinking or tool-call delta was handed out (after which a failure must
+    /// not be replayed: the caller may already have acted on it).
+    pub(crate) fn delivered_content(&self) -> bool {
+        self.delivered
     }
 
     /// Whether `message_stop` arrived.
@@ -178,11 +188,14 @@ impl AnthropicStream {
         match event {
             Event::Ping | Event::Unknown => return Ok(()),
             Event::Error { error } => {
-                return Err(in_stream(
-                    self.plan.dialect,
-                    self.seen_event(),
-                    &ProviderError::from_error_object(&error),
-                ));
+                let err = match &error {
+                    Value::Object(_) => ProviderError::from_error_object(&error),
+                    other => ProviderError {
+                        message: other.to_string(),
+                        ..ProviderError::default()
+                    },
+                };
+                return Err(in_stream(self.plan.dialect, self.delivered, &err));
             }
             _ => {}
         }
@@ -201,7 +214,6 @@ impl AnthropicStream {
             Event::ContentBlockDelta { index, delta } => self.delta(index, delta, on_delta),
             Event::ContentBlockStop { index } => self.stop_block(index),
             Event::MessageDelta { delta, usage } => {
-                self.saw_message_delta = true;
                 if delta.stop_reason.is_some() {
                     self.stop_reason = delta.stop_reason;
                 }
@@ -225,6 +237,7 @@ impl AnthropicStream {
                 } else {
                     id
                 };
+                self.delivered = true;
                 on_delta(StreamDelta::ToolCallStart {
                     index: position,
                     id: id.clone(),
@@ -241,6 +254,7 @@ impl AnthropicStream {
                 if let WireBlock::Text { text } = &b
                     && !text.is_empty()
                 {
+                    self.delivered = true;
                     on_delta(StreamDelta::Text(text.clone()));
                 }
                 to_block(b, String::new).map_or(Partial::Skipped, Partial::Done)
@@ -255,10 +269,11 @@ impl AnthropicStream {
         let Some(block) = self.block_mut(index) else {
             return;
         };
-        match (block, delta) {
+        let delivered = match (block, delta) {
             (Partial::Done(ContentBlock::Text { text }), Delta::Text { text: t }) => {
                 text.push_str(&t);
                 on_delta(StreamDelta::Text(t));
+                true
             }
             (
                 Partial::Done(ContentBlock::Thinking { thinking, .. }),
@@ -266,11 +281,15 @@ impl AnthropicStream {
             ) => {
                 thinking.push_str(&t);
                 on_delta(StreamDelta::Thinking(t));
+                true
             }
             (
                 Partial::Done(ContentBlock::Thinking { signature, .. }),
                 Delta::Signature { signature: s },
-            ) => signature.push_str(&s),
+            ) => {
+                signature.push_str(&s);
+                false
+            }
             (Partial::ToolUse { json, .. }, Delta::InputJson { partial_json })
                 if !partial_json.is_empty() =>
             {
@@ -279,9 +298,11 @@ impl AnthropicStream {
                     index: position,
                     fragment: partial_json,
                 });
+                true
             }
-            _ => {}
-        }
+            _ => false,
+        };
+        self.delivered |= delivered;
     }
 
     fn stop_block(&mut self, index: usize) {
@@ -311,11 +332,12 @@ impl AnthropicStream {
 
     /// Build the answer once the stream has ended.
     pub(crate) fn finish(mut self) -> Result<ChatResponse> {
-        if !self.done && !self.saw_message_delta {
-            return Err(Error::external(
-                self.plan.dialect.as_str(),
-                "stream",
-                "the stream ended before the answer was complete",
+        // `message_stop`, or a `message_delta` naming the stop reason (the only place one is
+        // set), completes the answer.
+        if !self.done && self.stop_reason.is_none() {
+            return Err(crate::llm::openai::stream::ended_early(
+                self.plan.dialect,
+                self.delivered,
             ));
         }
         let indices: Vec<usize> = self.blocks.iter().map(|(i, _)| *i).collect();
@@ -330,6 +352,9 @@ impl AnthropicStream {
                 _ => None,
             })
             .collect();
+        if content.is_empty() && self.stop_reason.is_none() {
+            return Err(super::decode::empty_answer(self.plan.dialect));
+        }
         let stop = settle_stop(super::stop_reason(self.stop_reason.as_deref()), &content);
         Ok(ChatResponse {
             content,

@@ -421,7 +421,26 @@ async fn an_error_event_inside_a_200_stream_is_an_error() {
         "{start}event: error\ndata: {{\"type\":\"error\",\"error\":{{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}}}\n\n"
     );
     let (r, _) = decode_sse(plan(Dialect::Anthropic, false), &sse).await;
-    // After message_start the request is never replayed: a final failure.
+    // After `message_start` but before any content the request may be sent again: the error is
+    // classified like an HTTP failure (overloaded: throttled).
+    assert!(matches!(
+        r,
+        Err(Error::Retry(RetrySignal::Throttled { .. }))
+    ));
+    // After content it is final: the request is never replayed.
+    let first_delta = STREAM
+        .split_inclusive("\n\n")
+        .position(|e| e.contains("content_block_delta"))
+        .unwrap_or_default();
+    let head: String = STREAM
+        .split_inclusive("\n\n")
+        .take(first_delta + 1)
+        .collect();
+    let sse = format!(
+        "{head}event: error\ndata: {{\"type\":\"error\",\"error\":{{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}}}\n\n"
+    );
+    let (r, deltas) = decode_sse(plan(Dialect::Anthropic, false), &sse).await;
+    assert!(!deltas.is_empty(), "content came first");
     assert_eq!(r.err().map(|e| e.kind()), Some(ErrorKind::ExternalService));
     let sse = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
     let (r, _) = decode_sse(plan(Dialect::Anthropic, false), sse).await;
@@ -429,9 +448,12 @@ async fn an_error_event_inside_a_200_stream_is_an_error() {
         r,
         Err(Error::Retry(RetrySignal::Throttled { .. }))
     ));
-    // A stream cut off before message_delta is incomplete.
+    // A stream cut off before any content is a transient failure: it may be sent again.
     let (r, _) = decode_sse(plan(Dialect::Anthropic, false), start).await;
-    assert_eq!(r.err().map(|e| e.kind()), Some(ErrorKind::ExternalService));
+    assert!(
+        matches!(r, Err(Error::Retry(RetrySignal::Transient { .. }))),
+        "{r:?}"
+    );
 }
 
 #[tokio::test]

@@ -145,6 +145,11 @@ struct WireCompletion {
     usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<Value>,
+    /// `"error"` on the bare error object older vLLM builds answer with.
+    #[serde(default)]
+    object: Option<String>,
+    #[serde(default)]
+    message: Option<Value>,
 }
 
 /// Normalise tool-call arguments: an object is kept, a string is parsed (empty means `{}`), and a
@@ -191,6 +196,14 @@ pub(crate) fn decode(plan: &DecodePlan, body: &[u8]) -> Result<ChatResponse> {
     })?;
     if let Some(e) = &wire.error {
         return Err(Error::external(service, "response", error_message(e)));
+    }
+    if wire.object.as_deref() == Some("error") {
+        let message = match &wire.message {
+            Some(Value::String(m)) => m.clone(),
+            Some(other) => other.to_string(),
+            None => "the answer was an error object".to_owned(),
+        };
+        return Err(Error::external(service, "response", message));
     }
     let Some(choice) = wire.choices.into_iter().next() else {
         return Err(Error::Retry(crate::RetrySignal::UnreadableAnswer {

@@ -6,7 +6,12 @@
 //! continues the last call, and a delta at an index already holding a complete call under a
 //! different id starts a new call (Ollama proxies put every parallel call at index 0). With
 //! `include_usage`, the last chunk before `[DONE]` has no choices and carries the usage. A chunk
-//! holding `{"error": …}` ends the stream with that error.
+//! holding `{"error": …}` (what vLLM and llama.cpp send when generation fails mid-stream), or one
+//! that is itself an error object (`"object": "error"`, older vLLM), ends the stream with that
+//! error, classified by `llm::errors::in_stream`.
+//!
+//! A stream that ends without `[DONE]` or a finish reason is an error: transient (the request
+//! may be sent again) while no content was delivered, final after.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -14,7 +19,7 @@ use serde_json::Value;
 use super::decode::{WireFunction, WireLogprobs, WireToolCall, WireUsage, normalise_arguments};
 use crate::conversation::ContentBlock;
 use crate::llm::encoded::DecodePlan;
-use crate::llm::errors::{ProviderError, in_stream};
+use crate::llm::errors::{self, ProviderError, in_stream};
 use crate::llm::response::{ChatResponse, StopReason, StreamDelta, TokenLogprob, settle_stop};
 use crate::{Error, Result};
 
@@ -52,6 +57,9 @@ struct WireChunk {
     usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<Value>,
+    /// `"error"` on the bare error object older vLLM builds send as an event.
+    #[serde(default)]
+    object: Option<String>,
 }
 
 #[derive(Debug)]
@@ -77,6 +85,7 @@ pub(crate) struct OpenAiStream {
     logprobs: Option<Vec<TokenLogprob>>,
     done: bool,
     events: usize,
+    delivered: bool,
 }
 
 impl OpenAiStream {
@@ -94,12 +103,19 @@ impl OpenAiStream {
             logprobs: None,
             done: false,
             events: 0,
+            delivered: false,
         }
     }
 
-    /// Whether any response event has arrived (after which a failure must not be replayed).
+    /// Whether any response event has arrived.
     pub(crate) fn seen_event(&self) -> bool {
         self.events > 0
+    }
+
+    /// Whether a text, reasoning or tool-call delta was handed out (after which a failure must
+    /// not be replayed: the caller may already have acted on it).
+    pub(crate) fn delivered_content(&self) -> bool {
+        self.delivered
     }
 
     /// Whether the stream said it is complete.
@@ -117,20 +133,16 @@ impl OpenAiStream {
         if data.is_empty() {
             return Ok(());
         }
-        let service = self.plan.dialect.as_str();
-        let chunk: WireChunk = serde_json::from_str(data).map_err(|e| {
-            Error::external(
-                service,
-                "stream",
-                format!("an event was not valid JSON: {e}"),
-            )
-        })?;
+        let chunk: WireChunk = match serde_json::from_str(data) {
+            Ok(chunk) => chunk,
+            Err(e) => return Err(self.unreadable(data, &e)),
+        };
         if let Some(e) = &chunk.error {
-            return Err(in_stream(
-                self.plan.dialect,
-                self.seen_event(),
-                &ProviderError::from_error_object(e),
-            ));
+            return Err(self.error_event(e));
+        }
+        if chunk.object.as_deref() == Some("error") {
+            let whole = serde_json::from_str::<Value>(data).unwrap_or_default();
+            return Err(self.error_event(&whole));
         }
         self.events += 1;
         if let Some(m) = chunk.model.filter(|m| !m.is_empty()) {
@@ -159,19 +171,55 @@ impl OpenAiStream {
             .filter(|r| !r.is_empty())
         {
             self.thinking.push_str(&r);
+            self.delivered = true;
             on_delta(StreamDelta::Thinking(r));
         }
         if let Some(t) = delta.content.filter(|t| !t.is_empty()) {
             self.text.push_str(&t);
+            self.delivered = true;
             on_delta(StreamDelta::Text(t));
         }
         if let Some(r) = delta.refusal {
             self.refusal.push_str(&r);
         }
         for call in delta.tool_calls.unwrap_or_default() {
+            self.delivered = true;
             self.tool_call_delta(call, on_delta);
         }
         Ok(())
+    }
+
+    /// The error an `{"error": …}` event reports.
+    fn error_event(&self, e: &Value) -> Error {
+        let err = match e {
+            Value::Object(_) => ProviderError::from_error_object(e),
+            Value::String(m) => ProviderError {
+                message: m.clone(),
+                ..ProviderError::default()
+            },
+            other => ProviderError {
+                message: other.to_string(),
+                ..ProviderError::default()
+            },
+        };
+        in_stream(self.plan.dialect, self.delivered, &err)
+    }
+
+    /// An event that is not a chunk: an error object of another shape, or unreadable.
+    fn unreadable(&self, data: &str, e: &serde_json::Error) -> Error {
+        if let Ok(v) = serde_json::from_str::<Value>(data) {
+            if let Some(inner) = v.get("error") {
+                return self.error_event(inner);
+            }
+            if v.get("object").and_then(Value::as_str) == Some("error") {
+                return self.error_event(&v);
+            }
+        }
+        Error::external(
+            self.plan.dialect.as_str(),
+            "stream",
+            format!("an event was not valid JSON: {e}"),
+        )
     }
 
     fn tool_call_delta(&mut self, call: WireToolCall, on_delta: &mut dyn FnMut(StreamDelta)) {
@@ -244,11 +292,7 @@ impl OpenAiStream {
     /// Build the answer once the stream has ended.
     pub(crate) fn finish(self) -> Result<ChatResponse> {
         if !self.done && self.finish.is_none() {
-            return Err(Error::external(
-                self.plan.dialect.as_str(),
-                "stream",
-                "the stream ended before the answer was complete",
-            ));
+            return Err(ended_early(self.plan.dialect, self.delivered));
         }
         let mut content = Vec::new();
         if !self.thinking.is_empty() {
@@ -287,5 +331,19 @@ impl OpenAiStream {
             model: self.model,
             logprobs: self.logprobs,
         })
+    }
+}
+
+/// The error of a stream that ended before its terminal event: transient while nothing was
+/// delivered (sending the request again is safe), final after.
+pub(crate) fn ended_early(dialect: crate::llm::target::Dialect, delivered: bool) -> Error {
+    if delivered {
+        errors::transport(
+            dialect,
+            true,
+            "the stream ended before the answer was complete",
+        )
+    } else {
+        errors::transport(dialect, false, "the stream ended before any answer arrived")
     }
 }
