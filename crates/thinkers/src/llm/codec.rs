@@ -87,21 +87,6 @@ impl StreamDecoder {
         }
     }
 
-    /// Whether any response event has arrived, content or not. Kept for the transport until it
-    /// asks [`StreamDecoder::delivered_content`] instead.
-    #[doc(hidden)]
-    pub fn seen_event(&self) -> bool {
-        match &self.inner {
-            Inner::OpenAi(s) => s.seen_event(),
-            Inner::Anthropic(s) => s.seen_event(),
-        }
-    }
-
-    /// Whether content was handed on (placeholder until the stream decoders track it).
-    pub fn delivered_content(&self) -> bool {
-        self.seen_event()
-    }
-
     /// Whether the stream said it is complete.
     pub fn is_done(&self) -> bool {
         match &self.inner {

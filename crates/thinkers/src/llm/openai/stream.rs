@@ -107,10 +107,6 @@ impl OpenAiStream {
         }
     }
 
-    /// Whether any response event has arrived.
-    pub(crate) fn seen_event(&self) -> bool {
-        self.events > 0
-    }
 
     /// Whether a text, reasoning or tool-call delta was handed out (after which a failure must
     /// not be replayed: the caller may already have acted on it).
