@@ -8,8 +8,8 @@
 //!
 //! * **Bounded waits.** One attempt waits at most its timeout
 //!   ([`ModelClientBuilder::request_timeout`], or less when the caller's per-call deadline has
-//!   less left, see [`SendOptions::timeout`]) for the answer's head and, for a stream, for the
-//!   first content; once content flows, a stream may go quiet between events for at most
+//!   less left, see [`SendOptions::timeout`]) for the answer's head and, for a stream, for its
+//!   first event; after that a stream may go quiet between events for at most
 //!   [`ModelClientBuilder::stream_idle_timeout`]. A reasoning model that thinks silently before
 //!   it answers is therefore bounded by the attempt's timeout, not by the idle timeout.
 //! * **Never replayed after content.** A streamed answer that fails, stalls or ends early after
@@ -47,10 +47,10 @@ use crate::{Error, Result};
 
 /// The connect timeout of every request.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The default timeout of one attempt: until the answer's head, and until the first content of
-/// a stream (a whole non-streamed answer included).
+/// The default timeout of one attempt: until the answer's head, and until the first event of a
+/// stream (a whole non-streamed answer included).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
-/// The default longest silence between two events of a stream once content flows.
+/// The default longest silence between two events of a stream after its first.
 pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// The default time all attempts of one model call may take together.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
@@ -85,9 +85,9 @@ pub struct SendOptions {
 /// The client's timeouts and waits (see [`ModelClientBuilder`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientLimits {
-    /// One attempt: until the head, and until the first content of a stream.
+    /// One attempt: until the head, and until the first event of a stream.
     pub request_timeout: Duration,
-    /// The longest silence between events of a stream once content flows.
+    /// The longest silence between events of a stream after its first.
     pub stream_idle_timeout: Duration,
     /// All attempts of one model call together.
     pub call_timeout: Duration,
@@ -106,14 +106,14 @@ pub struct ModelClientBuilder {
 
 impl ModelClientBuilder {
     /// The timeout of one attempt (default 300 s): until the answer's head, and for a stream
-    /// until its first content; a non-streamed answer must arrive whole within it.
+    /// until its first event; a non-streamed answer must arrive whole within it.
     #[must_use]
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.limits.request_timeout = timeout;
         self
     }
 
-    /// The longest silence between two events of a stream once content flows (default 60 s).
+    /// The longest silence between two events of a stream after its first (default 60 s).
     #[must_use]
     pub fn stream_idle_timeout(mut self, timeout: Duration) -> Self {
         self.limits.stream_idle_timeout = timeout;
@@ -465,19 +465,26 @@ impl Exchange<'_> {
         let idle = self.client.limits.stream_idle_timeout;
         let mut decoder = StreamDecoder::new(self.enc.plan);
         let mut events = resp.bytes_stream().eventsource();
+        let mut first = true;
         loop {
-            let delivered = decoder.delivered_content();
-            // Before content the attempt's deadline bounds the wait; after, the idle timeout.
-            let next = if delivered {
-                tokio::time::timeout(idle, events.next()).await
-            } else {
+            // The attempt's deadline bounds the wait for the first event (a model may think
+            // silently before it answers); the idle timeout bounds each wait after it.
+            let waited_first = std::mem::replace(&mut first, false);
+            let next = if waited_first {
                 tokio::time::timeout_at(self.deadline, events.next()).await
+            } else {
+                tokio::time::timeout(idle, events.next()).await
             };
             match next {
-                Err(_) if delivered => {
+                Err(_) if decoder.delivered_content() => {
                     return Err(self
                         .origin
                         .broken_stream(&format!("no event for {idle:?}")));
+                }
+                Err(_) if !waited_first => {
+                    return Err(self
+                        .origin
+                        .transport(&format!("the stream stalled: no event for {idle:?}")));
                 }
                 Err(_) => return Err(self.too_late()),
                 Ok(None) => break,
