@@ -463,6 +463,60 @@ fn arbitrary_bytes_never_panic() {
         .unwrap();
 }
 
+/// Inputs the driver found panicking once, kept as regressions (each decoded in every plan).
+fn regressions() -> Vec<Vec<u8>> {
+    vec![
+        // Usage counts whose sum overflows u64 (`input_tokens + cache_read + cache_creation`):
+        // an overflow panic in a debug build.
+        json!({"type": "message", "content": [{"type": "text", "text": "hi"}],
+            "stop_reason": "end_turn", "usage": {"input_tokens": u64::MAX,
+            "cache_read_input_tokens": u64::MAX, "cache_creation_input_tokens": 1}})
+        .to_string()
+        .into_bytes(),
+    ]
+}
+
+#[test]
+fn inputs_that_once_panicked_decode_to_a_value_or_an_error() {
+    let streamed = |body: &[u8]| {
+        // The same usage as stream events: `message_start` then a cumulative `message_delta`.
+        let usage = serde_json::from_slice::<Value>(body)
+            .ok()?
+            .get("usage")?
+            .clone();
+        Some(vec![
+            json!({"type": "message_start", "message": {"usage": usage}}).to_string(),
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": usage})
+                .to_string(),
+            json!({"type": "message_stop"}).to_string(),
+        ])
+    };
+    for body in regressions() {
+        for dialect in DIALECTS {
+            for text_tools in [false, true] {
+                let plan = DecodePlan {
+                    dialect,
+                    text_tools,
+                    next_call_number: 0,
+                    stream: false,
+                };
+                run_body(plan, &body);
+                if let Some(events) = streamed(&body) {
+                    run_stream(plan, &events);
+                }
+            }
+        }
+    }
+    let plan = DecodePlan {
+        dialect: Dialect::Anthropic,
+        text_tools: false,
+        next_call_number: 0,
+        stream: false,
+    };
+    let usage = decode(&plan, &regressions()[0]).unwrap().usage;
+    assert_eq!(usage.input, u64::MAX, "saturated");
+}
+
 #[test]
 fn the_valid_corpus_decodes() {
     // The corpus is realistic: each valid body and stream decodes in its own dialect.

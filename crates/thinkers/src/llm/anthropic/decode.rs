@@ -51,12 +51,17 @@ impl WireUsage {
         }
     }
 
-    /// The provider's `input_tokens` is the uncached part only; the total adds both cache parts.
+    /// The provider's `input_tokens` is the uncached part only; the total adds both cache parts
+    /// (saturating: the counts are the provider's, and a sum past `u64::MAX` must not panic).
     pub(super) fn to_usage(&self) -> Usage {
         let cached = self.cache_read_input_tokens.unwrap_or(0);
         let cache_creation = self.cache_creation_input_tokens.unwrap_or(0);
         Usage {
-            input: self.input_tokens.unwrap_or(0) + cached + cache_creation,
+            input: self
+                .input_tokens
+                .unwrap_or(0)
+                .saturating_add(cached)
+                .saturating_add(cache_creation),
             output: self.output_tokens.unwrap_or(0),
             reasoning: self
                 .output_tokens_details
