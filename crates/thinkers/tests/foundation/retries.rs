@@ -15,10 +15,7 @@ fn throttled(secs: u64) -> Error {
 }
 
 fn transient() -> Error {
-    Error::Retry(RetrySignal::Transient {
-        service: "sim".into(),
-        detail: "503".into(),
-    })
+    Error::transient("sim", "503", None)
 }
 
 #[tokio::test(start_paused = true)]
@@ -120,6 +117,35 @@ async fn transient_failures_back_off_and_are_bounded() {
     let err = d.run(job).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ExternalService);
     assert_eq!(runs.load(Ordering::SeqCst), bound + 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_transient_failure_waits_as_long_as_the_server_asked() {
+    let (d, _) = dispatcher();
+    let t0 = Instant::now();
+    let asked = Error::transient("sim", "503", Some(Duration::from_secs(7)));
+    let (job, _) = Scripted::new(vec![asked]);
+    assert_eq!(d.run(job).await.unwrap(), 2);
+    // The backoff alone would have been 200 ms.
+    assert!(Instant::now() - t0 >= Duration::from_secs(7));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unreadable_answer_is_retried_once_on_its_own_bound() {
+    let (d, _) = dispatcher();
+    let unreadable = || {
+        Error::Retry(RetrySignal::UnreadableAnswer {
+            service: "sim".into(),
+            detail: "not JSON".into(),
+        })
+    };
+    let (job, _) = Scripted::new(vec![unreadable(), transient()]);
+    assert_eq!(d.run(job).await.unwrap(), 3);
+    let (job, runs) = Scripted::new(vec![unreadable(), unreadable()]);
+    let err = d.run(job).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ExternalService);
+    assert!(err.to_string().contains("not JSON"), "{err}");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::test]
