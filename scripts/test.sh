@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what the tests need, then runs every test of the workspace.
+# The whole test suite: installs what the tests need (and starts a real model server), then runs
+# every test of the workspace.
 # This is the README's test command, and the one .ci/run calls.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,6 +71,23 @@ if [ "$services_missing" = 1 ]; then
 fi
 if command -v pg_isready >/dev/null 2>&1; then pg_isready -h 127.0.0.1 -p 5432 || true; fi
 if command -v redis-cli >/dev/null 2>&1; then redis-cli -h 127.0.0.1 -p 6379 ping || true; fi
+
+# A real OpenAI-compatible model server for the real-model tests (crates/thinkers/tests/real_model,
+# crates/thinkers-cli/tests/real_model.rs): llama-cpp-python's server with SmolLM2-135M-Instruct.
+# The first run on a machine compiles llama.cpp into a wheel kept in ~/.cache/thinkers (20-40
+# minutes on two cores, with a line a minute); later runs reuse it and start in seconds. The
+# tests fail rather than skip when THINKERS_REQUIRE_REAL_MODEL=1.
+start_real_model() {
+    local port started=$SECONDS
+    port="${THINKERS_REAL_MODEL_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
+    log "real model server: llama-cpp-python + SmolLM2-135M-Instruct on 127.0.0.1:$port"
+    REAL_MODEL_PORT="$port"
+    trap 'bash scripts/real-model-server.sh stop "$REAL_MODEL_PORT"' EXIT
+    THINKERS_REAL_MODEL_URL="$(bash scripts/real-model-server.sh start "$port" | tail -n1)"
+    export THINKERS_REAL_MODEL_URL THINKERS_REQUIRE_REAL_MODEL=1
+    log "real model server answers at $THINKERS_REAL_MODEL_URL ($((SECONDS - started)) s to install and start)"
+}
+start_real_model
 
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 log "cargo check without default features"

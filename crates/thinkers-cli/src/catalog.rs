@@ -19,7 +19,8 @@ pub(crate) struct CatalogArgs {
     /// A catalog file; the bundled catalog (served by the simulated provider) when omitted.
     #[arg(long, env = "THINKERS_CATALOG")]
     catalog: Option<PathBuf>,
-    /// Send each open entry a tiny request and report which are callable.
+    /// Send each open entry a tiny request and report which are callable; the command fails
+    /// when any open entry is not.
     #[arg(long)]
     check: bool,
 }
@@ -86,6 +87,7 @@ async fn check(catalog: Catalog) -> anyhow::Result<()> {
     let mut table = Table::new();
     table.set_header(["id", "callable", "detail"]);
     let rt = Arc::new(rt);
+    let mut failed = Vec::new();
     for e in open {
         bar.set_message(e.id().to_owned());
         let req = ChatRequest::new("Reply with the word OK.", vec![Message::user_text("Ping.")]);
@@ -102,7 +104,10 @@ async fn check(catalog: Catalog) -> anyhow::Result<()> {
                     out.response.usage.input + out.response.usage.output
                 ),
             ]),
-            Err(err) => table.add_row([e.id().to_owned(), "NO".to_owned(), err.to_string()]),
+            Err(err) => {
+                failed.push(e.id().to_owned());
+                table.add_row([e.id().to_owned(), "NO".to_owned(), err.to_string()])
+            }
         };
         bar.inc(1);
     }
@@ -110,6 +115,14 @@ async fn check(catalog: Catalog) -> anyhow::Result<()> {
     println!("{table}");
     if let Some(sim) = sim {
         sim.shutdown().await?;
+    }
+    if !failed.is_empty() {
+        anyhow::bail!(
+            "{} of {} open entries are not callable: {}",
+            failed.len(),
+            bar.length().unwrap_or_default(),
+            failed.join(", ")
+        );
     }
     Ok(())
 }

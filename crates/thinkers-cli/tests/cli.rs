@@ -1,5 +1,5 @@
 //! The `thinkers` binary end to end: the demo runs, stores its workflow, and `trace` prints it.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::process::Command;
 
@@ -48,6 +48,15 @@ fn demo_runs_and_trace_prints_the_stored_trajectory() {
         "Model calls and spend of this demo",
     ] {
         assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
+    }
+    // Every stage passed, and the closing line says so.
+    let summary = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Stages passed: "))
+        .unwrap_or_else(|| panic!("no summary line in:\n{stdout}"));
+    assert!(summary.ends_with("; failed: none"), "{summary}");
+    for stage in ["dispatcher", "thinkers", "one-call", "chat", "benchmark"] {
+        assert!(summary.contains(&format!("{stage} (")), "{summary}");
     }
     let workflow = stdout
         .lines()

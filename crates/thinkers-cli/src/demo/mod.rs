@@ -1,5 +1,10 @@
 //! `thinkers demo`: the main job. Runs offline against an in-process simulated provider (or
 //! against the providers of a given catalog) and shows the runtime at work.
+//!
+//! The demo runs five stages in order (dispatcher, thinkers, one-call, chat, benchmark) and
+//! prints each one's outcome as it ends. A stage that fails is reported with its name and error
+//! and the next stage still runs; a closing line lists the stages that passed and failed, and the
+//! command exits non-zero when any failed.
 
 mod bench_stage;
 mod chat_stage;
@@ -100,25 +105,59 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
 
     let since = now_ms();
     let progress = Progress::new();
+    let mut stages = Stages::default();
     progress.set("dispatcher: fan-out, throttling, correction, failure");
-    let outcome = stages(&rt, &progress).await;
+    let dispatch = stages
+        .run(
+            "dispatcher",
+            &progress,
+            dispatch_stage::run(rt.dispatcher()),
+            dispatch_stage::Outcome::print,
+        )
+        .await;
+    let thinkers = stages
+        .run(
+            "thinkers",
+            &progress,
+            thinker_stage::run(&rt, &progress),
+            thinker_stage::Outcome::print,
+        )
+        .await;
+    stages
+        .run(
+            "one-call",
+            &progress,
+            families_stage::run(&rt, &progress),
+            families_stage::Outcome::print,
+        )
+        .await;
+    stages
+        .run(
+            "chat",
+            &progress,
+            chat_stage::run(&rt, &progress),
+            chat_stage::Outcome::print,
+        )
+        .await;
+    let bench = stages
+        .run(
+            "benchmark",
+            &progress,
+            bench_stage::run(&rt, &progress),
+            bench_stage::Outcome::print,
+        )
+        .await;
     progress.clear();
-    let (dispatch, thinkers, families, chat, bench) = outcome?;
-    dispatch.print();
-    println!();
-    thinkers.print();
-    println!();
-    families.print();
-    println!();
-    chat.print();
-    println!();
-    bench.print();
     rt.flush().await?;
 
     let store = rt
         .store()
         .context("the runtime was built without its database")?;
-    for workflow in [dispatch.workflow, thinkers.workflow] {
+    let workflows = [
+        dispatch.as_ref().map(|d| d.workflow),
+        thinkers.as_ref().map(|t| t.workflow),
+    ];
+    for workflow in workflows.into_iter().flatten() {
         print_trajectory(store, workflow).await?;
     }
     let runs = store.llm_runs(&LlmRunFilter::new().since_ms(since)).await?;
@@ -134,38 +173,100 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     );
     let db = args.db.display();
     println!("  cargo run -p thinkers-cli -- trace --list --db {db}");
-    println!(
-        "  cargo run -p thinkers-cli -- trace {} --db {db}",
-        thinkers.workflow
-    );
+    if let Some(thinkers) = &thinkers {
+        println!(
+            "  cargo run -p thinkers-cli -- trace {} --db {db}",
+            thinkers.workflow
+        );
+    }
     println!("  cargo run -p thinkers-cli -- cost --by workflow --db {db}");
     println!("  cargo run -p thinkers-cli -- serve --db {db}   # the chat host and its web page");
-    println!(
-        "  cargo run -p thinkers-cli -- trace {} --db {db}   # the benchmark",
-        bench.workflow
-    );
+    if let Some(bench) = &bench {
+        println!(
+            "  cargo run -p thinkers-cli -- trace {} --db {db}   # the benchmark",
+            bench.workflow
+        );
+    }
     if let Some(sim) = sim {
         sim.shutdown().await.ok();
     }
-    Ok(())
+    println!("\n{}", stages.summary());
+    stages.verdict()
 }
 
-type Outcomes = (
-    dispatch_stage::Outcome,
-    thinker_stage::Outcome,
-    families_stage::Outcome,
-    chat_stage::Outcome,
-    bench_stage::Outcome,
-);
+/// The stages run so far: each one's name, how long it took and, when it failed, why.
+///
+/// A stage's failure does not stop the demo: it is reported under the stage's name and the next
+/// stage runs. The demo fails (a non-zero exit) when any stage failed.
+#[derive(Default)]
+struct Stages {
+    done: Vec<(&'static str, Duration, Option<String>)>,
+}
 
-/// Every stage in order; the first failure stops the demo.
-async fn stages(rt: &Runtime, progress: &Progress) -> anyhow::Result<Outcomes> {
-    let dispatch = dispatch_stage::run(rt.dispatcher()).await?;
-    let thinkers = thinker_stage::run(rt, progress).await?;
-    let families = families_stage::run(rt, progress).await?;
-    let chat = chat_stage::run(rt, progress).await?;
-    let bench = bench_stage::run(rt, progress).await?;
-    Ok((dispatch, thinkers, families, chat, bench))
+impl Stages {
+    /// Run one stage, print its outcome (or its failure) as soon as it ends, and record it.
+    async fn run<T>(
+        &mut self,
+        name: &'static str,
+        progress: &Progress,
+        stage: impl Future<Output = anyhow::Result<T>>,
+        print: impl FnOnce(&T),
+    ) -> Option<T> {
+        let started = Instant::now();
+        let result = stage.await;
+        let elapsed = started.elapsed();
+        progress.bar().suspend(|| match &result {
+            Ok(outcome) => {
+                print(outcome);
+                println!();
+            }
+            Err(e) => println!(
+                "Stage `{name}` failed after {:.1} s: {e:#}\n",
+                elapsed.as_secs_f64()
+            ),
+        });
+        let failure = result.as_ref().err().map(|e| format!("{e:#}"));
+        self.done.push((name, elapsed, failure));
+        result.ok()
+    }
+
+    /// One line: the stages that passed and those that failed, each with its time.
+    fn summary(&self) -> String {
+        let list = |failed: bool| {
+            let names: Vec<String> = self
+                .done
+                .iter()
+                .filter(|(_, _, failure)| failure.is_some() == failed)
+                .map(|(name, elapsed, _)| format!("{name} ({:.1} s)", elapsed.as_secs_f64()))
+                .collect();
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        };
+        format!("Stages passed: {}; failed: {}", list(false), list(true))
+    }
+
+    /// `Ok` when every stage passed; otherwise an error naming the failed stages.
+    fn verdict(&self) -> anyhow::Result<()> {
+        let failed: Vec<&str> = self
+            .done
+            .iter()
+            .filter(|(_, _, failure)| failure.is_some())
+            .map(|(name, _, _)| *name)
+            .collect();
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            anyhow::bail!(
+                "{} of {} demo stages failed: {}",
+                failed.len(),
+                self.done.len(),
+                failed.join(", ")
+            )
+        }
+    }
 }
 
 async fn print_trajectory(store: &SqliteStore, workflow: JobId) -> anyhow::Result<()> {

@@ -8,7 +8,7 @@
 //! Choosing the entry is the [`ModelRouter`]'s job:
 //!
 //! 1. [`Grade::Ceiling`] is resolved to the strongest rung the deployment serves
-//!    ([`resolve_ceiling`]: Mega when an open Mega entry lies inside the envelope, else Xl);
+//!    ([`resolve_ceiling`]: the highest rung with an open entry inside the envelope);
 //! 2. a pin names its entry directly, bypassing the picker but never the compliance
 //!    [`Envelope`];
 //! 3. otherwise the [`Picker`] (by default [`HeadroomPicker`]: most admission headroom, then

@@ -57,14 +57,23 @@ impl<P: Picker + ?Sized> Picker for std::sync::Arc<P> {
     }
 }
 
-/// The strongest rung the deployment serves: [`Grade::Mega`] when the catalog has an open Mega
-/// entry inside the envelope, [`Grade::Xl`] otherwise.
+/// The strongest rung the deployment serves: the highest of Mega, Xl, Large, Medium and Small
+/// that has an open entry inside the envelope.
+///
+/// A catalog that serves no rung at all inside the envelope resolves to [`Grade::Small`], the
+/// rung every other search ends on too; the router then fails with "no open entry of grade
+/// `small`", naming what the catalog lists.
 pub fn resolve_ceiling(catalog: &Catalog, envelope: &Envelope) -> Grade {
-    let serves_mega = catalog
-        .entries_of(Grade::Mega)
+    Grade::RUNGS
         .into_iter()
-        .any(|e| e.is_open() && envelope.permits(e).is_ok());
-    if serves_mega { Grade::Mega } else { Grade::Xl }
+        .rev()
+        .find(|&rung| {
+            catalog
+                .entries_of(rung)
+                .into_iter()
+                .any(|e| e.is_open() && envelope.permits(e).is_ok())
+        })
+        .unwrap_or(Grade::Small)
 }
 
 /// The default policy: the candidate with the most admission headroom right now, then the
@@ -119,6 +128,7 @@ mod tests {
     use super::*;
     use crate::dispatch::{MemoryBudgets, Reservation};
     use crate::job::Ask;
+    use crate::model::ModelRouter;
 
     fn small_candidates(catalog: &Catalog) -> Vec<&Entry> {
         catalog
@@ -219,7 +229,7 @@ mod tests {
     }
 
     #[test]
-    fn ceiling_is_mega_only_when_an_open_mega_entry_is_inside_the_envelope() {
+    fn ceiling_is_the_highest_rung_with_an_open_entry_inside_the_envelope() {
         let catalog = Catalog::bundled();
         assert_eq!(
             resolve_ceiling(&catalog, &Envelope::unrestricted()),
@@ -228,9 +238,100 @@ mod tests {
         // Both mega entries stay inside an EU envelope through sim-mega-b.
         let eu = Envelope::unrestricted().require_tag("region", ["eu"]);
         assert_eq!(resolve_ceiling(&catalog, &eu), Grade::Mega);
-        // No mega entry is tagged for this retention, so the ceiling falls to XL.
+        // us/zero excludes both mega entries; sim-xl-a is inside.
+        let us_zero = Envelope::unrestricted()
+            .require_tag("region", ["us"])
+            .require_tag("retention", ["zero"]);
+        assert_eq!(resolve_ceiling(&catalog, &us_zero), Grade::Xl);
+        assert_eq!(HeadroomPicker.ceiling(&catalog, &us_zero), Grade::Xl);
+        // eu/30d keeps only sim-small-text and sim-medium-b.
+        let eu_30d = eu.require_tag("retention", ["30d"]);
+        assert_eq!(resolve_ceiling(&catalog, &eu_30d), Grade::Medium);
+        // No entry is tagged for this retention: nothing is served, and the ceiling is small.
         let none = Envelope::unrestricted().require_tag("retention", ["7d"]);
-        assert_eq!(resolve_ceiling(&catalog, &none), Grade::Xl);
-        assert_eq!(HeadroomPicker.ceiling(&catalog, &none), Grade::Xl);
+        assert_eq!(resolve_ceiling(&catalog, &none), Grade::Small);
+    }
+
+    const OLLAMA: &str = include_str!("../../catalogs/examples/ollama.toml");
+    const ANTHROPIC: &str = include_str!("../../catalogs/examples/anthropic.toml");
+
+    /// `base` with one more provider `elsewhere` (region `far`) serving an open entry `top` of
+    /// `grade`: a rung above what `base` serves that an envelope can exclude.
+    fn with_top_rung(base: &str, grade: Grade) -> Catalog {
+        let text = format!(
+            "{base}\n[providers.elsewhere]\ndialect = \"openai-compatible\"\n\
+             base_url = \"http://localhost:1/v1\"\n\
+             [[entries]]\nid = \"top\"\nprovider = \"elsewhere\"\nmodel = \"top\"\n\
+             grade = \"{grade}\"\ncontext_window = 1000\noutput_ceiling = 100\nprice_in = 1\n\
+             price_out = 1\ncurrency = \"USD\"\ncompliance = {{ region = \"far\" }}\n"
+        );
+        Catalog::from_toml_str(&text, "with-top.toml").unwrap()
+    }
+
+    #[test]
+    fn ceiling_is_the_strongest_rung_the_shipped_example_catalogs_serve() {
+        let ollama = Catalog::from_toml_str(OLLAMA, "ollama.toml").unwrap();
+        assert_eq!(
+            resolve_ceiling(&ollama, &Envelope::unrestricted()),
+            Grade::Medium
+        );
+        let anthropic = Catalog::from_toml_str(ANTHROPIC, "anthropic.toml").unwrap();
+        assert_eq!(
+            resolve_ceiling(&anthropic, &Envelope::unrestricted()),
+            Grade::Large
+        );
+        // The seat a judge or `thinkers chat --grade ceiling` takes is served.
+        for (catalog, id) in [(ollama, "ollama-medium"), (anthropic, "claude-large")] {
+            let router = ModelRouter::with_headroom_picker(catalog, Envelope::unrestricted());
+            let entry = router
+                .resolve(Grade::Ceiling, None, &MemoryBudgets::new())
+                .unwrap();
+            assert_eq!(entry.id(), id);
+        }
+    }
+
+    #[test]
+    fn ceiling_skips_a_top_rung_the_envelope_excludes() {
+        for (base, top, below, id) in [
+            (OLLAMA, Grade::Mega, Grade::Medium, "ollama-medium"),
+            (OLLAMA, Grade::Xl, Grade::Medium, "ollama-medium"),
+            (ANTHROPIC, Grade::Xl, Grade::Large, "claude-large"),
+        ] {
+            let catalog = with_top_rung(base, top);
+            assert_eq!(resolve_ceiling(&catalog, &Envelope::unrestricted()), top);
+            let by_provider = Envelope::unrestricted().allow_providers(["ollama", "anthropic"]);
+            let by_tag = Envelope::unrestricted().require_tag("region", ["local", "us"]);
+            for envelope in [by_provider, by_tag] {
+                assert_eq!(resolve_ceiling(&catalog, &envelope), below, "{envelope:?}");
+                let router = ModelRouter::with_headroom_picker(catalog.clone(), envelope);
+                let entry = router
+                    .resolve(Grade::Ceiling, None, &MemoryBudgets::new())
+                    .unwrap();
+                assert_eq!(entry.id(), id);
+            }
+        }
+    }
+
+    #[test]
+    fn ceiling_walks_down_to_small_and_names_small_when_nothing_is_served() {
+        // With ollama.toml's medium entry closed the ceiling is small; with every entry outside
+        // the envelope it stays small, and routing names that rung.
+        let closed = OLLAMA.replacen(
+            "native_tools = false",
+            "native_tools = false\nopen = false",
+            1,
+        );
+        let catalog = Catalog::from_toml_str(&closed, "ollama.toml").unwrap();
+        assert_eq!(
+            resolve_ceiling(&catalog, &Envelope::unrestricted()),
+            Grade::Small
+        );
+        let nowhere = Envelope::unrestricted().require_tag("region", ["mars"]);
+        assert_eq!(resolve_ceiling(&catalog, &nowhere), Grade::Small);
+        let router = ModelRouter::with_headroom_picker(catalog, nowhere);
+        let err = router
+            .resolve(Grade::Ceiling, None, &MemoryBudgets::new())
+            .unwrap_err();
+        assert!(err.to_string().contains("grade `small`"), "{err}");
     }
 }

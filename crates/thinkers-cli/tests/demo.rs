@@ -1,0 +1,88 @@
+//! `thinkers demo` when a stage fails: the failure is reported under the stage's name, the later
+//! stages still run, a closing line lists what passed and what failed, and the exit code says
+//! that something failed. Against the simulated provider the demo starts itself.
+// A failing test reports by panicking; test binaries need no docs.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::process::Command;
+
+use thinkers::model::catalog::BUNDLED_TOML;
+
+fn thinkers() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_thinkers"))
+}
+
+/// The bundled catalog with `sim-small-a` closed. The one-call stage pins that entry for its
+/// decision (the OpenAI dialect's log-probabilities), so the pin is refused and that stage fails;
+/// every other stage picks among the open small entries and passes.
+fn catalog_with_pinned_entry_closed() -> String {
+    let at = BUNDLED_TOML.find("id = \"sim-small-a\"").unwrap();
+    let (head, tail) = BUNDLED_TOML.split_at(at);
+    let tail = tail.replacen("open = true", "open = false", 1);
+    assert_ne!(
+        tail,
+        BUNDLED_TOML[at..],
+        "sim-small-a has no `open = true` line"
+    );
+    format!("{head}{tail}")
+}
+
+#[test]
+fn a_failed_stage_is_reported_and_the_next_stages_still_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("closed-pin.toml");
+    std::fs::write(&catalog, catalog_with_pinned_entry_closed()).unwrap();
+    let out = thinkers()
+        .args(["demo", "--db"])
+        .arg(dir.path().join("demo.db"))
+        .arg("--catalog")
+        .arg(&catalog)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "a failed stage must fail the demo:\n{stdout}\n{stderr}"
+    );
+
+    // The failure names the stage and carries the error.
+    let failure = stdout
+        .lines()
+        .find(|l| l.starts_with("Stage `one-call` failed after "))
+        .unwrap_or_else(|| panic!("no failure line for the one-call stage in:\n{stdout}"));
+    assert!(
+        failure.contains("sim-small-a") && failure.contains("closed"),
+        "{failure}"
+    );
+    // The stages before and after it ran and printed their outcome.
+    for needle in [
+        "Dispatcher stage",
+        "Thinker stage",
+        "person: What is a seat",
+        "streamed pieces",
+        "Benchmark over grade small",
+        "Model calls and spend of this demo",
+    ] {
+        assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
+    }
+    assert!(!stdout.contains("One-call thinkers"), "{stdout}");
+
+    // The closing line lists both sides, each stage once.
+    let summary = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Stages passed: "))
+        .unwrap_or_else(|| panic!("no summary line in:\n{stdout}"));
+    let (passed, failed) = summary.split_once("; failed: ").unwrap();
+    for stage in ["dispatcher (", "thinkers (", "chat (", "benchmark ("] {
+        assert!(passed.contains(stage), "{stage} not passed: {summary}");
+    }
+    assert!(
+        failed.starts_with("one-call (") && !failed.contains(','),
+        "{summary}"
+    );
+    assert!(
+        stderr.contains("1 of 5 demo stages failed: one-call"),
+        "{stderr}"
+    );
+}
