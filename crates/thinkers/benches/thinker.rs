@@ -41,7 +41,8 @@ async fn overhead(base: &str) {
         ..
     } = warm_up(base).await;
     let calls = bodies.len();
-    let (mut bare, mut ours, mut kept, mut walls) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut bare, mut ours, mut kept, mut walls) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
         reset(base).await;
         bare.push(bare_loop(base, bodies.clone()).await);
@@ -63,11 +64,19 @@ async fn overhead(base: &str) {
         TOOL_ROUNDS + 1
     );
     println!("  bare reqwest loop, same bodies (tokio::main) {bare:>7.1} µs");
-    println!("  thinkers, rows not kept                     {ours:>7.1} µs  (wall {wall:.2} s per round)");
+    println!(
+        "  thinkers, rows not kept                     {ours:>7.1} µs  (wall {wall:.2} s per round)"
+    );
     println!("  thinkers, every row kept in memory          {kept:>7.1} µs");
-    println!("  ratio to the bare loop (median of per-round ratios): {ratio:.2}×, {ratio_kept:.2}× with rows kept");
+    println!(
+        "  ratio to the bare loop (median of per-round ratios): {ratio:.2}×, {ratio_kept:.2}× with rows kept"
+    );
     println!(
         "target: at most 2× the bare loop: {}",
-        if ratio <= 2.0 && ratio_kept <= 2.0 { "met" } else { "MISSED" }
+        if ratio <= 2.0 && ratio_kept <= 2.0 {
+            "met"
+        } else {
+            "MISSED"
+        }
     );
 }

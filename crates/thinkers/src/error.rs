@@ -474,7 +474,9 @@ impl fmt::Display for RetrySignal {
             }
             Self::Correction { reason } => write!(f, "correction: {reason}"),
             Self::TruncationEscalation => f.write_str("truncation escalation"),
-            Self::Transient { service, detail, .. } => {
+            Self::Transient {
+                service, detail, ..
+            } => {
                 write!(f, "transient failure of {service}: {detail}")
             }
             Self::UnreadableAnswer { service, detail } => {

@@ -20,7 +20,6 @@ use thinkers::thinker::{
 };
 use thinkers::tool::{Tool, ToolContext};
 
-
 pub(crate) const RUNS: usize = 600;
 pub(crate) const TOOL_ROUNDS: u32 = 2;
 pub(crate) const CONCURRENCY: usize = 64;

@@ -283,7 +283,8 @@ async fn attempts<J: Job>(
                 }
                 let n = attempt.transient_retries - 1;
                 // The server's wait when it named one, else the backoff.
-                let wait = retry_after.unwrap_or_else(|| backoff(config.transient_backoff, n, salt));
+                let wait =
+                    retry_after.unwrap_or_else(|| backoff(config.transient_backoff, n, salt));
                 attempt.transient_time += attempt_started.elapsed() + wait;
                 tokio::time::sleep(wait).await;
             }

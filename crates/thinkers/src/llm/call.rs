@@ -16,8 +16,8 @@ use std::time::Duration;
 use tracing::Instrument;
 
 use super::{
-    ChatRequest, ChatResponse, ClientLimits, EncodedRequest, ModelServices, Reasoning,
-    SendOptions, StopReason, StreamDelta,
+    ChatRequest, ChatResponse, ClientLimits, EncodedRequest, ModelServices, Reasoning, SendOptions,
+    StopReason, StreamDelta,
 };
 use crate::error::RetrySignal;
 use crate::job::{Job, JobContext, Requirements, Resources, Seat};

@@ -282,11 +282,9 @@ impl ModelClient {
     ) -> Result<SendOutcome> {
         let redactor = Redactor::for_request(enc);
         let origin = Origin::new(enc, options.provider.as_deref(), options.entry.as_deref());
-        let timeout = options
-            .timeout
-            .map_or(self.limits.request_timeout, |t| {
-                t.min(self.limits.request_timeout)
-            });
+        let timeout = options.timeout.map_or(self.limits.request_timeout, |t| {
+            t.min(self.limits.request_timeout)
+        });
         let exchange = Exchange {
             client: self,
             enc,
@@ -386,7 +384,10 @@ impl Exchange<'_> {
         if builder {
             return Error::system(
                 WHO,
-                format!("the request to {} could not be made: {what}", self.origin.endpoint),
+                format!(
+                    "the request to {} could not be made: {what}",
+                    self.origin.endpoint
+                ),
             );
         }
         if tls {
@@ -431,8 +432,13 @@ impl Exchange<'_> {
             message = %said.message,
             "the provider refused a request"
         );
-        self.origin
-            .from_status(status, &said, retry_after, location.as_deref(), model.as_deref())
+        self.origin.from_status(
+            status,
+            &said,
+            retry_after,
+            location.as_deref(),
+            model.as_deref(),
+        )
     }
 
     /// A whole answer: JSON, decoded by the dialect. An answer that is not JSON, or not the
@@ -477,9 +483,7 @@ impl Exchange<'_> {
             };
             match next {
                 Err(_) if decoder.delivered_content() => {
-                    return Err(self
-                        .origin
-                        .broken_stream(&format!("no event for {idle:?}")));
+                    return Err(self.origin.broken_stream(&format!("no event for {idle:?}")));
                 }
                 Err(_) if !waited_first => {
                     return Err(self
@@ -517,7 +521,10 @@ impl Exchange<'_> {
 /// The endpoint, parsed: an http or https URL, or a configuration error naming it.
 fn endpoint_url(url: &str) -> Result<reqwest::Url> {
     let invalid = |why: String| {
-        Error::system(WHO, format!("the endpoint `{url}` is not a valid URL: {why}"))
+        Error::system(
+            WHO,
+            format!("the endpoint `{url}` is not a valid URL: {why}"),
+        )
     };
     let parsed = reqwest::Url::parse(url).map_err(|e| invalid(e.to_string()))?;
     if !matches!(parsed.scheme(), "http" | "https") {
@@ -568,7 +575,10 @@ fn request_headers(enc: &EncodedRequest) -> Result<HeaderMap> {
     let mut map = HeaderMap::with_capacity(enc.headers.len() + 1);
     for h in &enc.headers {
         let bad = |why: &str| {
-            Error::system(WHO, format!("the `{}` header cannot be sent: {why}", h.name()))
+            Error::system(
+                WHO,
+                format!("the `{}` header cannot be sent: {why}", h.name()),
+            )
         };
         let name = HeaderName::from_bytes(h.name().as_bytes()).map_err(|_| bad("a bad name"))?;
         let raw = h.raw_value();

@@ -63,7 +63,6 @@ impl Header {
     pub(crate) fn raw_value(&self) -> &str {
         &self.value
     }
-
 }
 
 impl fmt::Debug for Header {

@@ -27,9 +27,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::error::BoxError;
 use crate::llm::encoded::EncodedRequest;
 use crate::llm::target::Dialect;
-use crate::error::BoxError;
 use crate::{Error, RetrySignal};
 
 /// What a provider said about a failure.
@@ -560,9 +560,8 @@ mod tests {
         let mapped = redactor.error(from_status(Dialect::OpenAi, 401, &e, None));
         assert!(!mapped.to_string().contains("CANARY"), "{mapped}");
         assert!(mapped.to_string().contains("authentication"));
-        let with_source = Error::external("p", "s", "d").with_source(std::io::Error::other(
-            "inner sk-CANARY-1 text",
-        ));
+        let with_source = Error::external("p", "s", "d")
+            .with_source(std::io::Error::other("inner sk-CANARY-1 text"));
         let clean = redactor.error(with_source);
         let shown = format!("{clean:?} {}", chain(&clean));
         assert!(!shown.contains("CANARY"), "{shown}");
@@ -571,9 +570,14 @@ mod tests {
 
     #[test]
     fn not_found_names_the_model_the_provider_or_the_doubled_version() {
-        let e = err(r#"{"error":{"message":"model 'm' not found","type":"invalid_request_error","code":"model_not_found"}}"#);
+        let e = err(
+            r#"{"error":{"message":"model 'm' not found","type":"invalid_request_error","code":"model_not_found"}}"#,
+        );
         let shown = from_status(Dialect::OpenAi, 404, &e, None).to_string();
-        assert!(shown.contains("model `m` not found at provider `prov`"), "{shown}");
+        assert!(
+            shown.contains("model `m` not found at provider `prov`"),
+            "{shown}"
+        );
         assert!(shown.contains("entry `ent`"), "{shown}");
         let mut doubled = origin(Dialect::Anthropic);
         doubled.path = "/v1/v1/messages".into();
@@ -582,7 +586,10 @@ mod tests {
             .to_string();
         assert!(shown.contains("already ends in `/v1`"), "{shown}");
         let shown = from_status(Dialect::OpenAi, 404, &err("404 page not found"), None).to_string();
-        assert!(shown.contains("was not found at provider `prov`"), "{shown}");
+        assert!(
+            shown.contains("was not found at provider `prov`"),
+            "{shown}"
+        );
     }
 
     #[test]

@@ -36,7 +36,6 @@ pub mod target;
 mod text_tools;
 pub mod tokens;
 
-
 #[cfg(test)]
 mod tests;
 

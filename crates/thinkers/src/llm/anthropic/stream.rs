@@ -138,7 +138,6 @@ impl AnthropicStream {
         }
     }
 
-
     /// Whether a text, thinking or tool-call delta was handed out (after which a failure must
     /// not be replayed: the caller may already have acted on it).
     pub(crate) fn delivered_content(&self) -> bool {

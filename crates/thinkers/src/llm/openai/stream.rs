@@ -107,7 +107,6 @@ impl OpenAiStream {
         }
     }
 
-
     /// Whether a text, reasoning or tool-call delta was handed out (after which a failure must
     /// not be replayed: the caller may already have acted on it).
     pub(crate) fn delivered_content(&self) -> bool {

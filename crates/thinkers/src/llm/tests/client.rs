@@ -482,7 +482,11 @@ async fn every_retryable_status_carries_the_servers_wait() -> anyhow::Result<()>
             Dialect::Anthropic,
         )
         .await?;
-        assert_eq!(throttled_after(&e), Some(Some(Duration::from_secs(2))), "{e:?}");
+        assert_eq!(
+            throttled_after(&e),
+            Some(Some(Duration::from_secs(2))),
+            "{e:?}"
+        );
     }
     Ok(())
 }
@@ -506,7 +510,11 @@ async fn a_stream_that_stalls_after_content_fails_at_the_idle_timeout() -> anyho
         .send_streaming(&openai(&base), &fixtures::plain(), |d| deltas.push(d))
         .await
         .err();
-    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
     match &e {
         Some(Error::ExternalService { step, detail, .. }) => {
             assert_eq!(step, "stream");
@@ -516,7 +524,13 @@ async fn a_stream_that_stalls_after_content_fails_at_the_idle_timeout() -> anyho
         other => anyhow::bail!("expected a final stream failure, got {other:?}"),
     }
     assert_eq!(deltas, vec![StreamDelta::Text("Hel".into())]);
-    assert_eq!(seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.bodies.len(), 1);
+    assert_eq!(
+        seen.lock()
+            .map_err(|_| anyhow::anyhow!("poisoned"))?
+            .bodies
+            .len(),
+        1
+    );
     Ok(())
 }
 
@@ -560,13 +574,18 @@ async fn a_body_that_is_not_json_is_unreadable_and_names_its_content_type() -> a
 #[tokio::test]
 async fn an_empty_key_is_never_sent() -> anyhow::Result<()> {
     let (base, seen) = serve(Script::new(200, OK_BODY)).await?;
-    let target = WireTarget::new(Dialect::OpenAi, format!("{base}/v1"), "gpt-x")
-        .with_key(ApiKey::new(""));
+    let target =
+        WireTarget::new(Dialect::OpenAi, format!("{base}/v1"), "gpt-x").with_key(ApiKey::new(""));
     let Err(err) = ModelClient::new()?.send(&target, &fixtures::plain()).await else {
         anyhow::bail!("a request with an empty key was sent");
     };
     assert!(err.to_string().contains("empty API key"), "{err}");
-    assert!(seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.bodies.is_empty());
+    assert!(
+        seen.lock()
+            .map_err(|_| anyhow::anyhow!("poisoned"))?
+            .bodies
+            .is_empty()
+    );
     Ok(())
 }
 
@@ -598,7 +617,10 @@ async fn an_unknown_model_is_a_configuration_error_naming_it() -> anyhow::Result
     match &e {
         Error::ExternalService { step, detail, .. } => {
             assert_eq!(step, "configuration");
-            assert!(detail.contains("model `gpt-x` not found at provider `openai`"), "{detail}");
+            assert!(
+                detail.contains("model `gpt-x` not found at provider `openai`"),
+                "{detail}"
+            );
         }
         other => anyhow::bail!("expected a configuration error, got {other:?}"),
     }
