@@ -432,7 +432,7 @@ impl Exchange<'_> {
             message = %said.message,
             "the provider refused a request"
         );
-        self.origin.from_status(
+        self.origin.refusal(
             status,
             &said,
             retry_after,
@@ -452,7 +452,7 @@ impl Exchange<'_> {
         if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err() {
             return Err(unreadable(
                 self.origin,
-                format!(
+                &format!(
                     "the answer was not JSON (content-type `{shown_type}`, {} bytes)",
                     body.len()
                 ),
@@ -536,7 +536,7 @@ fn endpoint_url(url: &str) -> Result<reqwest::Url> {
     Ok(parsed)
 }
 
-fn unreadable(origin: &Origin, what: String) -> Error {
+fn unreadable(origin: &Origin, what: &str) -> Error {
     Error::Retry(crate::RetrySignal::UnreadableAnswer {
         service: origin.service.clone(),
         detail: format!("{what}{}", origin.whereabouts()),

@@ -317,7 +317,7 @@ impl Origin {
 
     /// Map an HTTP failure status. `retry_after` is the provider's wait, `location` a redirect's
     /// target (both read by the client from the headers; the location already redacted).
-    pub(crate) fn from_status(
+    pub(crate) fn refusal(
         &self,
         status: u16,
         err: &ProviderError,
@@ -487,7 +487,7 @@ mod tests {
         err: &ProviderError,
         retry_after: Option<Duration>,
     ) -> Error {
-        origin(dialect).from_status(status, err, retry_after, None, Some("m"))
+        origin(dialect).refusal(status, err, retry_after, None, Some("m"))
     }
 
     #[test]
@@ -582,7 +582,7 @@ mod tests {
         let mut doubled = origin(Dialect::Anthropic);
         doubled.path = "/v1/v1/messages".into();
         let shown = doubled
-            .from_status(404, &err("Not Found"), None, None, Some("m"))
+            .refusal(404, &err("Not Found"), None, None, Some("m"))
             .to_string();
         assert!(shown.contains("already ends in `/v1`"), "{shown}");
         let shown = from_status(Dialect::OpenAi, 404, &err("404 page not found"), None).to_string();
