@@ -14,6 +14,9 @@ use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
+#[path = "../../thinkers/tests/real_model/gate.rs"]
+mod gate;
+
 static SERVER: Mutex<()> = Mutex::new(());
 
 /// The stages of the demo, in the order it runs them.
@@ -30,46 +33,12 @@ const PROTOCOL_FAILURES: [&str; 6] = [
     "timed out",
 ];
 
-/// The catalog for the server at `base_url`: the model as `smol` (native tools) and `smol-text`
-/// (text tools), grade small, the server's 8,192-token context, a 1,024-token output ceiling.
-/// llama-cpp-python's server constrains decoding only to a schema sent with `json_object`.
-fn catalog_toml(base_url: &str) -> String {
-    let entry = |id: &str, native: bool| {
-        format!(
-            "[[entries]]\nid = \"{id}\"\nprovider = \"llama\"\nmodel = \"smollm2\"\n\
-             grade = \"small\"\ncontext_window = 8192\noutput_ceiling = 1024\nconcurrency = 1\n\
-             price_in = 0.0\nprice_out = 0.0\ncurrency = \"USD\"\nnative_tools = {native}\n\
-             compliance = {{ region = \"local\", retention = \"zero\" }}\n\n"
-        )
-    };
-    format!(
-        "[providers.llama]\ndialect = \"openai-compatible\"\nbase_url = \"{base_url}\"\n\
-         structured_output = \"json_object\"\n\n{}{}",
-        entry("smol", true),
-        entry("smol-text", false)
-    )
-}
-
 /// The catalog file for the server, and the lock on it; `None` when skipped (it said so).
 fn server(test: &str, dir: &Path) -> Option<(PathBuf, MutexGuard<'static, ()>)> {
-    let url = match std::env::var("THINKERS_REAL_MODEL_URL") {
-        Ok(url) if !url.trim().is_empty() => url,
-        _ => {
-            assert!(
-                std::env::var("THINKERS_REQUIRE_REAL_MODEL").as_deref() != Ok("1"),
-                "{test}: THINKERS_REQUIRE_REAL_MODEL=1 but THINKERS_REAL_MODEL_URL is unset \
-                 (scripts/real-model-server.sh start PORT prints the URL)"
-            );
-            eprintln!(
-                "{test}: skipped, THINKERS_REAL_MODEL_URL is unset \
-                 (scripts/real-model-server.sh start PORT starts a server and prints it)"
-            );
-            return None;
-        }
-    };
+    let url = gate::server_url(test)?;
     let turn = SERVER.lock().unwrap_or_else(PoisonError::into_inner);
     let path = dir.join("real-model.toml");
-    std::fs::write(&path, catalog_toml(url.trim())).unwrap();
+    std::fs::write(&path, gate::catalog_toml(&url)).unwrap();
     Some((path, turn))
 }
 

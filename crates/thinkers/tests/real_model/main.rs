@@ -24,6 +24,7 @@
 )]
 
 mod chat;
+mod gate;
 mod support;
 mod thinker;
 mod toolless;

@@ -14,36 +14,10 @@ use thinkers::record::{JobStatus, MemoryRecorder};
 use thinkers::tool::{Tool, ToolContext};
 use tokio::sync::{Mutex, MutexGuard};
 
-/// The entry with native tool calls (the server's `chatml-function-calling` format).
-pub const NATIVE: &str = "smol";
-/// The same model through the text-tool fallback (tools described in the prompt).
-pub const TEXT: &str = "smol-text";
+pub(crate) use crate::gate::{NATIVE, TEXT};
 
 /// The server answers one request at a time; a test holds this while it talks to it.
 static SERVER: Mutex<()> = Mutex::const_new(());
-
-/// The catalog of the tests, for the server at `base_url` (an `…/v1` URL): one provider, the
-/// model as `smol` (native tools) and `smol-text` (text tools), both grade small with the
-/// server's 8,192-token context and a 1,024-token output ceiling.
-///
-/// llama-cpp-python's server constrains decoding only to a schema sent with `json_object`
-/// (it refuses `json_schema`), so the provider asks for that.
-pub fn catalog_toml(base_url: &str) -> String {
-    let entry = |id: &str, native: bool| {
-        format!(
-            "[[entries]]\nid = \"{id}\"\nprovider = \"llama\"\nmodel = \"smollm2\"\n\
-             grade = \"small\"\ncontext_window = 8192\noutput_ceiling = 1024\nconcurrency = 1\n\
-             price_in = 0.0\nprice_out = 0.0\ncurrency = \"USD\"\nnative_tools = {native}\n\
-             compliance = {{ region = \"local\", retention = \"zero\" }}\n\n"
-        )
-    };
-    format!(
-        "[providers.llama]\ndialect = \"openai-compatible\"\nbase_url = \"{base_url}\"\n\
-         structured_output = \"json_object\"\n\n{}{}",
-        entry(NATIVE, true),
-        entry(TEXT, false)
-    )
-}
 
 /// A test's hold on the server, with a runtime over the catalog and its recorder.
 pub struct Server {
@@ -55,23 +29,9 @@ pub struct Server {
 /// The server, or `None` when the test is to be skipped (it then said so). Waits for the other
 /// tests to finish with the server first.
 pub async fn server(test: &str) -> Option<Server> {
-    let url = match std::env::var("THINKERS_REAL_MODEL_URL") {
-        Ok(url) if !url.trim().is_empty() => url,
-        _ => {
-            assert!(
-                std::env::var("THINKERS_REQUIRE_REAL_MODEL").as_deref() != Ok("1"),
-                "{test}: THINKERS_REQUIRE_REAL_MODEL=1 but THINKERS_REAL_MODEL_URL is unset \
-                 (scripts/real-model-server.sh start PORT prints the URL)"
-            );
-            eprintln!(
-                "{test}: skipped, THINKERS_REAL_MODEL_URL is unset \
-                 (scripts/real-model-server.sh start PORT starts a server and prints it)"
-            );
-            return None;
-        }
-    };
+    let url = crate::gate::server_url(test)?;
     let turn = SERVER.lock().await;
-    let catalog = Catalog::from_toml_str(&catalog_toml(url.trim()), "real-model.toml")
+    let catalog = Catalog::from_toml_str(&crate::gate::catalog_toml(&url), "real-model.toml")
         .unwrap_or_else(|e| panic!("{test}: the test catalog does not load: {e}"));
     let rec = MemoryRecorder::new();
     let rt = Runtime::builder(catalog)
