@@ -24,7 +24,7 @@ use std::time::Instant;
 use futures::future::BoxFuture;
 use sha2::{Digest, Sha256};
 
-use super::client::replay_as_deltas;
+use super::http::replay_as_deltas;
 use super::{ChatResponse, EncodedRequest, ModelClient, SendOptions, SendOutcome, StreamDelta};
 use crate::Result;
 use crate::job::{JobContext, JobId};

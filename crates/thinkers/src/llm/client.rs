@@ -19,7 +19,7 @@
 //!   each names the catalog provider and entry (when the caller gave them, see [`SendOptions`])
 //!   and the endpoint, never a key.
 //! * **No key leaves.** Every error and log line passes the one redaction point
-//!   (`errors::Redactor`), which removes the request's secrets from whatever the provider sent
+//!   (`redact::Redactor`), which removes the request's secrets from whatever the provider sent
 //!   back (an echoed key in an error body, a stream's error event, a redirect's target).
 //! * **No redirects.** A redirect is an error naming its status: a key is never sent on to
 //!   another address.
@@ -32,14 +32,15 @@ use std::time::{Duration, Instant, SystemTime};
 
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, LOCATION};
+use reqwest::header::{CONTENT_TYPE, LOCATION};
 
-use crate::conversation::ContentBlock;
 use crate::dispatch::RateObservation;
 use crate::llm::codec::{self, StreamDecoder};
 use crate::llm::encoded::EncodedRequest;
-use crate::llm::errors::{Origin, ProviderError, Redactor, chain};
+use crate::llm::errors::{Origin, ProviderError};
 use crate::llm::headers;
+use crate::llm::http::{endpoint_url, is_tls, model_of, replay_as_deltas, request_headers};
+use crate::llm::redact::{Redactor, chain};
 use crate::llm::request::ChatRequest;
 use crate::llm::response::{ChatResponse, StreamDelta};
 use crate::llm::target::WireTarget;
@@ -518,119 +519,9 @@ impl Exchange<'_> {
     }
 }
 
-/// The endpoint, parsed: an http or https URL, or a configuration error naming it.
-fn endpoint_url(url: &str) -> Result<reqwest::Url> {
-    let invalid = |why: String| {
-        Error::system(
-            WHO,
-            format!("the endpoint `{url}` is not a valid URL: {why}"),
-        )
-    };
-    let parsed = reqwest::Url::parse(url).map_err(|e| invalid(e.to_string()))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(invalid(format!(
-            "its scheme is `{}`, not http or https",
-            parsed.scheme()
-        )));
-    }
-    Ok(parsed)
-}
-
 fn unreadable(origin: &Origin, what: &str) -> Error {
     Error::Retry(crate::RetrySignal::UnreadableAnswer {
         service: origin.service.clone(),
         detail: format!("{what}{}", origin.whereabouts()),
     })
-}
-
-/// Whether rustls refused the connection (an untrusted certificate, no common protocol): not
-/// something a retry cures. rustls hands its error over inside `io::Error`s, whose `source`
-/// skips what they wrap, so each is opened by hand.
-fn is_tls(e: &(dyn std::error::Error + 'static)) -> bool {
-    if e.is::<rustls::Error>() {
-        return true;
-    }
-    let wrapped = e
-        .downcast_ref::<std::io::Error>()
-        .and_then(std::io::Error::get_ref);
-    if wrapped.is_some_and(|w| is_tls(w)) {
-        return true;
-    }
-    e.source().is_some_and(is_tls)
-}
-
-/// The model a request body names, for a 404's message.
-fn model_of(enc: &EncodedRequest) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Named {
-        model: Option<String>,
-    }
-    serde_json::from_slice::<Named>(&enc.body).ok()?.model
-}
-
-/// The request's headers: the encoded ones (secrets marked sensitive, so reqwest never shows
-/// them) and `accept` for a stream. A secret that is empty or cannot be a header value is
-/// refused before anything is sent, without showing it.
-fn request_headers(enc: &EncodedRequest) -> Result<HeaderMap> {
-    let mut map = HeaderMap::with_capacity(enc.headers.len() + 1);
-    for h in &enc.headers {
-        let bad = |why: &str| {
-            Error::system(
-                WHO,
-                format!("the `{}` header cannot be sent: {why}", h.name()),
-            )
-        };
-        let name = HeaderName::from_bytes(h.name().as_bytes()).map_err(|_| bad("a bad name"))?;
-        let raw = h.raw_value();
-        if h.is_secret() && raw.strip_prefix("Bearer").unwrap_or(raw).trim().is_empty() {
-            return Err(Error::external(
-                "model client",
-                "authentication",
-                format!(
-                    "the `{}` header would carry an empty API key; set the provider's key",
-                    h.name()
-                ),
-            ));
-        }
-        let mut value = HeaderValue::from_str(raw)
-            .map_err(|_| bad("its value holds a line break or another control character"))?;
-        value.set_sensitive(h.is_secret());
-        map.append(name, value);
-    }
-    if enc.plan.stream {
-        map.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-    }
-    Ok(map)
-}
-
-pub(crate) fn replay_as_deltas(
-    response: &ChatResponse,
-    on_delta: &mut (dyn FnMut(StreamDelta) + Send),
-) {
-    let mut calls = 0;
-    for b in &response.content {
-        match b {
-            ContentBlock::Text { text } => on_delta(StreamDelta::Text(text.clone())),
-            ContentBlock::Thinking { thinking, .. } => {
-                on_delta(StreamDelta::Thinking(thinking.clone()));
-            }
-            ContentBlock::ToolCall {
-                id,
-                name,
-                arguments,
-            } => {
-                on_delta(StreamDelta::ToolCallStart {
-                    index: calls,
-                    id: id.clone(),
-                    name: name.clone(),
-                });
-                on_delta(StreamDelta::ToolCallArguments {
-                    index: calls,
-                    fragment: arguments.to_string(),
-                });
-                calls += 1;
-            }
-            _ => {}
-        }
-    }
 }
