@@ -300,7 +300,7 @@ pub(crate) async fn handle(
     let created = chrono::Utc::now().timestamp();
     if let Some(kind) = fault.filter(|k| k.is_exchange()) {
         let answer = render(
-            &shared, &slot, &exchange, &mut plan, dialect, input, created,
+            &shared, &slot, &exchange, &mut plan, dialect, input, created, None,
         );
         let fault_ctx = FaultCtx {
             dialect,
@@ -314,40 +314,24 @@ pub(crate) async fn handle(
         };
         return faulty::serve(fault_ctx, kind, params, answer);
     }
-    match dialect {
-        Dialect::OpenAi => {
-            let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
-            let env = openai::Envelope {
-                id: &id,
-                created,
-                model: &slot.model.name,
-                input_tokens: input,
-            };
-            if exchange.stream {
-                let frames =
-                    openai::frames(&env, &mut plan, exchange.include_usage, exchange.logprobs);
-                sse(headers, frames, cut_stream.then_some(3))
-            } else {
-                let body = openai::completion(&env, &mut plan, exchange.logprobs);
-                (StatusCode::OK, headers, axum::Json(body)).into_response()
-            }
-        }
-        Dialect::Anthropic => {
-            let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
-            let env = anthropic::Envelope {
-                id: &id,
-                model: &slot.model.name,
-                input_tokens: input,
-                signer: &shared.signer,
-            };
-            if exchange.stream {
-                let frames = anthropic::frames(&env, &plan, cut_stream.then_some(4));
-                sse(headers, frames, None)
-            } else {
-                let body = anthropic::message(&env, &plan);
-                (StatusCode::OK, headers, axum::Json(body)).into_response()
-            }
-        }
+    // A truncated stream: OpenAI's connection breaks after three frames; Anthropic's frames
+    // themselves stop after four.
+    let (openai_cut, anthropic_cut) = match dialect {
+        Dialect::OpenAi => (cut_stream.then_some(3), None),
+        Dialect::Anthropic => (None, cut_stream.then_some(4)),
+    };
+    match render(
+        &shared,
+        &slot,
+        &exchange,
+        &mut plan,
+        dialect,
+        input,
+        created,
+        anthropic_cut,
+    ) {
+        Rendered::Stream(frames) => sse(headers, frames, openai_cut),
+        Rendered::Whole(body) => (StatusCode::OK, headers, axum::Json(body)).into_response(),
     }
 }
 
@@ -431,7 +415,8 @@ fn applies(kind: FaultKind, exchange: &Exchange) -> bool {
 }
 
 /// The normal answer to `exchange`, rendered for its dialect: frames for a stream, a JSON value
-/// otherwise.
+/// otherwise. `anthropic_cut` stops an Anthropic stream's frames after that many.
+#[allow(clippy::too_many_arguments)] // One call per answer path; a struct would only rename them.
 fn render(
     shared: &Shared,
     slot: &ModelSlot,
@@ -440,6 +425,7 @@ fn render(
     dialect: Dialect,
     input: u64,
     created: i64,
+    anthropic_cut: Option<usize>,
 ) -> Rendered {
     match dialect {
         Dialect::OpenAi => {
@@ -470,7 +456,7 @@ fn render(
                 signer: &shared.signer,
             };
             if exchange.stream {
-                Rendered::Stream(anthropic::frames(&env, plan, None))
+                Rendered::Stream(anthropic::frames(&env, plan, anthropic_cut))
             } else {
                 Rendered::Whole(anthropic::message(&env, plan))
             }

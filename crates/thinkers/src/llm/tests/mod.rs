@@ -5,6 +5,7 @@
 pub(crate) mod fixtures;
 
 mod client;
+mod client_waits;
 mod compat;
 mod sizes;
 mod spec;
