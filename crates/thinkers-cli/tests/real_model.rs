@@ -37,6 +37,7 @@ const PROTOCOL_FAILURES: [&str; 6] = [
 fn server(test: &str, dir: &Path) -> Option<(PathBuf, MutexGuard<'static, ()>)> {
     let url = gate::server_url(test)?;
     let turn = SERVER.lock().unwrap_or_else(PoisonError::into_inner);
+    gate::wait_until_idle(&url);
     let path = dir.join("real-model.toml");
     std::fs::write(&path, gate::catalog_toml(&url)).unwrap();
     Some((path, turn))

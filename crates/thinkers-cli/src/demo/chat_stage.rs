@@ -51,6 +51,7 @@ pub(crate) async fn run(rt: &Runtime, progress: &Progress) -> anyhow::Result<Out
     // the glossary alone (no `sub_thinker`) and the turn shows the lookup.
     .depth(Depth::Quick)
     .tool(Lookup)
+    .limits(super::thinker_stage::demo_limits())
     .events(ChatEvents::new(move |event| {
         if let ChatEvent::Token { .. } = &event {
             bar.tick();

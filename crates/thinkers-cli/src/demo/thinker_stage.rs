@@ -18,7 +18,7 @@ use thinkers::conversation::ConversationId;
 use thinkers::hub::{Skill, ToolHub};
 use thinkers::job::{JobId, doer};
 use thinkers::model::{Grade, OutputSize};
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
+use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput, ThinkerLimits};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall};
 
@@ -177,7 +177,18 @@ fn researcher(hub: Arc<ToolHub>) -> SingleObjectiveThinker<Explanation> {
          and delegate lookups to a sub-thinker when that helps.",
     )
     .hub(hub)
+    .limits(demo_limits())
     .class("researcher")
+}
+
+/// The demo's thinkers (and its chat) need four turns at most (the researcher: discover, load a
+/// skill, delegate, answer). Against a real catalog a model that keeps calling tools is stopped at
+/// five, so the demo's cost stays small.
+pub(crate) fn demo_limits() -> ThinkerLimits {
+    ThinkerLimits {
+        max_iterations: 5,
+        ..ThinkerLimits::default()
+    }
 }
 
 pub(crate) fn explainer() -> SingleObjectiveThinker<Explanation> {
@@ -188,6 +199,7 @@ pub(crate) fn explainer() -> SingleObjectiveThinker<Explanation> {
     )
     .tool(Lookup)
     .durable()
+    .limits(demo_limits())
     .class("explainer")
 }
 

@@ -364,10 +364,10 @@ impl Exchange<'_> {
                 Ok(Ok(body)) => body,
             };
             let response = self.decode_whole(&body, &content_type)?;
-            if self.enc.plan.stream {
-                // The server ignored `stream`; hand the whole answer over at once.
-                replay_as_deltas(&response, on_delta);
-            }
+            // A whole answer (the server ignored `stream`, or the call was asked whole because
+            // the provider cannot stream it) is handed to a stream's reader at once; a caller
+            // that reads no stream passes a callback that does nothing.
+            replay_as_deltas(&response, on_delta);
             response
         };
         Ok(SendOutcome {

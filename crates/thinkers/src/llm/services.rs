@@ -79,7 +79,8 @@ impl ModelServices {
             WireTarget::new(provider.dialect, provider.base_url.clone(), entry.model())
                 .with_native_tools(entry.native_tools())
                 .with_thinking(entry.thinking())
-                .with_structured_output(provider.structured_output);
+                .with_structured_output(provider.structured_output)
+                .with_stream_tools(provider.stream_tools);
         if let Some(key) = provider.api_key()? {
             target = target.with_key(ApiKey::new(key));
         }

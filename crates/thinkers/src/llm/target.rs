@@ -54,6 +54,9 @@ pub struct WireTarget {
     /// How an OpenAI-compatible server is asked for a structured answer (other dialects ignore
     /// it).
     pub structured_output: StructuredOutput,
+    /// Whether an OpenAI-compatible server can stream an answer that may call a tool; when
+    /// false such a call is asked for whole (other dialects ignore it).
+    pub stream_tools: bool,
 }
 
 impl WireTarget {
@@ -67,6 +70,7 @@ impl WireTarget {
             native_tools: true,
             thinking: false,
             structured_output: StructuredOutput::JsonSchema,
+            stream_tools: true,
         }
     }
 
@@ -95,6 +99,13 @@ impl WireTarget {
     #[must_use]
     pub fn with_structured_output(mut self, mode: StructuredOutput) -> Self {
         self.structured_output = mode;
+        self
+    }
+
+    /// The same target, able (or not) to stream answers that may call a tool.
+    #[must_use]
+    pub fn with_stream_tools(mut self, stream_tools: bool) -> Self {
+        self.stream_tools = stream_tools;
         self
     }
 

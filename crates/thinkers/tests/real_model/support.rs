@@ -31,6 +31,7 @@ pub struct Server {
 pub async fn server(test: &str) -> Option<Server> {
     let url = crate::gate::server_url(test)?;
     let turn = SERVER.lock().await;
+    crate::gate::wait_until_idle(&url);
     let catalog = Catalog::from_toml_str(&crate::gate::catalog_toml(&url), "real-model.toml")
         .unwrap_or_else(|e| panic!("{test}: the test catalog does not load: {e}"));
     let rec = MemoryRecorder::new();

@@ -217,6 +217,11 @@ pub(crate) fn encode(
     let offers_tools = !req.tools.is_empty();
     let tools_in_prompt = text_tools && offers_tools && req.tool_choice != ToolChoice::None;
     let format = answer_format(target, req, tools_in_prompt);
+    // A compatible server that cannot stream a tool call (llama-cpp-python ends such a stream
+    // empty) is asked for the whole answer; the client hands it to the reader at once.
+    let native_tool_call_possible =
+        !text_tools && offers_tools && req.tool_choice != ToolChoice::None;
+    let stream = stream && !(compat && !target.stream_tools && native_tool_call_possible);
 
     let (system, history) =
         text_tools::prompt_parts(req, text_tools, format == AnswerFormat::Prompt);

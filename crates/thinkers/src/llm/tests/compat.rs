@@ -131,3 +131,33 @@ fn openai_ignores_the_setting() -> anyhow::Result<()> {
     assert_eq!(v["response_format"]["json_schema"]["strict"], true);
     Ok(())
 }
+
+#[test]
+fn a_server_that_cannot_stream_tool_calls_is_asked_for_them_whole() -> anyhow::Result<()> {
+    let streamed = |target: &WireTarget, req: &ChatRequest| -> anyhow::Result<(bool, bool)> {
+        let enc = crate::llm::codec::encode_with(target, req, true)?;
+        let v: Value = serde_json::from_slice(&enc.body)?;
+        Ok((enc.plan.stream, v.get("stream") == Some(&json!(true))))
+    };
+    let tools = fixtures::tool_round();
+    let plain = fixtures::plain();
+    let limited = fixtures::target(Dialect::OpenAiCompatible).with_stream_tools(false);
+    // Tools offered: asked whole, read whole.
+    assert_eq!(streamed(&limited, &tools)?, (false, false));
+    // No tools, or tools the model may not call: streamed as usual.
+    assert_eq!(streamed(&limited, &plain)?, (true, true));
+    let mut none = tools.clone();
+    none.tool_choice = ToolChoice::None;
+    assert_eq!(streamed(&limited, &none)?, (true, true));
+    // Text tools are plain text on the wire: streamed.
+    assert_eq!(
+        streamed(&limited.clone().with_native_tools(false), &tools)?,
+        (true, true)
+    );
+    // The default, and OpenAI proper whatever the setting: streamed.
+    let default = fixtures::target(Dialect::OpenAiCompatible);
+    assert_eq!(streamed(&default, &tools)?, (true, true));
+    let openai = fixtures::target(Dialect::OpenAi).with_stream_tools(false);
+    assert_eq!(streamed(&openai, &tools)?, (true, true));
+    Ok(())
+}

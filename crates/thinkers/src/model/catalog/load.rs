@@ -117,6 +117,7 @@ fn read_provider(
             )
         })?,
     };
+    let stream_tools = f.boolean("stream_tools")?.unwrap_or(true);
     f.finish()?;
     Ok(Provider {
         name: name.to_owned(),
@@ -124,6 +125,7 @@ fn read_provider(
         base_url: base_url.to_owned(),
         api_key_env,
         structured_output,
+        stream_tools,
     })
 }
 

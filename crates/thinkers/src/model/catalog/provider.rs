@@ -132,6 +132,10 @@ pub struct Provider {
     pub api_key_env: Option<String>,
     /// How structured answers are asked for (read only for `openai-compatible`).
     pub structured_output: StructuredOutput,
+    /// Whether the server can stream an answer that may call a tool (`stream_tools`, default
+    /// true; read only for `openai-compatible`). When false, such a call is asked for whole and
+    /// handed to the stream's reader at once.
+    pub stream_tools: bool,
 }
 
 impl Provider {
@@ -192,6 +196,7 @@ mod tests {
             base_url: "{sim}/v1".into(),
             api_key_env: env.map(str::to_owned),
             structured_output: StructuredOutput::default(),
+            stream_tools: true,
         }
     }
 

@@ -351,3 +351,24 @@ fn reads_the_structured_output_mode_with_json_schema_by_default() {
         StructuredOutput::JsonSchema
     );
 }
+
+#[test]
+fn reads_stream_tools_true_by_default_and_refuses_a_non_boolean() {
+    let with = |line: &str| {
+        VALID.replacen(
+            "dialect = \"openai-compatible\"",
+            &format!("dialect = \"openai-compatible\"\n{line}"),
+            1,
+        )
+    };
+    let default = Catalog::from_toml_str(VALID, "valid.toml").unwrap();
+    assert!(default.provider("local").unwrap().stream_tools);
+    let off = Catalog::from_toml_str(&with("stream_tools = false"), "off.toml").unwrap();
+    assert!(!off.provider("local").unwrap().stream_tools);
+    let err = Catalog::from_toml_str(&with("stream_tools = \"no\""), "bad.toml").unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("stream_tools") && text.contains("provider `local`"),
+        "{text}"
+    );
+}
