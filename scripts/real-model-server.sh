@@ -53,12 +53,13 @@ install() {
     if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
         say "building llama-cpp-python $LLAMA_VERSION from source (compiles llama.cpp; several minutes, once)"
         local started=$SECONDS
-        # Only the library the Python package loads: no llama.cpp tools, tests or examples, no
-        # common library and no multimodal (mtmd/llava) library, which only image chat formats
-        # load. Not from pip's cache either: pip keys a wheel it built by the source package
+        # Only the library the Python package loads: no llama.cpp tools, tests or examples, and no
+        # multimodal (mtmd/llava) library, which only the image chat formats load
+        # (llama-cpp-python builds llama.cpp's common library whatever it is told). Not from
+        # pip's cache either: pip keys a wheel it built by the source package
         # alone, so it would hand back a build made with other CMAKE_ARGS. The build is quiet
         # for a long time, so say every minute that it is still going.
-        CMAKE_ARGS="${CMAKE_ARGS:-$CPU_ARGS -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_COMMON=OFF -DLLAVA_BUILD=OFF -DLLAMA_CURL=OFF}" \
+        CMAKE_ARGS="${CMAKE_ARGS:-$CPU_ARGS -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAVA_BUILD=OFF -DLLAMA_CURL=OFF}" \
             CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
             python3 -m pip wheel --quiet --disable-pip-version-check --no-cache-dir --no-deps \
             --no-binary llama-cpp-python -w "$WHEELS" "llama-cpp-python==$LLAMA_VERSION" >&2 &
@@ -113,13 +114,11 @@ start() {
     # request's max_tokens (up to the context's end), so a 4,096-token context bounds a runaway
     # call. The server runs one request at a time; by default it cuts a stream short (a bare
     # [DONE]) as soon as another request waits, which would truncate answers whenever two calls
-    # overlap. Its prompt cache keeps the state of earlier prompts in memory, so a thinker's
-    # next turn evaluates only what the conversation added, even when other conversations'
-    # requests came in between (prompt evaluation is most of a call's time on two cores).
+    # overlap. (Its prompt cache is left off: each state it keeps holds the logits of the whole
+    # context, about 800 MB here, beyond the size it counts.)
     nohup "$python" -m llama_cpp.server --model "$MODEL" --model_alias smollm2 \
         --host 127.0.0.1 --port "$port" --n_ctx 4096 --chat_format chatml-function-calling \
-        --interrupt_requests false --n_threads "$(nproc)" \
-        --cache true --cache_size $((2 * 1024 * 1024 * 1024)) >"$log" 2>&1 &
+        --interrupt_requests false --n_threads "$(nproc)" >"$log" 2>&1 &
     echo $! >"$CACHE/server-$port.pid"
     for _ in $(seq 1 120); do
         if curl -fsS "http://127.0.0.1:$port/v1/models" >/dev/null 2>&1; then
