@@ -34,6 +34,11 @@ pub struct Profile {
     pub rates: FaultRates,
     /// 0..=1: how often schema-driven answers use "good" values rather than weak ones.
     pub quality: f64,
+    /// `false` plays a server that cannot stream an answer that may call a tool
+    /// (llama-cpp-python's `chatml-function-calling` format): a streamed request that offers
+    /// tools gets an event stream that ends without an event ([`crate::FaultKind::EmptyStream`]) unless
+    /// another fault was asked for. Default `true`.
+    pub streams_tools: bool,
 }
 
 impl Default for Profile {
@@ -44,6 +49,7 @@ impl Default for Profile {
             parallel_tool_calls: 1,
             rates: FaultRates::new(),
             quality: 1.0,
+            streams_tools: true,
         }
     }
 }

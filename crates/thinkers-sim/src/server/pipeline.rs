@@ -205,7 +205,14 @@ pub(crate) async fn handle(
         None
     };
 
-    let fault = header_fault.or_else(|| choose_fault(&shared, &slot, &exchange, &mut rng));
+    let fault = header_fault
+        .or_else(|| choose_fault(&shared, &slot, &exchange, &mut rng))
+        .or_else(|| {
+            let cannot_stream = !slot.profile.streams_tools
+                && exchange.stream
+                && !exchange.offered_tools().is_empty();
+            cannot_stream.then(|| (FaultKind::EmptyStream, FaultParams::default()))
+        });
     let [min, max] = slot.profile.latency_ms;
     let latency = if max > min {
         rng.random_range(min..=max)
