@@ -151,7 +151,7 @@ fn a_server_that_cannot_stream_tool_calls_is_asked_for_them_whole() -> anyhow::R
     assert_eq!(streamed(&limited, &none)?, (true, true));
     // Text tools are plain text on the wire: streamed.
     assert_eq!(
-        streamed(&limited.clone().with_native_tools(false), &tools)?,
+        streamed(&limited.with_native_tools(false), &tools)?,
         (true, true)
     );
     // The default, and OpenAI proper whatever the setting: streamed.
