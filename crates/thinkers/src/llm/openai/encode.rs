@@ -215,13 +215,12 @@ pub(crate) fn encode(
     let compat = target.dialect == Dialect::OpenAiCompatible;
     let text_tools = !target.native_tools;
     let offers_tools = !req.tools.is_empty();
-    let tools_in_prompt = text_tools && offers_tools && req.tool_choice != ToolChoice::None;
+    let may_call_tools = offers_tools && req.tool_choice != ToolChoice::None;
+    let tools_in_prompt = text_tools && may_call_tools;
     let format = answer_format(target, req, tools_in_prompt);
     // A compatible server that cannot stream a tool call (llama-cpp-python ends such a stream
     // empty) is asked for the whole answer; the client hands it to the reader at once.
-    let native_tool_call_possible =
-        !text_tools && offers_tools && req.tool_choice != ToolChoice::None;
-    let stream = stream && !(compat && !target.stream_tools && native_tool_call_possible);
+    let stream = stream && !(compat && !target.stream_tools && !text_tools && may_call_tools);
 
     let (system, history) =
         text_tools::prompt_parts(req, text_tools, format == AnswerFormat::Prompt);
