@@ -220,7 +220,8 @@ pub(crate) fn encode(
     let format = answer_format(target, req, tools_in_prompt);
     // A compatible server that cannot stream a tool call (llama-cpp-python ends such a stream
     // empty) is asked for the whole answer; the client hands it to the reader at once.
-    let stream = stream && !(compat && !target.stream_tools && !text_tools && may_call_tools);
+    let asked_whole = compat && !target.stream_tools && !text_tools && may_call_tools;
+    let stream = stream && !asked_whole;
 
     let (system, history) =
         text_tools::prompt_parts(req, text_tools, format == AnswerFormat::Prompt);
