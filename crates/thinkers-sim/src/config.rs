@@ -36,8 +36,8 @@ pub struct Profile {
     pub quality: f64,
     /// `false` plays a server that cannot stream an answer that may call a tool
     /// (llama-cpp-python's `chatml-function-calling` format): a streamed request that offers
-    /// tools gets an event stream that ends without an event ([`crate::FaultKind::EmptyStream`]) unless
-    /// another fault was asked for. Default `true`.
+    /// tools gets an event stream that ends without an event
+    /// ([`crate::FaultKind::EmptyStream`]) unless another fault was asked for. Default `true`.
     pub streams_tools: bool,
 }
 
