@@ -56,9 +56,9 @@ install() {
         # Only the library the Python package loads: no llama.cpp tools, tests or examples, and no
         # multimodal (mtmd/llava) library, which only the image chat formats load
         # (llama-cpp-python builds llama.cpp's common library whatever it is told). Not from
-        # pip's cache either: pip keys a wheel it built by the source package
-        # alone, so it would hand back a build made with other CMAKE_ARGS. The build is quiet
-        # for a long time, so say every minute that it is still going.
+        # pip's cache either: pip keys a wheel it built by the source package alone, so it would
+        # hand back a build made with other CMAKE_ARGS. The build is quiet for a long time, so
+        # say every minute that it is still going.
         CMAKE_ARGS="${CMAKE_ARGS:-$CPU_ARGS -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAVA_BUILD=OFF -DLLAMA_CURL=OFF}" \
             CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
             python3 -m pip wheel --quiet --disable-pip-version-check --no-cache-dir --no-deps \
