@@ -47,6 +47,8 @@ pub(crate) async fn run(args: ChatArgs) -> anyhow::Result<()> {
     let mut running: Option<Turn> = None;
     let mut stdin_open = true;
     let mut printer = Printer::default();
+    // Why the latest finished turn gave no answer (`None` once a turn answers).
+    let mut last_failure = None;
     loop {
         tokio::select! {
             line = lines.next_line(), if stdin_open => {
@@ -56,7 +58,7 @@ pub(crate) async fn run(args: ChatArgs) -> anyhow::Result<()> {
                         if !thinker.add_message(text.clone()) {
                             // The last turn closed: let it finish saving, then start the next.
                             if let Some(last) = running.take() {
-                                let _ = last.await;
+                                last_failure = failure(last.await);
                             }
                             let job = thinker.turn();
                             thinker.add_message(text);
@@ -72,7 +74,7 @@ pub(crate) async fn run(args: ChatArgs) -> anyhow::Result<()> {
         }
         if !stdin_open {
             if let Some(last) = running.take() {
-                let _ = last.await;
+                last_failure = failure(last.await);
             }
             drain(&mut rx, &mut printer);
             break;
@@ -82,7 +84,20 @@ pub(crate) async fn run(args: ChatArgs) -> anyhow::Result<()> {
         eprintln!("conversation {id} (continue it with --resume {id})");
     }
     chat.rt.flush().await?;
-    Ok(())
+    match last_failure {
+        // The failure was printed as it happened; the exit code says it too.
+        Some(why) => anyhow::bail!("the last turn gave no answer: {why}"),
+        None => Ok(()),
+    }
+}
+
+/// Why a finished turn gave no answer, if it gave none.
+fn failure(joined: Result<thinkers::Result<String>, tokio::task::JoinError>) -> Option<String> {
+    match joined {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(e) => Some(format!("the turn's task ended abnormally: {e}")),
+    }
 }
 
 fn drain(rx: &mut mpsc::UnboundedReceiver<ChatEvent>, printer: &mut Printer) {

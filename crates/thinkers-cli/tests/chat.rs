@@ -77,6 +77,49 @@ fn chat_answers_piped_messages_and_resumes_the_conversation() {
     );
 }
 
+/// A turn that gives no answer (here: the provider's key variable is unset, so nothing can be
+/// sent) is reported on stderr, and the command exits non-zero.
+#[test]
+fn chat_exits_non_zero_when_the_last_turn_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("unreachable.toml");
+    std::fs::write(
+        &catalog,
+        "[providers.nokey]\ndialect = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+         api_key_env = \"THINKERS_TEST_UNSET_CHAT_KEY\"\n\n[[entries]]\nid = \"m\"\n\
+         provider = \"nokey\"\nmodel = \"m\"\ngrade = \"medium\"\ncontext_window = 8192\n\
+         output_ceiling = 1024\nprice_in = 1.0\nprice_out = 1.0\ncurrency = \"USD\"\n",
+    )
+    .unwrap();
+    let mut child = thinkers()
+        .args(["chat", "--db"])
+        .arg(dir.path().join("chat.db"))
+        .arg("--catalog")
+        .arg(&catalog)
+        .env_remove("THINKERS_TEST_UNSET_CHAT_KEY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"What is a seat?\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "exited 0 after a failed turn:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("THINKERS_TEST_UNSET_CHAT_KEY") && stderr.contains("no answer"),
+        "{stderr}"
+    );
+}
+
 fn http(addr: &str, request: &str) -> String {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream.write_all(request.as_bytes()).unwrap();
