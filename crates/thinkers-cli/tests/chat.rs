@@ -10,7 +10,8 @@ fn thinkers() -> Command {
     Command::new(env!("CARGO_BIN_EXE_thinkers"))
 }
 
-fn chat(db: &std::path::Path, extra: &[&str], input: &str) -> (String, String) {
+/// `thinkers chat --db DB EXTRA…` with `input` piped to it, run to its end.
+fn run_chat(db: &std::path::Path, extra: &[&str], input: &str) -> std::process::Output {
     let mut child = thinkers()
         .args(["chat", "--db"])
         .arg(db)
@@ -26,7 +27,11 @@ fn chat(db: &std::path::Path, extra: &[&str], input: &str) -> (String, String) {
         .unwrap()
         .write_all(input.as_bytes())
         .unwrap();
-    let out = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn chat(db: &std::path::Path, extra: &[&str], input: &str) -> (String, String) {
+    let out = run_chat(db, extra, input);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "chat failed:\n{stdout}\n{stderr}");
@@ -91,24 +96,14 @@ fn chat_exits_non_zero_when_the_last_turn_failed() {
          output_ceiling = 1024\nprice_in = 1.0\nprice_out = 1.0\ncurrency = \"USD\"\n",
     )
     .unwrap();
-    let mut child = thinkers()
-        .args(["chat", "--db"])
-        .arg(dir.path().join("chat.db"))
-        .arg("--catalog")
-        .arg(&catalog)
-        .env_remove("THINKERS_TEST_UNSET_CHAT_KEY")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"What is a seat?\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let catalog = catalog.to_string_lossy();
+    // The variable must be unset in this process, which the child inherits.
+    assert!(std::env::var_os("THINKERS_TEST_UNSET_CHAT_KEY").is_none());
+    let out = run_chat(
+        &dir.path().join("chat.db"),
+        &["--catalog", &catalog],
+        "What is a seat?\n",
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success(),
