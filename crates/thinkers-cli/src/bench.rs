@@ -143,6 +143,7 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
         .request_timeout(Duration::from_secs(120))
         .build()?;
     let rt = Runtime::builder(catalog).client(client).build().await?;
+    crate::lifecycle::register(&rt);
 
     let outcome = match task.answer {
         AnswerKind::Text => {

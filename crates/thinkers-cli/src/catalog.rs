@@ -79,6 +79,7 @@ async fn check(catalog: Catalog) -> anyhow::Result<()> {
         .client(client)
         .build()
         .await?;
+    crate::lifecycle::register(&rt);
     let open: Vec<_> = catalog.entries().iter().filter(|e| e.is_open()).collect();
     let bar = ProgressBar::new(open.len() as u64).with_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")

@@ -83,7 +83,7 @@ pub(crate) async fn run(args: ChatArgs) -> anyhow::Result<()> {
     if let Some(id) = thinker.conversation_id() {
         eprintln!("conversation {id} (continue it with --resume {id})");
     }
-    chat.rt.flush().await?;
+    chat.rt.shutdown().await?;
     match last_failure {
         // The failure was printed as it happened; the exit code says it too.
         Some(why) => anyhow::bail!("the last turn gave no answer: {why}"),

@@ -5,7 +5,9 @@ mod catalog;
 mod chat;
 mod cost;
 mod demo;
+mod lifecycle;
 mod logging;
+mod run;
 mod serve;
 mod simctl;
 mod sizing;
@@ -13,6 +15,7 @@ mod trace;
 mod work;
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
@@ -55,6 +58,9 @@ enum Command {
     Chat(chat::ChatArgs),
     /// Race a task across every model of a grade, judged blind; print and write the report.
     Bench(bench::BenchArgs),
+    /// Run a registered workflow (`chain`, `fanout`, `explain`) in this process, recorded in the
+    /// database; prints its JSON output.
+    Run(run::RunArgs),
     /// Put a workflow (by registered name, with JSON input) on the PostgreSQL queue.
     Submit(work::SubmitArgs),
     /// Claim workflows from the PostgreSQL queue and run them (lease with heartbeats).
@@ -64,16 +70,58 @@ enum Command {
 }
 
 #[tokio::main]
-async fn main() -> std::process::ExitCode {
+async fn main() -> ExitCode {
     let cli = Cli::parse();
     let _log = match logging::init(&cli.log) {
         Ok(guard) => guard,
         Err(e) => {
             eprintln!("error: {e:#}");
-            return std::process::ExitCode::FAILURE;
+            return ExitCode::FAILURE;
         }
     };
-    let result = match cli.command {
+    let command = std::pin::pin!(run_command(cli.command));
+    let mut command = command;
+    let signal = tokio::select! {
+        result = &mut command => {
+            // Whatever the outcome, what the runtimes hold is recorded before the exit.
+            let closed = lifecycle::shutdown_all("the command ended").await;
+            return match (result, closed) {
+                (Ok(()), Ok(())) => ExitCode::SUCCESS,
+                (Err(e), _) | (Ok(()), Err(e)) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        signal = lifecycle::next_signal() => signal,
+    };
+    eprintln!(
+        "{}: stopping; running work is cancelled and recorded",
+        signal.name
+    );
+    lifecycle::request_stop();
+    let reason = format!("the process was stopped by {}", signal.name);
+    let stopping = async {
+        let _ = lifecycle::shutdown_all(&reason).await;
+        // The command finishes what it does on a stop (the chat host marks the turns it cut).
+        if tokio::time::timeout(lifecycle::GRACE, &mut command)
+            .await
+            .is_err()
+        {
+            eprintln!("{}: the command did not finish in time", signal.name);
+        }
+        // A runtime the command built while stopping.
+        let _ = lifecycle::shutdown_all(&reason).await;
+    };
+    tokio::select! {
+        () = stopping => {}
+        again = lifecycle::next_signal() => eprintln!("{}: exiting at once", again.name),
+    }
+    ExitCode::from(signal.code)
+}
+
+async fn run_command(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Demo(args) => demo::run(args).await,
         Command::Catalog(args) => catalog::run(args).await,
         Command::Sim(args) => simctl::serve(args).await,
@@ -83,15 +131,9 @@ async fn main() -> std::process::ExitCode {
         Command::Serve(args) => serve::run(args).await,
         Command::Chat(args) => chat::run(args).await,
         Command::Bench(args) => bench::run(args).await,
+        Command::Run(args) => run::run(args).await,
         Command::Submit(args) => work::submit(args).await,
         Command::Worker(args) => work::worker(args).await,
         Command::Status(args) => work::status(args).await,
-    };
-    match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
     }
 }

@@ -31,6 +31,10 @@ pub(crate) struct ChatSetup {
     /// random faults).
     #[arg(long)]
     catalog: Option<PathBuf>,
+    /// The simulated provider to call when the catalog points at one; without it an
+    /// in-process one is started.
+    #[arg(long, env = "THINKERS_SIM_URL")]
+    sim_url: Option<String>,
     /// The grade of the chat's model (`ceiling` for the strongest the catalog serves).
     #[arg(long, default_value = "medium")]
     grade: Grade,
@@ -59,9 +63,13 @@ impl ChatRuntime {
 
 /// Build the runtime the options describe.
 pub(crate) async fn chat_runtime(setup: &ChatSetup) -> anyhow::Result<ChatRuntime> {
-    let (catalog, sim) = match &setup.catalog {
-        Some(path) => (load(path)?, None),
-        None => {
+    let (catalog, sim) = match (&setup.catalog, &setup.sim_url) {
+        (Some(path), url) => crate::simctl::bind_or_use(load(path)?, url.as_deref()).await?,
+        (None, Some(url)) => (
+            Catalog::bundled().with_sim_url(url.trim_end_matches('/')),
+            None,
+        ),
+        (None, None) => {
             let config = SimConfig::from_catalog_toml(BUNDLED_TOML)?.calm();
             let sim = Sim::start(config)
                 .await
@@ -74,6 +82,7 @@ pub(crate) async fn chat_runtime(setup: &ChatSetup) -> anyhow::Result<ChatRuntim
         .build()
         .await
         .context("opening the database given by --db")?;
+    crate::lifecycle::register(&rt);
     Ok(ChatRuntime {
         rt,
         _sim: sim,
@@ -116,11 +125,12 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         "  open {} in a browser; chats are kept in {kept}",
         running.url()
     );
-    tokio::signal::ctrl_c()
-        .await
-        .context("waiting for ctrl-c")?;
+    crate::lifecycle::stop_requested().await;
     println!("stopping");
+    // Turns still running are cancelled (each leaves the `[no answer: …]` marker in its chat),
+    // then the host waits for them to save.
+    let recorded = chat.rt.shutdown_because("the chat host stopped").await;
     running.shutdown().await?;
-    chat.rt.flush().await?;
+    recorded?;
     Ok(())
 }

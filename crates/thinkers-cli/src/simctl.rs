@@ -22,6 +22,20 @@ pub(crate) async fn bind(catalog: Catalog) -> anyhow::Result<(Catalog, Option<Si
     bind_with(catalog, |c| c).await
 }
 
+/// Bind a catalog that points at the simulated provider to the one at `sim_url` when given,
+/// else to one started in-process ([`bind`]).
+pub(crate) async fn bind_or_use(
+    catalog: Catalog,
+    sim_url: Option<&str>,
+) -> anyhow::Result<(Catalog, Option<Sim>)> {
+    match sim_url {
+        Some(url) if catalog.needs_sim() => {
+            Ok((catalog.with_sim_url(url.trim_end_matches('/')), None))
+        }
+        _ => bind(catalog).await,
+    }
+}
+
 /// As [`bind`], with the sim's configuration adjusted by `tune` first.
 pub(crate) async fn bind_with(
     catalog: Catalog,

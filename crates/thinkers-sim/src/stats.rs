@@ -2,6 +2,7 @@
 //!
 //! What counts:
 //! - `requests`: every request to a model endpoint that named a served model (refused ones too);
+//! - `answered`: requests that got a model answer (what a provider bills);
 //! - `input_tokens` / `output_tokens`: the sim's own counts for answered requests (requests that
 //!   got a model answer, including answers altered by a fault);
 //! - `rate_limited`: 429s served because a real TPM/RPM limit was exceeded (an injected
@@ -21,6 +22,10 @@ use crate::fault::FaultKind;
 pub struct ModelStats {
     /// Requests received.
     pub requests: u64,
+    /// Requests that got a model answer (answers altered by a content fault included): what a
+    /// provider would bill.
+    #[serde(default)]
+    pub answered: u64,
     /// Input tokens of answered requests (the sim's own count).
     pub input_tokens: u64,
     /// Output tokens of answered requests (the sim's own count, reasoning included).
@@ -38,6 +43,7 @@ pub struct ModelStats {
 impl ModelStats {
     fn add(&mut self, other: &Self) {
         self.requests += other.requests;
+        self.answered += other.answered;
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.rate_limited += other.rate_limited;
@@ -89,6 +95,7 @@ impl Stats {
         stats.requests += 1;
         match outcome {
             Outcome::Answered { input, output } => {
+                stats.answered += 1;
                 stats.input_tokens += input;
                 stats.output_tokens += output;
             }

@@ -6,6 +6,8 @@
 //! the pieces itself.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use crate::Result;
 use crate::benchmark::{CostLedger, LedgerRecorder};
@@ -16,9 +18,17 @@ use crate::llm::{ModelClient, ModelServices};
 use crate::model::{Catalog, Envelope, ModelRouter, Picker};
 use crate::record::{NoopRecorder, Recorder};
 
+/// How long [`Runtime::shutdown`] waits for cancelled jobs to record their ends.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
 /// A dispatcher with model services, budgets from the catalog and a recorder.
+///
+/// End it with [`Runtime::shutdown`]: running work is cancelled and recorded, and every row is
+/// written. A runtime whose last clone is dropped without it logs what was left running or
+/// unwritten.
 #[derive(Clone)]
 pub struct Runtime {
+    lifecycle: Arc<Lifecycle>,
     dispatcher: Dispatcher,
     models: Arc<ModelServices>,
     recorder: Arc<dyn Recorder>,
@@ -44,6 +54,7 @@ pub struct RuntimeBuilder {
     picker: Option<Box<dyn Picker>>,
     recorder: Option<Arc<dyn Recorder>>,
     db: Option<String>,
+    durable_calls: bool,
     budgets: Option<Arc<dyn BudgetStore>>,
     config: DispatchConfig,
     client: Option<ModelClient>,
@@ -67,6 +78,7 @@ impl Runtime {
             picker: None,
             recorder: None,
             db: None,
+            durable_calls: true,
             budgets: None,
             config: DispatchConfig::default(),
             client: None,
@@ -118,6 +130,56 @@ impl Runtime {
     pub async fn flush(&self) -> Result<()> {
         self.recorder.flush().await
     }
+
+    /// Cancel the work still running (each job records its end as cancelled because the
+    /// runtime shut down), wait up to [`SHUTDOWN_GRACE`] for it, then write every queued row and
+    /// close the recorder (a job still running after the grace is recorded as interrupted).
+    /// Later calls do nothing.
+    pub async fn shutdown(&self) -> Result<()> {
+        self.shutdown_because("the runtime shut down").await
+    }
+
+    /// [`Self::shutdown`], with the reason the cancelled jobs record (for example "the process
+    /// was stopped by SIGINT").
+    pub async fn shutdown_because(&self, reason: &str) -> Result<()> {
+        if self.lifecycle.shut_down.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        let left = self.dispatcher.shutdown(reason, SHUTDOWN_GRACE).await;
+        if left > 0 {
+            tracing::warn!(
+                jobs = left,
+                "runtime shutdown: jobs still running after the grace period are recorded as \
+                 interrupted"
+            );
+        }
+        self.recorder.close().await
+    }
+}
+
+/// Notices a runtime dropped without [`Runtime::shutdown`].
+struct Lifecycle {
+    shut_down: AtomicBool,
+    dispatcher: Dispatcher,
+    recorder: Arc<dyn Recorder>,
+}
+
+impl Drop for Lifecycle {
+    fn drop(&mut self) {
+        if self.shut_down.load(Ordering::SeqCst) {
+            return;
+        }
+        let running = self.dispatcher.running_tasks();
+        let unwritten = self.recorder.unwritten();
+        if running > 0 || unwritten > 0 {
+            tracing::warn!(
+                running_jobs = running,
+                unwritten_rows = unwritten,
+                "a runtime was dropped without shutdown(): its running jobs will not record \
+                 their ends and queued rows may not be written"
+            );
+        }
+    }
 }
 
 impl RuntimeBuilder {
@@ -143,6 +205,14 @@ impl RuntimeBuilder {
     /// with the `postgres` feature, to a `postgres://` URL.
     pub fn database(mut self, path_or_url: impl Into<String>) -> Self {
         self.db = Some(path_or_url.into());
+        self
+    }
+
+    /// Whether the database recorder commits a model call's row before the call's answer is
+    /// handed on (group commit; on by default). Off, a killed process may lose the rows of its
+    /// last calls; on, a call waits for its batch's commit.
+    pub fn durable_model_calls(mut self, on: bool) -> Self {
+        self.durable_calls = on;
         self
     }
 
@@ -218,7 +288,7 @@ impl RuntimeBuilder {
             Some(r) => r,
             #[cfg(feature = "sqlite")]
             None if store.is_some() => match &store {
-                Some(s) => s.recorder()?,
+                Some(s) => s.recorder_with(self.durable_calls)?,
                 None => Arc::new(NoopRecorder),
             },
             None => Arc::new(NoopRecorder),
@@ -247,6 +317,11 @@ impl RuntimeBuilder {
             .config(self.config)
             .build();
         Ok(Runtime {
+            lifecycle: Arc::new(Lifecycle {
+                shut_down: AtomicBool::new(false),
+                dispatcher: dispatcher.clone(),
+                recorder: recorder.clone(),
+            }),
             dispatcher,
             models,
             recorder,

@@ -88,6 +88,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
         .build()
         .await
         .with_context(|| format!("starting the runtime over {}", args.db.display()))?;
+    crate::lifecycle::register(&rt);
     match &sim {
         Some(sim) => println!(
             "thinkers demo — offline against the simulated provider at {}, recorded in {}\n",
@@ -148,7 +149,8 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
         )
         .await;
     progress.clear();
-    rt.flush().await?;
+    // Nothing of a stage runs on, and every row is written, before the record is read back.
+    rt.shutdown().await?;
 
     let store = rt
         .store()

@@ -3,6 +3,8 @@
 
 mod workflows;
 
+pub(crate) use workflows::registry;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -123,10 +125,7 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     let poll = secs("--poll-secs", args.poll_secs)?;
     let (store, _) = args.queue.open().await?;
     let catalog = simctl::load_catalog(args.catalog.as_deref())?;
-    let (catalog, sim) = match (&args.sim_url, catalog.needs_sim()) {
-        (Some(url), true) => (catalog.with_sim_url(url.trim_end_matches('/')), None),
-        _ => simctl::bind(catalog).await?,
-    };
+    let (catalog, sim) = simctl::bind_or_use(catalog, args.sim_url.as_deref()).await?;
     if let Some(sim) = &sim {
         eprintln!(
             "worker: calling an in-process simulated provider at {}",
@@ -148,6 +147,8 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
         .with_context(|| format!("connecting to Redis at {url}"))?;
         builder = builder.budgets(Arc::new(budgets));
     }
+    // Not registered with `lifecycle`: on a stop signal the worker drains (claims nothing more
+    // and lets its running workflows finish), then shuts its runtime down itself.
     let runtime = builder.build().await.context("starting the runtime")?;
     let mut config = WorkerConfig {
         queue: args.queue.queue.clone(),
@@ -170,13 +171,12 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     let on_signal = shutdown.clone();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("worker: stopping after the running workflows finish");
-            on_signal.cancel();
-        }
+        crate::lifecycle::stop_requested().await;
+        eprintln!("worker: stopping after the running workflows finish");
+        on_signal.cancel();
     });
     worker.run(shutdown).await?;
-    runtime.flush().await?;
+    runtime.shutdown().await?;
     if let Some(sim) = sim {
         sim.shutdown().await.ok();
     }

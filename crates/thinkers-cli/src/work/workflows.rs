@@ -4,6 +4,10 @@
 //!   (input `{"topic": "…", "steps": 3, "entry": "sim-small-a", "pause_ms": 0}`; `entry`
 //!   optional, pins the calls to one catalog entry; `pause_ms` optional, a wait between calls
 //!   standing in for other work).
+//! * `fanout` — a doer: `calls` model calls at once in one step (input `{"topic": "…",
+//!   "calls": 4, "entries": ["sim-small-a", "sim-small-b"]}`; `entries` optional, pins call
+//!   `i` to `entries[i % len]`); the first that fails fails the workflow, and the calls still
+//!   running are cancelled.
 //! * `explain` — a thinker: the demo's explainer looks terms up in the glossary tool and answers
 //!   (input `{"question": "What is a seat?", "entry": "sim-small-a"}`; `entry` optional).
 //!
@@ -38,6 +42,18 @@ struct ChainInput {
     /// Milliseconds of other work between two calls (a stand-in for tools).
     #[serde(default)]
     pause_ms: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FanoutInput {
+    /// What the calls are about.
+    topic: String,
+    /// How many calls, all at once.
+    calls: u32,
+    /// Pin call `i` to `entries[i % len]`.
+    #[serde(default)]
+    entries: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -95,6 +111,42 @@ pub(crate) fn registry() -> WorkflowRegistry {
                     answers.push(outcome.response.text());
                 }
                 Ok(ChainOutput { answers })
+            }
+        }))
+    });
+    r.register("fanout", |input: FanoutInput| {
+        if input.calls == 0 || input.calls > MAX_STEPS {
+            return Err(Error::invalid_input(
+                "input.calls",
+                Some(input.calls.to_string()),
+                format!("workflow `fanout`: calls must be 1 to {MAX_STEPS}"),
+            ));
+        }
+        Ok(doer("fanout", move |cx| {
+            let (topic, calls, entries) = (input.topic.clone(), input.calls, input.entries.clone());
+            async move {
+                cx.next_step();
+                let handles: Vec<_> = (1..=calls)
+                    .map(|n| {
+                        let request = ChatRequest::new(
+                            "You write one short note. Answer in one sentence.",
+                            vec![Message::user_text(format!(
+                                "Topic: {topic}. Note {n} of {calls}."
+                            ))],
+                        );
+                        let mut call = LlmCall::new(Grade::Small, OutputSize::Verdict, request)
+                            .class("fanout_call");
+                        if !entries.is_empty() {
+                            let e = &entries[(n as usize - 1) % entries.len()];
+                            call = call.pinned(e.clone());
+                        }
+                        cx.submit_in_current_step(call)
+                    })
+                    .collect();
+                let outcomes = futures::future::try_join_all(handles).await?;
+                Ok(ChainOutput {
+                    answers: outcomes.iter().map(|o| o.response.text()).collect(),
+                })
             }
         }))
     });

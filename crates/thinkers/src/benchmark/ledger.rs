@@ -254,12 +254,27 @@ impl Recorder for LedgerRecorder {
         self.inner.llm_run(row);
     }
 
+    fn llm_run_durable(&self, row: LlmRun) -> BoxFuture<'_, crate::Result<()>> {
+        if self.ledger.is_watching_any() {
+            self.ledger.llm_run(&row);
+        }
+        self.inner.llm_run_durable(row)
+    }
+
     fn compaction(&self, row: CompactionRow) {
         self.inner.compaction(row);
     }
 
     fn flush(&self) -> BoxFuture<'_, crate::Result<()>> {
         self.inner.flush()
+    }
+
+    fn close(&self) -> BoxFuture<'_, crate::Result<()>> {
+        self.inner.close()
+    }
+
+    fn unwritten(&self) -> u64 {
+        self.inner.unwritten()
     }
 
     /// Rows are wanted while the wrapped recorder keeps them or a workflow is watched.

@@ -17,8 +17,11 @@
 //!    backs off. Each has its own bound; none is ever recorded as a failure.
 //!
 //! Cancelling a job (through its [`JobHandle`]) cancels every descendant; their permits are
-//! released as their tasks unwind. Every job's end is recorded, failed and cancelled ones
-//! included.
+//! released as their tasks unwind. A job that ends without output (failed, cancelled, timed
+//! out), and a root job however it ends, cancels whatever still runs under it, each recording
+//! why (`cancelled because …`), so nothing of a workflow runs on after it ended.
+//! [`Dispatcher::shutdown`] cancels everything. Every job's end is recorded, failed and
+//! cancelled ones included.
 
 mod admission;
 mod budget;
@@ -39,7 +42,10 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::sync::OnceLock;
+
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::job::context::JobNode;
 use crate::job::{Job, JobContext, ScopeGuard};
@@ -84,6 +90,12 @@ pub(crate) struct DispatcherInner {
     pub(crate) recorder: Arc<dyn Recorder>,
     pub(crate) services: Services,
     pub(crate) config: DispatchConfig,
+    /// Every root job's token hangs from it: [`Dispatcher::shutdown`] cancels it.
+    root: CancellationToken,
+    /// Why [`Dispatcher::shutdown`] cancelled everything, once it has.
+    pub(crate) stop_reason: OnceLock<Arc<str>>,
+    /// The tasks of every job that runs on a task of its own.
+    tasks: TaskTracker,
 }
 
 /// Runs jobs: admission, retries, timeouts, cancellation, recording. Cheap to clone.
@@ -176,6 +188,9 @@ impl DispatcherBuilder {
                 recorder: self.recorder,
                 services: self.services,
                 config: self.config,
+                root: CancellationToken::new(),
+                stop_reason: OnceLock::new(),
+                tasks: TaskTracker::new(),
             }),
         }
     }
@@ -222,6 +237,32 @@ impl Dispatcher {
         &self.inner.config
     }
 
+    /// Cancel every job this dispatcher runs (each records its end as `cancelled`, naming
+    /// `reason`), refuse new work the same way, and wait at most `grace` for the jobs' tasks to
+    /// end. Returns how many tasks were still running when the wait ended (0 when all ended).
+    /// Flush or close the recorder after it, so the ends are stored.
+    pub async fn shutdown(&self, reason: &str, grace: Duration) -> usize {
+        let _ = self.inner.stop_reason.set(Arc::from(reason));
+        self.inner.root.cancel();
+        self.inner.tasks.close();
+        if tokio::time::timeout(grace, self.inner.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                running = self.inner.tasks.len(),
+                ?grace,
+                "dispatcher shutdown: jobs still running after the grace period"
+            );
+        }
+        self.inner.tasks.len()
+    }
+
+    /// How many jobs run on tasks of their own now.
+    pub fn running_tasks(&self) -> usize {
+        self.inner.tasks.len()
+    }
+
     /// The submission door.
     pub(crate) fn spawn<J: Job>(
         &self,
@@ -230,18 +271,19 @@ impl Dispatcher {
         ordinal: Option<u32>,
         scope: Option<Arc<ScopeGuard>>,
     ) -> JobHandle<J::Output> {
-        let cancel = parent.map_or_else(CancellationToken::new, |p| {
-            p.node.cancel_token().child_token()
-        });
+        let cancel = parent.map_or_else(
+            || self.inner.root.child_token(),
+            |p| p.node.cancel_token().child_token(),
+        );
         let cx = self.admit_job(job.class(), parent, ordinal, scope, Some(cancel));
         // A large future is boxed first: tokio keeps a spawned future inline in its task cell
         // and copies that whole cell as the task is created and as it finishes, which for a
         // thinker (several KiB, with its model call inline) cost more than the box.
         let run = run::run(job, cx.clone(), run::Watch::Token);
         let task = if std::mem::size_of_val(&run) > SPAWN_INLINE_BYTES {
-            tokio::spawn(Box::pin(run))
+            self.inner.tasks.spawn(Box::pin(run))
         } else {
-            tokio::spawn(run)
+            self.inner.tasks.spawn(run)
         };
         JobHandle::new(cx, task)
     }

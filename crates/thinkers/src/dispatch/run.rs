@@ -36,12 +36,16 @@ impl Unfinished {
 impl Drop for Unfinished {
     fn drop(&mut self) {
         if let Some(cx) = self.cx.take() {
+            let reason = cx.node.cancel_reason().map_or_else(
+                || "the job that was waiting for it stopped".to_owned(),
+                |r| r.to_string(),
+            );
             cx.node.cancel_token().cancel();
             cx.dispatcher().recorder().job_finished(JobEnd {
                 id: cx.id(),
                 status: JobStatus::Cancelled,
                 error_kind: Some("cancelled".to_owned()),
-                error: Some("the job that was waiting for it stopped".to_owned()),
+                error: Some(reason),
                 ended_at_ms: now_ms(),
                 attempts: 0,
             });
@@ -86,7 +90,11 @@ pub(crate) async fn run<J: Job>(mut job: J, cx: JobContext, watch: Watch) -> Res
     };
     let (status, kind, message) = match &outcome {
         Ok(_) => (JobStatus::Succeeded, None, None),
-        Err(Error::Cancelled) => (JobStatus::Cancelled, Some("cancelled"), None),
+        Err(Error::Cancelled) => (
+            JobStatus::Cancelled,
+            Some("cancelled"),
+            cx.node.cancel_reason().map(|r| r.to_string()),
+        ),
         Err(e @ Error::Timeout(_)) => (JobStatus::TimedOut, Some("timeout"), Some(e.to_string())),
         Err(e) => (
             JobStatus::Failed,
@@ -105,6 +113,22 @@ pub(crate) async fn run<J: Job>(mut job: J, cx: JobContext, watch: Watch) -> Res
         ended_at_ms: now_ms(),
         attempts: attempt.number,
     });
+    // Nothing runs on under a job that ended without output, nor under a workflow that ended.
+    if status != JobStatus::Succeeded || cx.node.parent.is_none() {
+        cx.node.cancel_subtree(|| {
+            let what = match status {
+                JobStatus::Succeeded => "ended",
+                JobStatus::Cancelled => "was cancelled",
+                JobStatus::TimedOut => "timed out",
+                _ => "failed",
+            };
+            format!(
+                "cancelled because `{}` (job {}) {what}",
+                cx.class(),
+                cx.id()
+            )
+        });
+    }
     outcome
 }
 

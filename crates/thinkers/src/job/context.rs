@@ -44,6 +44,8 @@ pub(crate) struct JobNode {
     /// Its cancellation token (see [`Self::cancel_token`]): made at admission for a job on a task
     /// of its own, on first use for one run in its caller's task.
     cancel: OnceLock<CancellationToken>,
+    /// Why its subtree was cancelled, when this job cancelled it (see [`Self::cancel_reason`]).
+    cancel_reason: OnceLock<Arc<str>>,
     pub(crate) dispatcher: Dispatcher,
     /// The span this job's attempt spans hang under: the parent's attempt span that submitted
     /// it, or for a root the span current at submission (see [`crate::telemetry`]).
@@ -75,6 +77,7 @@ impl JobNode {
             ordinal,
             scope,
             cancel: cancel.map_or_else(OnceLock::new, OnceLock::from),
+            cancel_reason: OnceLock::new(),
             dispatcher,
             parent_span: parent.map_or_else(tracing::Span::current, |p| p.node.span_for_child()),
             attempt_span: Mutex::new(tracing::Span::none()),
@@ -92,6 +95,37 @@ impl JobNode {
             Some(parent) => parent.cancel_token().child_token(),
             None => CancellationToken::new(),
         })
+    }
+
+    /// Cancel whatever still runs under this job, saying `reason`, unless it (or an ancestor)
+    /// was cancelled already: the first cause is the one its descendants report. A job with no
+    /// token yet has no child on a task of its own, so there is nothing to cancel.
+    pub(crate) fn cancel_subtree(&self, reason: impl FnOnce() -> String) {
+        if self.is_cancelled() {
+            return;
+        }
+        if let Some(token) = self.cancel.get() {
+            let _ = self.cancel_reason.set(Arc::from(reason()));
+            token.cancel();
+        }
+    }
+
+    /// Why this job was cancelled: the reason of the nearest job at or above it that cancelled
+    /// its subtree, else the dispatcher's shutdown reason; `None` for a cancellation through a
+    /// handle.
+    pub(crate) fn cancel_reason(&self) -> Option<Arc<str>> {
+        let mut node = Some(self);
+        while let Some(n) = node {
+            if let Some(r) = n.cancel_reason.get() {
+                return Some(Arc::clone(r));
+            }
+            node = n.parent_node.as_deref();
+        }
+        self.dispatcher
+            .inner
+            .stop_reason
+            .get()
+            .map(|r| Arc::from(format!("cancelled because {r}")))
     }
 
     /// Whether it (or an ancestor) was cancelled, without making its token.

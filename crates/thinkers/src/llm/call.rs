@@ -337,7 +337,11 @@ pub async fn converse_bound(
             escalated: b.escalated,
         };
         crate::telemetry::record_usage(&span, &crate::telemetry::ModelUsage::from(&run));
-        recorder.llm_run(run);
+        // On the record before the answer is used (when the recorder makes calls durable).
+        if let Err(e) = recorder.llm_run_durable(run).await {
+            tracing::error!(entry = %b.entry, error = %e,
+                "the model call's row could not be stored; its answer is used all the same");
+        }
     }
     if outcome.response.stop == StopReason::MaxTokens && !b.escalated {
         return Err(Error::Retry(RetrySignal::TruncationEscalation));

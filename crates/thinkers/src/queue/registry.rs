@@ -108,13 +108,15 @@ impl WorkflowRegistry {
         self.factory(name)?(input.clone()).map(drop)
     }
 
-    /// Start `name` on `dispatcher` with `input`.
-    pub(crate) fn start(
+    /// Start `name` on `dispatcher` with `input`, in this process: the root job's id (the
+    /// workflow's id in the record) and the future of its JSON output. The errors name the
+    /// unknown workflow or the input field that does not fit.
+    pub fn start(
         &self,
         name: &str,
         input: Value,
         dispatcher: &Dispatcher,
-    ) -> Result<Started> {
+    ) -> Result<(JobId, BoxFuture<'static, Result<Value>>)> {
         Ok(self.factory(name)?(input)?(dispatcher))
     }
 

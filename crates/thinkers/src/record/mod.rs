@@ -33,6 +33,9 @@ pub enum JobStatus {
     Cancelled,
     /// Exceeded its timeout.
     TimedOut,
+    /// The process running it stopped without recording an end (killed, crashed, lost power);
+    /// a later process opening the same store found its owner dead and closed the row.
+    Interrupted,
 }
 
 impl JobStatus {
@@ -44,6 +47,7 @@ impl JobStatus {
             Self::Failed => "failed",
             Self::Cancelled => "cancelled",
             Self::TimedOut => "timed_out",
+            Self::Interrupted => "interrupted",
         }
     }
 
@@ -55,6 +59,7 @@ impl JobStatus {
             "failed" => Self::Failed,
             "cancelled" => Self::Cancelled,
             "timed_out" => Self::TimedOut,
+            "interrupted" => Self::Interrupted,
             _ => return None,
         })
     }
@@ -158,6 +163,15 @@ pub trait Recorder: Send + Sync + 'static {
     fn job_finished(&self, row: JobEnd);
     /// A model call completed (successfully or not).
     fn llm_run(&self, row: LlmRun);
+    /// A model call completed, and its answer is about to be handed to the job that asked for
+    /// it: the returned future resolves once the row is as durable as this recorder makes rows
+    /// (a store-backed recorder with durable calls on waits for the commit of the batch that
+    /// holds it, so a paid call is on the record before its answer is used). The default
+    /// queues it like [`Self::llm_run`] and resolves at once.
+    fn llm_run_durable(&self, row: LlmRun) -> BoxFuture<'_, crate::Result<()>> {
+        self.llm_run(row);
+        Box::pin(async { Ok(()) })
+    }
     /// A conversation was compacted. Recorders that keep no compactions ignore it; a recorder
     /// that wraps another must forward it.
     fn compaction(&self, row: CompactionRow) {
@@ -166,6 +180,19 @@ pub trait Recorder: Send + Sync + 'static {
     /// Wait until every row queued so far is stored.
     fn flush(&self) -> BoxFuture<'_, crate::Result<()>> {
         Box::pin(async { Ok(()) })
+    }
+    /// Write everything queued, then stop: a store-backed recorder also marks its process as
+    /// gone in the store and closes the rows of jobs it still holds as
+    /// [`JobStatus::Interrupted`]. Rows handed over after it are not kept (and are counted by
+    /// [`Self::unwritten`]). The default flushes.
+    fn close(&self) -> BoxFuture<'_, crate::Result<()>> {
+        self.flush()
+    }
+    /// Rows handed to this recorder that are not yet stored (queued, or lost because the
+    /// writer stopped). Read when a runtime is dropped without shutting down, to say what was
+    /// left unwritten.
+    fn unwritten(&self) -> u64 {
+        0
     }
     /// Whether rows handed to this recorder are kept. `false` (recording off) lets the runtime
     /// skip building rows nobody reads; a recorder that wraps another forwards it or keeps the

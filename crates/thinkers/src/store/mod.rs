@@ -25,17 +25,29 @@
 //!   ([`SqliteRecorder::failed_rows`]), never silently lost;
 //! * a job's end row is never lost because it reached the store before the start row: both are
 //!   upserts of the same row;
-//! * rows still queued when the tokio runtime shuts down are lost: flush before exiting.
+//! * a model call recorded with [`crate::record::Recorder::llm_run_durable`] is committed
+//!   before that call returns (group commit: the calls that arrive while a batch is written
+//!   share the next commit); [`SqliteRecorder::with_durable_calls`] turns this off;
+//! * rows still queued when the tokio runtime shuts down are lost: close the recorder
+//!   ([`crate::record::Recorder::close`], which [`crate::Runtime::shutdown`] does) before
+//!   exiting;
+//! * every job row names the process that wrote it (an owner row with a heartbeat); opening a
+//!   store ends the running jobs of processes that are gone as
+//!   [`crate::record::JobStatus::Interrupted`] (see `owner.rs`).
 //!
 //! The file is opened in WAL mode with `synchronous = NORMAL`: a committed batch survives a crash
 //! of the process; the last batches before a power loss may not.
 
+#[cfg(feature = "sqlite")]
+mod batch;
 #[cfg(feature = "sqlite")]
 mod chats;
 #[cfg(feature = "sqlite")]
 mod conversations;
 #[cfg(feature = "sqlite")]
 mod ops_queries;
+#[cfg(feature = "sqlite")]
+mod owner;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]

@@ -36,12 +36,22 @@ pub async fn open(target: &str) -> Result<Store> {
 }
 
 impl Store {
-    /// A batching recorder writing to this store (spawns its writer on the current runtime).
+    /// A batching recorder writing to this store (spawns its writer on the current runtime),
+    /// with durable model calls on.
     pub fn recorder(&self) -> Result<Arc<dyn Recorder>> {
+        self.recorder_with(true)
+    }
+
+    /// A batching recorder writing to this store; `durable_calls` says whether a model call's
+    /// row is committed before its answer is handed on (see
+    /// [`SqliteRecorder::with_durable_calls`]).
+    pub fn recorder_with(&self, durable_calls: bool) -> Result<Arc<dyn Recorder>> {
         Ok(match self {
-            Self::Sqlite(s) => Arc::new(SqliteRecorder::new(s)?),
+            Self::Sqlite(s) => Arc::new(SqliteRecorder::new(s)?.with_durable_calls(durable_calls)),
             #[cfg(feature = "postgres")]
-            Self::Postgres(s) => Arc::new(super::PgRecorder::new(s)?),
+            Self::Postgres(s) => {
+                Arc::new(super::PgRecorder::new(s)?.with_durable_calls(durable_calls))
+            }
         })
     }
 

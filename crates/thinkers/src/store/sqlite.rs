@@ -87,10 +87,12 @@ impl SqliteStore {
             .await
             .map_err(|e| db_error("migrate", sqlx::Error::Migrate(Box::new(e))))?;
         tracing::debug!(location = target, "sqlite store open");
-        Ok(Self {
+        let store = Self {
             pool,
             location: target.to_owned(),
-        })
+        };
+        super::owner::sweep_at_open(&store, "sqlite").await;
+        Ok(store)
     }
 
     /// What the store was opened with (a path or a URL).

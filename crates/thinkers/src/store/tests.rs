@@ -557,3 +557,6 @@ fn a_recorder_needs_a_runtime() -> Result<()> {
 
 /// The chat list and the chat turn lock, on both backends.
 mod chats;
+
+/// Owner rows, the sweep of gone processes, close and durable model calls, on both backends.
+mod ownership;

@@ -230,7 +230,8 @@ impl AnswerPhase for ReactivePhase {
 
     fn begin_step(&mut self, observer: &ThinkerObserver) -> StepPlan {
         let arrived = self.inbox.drain();
-        if !arrived.is_empty() {
+        let joined = !arrived.is_empty();
+        if joined {
             {
                 let mut st = observer.lock();
                 for text in &arrived {
@@ -245,7 +246,10 @@ impl AnswerPhase for ReactivePhase {
             self.forced = false;
         }
         if self.used < self.budget {
-            return StepPlan::default();
+            return StepPlan {
+                answer_now: false,
+                arrived: joined,
+            };
         }
         if !self.forced {
             self.forced = true;
@@ -257,7 +261,10 @@ impl AnswerPhase for ReactivePhase {
                 .lock()
                 .push(Message::user_text(forced_note(self.budget)));
         }
-        StepPlan { answer_now: true }
+        StepPlan {
+            answer_now: true,
+            arrived: joined,
+        }
     }
 
     fn before_round(&mut self, calls: &[ToolCallView<'_>]) {

@@ -92,6 +92,15 @@ impl ThinkerObserver {
         self.lock().conversation.as_ref().map(|c| c.id().clone())
     }
 
+    /// The conversation's id once it is in the store (saved at least once).
+    pub fn stored_conversation_id(&self) -> Option<ConversationId> {
+        self.lock()
+            .conversation
+            .as_ref()
+            .filter(|c| c.is_durable() && c.version() > 0)
+            .map(|c| c.id().clone())
+    }
+
     /// A copy of the conversation's messages (empty before the first run).
     pub fn messages(&self) -> Vec<Message> {
         self.lock()

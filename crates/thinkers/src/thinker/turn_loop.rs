@@ -215,6 +215,9 @@ pub(crate) struct StepPlan {
     /// calls named) but the model is told not to call any, and calls it makes anyway are not
     /// run; the response goes to [`AnswerPhase::finish`].
     pub(crate) answer_now: bool,
+    /// Messages from a person joined the conversation this step: it is saved before the model
+    /// is called, so a host that dies during the call still has them.
+    pub(crate) arrived: bool,
 }
 
 /// One run of the loop over `input`, appending to the observer's conversation (or to the
@@ -254,6 +257,9 @@ pub(crate) async fn turns<P: AnswerPhase>(
         core.hooks.reconcile_tools(&mut registry, depth);
         doors::reconcile(core, &mut registry, depth, observer, cx, &mut door);
         let plan = phase.begin_step(observer);
+        if plan.arrived {
+            conversing::save_if_durable(service, observer).await?;
+        }
         let turn = cx.next_step();
         let Palette { specs, withheld } = sweep(&registry, cx.scope(), turn);
         let native = native_thinking(core, depth, cx);

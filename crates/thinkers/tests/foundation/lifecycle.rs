@@ -160,3 +160,87 @@ async fn metadata_published_by_a_job_is_readable_after_the_run() {
     h.await.unwrap();
     assert_eq!(cx.metadata("report"), Some(serde_json::json!({"rows": 2})));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_doer_cancels_the_children_still_running_and_records_why() {
+    let (d, rec) = dispatcher();
+    let outcome = d
+        .run(doer("fails_midway", |cx| async move {
+            cx.next_step();
+            // Two children that would run for an hour, and one that fails at once.
+            let slow: Vec<_> = (0..2)
+                .map(|_| cx.submit_in_current_step(hour_long()))
+                .collect();
+            let failing = cx.submit_in_current_step(doer("broken", |_cx| async move {
+                Err::<(), _>(Error::system("broken", "it broke"))
+            }));
+            failing.await?;
+            for s in slow {
+                s.await?;
+            }
+            Ok(())
+        }))
+        .await;
+    assert!(outcome.is_err());
+    // The children end as their tasks see the cancellation; nothing is left running.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let rows = rec.jobs();
+    assert_eq!(rows.len(), 4);
+    let running: Vec<_> = rows
+        .iter()
+        .filter(|r| r.status() == JobStatus::Running)
+        .collect();
+    assert!(running.is_empty(), "{running:?}");
+    let cancelled: Vec<_> = rows
+        .iter()
+        .filter(|r| r.status() == JobStatus::Cancelled)
+        .collect();
+    assert_eq!(cancelled.len(), 2, "{rows:?}");
+    for row in cancelled {
+        let why = row
+            .end
+            .as_ref()
+            .and_then(|e| e.error.clone())
+            .unwrap_or_default();
+        assert!(
+            why.contains("cancelled because `fails_midway`") && why.contains("failed"),
+            "{why}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dispatcher_shutdown_cancels_every_running_job_and_names_the_reason() {
+    let (d, rec) = dispatcher();
+    let root = d.submit(doer("long", |cx| async move {
+        cx.submit_in_step(hour_long()).await
+    }));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let left = d
+        .shutdown("the process was stopped by SIGTERM", Duration::from_secs(5))
+        .await;
+    assert_eq!(left, 0, "every task ended within the grace");
+    assert!(matches!(root.await, Err(Error::Cancelled)));
+    let rows = rec.jobs();
+    assert_eq!(rows.len(), 2);
+    for row in &rows {
+        assert_eq!(row.status(), JobStatus::Cancelled, "{row:?}");
+        let why = row
+            .end
+            .as_ref()
+            .and_then(|e| e.error.clone())
+            .unwrap_or_default();
+        assert!(why.contains("SIGTERM"), "{why}");
+    }
+    // Work submitted after the shutdown is refused the same way, and recorded.
+    assert!(matches!(d.run(hour_long()).await, Err(Error::Cancelled)));
+    assert_eq!(rec.jobs().len(), 3);
+}
+
+/// A doer that sleeps for an hour.
+fn hour_long() -> impl Job<Output = ()> {
+    doer("hour_long", |_cx| async move {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        Ok(())
+    })
+}

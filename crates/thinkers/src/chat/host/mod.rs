@@ -43,12 +43,17 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use self::session::Session;
-use crate::conversation::{ConversationId, ConversationService, Message};
+use crate::conversation::{ConversationId, ConversationService, Message, Role};
 use crate::dispatch::Dispatcher;
 use crate::runtime::Runtime;
 use crate::store::{ChatRecord, ChatStore, ChatTurnLock};
 use crate::thinker::{ChatEvent, ChatThinker, ReactiveTurn};
 use crate::{Error, Result};
+
+/// The answer recorded in place of a turn the host did not finish: it was stopped (SIGTERM,
+/// a shutdown) or killed while the turn ran.
+pub const HOST_STOPPED_MARKER: &str =
+    "[no answer: the chat host stopped before this turn finished]";
 
 /// Makes the thinker of a chat; the host adds the conversation to resume and its events.
 pub type ChatFactory = Arc<dyn Fn() -> ChatThinker + Send + Sync>;
@@ -207,6 +212,10 @@ impl ChatHost {
             .get(id)
             .await?
             .ok_or_else(|| Self::unknown_chat(id))?;
+        // Loading the session closes a turn a stopped host left open (own store only).
+        if !self.inner.chats.is_shared() {
+            self.session(id).await?;
+        }
         let session = self.inner.sessions.lock().await.get(id).cloned();
         // The event id first: every event up to it changed the conversation before it was
         // reported, so the messages read next already show it (a later one may show twice).
@@ -258,7 +267,14 @@ impl ChatHost {
             .ok_or_else(|| Self::unknown_chat(id))?;
         let mut thinker = (self.inner.factory)();
         if let Some(cid) = &record.conversation_id {
-            thinker = thinker.resume(ConversationId::parse(cid)?);
+            let cid = ConversationId::parse(cid)?;
+            // Only this host serves the chat (a store of its own): a turn left open in the
+            // store was cut short by a host that stopped or died. Shared stores check under
+            // the chat's turn lock instead (`stored_turn`).
+            if !self.inner.chats.is_shared() {
+                self.close_interrupted_turn(&cid).await?;
+            }
+            thinker = thinker.resume(cid);
         }
         let session = Arc::new(Session::new(record.id.clone(), thinker));
         sessions.insert(record.id, session.clone());
@@ -313,9 +329,47 @@ impl ChatHost {
                 return Self::release(chat, held).await;
             }
         };
-        let outcome = self.inner.dispatcher.submit(job).await;
-        if let Err(e) = &outcome {
-            tracing::info!(chat, error = %e, "chat turn failed");
+        let linked = self
+            .inner
+            .chats
+            .get(chat)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|r| r.conversation_id.is_some());
+        let mut handle = std::pin::pin!(self.inner.dispatcher.submit(job));
+        let outcome = if linked {
+            handle.await
+        } else {
+            // A chat's first turn: link the chat to its conversation as soon as the person's
+            // message is stored, so a host that dies during the turn still shows it.
+            let mut poll = tokio::time::interval(Duration::from_millis(25));
+            loop {
+                tokio::select! {
+                    out = &mut handle => break out,
+                    _ = poll.tick() => {
+                        if let Some(cid) = session.thinker.observer().stored_conversation_id() {
+                            if let Err(e) = self.inner.chats.touch(chat, Some(&cid.to_string())).await {
+                                tracing::warn!(chat, error = %e, "could not link the chat to its conversation");
+                            }
+                            break handle.await;
+                        }
+                    }
+                }
+            }
+        };
+        match &outcome {
+            Err(Error::Cancelled) => {
+                // The host is stopping: the turn's own rollback did not run, so its answer's
+                // place gets the marker in the store.
+                if let Some(cid) = session.thinker.observer().stored_conversation_id()
+                    && let Err(e) = self.close_interrupted_turn(&cid).await
+                {
+                    tracing::warn!(chat, error = %e, "could not mark the stopped turn");
+                }
+            }
+            Err(e) => tracing::info!(chat, error = %e, "chat turn failed"),
+            Ok(_) => {}
         }
         let cid = session.thinker.conversation_id().map(|c| c.to_string());
         if let Err(e) = self.inner.chats.touch(chat, cid.as_deref()).await {
@@ -343,10 +397,31 @@ impl ChatHost {
             Err(e) => return Err((job, e)),
         };
         match stored.as_deref().map(ConversationId::parse).transpose() {
-            Ok(Some(cid)) => Ok(job.resume_stored(cid)),
+            Ok(Some(cid)) => match self.close_interrupted_turn(&cid).await {
+                Ok(_) => Ok(job.resume_stored(cid)),
+                Err(e) => Err((job, e)),
+            },
             Ok(None) => Ok(job),
             Err(e) => Err((job, e)),
         }
+    }
+
+    /// When the stored conversation `cid` ends with anything but the model's reply (a turn
+    /// that a stopped or killed host left open: the person's message, or tool results), add
+    /// [`HOST_STOPPED_MARKER`] as the reply and save. Returns whether it did.
+    async fn close_interrupted_turn(&self, cid: &ConversationId) -> Result<bool> {
+        let mut conv = self.inner.conversations.resume(cid).await?;
+        let open = conv
+            .messages()
+            .last()
+            .is_some_and(|m| m.role != Role::Assistant);
+        if !open {
+            return Ok(false);
+        }
+        conv.push(Message::assistant_text(HOST_STOPPED_MARKER));
+        self.inner.conversations.save(&mut conv).await?;
+        tracing::info!(conversation = %cid, "closed a chat turn the host did not finish");
+        Ok(true)
     }
 
     /// Close a turn that cannot run, telling the chat's subscribers why.

@@ -83,10 +83,12 @@ impl PgStore {
             .await
             .map_err(|e| pg_error("migrate", sqlx::Error::Migrate(Box::new(e))))?;
         tracing::debug!(location = %redact(url), "postgres store open");
-        Ok(Self {
+        let store = Self {
             pool,
             location: url.to_owned(),
-        })
+        };
+        crate::store::owner::sweep_at_open(&store, "postgres").await;
+        Ok(store)
     }
 
     /// The URL the store was opened with, password removed.

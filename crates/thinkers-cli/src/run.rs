@@ -1,0 +1,57 @@
+//! `thinkers run`: one registered workflow (`chain`, `fanout`, `explain`) in this process,
+//! recorded in a SQLite file or a PostgreSQL database, its JSON output on stdout.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use thinkers::Runtime;
+
+use crate::{lifecycle, simctl, work};
+
+/// Options of `thinkers run`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArgs {
+    /// The registered workflow: `chain` (calls one after the other), `fanout` (calls at once)
+    /// or `explain` (a thinker).
+    name: String,
+    /// The workflow's input as JSON.
+    #[arg(long, default_value = "{}")]
+    input: String,
+    /// The database every job and model call is recorded in: a SQLite file or a
+    /// `postgres://` URL.
+    #[arg(long, default_value = "thinkers.db", env = "THINKERS_DB")]
+    db: String,
+    /// A model catalog (its providers' API keys from the variables it names); the bundled
+    /// catalog when omitted.
+    #[arg(long)]
+    catalog: Option<PathBuf>,
+    /// The simulated provider to call when the catalog points at one; without it an
+    /// in-process one is started.
+    #[arg(long, env = "THINKERS_SIM_URL")]
+    sim_url: Option<String>,
+}
+
+pub(crate) async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let input: serde_json::Value = serde_json::from_str(&args.input)
+        .with_context(|| format!("--input is not JSON: {}", args.input))?;
+    let registry = work::registry();
+    registry.check(&args.name, &input)?;
+    let catalog = simctl::load_catalog(args.catalog.as_deref())?;
+    let (catalog, _sim) = simctl::bind_or_use(catalog, args.sim_url.as_deref()).await?;
+    let rt = Runtime::builder(catalog)
+        .database(args.db.clone())
+        .build()
+        .await
+        .with_context(|| format!("starting the runtime over {}", args.db))?;
+    lifecycle::register(&rt);
+    let (id, output) = registry.start(&args.name, input, rt.dispatcher())?;
+    eprintln!(
+        "workflow {id} ({}) started; recorded in {}",
+        args.name, args.db
+    );
+    let out = output.await;
+    rt.shutdown().await?;
+    let value = out.with_context(|| format!("workflow `{}` ({id}) failed", args.name))?;
+    println!("{value}");
+    Ok(())
+}
