@@ -3,12 +3,15 @@
 //! Skipped (loudly) when PostgreSQL does not answer, unless `THINKERS_REQUIRE_SERVICES=1`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+#[allow(unreachable_pub, dead_code)]
+mod support {
+    pub mod host;
+}
+
 use std::time::{Duration, Instant};
 
 use sqlx::Connection as _;
+use support::host::{http, serve};
 
 fn base_url() -> Option<String> {
     let url = std::env::var("THINKERS_TEST_PG_URL")
@@ -42,55 +45,6 @@ fn sql(base: &str, statement: String) -> Vec<(String, i64, Option<i64>)> {
     })
 }
 
-struct Serve {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(db: &str) -> Serve {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_thinkers"))
-        .args(["serve", "--port", "0", "--grade", "small", "--db", db])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    out.read_line(&mut first).unwrap();
-    // Keep draining what the host prints: with the pipe closed, its next line would fail and
-    // end the process mid-turn.
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    let addr = first
-        .trim()
-        .strip_prefix("chat host listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line: {first}"))
-        .to_owned();
-    Serve { child, addr }
-}
-
-/// One HTTP/1.1 request; the response's status line and body.
-fn http(addr: &str, method: &str, path: &str, body: &str) -> (String, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    stream.read_to_string(&mut out).unwrap();
-    let (head, body) = out.split_once("\r\n\r\n").unwrap();
-    (head.lines().next().unwrap().to_owned(), body.to_owned())
-}
-
 #[test]
 fn two_serve_processes_on_one_postgres_chat_take_turns() {
     let Some(base) = base_url() else { return };
@@ -98,7 +52,7 @@ fn two_serve_processes_on_one_postgres_chat_take_turns() {
     sql(&base, format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
     sql(&base, format!("CREATE SCHEMA {schema}"));
     let db = format!("{base}?options[search_path]={schema}");
-    let (a, b) = (serve(&db), serve(&db));
+    let (a, b) = (serve(&db, &[]), serve(&db, &[]));
 
     let (status, created) = http(&a.addr, "POST", "/api/chats", r#"{"title": "shared"}"#);
     assert!(status.contains("201"), "{status} {created}");

@@ -4,12 +4,16 @@
 //! Everything through the host's HTTP API, against a thinkers-sim whose model takes 1.5 s.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+#[allow(unreachable_pub, dead_code)]
+mod support {
+    pub mod host;
+}
+
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::host::{Serve, http, serve};
 use thinkers_sim::{Sim, SimConfig};
 
 /// One chat model, answering after 1.5 s, without calling tools.
@@ -38,56 +42,6 @@ native_tools = true
 latency_ms = [1500, 1500]
 tool_rounds = 0
 "#;
-
-struct Serve {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(db: &str, catalog: &str, sim: &str) -> Serve {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_thinkers"))
-        .env_remove("THINKERS_DB")
-        .env("RUST_LOG", "warn")
-        .args(["serve", "--port", "0", "--grade", "small", "--db", db])
-        .args(["--catalog", catalog, "--sim-url", sim])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    out.read_line(&mut first).unwrap();
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    let addr = first
-        .trim()
-        .strip_prefix("chat host listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line: {first}"))
-        .to_owned();
-    Serve { child, addr }
-}
-
-/// One HTTP/1.1 request; the response's status line and body.
-fn http(addr: &str, method: &str, path: &str, body: &str) -> (String, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    stream.read_to_string(&mut out).unwrap();
-    let (head, body) = out.split_once("\r\n\r\n").unwrap();
-    (head.lines().next().unwrap().to_owned(), body.to_owned())
-}
 
 /// (role, text) of each message of the chat.
 fn messages(addr: &str, chat: &str) -> Vec<(String, String)> {
@@ -153,7 +107,7 @@ fn host_cut_mid_turn(kill: bool) {
     );
     let sim_url = sim.base_url();
 
-    let mut first = serve(&db, &catalog, &sim_url);
+    let mut first = serve(&db, &["--catalog", &catalog, "--sim-url", &sim_url]);
     let (status, created) = http(&first.addr, "POST", "/api/chats", r#"{"title": "cut"}"#);
     assert!(status.contains("201"), "{status} {created}");
     let chat = serde_json::from_str::<Value>(&created).unwrap()["id"]
@@ -173,7 +127,7 @@ fn host_cut_mid_turn(kill: bool) {
     }
     drop(first);
 
-    let mut second = serve(&db, &catalog, &sim_url);
+    let mut second = serve(&db, &["--catalog", &catalog, "--sim-url", &sim_url]);
     let after = messages(&second.addr, &chat);
     assert_eq!(after.len(), 2, "{after:?}");
     assert_eq!(after[0], ("user".to_owned(), "are you there?".to_owned()));

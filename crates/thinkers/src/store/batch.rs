@@ -652,6 +652,7 @@ async fn write_loop<S: Sink>(sink: S, mut rx: mpsc::UnboundedReceiver<Msg>, shar
     let mut answers: Vec<Msg> = Vec::new();
     // Failures since the last flush was answered: how many rows, and the last error.
     let mut unreported: Option<(u64, String)> = None;
+    let mut closing: Option<Done> = None;
     let mut beat = tokio::time::interval(HEARTBEAT);
     beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     beat.tick().await;
@@ -704,11 +705,13 @@ async fn write_loop<S: Sink>(sink: S, mut rx: mpsc::UnboundedReceiver<Msg>, shar
             }
         }
         batch.clear();
-        let mut closing = None;
         for msg in answers.drain(..) {
             let done = match msg {
                 Msg::Flush(done) => done,
                 Msg::Close(done) => {
+                    // No more is taken; what is already queued is still written (the loop
+                    // ends when the queue is empty).
+                    rx.close();
                     closing = Some(done);
                     continue;
                 }
@@ -726,40 +729,36 @@ async fn write_loop<S: Sink>(sink: S, mut rx: mpsc::UnboundedReceiver<Msg>, shar
             let _ = done.send(answer);
             unreported = None;
         }
-        if let Some(done) = closing {
-            // Everything queued before the close is written (messages after it in the same
-            // receive were written too); no more is taken.
-            rx.close();
-            let closed = sink
-                .close_owner(
-                    &owner.id,
-                    now_ms(),
-                    "closed",
-                    "the process stopped before the job ended",
-                )
-                .await;
-            let answer = match (closed, unreported.take()) {
-                (Err(e), _) => Err(e),
-                (Ok(_), Some((lost, last))) => Err(Error::external(
-                    backend,
-                    "write batch",
-                    format!("{lost} recorded rows could not be written; last error: {last}"),
-                )),
-                (Ok(n), None) => {
-                    if n > 0 {
-                        tracing::warn!(
-                            backend,
-                            jobs = n,
-                            "recorder closed with jobs still running; they are recorded as \
-                             interrupted"
-                        );
-                    }
-                    Ok(())
+    }
+    if let Some(done) = closing {
+        let closed = sink
+            .close_owner(
+                &owner.id,
+                now_ms(),
+                "closed",
+                "the process stopped before the job ended",
+            )
+            .await;
+        let answer = match (closed, unreported.take()) {
+            (Err(e), _) => Err(e),
+            (Ok(_), Some((lost, last))) => Err(Error::external(
+                backend,
+                "write batch",
+                format!("{lost} recorded rows could not be written; last error: {last}"),
+            )),
+            (Ok(n), None) => {
+                if n > 0 {
+                    tracing::warn!(
+                        backend,
+                        jobs = n,
+                        "recorder closed with jobs still running; they are recorded as \
+                         interrupted"
+                    );
                 }
-            };
-            let _ = done.send(answer);
-            break;
-        }
+                Ok(())
+            }
+        };
+        let _ = done.send(answer);
     }
     tracing::debug!(backend, "recorder: writer stopped");
 }
