@@ -348,10 +348,7 @@ impl ChatHost {
                 tokio::select! {
                     out = &mut handle => break out,
                     _ = poll.tick() => {
-                        if let Some(cid) = session.thinker.observer().stored_conversation_id() {
-                            if let Err(e) = self.inner.chats.touch(chat, Some(&cid.to_string())).await {
-                                tracing::warn!(chat, error = %e, "could not link the chat to its conversation");
-                            }
+                        if self.link_stored_conversation(&session).await {
                             break handle.await;
                         }
                     }
@@ -404,6 +401,18 @@ impl ChatHost {
             Ok(None) => Ok(job),
             Err(e) => Err((job, e)),
         }
+    }
+
+    /// Link the chat to its conversation once the turn has stored it; `false` while it has not.
+    async fn link_stored_conversation(&self, session: &Session) -> bool {
+        let Some(cid) = session.thinker.observer().stored_conversation_id() else {
+            return false;
+        };
+        let chat = session.chat_id.as_str();
+        if let Err(e) = self.inner.chats.touch(chat, Some(cid.as_ref())).await {
+            tracing::warn!(chat, error = %e, "could not link the chat to its conversation");
+        }
+        true
     }
 
     /// When the stored conversation `cid` ends with anything but the model's reply (a turn
