@@ -82,5 +82,7 @@ pub fn tune(config: thinkers_sim::SimConfig) -> thinkers_sim::SimConfig {
 async fn main() -> Result<()> {
     let env = support::from_args(tune).await?;
     run(&env.rt).await?;
+    // Cancels what still runs and writes every record before the process exits.
+    env.rt.shutdown().await?;
     Ok(())
 }

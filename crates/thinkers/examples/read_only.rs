@@ -138,5 +138,7 @@ pub fn tune(config: SimConfig) -> SimConfig {
 async fn main() -> Result<()> {
     let env = support::from_args(tune).await?;
     run(&env.rt).await?;
+    // Cancels what still runs and writes every record before the process exits.
+    env.rt.shutdown().await?;
     Ok(())
 }

@@ -55,6 +55,8 @@ mod query;
 #[cfg(feature = "sqlite")]
 mod select;
 #[cfg(feature = "sqlite")]
+mod sink;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(all(test, feature = "sqlite"))]
 mod tests;

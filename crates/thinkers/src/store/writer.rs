@@ -1,7 +1,7 @@
 //! [`SqliteRecorder`]: the batching recorder ([`super::batch`]) over a [`SqliteStore`].
 
 use super::SqliteStore;
-use super::batch::{batch_sink, recorder_type};
+use super::sink::{batch_sink, recorder_type};
 use super::sqlite::{db_error, is_transient};
 
 batch_sink!(

@@ -1,7 +1,7 @@
 //! [`PgRecorder`]: the batching recorder ([`crate::store::batch`]) over a [`PgStore`].
 
 use super::{PgStore, is_transient, pg_error};
-use crate::store::batch::{batch_sink, recorder_type};
+use crate::store::sink::{batch_sink, recorder_type};
 
 batch_sink!(
     PgStore,
