@@ -21,6 +21,7 @@
 //! included.
 
 mod admission;
+pub mod bucket;
 mod budget;
 mod handle;
 #[cfg(feature = "redis")]
