@@ -9,7 +9,7 @@
 //!
 //! * With the default burst (no `burst` in the [`Rate`]), the bucket assumes the provider may
 //!   enforce the figure over windows as short as [`ASSUMED_WINDOW`] (10 s; providers commonly
-//!   enforce per-minute limits over shorter periods). It holds [`BURST_SHARE`] (4 %) of that
+//!   enforce per-minute limits over shorter periods), or the figure's own period if shorter. It holds [`BURST_SHARE`] (4 %) of that
 //!   window's share of the figure and refills at `ρ − capacity / window` (96 % of ρ), so that for
 //!   every interval `T` at least one window long, grants ≤ `capacity + refill·T` ≤ `ρ·T`: no
 //!   window of that length ever sees more than its share of the figure, whether the provider
@@ -76,7 +76,10 @@ impl Bucket {
     pub(crate) fn new(rate: Rate, now: Instant) -> Self {
         let mut b = Self {
             rate,
-            window: rate.burst.is_none().then_some(ASSUMED_WINDOW),
+            window: rate
+                .burst
+                .is_none()
+                .then_some(ASSUMED_WINDOW.min(rate.per)),
             level: 0.0,
             at: now,
             factor: 1.0,

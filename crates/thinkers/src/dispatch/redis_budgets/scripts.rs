@@ -61,7 +61,7 @@ local function load(key, rho, burst, amount)
   local h = redis.call('HMGET', key, 'level', 'at', 'f', 'fat', 'tu', 'win')
   local b = {key = key, rho = rho, burst = burst, amount = amount}
   b.win = tonumber(h[6])
-  if b.win == nil and burst < 0 then b.win = AWIN end
+  if b.win == nil and burst < 0 then b.win = math.min(AWIN, amount / rho) end
   b.f = tonumber(h[3]) or 1
   b.fat = tonumber(h[4]) or now
   b.tu = tonumber(h[5]) or now
