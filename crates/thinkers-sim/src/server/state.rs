@@ -3,6 +3,7 @@
 //!
 //! Locks are `std::sync::Mutex`es held for a few field updates and never across an await.
 
+use std::time::Duration;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
@@ -42,6 +43,10 @@ impl ModelSlot {
         let limits = Limits {
             rpm: model.rpm,
             tpm: model.tpm,
+            window: model
+                .limit_window_ms
+                .map_or(crate::limits::WINDOW, Duration::from_millis)
+                .min(crate::limits::WINDOW),
         };
         Self {
             model,

@@ -25,9 +25,14 @@
 //! throttle (a pause) multiplies the refill by [`THROTTLE_DECREASE`] (at most once per pause,
 //! never below [`FACTOR_FLOOR`]); the factor climbs back by [`FACTOR_RECOVERY`] per second.
 //!
-//! An ask larger than the capacity (but within the figure) is granted from a full bucket and
-//! leaves it in debt, repaid at the refill rate: over any interval `T`, grants ≤
-//! `max(capacity, largest ask) + refill·T`.
+//! An ask larger than the capacity (but within the figure) grows the bucket to its size, and the
+//! refill pays for the larger bucket as above for a window after it: a burst of one large ask
+//! costs what a burst of many small ones does. (The window before the ask was refilled for the
+//! smaller bucket, so a window holding the first of a run of larger asks may see the difference
+//! once.) The growth stops at
+//! half the window's share (the refill never falls below half the rate); a larger ask is granted
+//! from a full bucket and leaves it in debt, repaid at the refill rate: over any interval `T`,
+//! grants ≤ `max(capacity, largest ask) + refill·T`.
 
 use std::time::Duration;
 
@@ -69,6 +74,11 @@ pub(crate) struct Bucket {
     /// The end of the last pause that lowered the factor: a pause ending before it does not
     /// lower it again (several calls throttled by one event).
     throttled_until: Instant,
+    /// The largest ask of the last window, and when it was seen.
+    largest: u64,
+    largest_at: Instant,
+    /// Nothing was taken yet: a bucket grown by an ask starts full.
+    fresh: bool,
 }
 
 impl Bucket {
@@ -85,6 +95,9 @@ impl Bucket {
             factor: 1.0,
             factor_at: now,
             throttled_until: now,
+            largest: 0,
+            largest_at: now,
+            fresh: true,
         };
         b.level = b.capacity();
         b
@@ -100,16 +113,22 @@ impl Bucket {
         self.rate.amount as f64 / self.rate.per.as_secs_f64().max(1e-9)
     }
 
-    /// The most the bucket holds.
+    /// The most the bucket holds: its burst, or the largest ask it has seen (up to half the
+    /// window's share).
     pub(crate) fn capacity(&self) -> f64 {
         let rho = self.per_second();
         let share = |w: Duration| BURST_SHARE * rho * w.as_secs_f64();
-        match (self.rate.burst, self.window) {
+        let burst = match (self.rate.burst, self.window) {
             (Some(b), None) => rho * b.as_secs_f64(),
             (Some(b), Some(w)) => (rho * b.as_secs_f64()).min(share(w)),
             (None, w) => share(w.unwrap_or(ASSUMED_WINDOW)),
-        }
-        .min(self.rate.amount as f64)
+        };
+        let growth = self
+            .window
+            .map_or(self.rate.amount as f64, |w| rho * w.as_secs_f64() / 2.0);
+        burst
+            .max((self.largest as f64).min(growth))
+            .min(self.rate.amount as f64)
     }
 
     fn factor(&self, now: Instant) -> f64 {
@@ -138,6 +157,17 @@ impl Bucket {
     /// `None` when `need` can be taken now; otherwise how long until it can.
     pub(crate) fn check(&mut self, now: Instant, need: u64) -> Option<Duration> {
         self.advance(now);
+        let window = self.window.unwrap_or(ASSUMED_WINDOW);
+        if need >= self.largest || now.saturating_duration_since(self.largest_at) > window {
+            // A larger bucket (paid for by the refill for a window after the ask); it starts no
+            // fuller than it was, unless nothing was ever taken from it.
+            self.largest = need;
+            self.largest_at = now;
+            if self.fresh {
+                self.level = self.capacity();
+            }
+            self.level = self.level.min(self.capacity());
+        }
         // An ask larger than the bucket is granted from a full one.
         let need = (need as f64).min(self.capacity());
         if self.at <= now && self.level >= need {
@@ -152,6 +182,7 @@ impl Bucket {
     /// Take `n` units (after a successful [`Self::check`]).
     pub(crate) fn take(&mut self, n: u64) {
         self.level -= n as f64;
+        self.fresh = false;
     }
 
     /// Adjust a grant of `reserved` units to `used`: the surplus goes back, an overrun is taken.
@@ -241,14 +272,26 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn an_ask_larger_than_the_bucket_takes_a_full_one_into_debt() {
+    async fn an_ask_larger_than_the_bucket_grows_it_and_slows_the_refill() {
         let now = Instant::now();
-        let mut b = Bucket::new(Rate::per_minute(6_000).with_burst(secs(1.0)), now);
-        assert_eq!(b.check(now, 500), None, "a full bucket grants it");
-        b.take(500);
-        // 400 in debt: full again (100) after 5 s.
-        let wait = b.check(now, 500).unwrap();
-        assert!((wait.as_secs_f64() - 5.0).abs() < 1e-3, "{wait:?}");
+        // 6,000 per minute: a bucket of 40 refilling at 96 per second.
+        let mut b = Bucket::new(Rate::per_minute(6_000), now);
+        assert!((b.capacity() - 40.0).abs() < 1e-6);
+        assert_eq!(b.check(now, 40), None);
+        b.take(40);
+        // An ask of 200 waits for the bucket to hold it, and the refill pays for the larger
+        // bucket: 100 − 200 / 10 = 80 per second.
+        let wait = b.check(now, 200).unwrap();
+        assert!((b.capacity() - 200.0).abs() < 1e-6);
+        assert!((b.refill(now) - 80.0).abs() < 1e-6);
+        assert!((wait.as_secs_f64() - 2.5).abs() < 1e-3, "{wait:?}");
+        assert_eq!(b.check(now + wait, 200), None);
+        // Past half the window's share (500), an ask takes a full bucket into debt.
+        let later = now + wait;
+        b.take(200);
+        let wait = b.check(later, 900).unwrap();
+        assert!((b.capacity() - 500.0).abs() < 1e-6);
+        assert!((wait.as_secs_f64() - 10.0).abs() < 1e-3, "{wait:?}");
     }
 
     #[tokio::test(start_paused = true)]

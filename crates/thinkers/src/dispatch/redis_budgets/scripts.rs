@@ -3,7 +3,8 @@
 //!
 //! Keys of one budget (`P` is the store's prefix and the budget name): `P:tok:b`/`P:req:b` (the
 //! token and request buckets: hash of `level`, `at`, the refill factor `f` and its time `fat`,
-//! the last throttle's end `tu` and a learned window `win`, kept an hour after their last use),
+//! the last throttle's end `tu`, a learned window `win` and the largest ask of the last window `big` (seen at `bigat`), kept an hour
+//! after their last use),
 //! `P:held:z` (sorted set of concurrency holders scored by lease expiry), `P:held:s` (hash
 //! holder → slots), `P:pause` (pause end, ms) and `P:seq` (the lease id counter, kept a day
 //! after its last use).
@@ -33,6 +34,9 @@ local function capacity(b)
   if b.burst >= 0 and b.win == nil then c = b.rho * b.burst
   elseif b.burst >= 0 then c = math.min(b.rho * b.burst, share(b.win))
   else c = share(b.win or AWIN) end
+  local growth = b.amount
+  if b.win then growth = b.rho * b.win / 2 end
+  c = math.max(c, math.min(b.big, growth))
   return math.min(c, b.amount)
 end
 
@@ -58,15 +62,18 @@ local function advance(b)
 end
 
 local function load(key, rho, burst, amount)
-  local h = redis.call('HMGET', key, 'level', 'at', 'f', 'fat', 'tu', 'win')
+  local h = redis.call('HMGET', key, 'level', 'at', 'f', 'fat', 'tu', 'win', 'big', 'bigat')
   local b = {key = key, rho = rho, burst = burst, amount = amount}
   b.win = tonumber(h[6])
   if b.win == nil and burst < 0 then b.win = math.min(AWIN, amount / rho) end
   b.f = tonumber(h[3]) or 1
   b.fat = tonumber(h[4]) or now
   b.tu = tonumber(h[5]) or now
+  b.big = tonumber(h[7]) or 0
+  b.bigat = tonumber(h[8]) or now
   b.cap = capacity(b)
-  b.level = tonumber(h[1]) or b.cap
+  b.level = tonumber(h[1])
+  if b.level == nil then b.fresh = true; b.level = b.cap end
   b.at = tonumber(h[2]) or now
   advance(b)
   return b
@@ -74,13 +81,22 @@ end
 
 local function save(b)
   redis.call('HSET', b.key, 'level', tostring(b.level), 'at', tostring(b.at), 'f', tostring(b.f),
-    'fat', tostring(b.fat), 'tu', tostring(b.tu))
+    'fat', tostring(b.fat), 'tu', tostring(b.tu), 'big', tostring(b.big),
+    'bigat', tostring(b.bigat))
   if b.win then redis.call('HSET', b.key, 'win', tostring(b.win)) end
   redis.call('PEXPIRE', b.key, KEEP)
 end
 
--- nil when `need` fits now, else the wait in ms.
+-- nil when `need` fits now, else the wait in ms. A larger ask than any before grows the bucket.
 local function check(b, need)
+  if need >= b.big or now - b.bigat > (b.win or AWIN) then
+    b.big = need
+    b.bigat = now
+    b.cap = capacity(b)
+    if b.fresh then b.level = b.cap end
+    b.level = math.min(b.level, b.cap)
+    save(b)
+  end
   local n = math.min(need, b.cap)
   if b.at <= now and b.level >= n then return nil end
   return math.max(0, b.at - now) + math.max(0, n - b.level) / refill(b)
