@@ -4,7 +4,8 @@
 //! in any sliding 10 s (`SimModel::limit_window`), with honest 429s and rate-limit headers that
 //! state the window's allowance. The catalog gives only the per-minute figure (`tpm = 150000`,
 //! no `burst_seconds`). 50 runs are kept in flight for `THINKERS_BENCH_SECS` seconds (default
-//! 60); each run is a `SingleObjectiveThinker` with a system prompt and one read-only tool,
+//! 60); each run is a `SingleObjectiveThinker` at quick depth (so its palette is the one tool,
+//! without `sub_thinker`) with a system prompt and one read-only tool,
 //! against a sim that makes it call the tool twice (two rounds of one call) and then answer:
 //! three model calls per run. The thinker's output budget is `THINKERS_BENCH_OUTPUT` tokens
 //! (default 512; the sim charges the asked output at admission, as providers do, so a larger
@@ -27,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use thinkers::Runtime;
-use thinkers::model::{Catalog, Grade, ModelDependent, OutputSize};
+use thinkers::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
 use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
 use thinkers_bench::{Brief, Lookup};
 
@@ -136,7 +137,9 @@ async fn scenario(base: &str, catalog_tpm: u64, secs: u64, output: u32) -> Outco
                 let mut i = 0;
                 while Instant::now() < deadline {
                     i += 1;
-                    let input = ThinkerInput::query(format!("What is term {w}-{i}?"));
+                    // At quick depth no `sub_thinker` is offered: the palette is the one tool.
+                    let input = ThinkerInput::query(format!("What is term {w}-{i}?"))
+                        .with_depth(Depth::Quick);
                     match d.submit(thinker(output).ask(input)).await {
                         Ok(_) => completed.fetch_add(1, Ordering::Relaxed),
                         Err(e) => {
