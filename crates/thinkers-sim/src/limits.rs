@@ -340,6 +340,7 @@ mod tests {
         assert_eq!(refused.state.remaining_tokens, 5_000);
         assert_eq!(refused.retry_after, Duration::from_secs(10));
         w.admit(t0, limits, 5_000).unwrap();
-        w.admit(t0 + Duration::from_secs(10), limits, 25_000).unwrap();
+        w.admit(t0 + Duration::from_secs(10), limits, 25_000)
+            .unwrap();
     }
 }

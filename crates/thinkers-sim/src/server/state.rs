@@ -3,10 +3,10 @@
 //!
 //! Locks are `std::sync::Mutex`es held for a few field updates and never across an await.
 
-use std::time::Duration;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 

@@ -86,10 +86,7 @@ impl Bucket {
     pub(crate) fn new(rate: Rate, now: Instant) -> Self {
         let mut b = Self {
             rate,
-            window: rate
-                .burst
-                .is_none()
-                .then_some(ASSUMED_WINDOW.min(rate.per)),
+            window: rate.burst.is_none().then_some(ASSUMED_WINDOW.min(rate.per)),
             level: 0.0,
             at: now,
             factor: 1.0,
@@ -331,6 +328,9 @@ mod tests {
         assert!(b.check(now, 301).is_some());
         assert_eq!(b.check(now, 300), None);
         b.observe(now, None, Some(5_000));
-        assert!(b.check(now, 301).is_some(), "a higher remaining raises nothing");
+        assert!(
+            b.check(now, 301).is_some(),
+            "a higher remaining raises nothing"
+        );
     }
 }

@@ -194,7 +194,11 @@ async fn the_default_bucket_spends_the_figure_at_96_percent_without_a_burst() {
     assert_eq!(starts[0], Duration::ZERO, "a full bucket admits at once");
     assert!(starts[1] > Duration::ZERO, "but holds only one such ask");
     // 24 more asks of 1,000 at 2,400 per second: 10 s.
-    assert!(about(starts[24], Duration::from_secs(10)), "{:?}", starts[24]);
+    assert!(
+        about(starts[24], Duration::from_secs(10)),
+        "{:?}",
+        starts[24]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -277,7 +281,10 @@ impl thinkers::job::Job for ThrottledOnce {
             return Ok(());
         }
         self.throttled = true;
-        Err(thinkers::Error::throttled(None, Some(Duration::from_secs(1))))
+        Err(thinkers::Error::throttled(
+            None,
+            Some(Duration::from_secs(1)),
+        ))
     }
 }
 

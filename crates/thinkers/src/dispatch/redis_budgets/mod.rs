@@ -358,7 +358,12 @@ impl BudgetStore for RedisBudgets {
             return;
         };
         let axes = [
-            ("tok:b", limits.tokens, obs.limit_tokens, obs.remaining_tokens),
+            (
+                "tok:b",
+                limits.tokens,
+                obs.limit_tokens,
+                obs.remaining_tokens,
+            ),
             (
                 "req:b",
                 limits.requests,

@@ -66,8 +66,16 @@ async fn reserve(store: &RedisBudgets, ask: &Ask, deadline: Duration) -> Result<
 async fn four_processes_never_exceed_a_shared_budget() -> Result<()> {
     let per = Duration::from_secs(1);
     let limits = Limits {
-        tokens: Some(Rate { amount: 1_000, per, burst: None }),
-        requests: Some(Rate { amount: 30, per, burst: None }),
+        tokens: Some(Rate {
+            amount: 1_000,
+            per,
+            burst: None,
+        }),
+        requests: Some(Rate {
+            amount: 30,
+            per,
+            burst: None,
+        }),
         concurrency: Some(3),
     };
     let stores = stores(4, &prefix(), Duration::from_secs(5), limits).await?;

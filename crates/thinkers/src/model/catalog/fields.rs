@@ -190,7 +190,11 @@ impl<'a> Fields<'a> {
 
     /// A required price.
     /// A number of seconds from 0 to `max`, fractions allowed.
-    pub(super) fn seconds(&mut self, field: &'a str, max: f64) -> Result<Option<f64>, CatalogError> {
+    pub(super) fn seconds(
+        &mut self,
+        field: &'a str,
+        max: f64,
+    ) -> Result<Option<f64>, CatalogError> {
         let (value, number) = match self.get(field) {
             None => return Ok(None),
             Some(v @ Value::Float(f)) => (v, *f),

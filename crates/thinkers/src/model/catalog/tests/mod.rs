@@ -177,7 +177,11 @@ fn burst_seconds_gives_both_rates_an_explicit_burst() {
     );
     assert_eq!(valid().entry("acme-small").unwrap().burst(), None);
     let err = broken("rpm = 600\n", "rpm = 600\nburst_seconds = 61\n");
-    assert_invalid(&err, Problem::BadValue, &["acme-small", "burst_seconds", "61"]);
+    assert_invalid(
+        &err,
+        Problem::BadValue,
+        &["acme-small", "burst_seconds", "61"],
+    );
 }
 
 #[test]
