@@ -140,7 +140,7 @@ impl Window {
         now: Instant,
         limits: Limits,
         tokens: u64,
-    ) -> Result<u64, Refusal> {
+    ) -> Result<u64, Box<Refusal>> {
         let window = limits.window;
         self.prune(now, window);
         if let Some(rpm) = limits.requests()
@@ -152,18 +152,25 @@ impl Window {
                 .events
                 .get(excess.saturating_sub(1))
                 .map_or(window, |e| Self::expiry(e, now, window));
-            return Err(self.refusal(now, limits, LimitKind::Requests, tokens, wait, false));
+            return Err(Box::new(self.refusal(
+                now,
+                limits,
+                LimitKind::Requests,
+                tokens,
+                wait,
+                false,
+            )));
         }
         if let Some(tpm) = limits.tokens() {
             if tokens > tpm {
-                return Err(self.refusal(
+                return Err(Box::new(self.refusal(
                     now,
                     limits,
                     LimitKind::Tokens,
                     tokens,
                     Duration::ZERO,
                     true,
-                ));
+                )));
             }
             if self.tokens + tokens > tpm {
                 let mut freed = 0;
@@ -175,7 +182,14 @@ impl Window {
                         break;
                     }
                 }
-                return Err(self.refusal(now, limits, LimitKind::Tokens, tokens, wait, false));
+                return Err(Box::new(self.refusal(
+                    now,
+                    limits,
+                    LimitKind::Tokens,
+                    tokens,
+                    wait,
+                    false,
+                )));
             }
         }
         let id = self.next_id;
