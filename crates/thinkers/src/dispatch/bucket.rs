@@ -77,7 +77,7 @@ pub(crate) struct Bucket {
     /// The largest ask of the last window, and when it was seen.
     largest: u64,
     largest_at: Instant,
-    /// Nothing was taken yet: a bucket grown by an ask starts full.
+    /// Its level never moved but by refilling: a bucket grown by an ask starts full.
     fresh: bool,
 }
 
@@ -186,6 +186,7 @@ impl Bucket {
     pub(crate) fn settle(&mut self, now: Instant, reserved: u64, used: u64) {
         self.advance(now);
         self.level = (self.level + reserved as f64 - used as f64).min(self.capacity());
+        self.fresh = false;
     }
 
     /// A throttle pause until `until`: empty the bucket, refill nothing before `until`, and lower
@@ -194,6 +195,7 @@ impl Bucket {
         self.advance(now);
         self.level = self.level.min(0.0);
         self.at = self.at.max(until);
+        self.fresh = false;
         if now >= self.throttled_until {
             self.factor = (self.factor(now) * THROTTLE_DECREASE).max(FACTOR_FLOOR);
             self.factor_at = now;
@@ -219,8 +221,11 @@ impl Bucket {
                 self.level = self.level.min(self.capacity());
             }
         }
-        if let Some(r) = remaining {
-            self.level = self.level.min(r as f64);
+        if let Some(r) = remaining
+            && (r as f64) < self.level
+        {
+            self.level = r as f64;
+            self.fresh = false;
         }
     }
 

@@ -219,6 +219,7 @@ if limit > 0 then
   end
 end
 if remaining >= 0 then b.level = math.min(b.level, remaining) end
+b.fresh = false
 save(b)
 return 1
 ";
