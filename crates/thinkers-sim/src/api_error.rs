@@ -209,21 +209,21 @@ fn openai_rate_message(model: &str, refusal: &Refusal) -> String {
         LimitKind::Requests => format!(
             "Rate limit reached for {model} in organization org-sim on requests per min (RPM): \
              Limit {}, Used {}, Requested 1. Please try again in {}.",
-            limits.rpm.unwrap_or_default(),
-            limits.rpm.unwrap_or_default(),
+            limits.requests().unwrap_or_default(),
+            limits.requests().unwrap_or_default(),
             seconds(refusal.retry_after)
         ),
         LimitKind::Tokens if refusal.too_large => format!(
             "Request too large for {model} in organization org-sim on tokens per min (TPM): \
              Limit {}, Requested {}. The input or output tokens must be reduced in order to run \
              successfully.",
-            limits.tpm.unwrap_or_default(),
+            limits.tokens().unwrap_or_default(),
             refusal.requested_tokens
         ),
         LimitKind::Tokens => format!(
             "Rate limit reached for {model} in organization org-sim on tokens per min (TPM): \
              Limit {}, Used {}, Requested {}. Please try again in {}.",
-            limits.tpm.unwrap_or_default(),
+            limits.tokens().unwrap_or_default(),
             refusal.used_tokens,
             refusal.requested_tokens,
             seconds(refusal.retry_after)
@@ -237,13 +237,13 @@ fn anthropic_rate_message(refusal: &Refusal) -> String {
         LimitKind::Requests => format!(
             "This request would exceed your organization's rate limit of {} requests per minute. \
              Please reduce the prompt length or the maximum tokens requested, or try again later.",
-            limits.rpm.unwrap_or_default()
+            limits.requests().unwrap_or_default()
         ),
         LimitKind::Tokens => format!(
             "This request would exceed your organization's rate limit of {} tokens per minute \
              (used {}, requested {}). Please reduce the prompt length or the maximum tokens \
              requested, or try again later.",
-            limits.tpm.unwrap_or_default(),
+            limits.tokens().unwrap_or_default(),
             refusal.used_tokens,
             refusal.requested_tokens
         ),

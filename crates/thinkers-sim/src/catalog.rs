@@ -55,6 +55,7 @@ impl SimConfig {
                 name: entry.model,
                 tpm: entry.tpm,
                 rpm: entry.rpm,
+                limit_window_ms: None,
                 native_tools: entry.native_tools.unwrap_or(true),
                 thinking: entry.thinking.unwrap_or(false),
                 output_ceiling: entry.output_ceiling.unwrap_or(DEFAULT_OUTPUT_CEILING),

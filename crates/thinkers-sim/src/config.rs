@@ -88,6 +88,11 @@ pub struct SimModel {
     /// Requests per minute (sliding 60 s window); `None` is unlimited.
     #[serde(default)]
     pub rpm: Option<u64>,
+    /// Enforce `tpm` and `rpm` pro rata over a shorter sliding window, in milliseconds (for
+    /// example 10,000: `tpm = 150000` admits 25,000 tokens in any 10 s), as providers enforce
+    /// per-minute limits over shorter periods; `None` (or more than 60 s) is the minute.
+    #[serde(default)]
+    pub limit_window_ms: Option<u64>,
     /// Whether the model accepts the native `tools` parameter; `false` means text-tool mode only.
     #[serde(default = "yes")]
     pub native_tools: bool,
@@ -117,6 +122,7 @@ impl SimModel {
             name: name.into(),
             tpm: None,
             rpm: None,
+            limit_window_ms: None,
             native_tools: true,
             thinking: false,
             output_ceiling: DEFAULT_OUTPUT_CEILING,
@@ -135,6 +141,13 @@ impl SimModel {
     #[must_use]
     pub fn rpm(mut self, rpm: u64) -> Self {
         self.rpm = Some(rpm);
+        self
+    }
+
+    /// Enforces the limits pro rata over a sliding `window` shorter than a minute.
+    #[must_use]
+    pub fn limit_window(mut self, window: std::time::Duration) -> Self {
+        self.limit_window_ms = Some(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
         self
     }
 

@@ -1,10 +1,13 @@
-//! Per-model request and token limits over a sliding 60-second window.
+//! Per-model request and token limits over a sliding window: 60 seconds by default, or shorter
+//! (`SimModel::limit_window`), in which case the per-minute figures are enforced pro rata, as
+//! providers do: `tpm = 150000` over 10 s admits 25,000 tokens in any 10 seconds. The limit
+//! headers then state the window's allowance (25,000), the remaining headers what is left of it.
 //!
 //! Each admitted request leaves an event (time, tokens) in its model's window. At admission the
 //! request is charged its input estimate (see [`crate::tokens`]) plus the output tokens it asked
 //! for (`max_tokens` / `max_completion_tokens`); once the answer is known the event is settled to
 //! input + the output actually produced, so unused output is given back, as a client reconciling
-//! its reservations would expect. Events older than 60 s leave the window.
+//! its reservations would expect. Events older than the window leave it.
 //!
 //! A request that does not fit is refused (429) and leaves no event. The refusal says which limit
 //! bound (requests or tokens) and when the request would fit.
@@ -14,7 +17,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// The length of the sliding window.
+/// The length of the sliding window unless a model sets a shorter one.
 pub const WINDOW: Duration = Duration::from_secs(60);
 
 /// A model's limits; `None` is unlimited.
@@ -22,11 +25,29 @@ pub const WINDOW: Duration = Duration::from_secs(60);
 pub(crate) struct Limits {
     pub(crate) rpm: Option<u64>,
     pub(crate) tpm: Option<u64>,
+    /// The sliding window the figures are enforced over, pro rata.
+    pub(crate) window: Duration,
 }
 
 impl Limits {
     pub(crate) fn any(self) -> bool {
         self.rpm.is_some() || self.tpm.is_some()
+    }
+
+    /// A per-minute figure's share of the window (at least 1).
+    fn share(self, per_minute: u64) -> u64 {
+        let share = u128::from(per_minute) * self.window.as_millis() / WINDOW.as_millis();
+        u64::try_from(share).unwrap_or(u64::MAX).max(1)
+    }
+
+    /// Requests the window admits.
+    pub(crate) fn requests(self) -> Option<u64> {
+        self.rpm.map(|r| self.share(r))
+    }
+
+    /// Tokens the window admits.
+    pub(crate) fn tokens(self) -> Option<u64> {
+        self.tpm.map(|t| self.share(t))
     }
 }
 
@@ -80,9 +101,9 @@ pub(crate) struct Window {
 }
 
 impl Window {
-    fn prune(&mut self, now: Instant) {
+    fn prune(&mut self, now: Instant, window: Duration) {
         while let Some(front) = self.events.front() {
-            if now.saturating_duration_since(front.at) >= WINDOW {
+            if now.saturating_duration_since(front.at) >= window {
                 self.tokens -= front.tokens;
                 self.events.pop_front();
             } else {
@@ -91,22 +112,22 @@ impl Window {
         }
     }
 
-    fn expiry(&self, event: &Event, now: Instant) -> Duration {
-        (event.at + WINDOW).saturating_duration_since(now)
+    fn expiry(event: &Event, now: Instant, window: Duration) -> Duration {
+        (event.at + window).saturating_duration_since(now)
     }
 
     fn state(&self, now: Instant, limits: Limits) -> RateState {
         let reset = self
             .events
             .front()
-            .map_or(Duration::ZERO, |e| self.expiry(e, now));
+            .map_or(Duration::ZERO, |e| Self::expiry(e, now, limits.window));
         RateState {
             limits,
             remaining_requests: limits
-                .rpm
+                .requests()
                 .map_or(u64::MAX, |l| l.saturating_sub(self.events.len() as u64)),
             remaining_tokens: limits
-                .tpm
+                .tokens()
                 .map_or(u64::MAX, |l| l.saturating_sub(self.tokens)),
             reset_requests: reset,
             reset_tokens: reset,
@@ -119,9 +140,10 @@ impl Window {
         now: Instant,
         limits: Limits,
         tokens: u64,
-    ) -> Result<u64, Refusal> {
-        self.prune(now);
-        if let Some(rpm) = limits.rpm
+    ) -> Result<u64, Box<Refusal>> {
+        let window = limits.window;
+        self.prune(now, window);
+        if let Some(rpm) = limits.requests()
             && self.events.len() as u64 >= rpm
         {
             // The request fits once enough of the oldest events have left the window.
@@ -129,31 +151,45 @@ impl Window {
             let wait = self
                 .events
                 .get(excess.saturating_sub(1))
-                .map_or(WINDOW, |e| self.expiry(e, now));
-            return Err(self.refusal(now, limits, LimitKind::Requests, tokens, wait, false));
+                .map_or(window, |e| Self::expiry(e, now, window));
+            return Err(Box::new(self.refusal(
+                now,
+                limits,
+                LimitKind::Requests,
+                tokens,
+                wait,
+                false,
+            )));
         }
-        if let Some(tpm) = limits.tpm {
+        if let Some(tpm) = limits.tokens() {
             if tokens > tpm {
-                return Err(self.refusal(
+                return Err(Box::new(self.refusal(
                     now,
                     limits,
                     LimitKind::Tokens,
                     tokens,
                     Duration::ZERO,
                     true,
-                ));
+                )));
             }
             if self.tokens + tokens > tpm {
                 let mut freed = 0;
-                let mut wait = WINDOW;
+                let mut wait = window;
                 for event in &self.events {
                     freed += event.tokens;
                     if self.tokens - freed + tokens <= tpm {
-                        wait = self.expiry(event, now);
+                        wait = Self::expiry(event, now, window);
                         break;
                     }
                 }
-                return Err(self.refusal(now, limits, LimitKind::Tokens, tokens, wait, false));
+                return Err(Box::new(self.refusal(
+                    now,
+                    limits,
+                    LimitKind::Tokens,
+                    tokens,
+                    wait,
+                    false,
+                )));
             }
         }
         let id = self.next_id;
@@ -199,7 +235,7 @@ impl Window {
             self.tokens = self.tokens - event.tokens + tokens;
             event.tokens = tokens;
         }
-        self.prune(now);
+        self.prune(now, limits.window);
         self.state(now, limits)
     }
 
@@ -263,6 +299,7 @@ mod tests {
         let limits = Limits {
             rpm: Some(2),
             tpm: None,
+            window: WINDOW,
         };
         let mut w = Window::default();
         let t0 = Instant::now();
@@ -282,6 +319,7 @@ mod tests {
         let limits = Limits {
             rpm: None,
             tpm: Some(100),
+            window: WINDOW,
         };
         let mut w = Window::default();
         let t0 = Instant::now();
@@ -300,5 +338,23 @@ mod tests {
             .admit(t0 + Duration::from_secs(6), limits, 40)
             .unwrap_err();
         assert_eq!(refused.retry_after, Duration::from_secs(54));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_per_minute_figure_over_ten_seconds_admits_its_share() {
+        let limits = Limits {
+            rpm: None,
+            tpm: Some(150_000),
+            window: Duration::from_secs(10),
+        };
+        let mut w = Window::default();
+        let t0 = Instant::now();
+        w.admit(t0, limits, 20_000).unwrap();
+        let refused = w.admit(t0, limits, 5_001).unwrap_err();
+        assert_eq!(refused.state.remaining_tokens, 5_000);
+        assert_eq!(refused.retry_after, Duration::from_secs(10));
+        w.admit(t0, limits, 5_000).unwrap();
+        w.admit(t0 + Duration::from_secs(10), limits, 25_000)
+            .unwrap();
     }
 }

@@ -8,7 +8,8 @@
 //! `-remaining` and `-reset` (RFC 3339 timestamps), plus `retry-after` on a 429. The sim enforces
 //! one combined token budget per model, so the three token families carry the same figures.
 //!
-//! Headers are sent only for limits the model has; a model without limits gets none.
+//! Headers are sent only for limits the model has; a model without limits gets none. A limit
+//! header states what the window admits: the per-minute figure, or its share of a shorter window.
 
 use std::time::Duration;
 
@@ -36,7 +37,7 @@ fn timestamp_after(d: Duration) -> String {
 pub(crate) fn insert(headers: &mut HeaderMap, dialect: Dialect, state: &RateState) {
     match dialect {
         Dialect::OpenAi => {
-            if let Some(rpm) = state.limits.rpm {
+            if let Some(rpm) = state.limits.requests() {
                 put(headers, "x-ratelimit-limit-requests", &rpm.to_string());
                 put(
                     headers,
@@ -49,7 +50,7 @@ pub(crate) fn insert(headers: &mut HeaderMap, dialect: Dialect, state: &RateStat
                     &go_duration(state.reset_requests),
                 );
             }
-            if let Some(tpm) = state.limits.tpm {
+            if let Some(tpm) = state.limits.tokens() {
                 put(headers, "x-ratelimit-limit-tokens", &tpm.to_string());
                 put(
                     headers,
@@ -64,7 +65,7 @@ pub(crate) fn insert(headers: &mut HeaderMap, dialect: Dialect, state: &RateStat
             }
         }
         Dialect::Anthropic => {
-            if let Some(rpm) = state.limits.rpm {
+            if let Some(rpm) = state.limits.requests() {
                 put(
                     headers,
                     "anthropic-ratelimit-requests-limit",
@@ -81,7 +82,7 @@ pub(crate) fn insert(headers: &mut HeaderMap, dialect: Dialect, state: &RateStat
                     &timestamp_after(state.reset_requests),
                 );
             }
-            if let Some(tpm) = state.limits.tpm {
+            if let Some(tpm) = state.limits.tokens() {
                 let reset = timestamp_after(state.reset_tokens);
                 for family in ["input-tokens", "output-tokens", "tokens"] {
                     put(
@@ -128,6 +129,7 @@ mod tests {
             limits: Limits {
                 rpm: Some(10),
                 tpm: Some(1000),
+                window: crate::limits::WINDOW,
             },
             remaining_requests: 9,
             remaining_tokens: 900,

@@ -197,7 +197,7 @@ pub(crate) async fn handle(
                 lock(&shared.stats).record(&slot.model.name, Outcome::RateLimited);
                 return ctx.error(ApiError::RateLimited {
                     model: slot.model.name.clone(),
-                    refusal: Box::new(refusal),
+                    refusal,
                 });
             }
         }

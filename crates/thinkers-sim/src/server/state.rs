@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
@@ -42,6 +43,10 @@ impl ModelSlot {
         let limits = Limits {
             rpm: model.rpm,
             tpm: model.tpm,
+            window: model
+                .limit_window_ms
+                .map_or(crate::limits::WINDOW, Duration::from_millis)
+                .min(crate::limits::WINDOW),
         };
         Self {
             model,

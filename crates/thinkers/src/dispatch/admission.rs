@@ -5,7 +5,7 @@
 //! capacity comes back (a permit is released), the releasing side reserves for the head itself
 //! and hands it the lease, then tries the next head, and stops at the first that does not fit:
 //! the only job woken is one that was admitted, never one that would look, find no room and
-//! sleep again. A head whose wait only time can end (a rate window, a pause) arms its own timer
+//! sleep again. A head whose wait only time can end (a bucket refilling, a pause) arms its own timer
 //! and asks again when it fires. A job with several requirements takes its budgets in name order
 //! (the same order for every job, so two jobs can never wait on each other).
 //!

@@ -1,19 +1,14 @@
 //! Admission budgets: limits per named budget and the store that keeps their accounting.
 //!
-//! A budget has up to three limits: a token rate, a request rate and a concurrency. Rates are
-//! enforced over a *sliding window* (the sum of what was reserved in the last `per` never exceeds
-//! `amount`), which is stricter than a provider's replenishing bucket: thinkers never sends more
-//! than the provider allows in any window, so it never provokes a 429 from its own traffic.
-//!
-//! A provider timestamps a request when it arrives, a little after admission granted it, so its
-//! window entry expires a little later than ours. [`MemoryBudgets`] therefore keeps each entry for
-//! `per` plus a small skew allowance (1 % of the period, at most one second) before it frees it.
+//! A budget has up to three limits: a token rate, a request rate and a concurrency. Each rate is
+//! a token bucket that refills continuously ([`super::bucket`] says how it is sized, what it
+//! guarantees and what it learns): a per-minute figure is spent as a rate with a bounded burst,
+//! never as a whole minute let out at once.
 //!
 //! [`BudgetStore`] is the seam for a shared, multi-process implementation (Redis); the in-process
 //! default is [`MemoryBudgets`]. The waiting and FIFO ordering live above the store, in
 //! [`super::Admission`], so every store gets them.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -21,16 +16,22 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use super::bucket::Bucket;
 use crate::Result;
 use crate::job::Ask;
 
-/// An amount per period.
+/// An amount per period, spent as a rate with a bounded burst (see [`super::bucket`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rate {
     /// How much may be used per period.
     pub amount: u64,
     /// The period.
     pub per: Duration,
+    /// The burst the provider accepts, as a stretch of the rate (`Some(10 s)`: ten seconds'
+    /// worth at once); the bucket then refills at the whole rate. `None`: the conservative
+    /// default, 4 % of a 10-second window's worth, paid for by refilling at 96 % of the rate.
+    #[serde(default)]
+    pub burst: Option<Duration>,
 }
 
 impl Rate {
@@ -39,6 +40,7 @@ impl Rate {
         Self {
             amount,
             per: Duration::from_secs(60),
+            burst: None,
         }
     }
     /// `amount` per second.
@@ -46,6 +48,15 @@ impl Rate {
         Self {
             amount,
             per: Duration::from_secs(1),
+            burst: None,
+        }
+    }
+    /// The same rate with an explicit burst: `burst` worth of the rate at once.
+    #[must_use]
+    pub fn with_burst(self, burst: Duration) -> Self {
+        Self {
+            burst: Some(burst),
+            ..self
         }
     }
 }
@@ -79,10 +90,10 @@ pub struct Lease {
 pub enum Reservation {
     /// Granted.
     Granted(Lease),
-    /// Does not fit now. `Some(d)`: it may fit after `d` (a window entry expires, a pause ends);
+    /// Does not fit now. `Some(d)`: it may fit after `d` (a bucket refills, a pause ends);
     /// `None`: it fits only after a release (a concurrency slot).
     Wait(Option<Duration>),
-    /// Can never fit (it asks for more than the whole limit); the reason names the numbers.
+    /// Can never fit (it asks for more than the whole figure); the reason names the numbers.
     Never(String),
 }
 
@@ -97,6 +108,11 @@ pub struct RateObservation {
     pub remaining_requests: Option<u64>,
     /// When the request allowance is fully replenished.
     pub requests_reset: Option<Duration>,
+    /// The token limit the provider states: its per-minute figure, or the size of the shorter
+    /// window it enforces it over.
+    pub limit_tokens: Option<u64>,
+    /// The request limit the provider states, read like [`Self::limit_tokens`].
+    pub limit_requests: Option<u64>,
 }
 
 /// Keeps the accounting of every budget. Shared by all jobs of a dispatcher (and, for a shared
@@ -115,11 +131,14 @@ pub trait BudgetStore: Send + Sync + 'static {
         let _ = ask;
         None
     }
-    /// Reconcile a lease with the tokens really used; a surplus goes back to the budget.
+    /// Reconcile a lease with the tokens really used; a surplus goes back to the budget (all of
+    /// it for a throttled attempt, settled at 0: the provider charged nothing).
     fn settle(&self, lease: &Lease, used_tokens: u64);
     /// Give back a lease's concurrency.
     fn release(&self, lease: &Lease);
-    /// Admit nothing on this budget for `wait` (the provider throttled us).
+    /// Admit nothing on this budget for `wait` (the provider throttled us). The rate buckets are
+    /// emptied and refill only from the pause's end, so waiters leave at the rate, not at once;
+    /// the refill rate is lowered (see [`super::bucket`]).
     fn pause(&self, budget: &str, wait: Duration);
     /// Learn from the provider's rate-limit headers.
     fn observe(&self, budget: &str, obs: RateObservation);
@@ -127,89 +146,29 @@ pub trait BudgetStore: Send + Sync + 'static {
     fn headroom(&self, budget: &str) -> Option<f64>;
 }
 
-#[derive(Debug)]
-struct WindowEntry {
-    at: Instant,
-    lease: u64,
-    amount: u64,
-}
-
-#[derive(Debug, Default)]
-struct Window {
-    entries: VecDeque<WindowEntry>,
-    sum: u64,
-}
-
-/// How long past its period a window entry is still counted: the provider's clock starts when the
-/// request arrives, after our grant.
-pub(crate) fn skew(per: Duration) -> Duration {
-    (per / 100).min(Duration::from_secs(1))
-}
-
-impl Window {
-    fn purge(&mut self, now: Instant, per: Duration) {
-        let per = per + skew(per);
-        while let Some(front) = self.entries.front() {
-            if front.at + per <= now {
-                self.sum -= front.amount;
-                self.entries.pop_front();
-            } else {
-                break;
-            }
-        }
-    }
-
-    /// When enough entries expire for `need` more to fit under `limit`.
-    fn wait_for(&self, now: Instant, per: Duration, need: u64, limit: u64) -> Duration {
-        let per = per + skew(per);
-        let mut freed = 0;
-        let excess = (self.sum + need).saturating_sub(limit);
-        for e in &self.entries {
-            freed += e.amount;
-            if freed >= excess {
-                return (e.at + per).saturating_duration_since(now);
-            }
-        }
-        per
-    }
-
-    fn push(&mut self, at: Instant, lease: u64, amount: u64) {
-        if amount > 0 {
-            self.entries.push_back(WindowEntry { at, lease, amount });
-            self.sum += amount;
-        }
-    }
-
-    fn adjust(&mut self, lease: u64, amount: u64) {
-        // Settlement follows the grant closely, so the entry is near the back.
-        if let Some(e) = self.entries.iter_mut().rev().find(|e| e.lease == lease) {
-            self.sum = self.sum - e.amount + amount;
-            e.amount = amount;
-        }
-    }
-}
-
 #[derive(Debug, Default)]
 struct State {
     limits: Limits,
-    tokens: Window,
-    requests: Window,
+    tokens: Option<Bucket>,
+    requests: Option<Bucket>,
     in_flight: u32,
     paused_until: Option<Instant>,
 }
 
 impl State {
-    fn purge(&mut self, now: Instant) {
-        if let Some(r) = self.limits.tokens {
-            self.tokens.purge(now, r.per);
-        }
-        if let Some(r) = self.limits.requests {
-            self.requests.purge(now, r.per);
-        }
+    /// Set the limits; a rate that did not change keeps its bucket (and what it learned).
+    fn set(&mut self, limits: Limits, now: Instant) {
+        let keep = |old: Option<Bucket>, new: Option<Rate>| match (old, new) {
+            (Some(b), Some(r)) if b.rate() == r => Some(b),
+            (_, r) => r.map(|r| Bucket::new(r, now)),
+        };
+        self.tokens = keep(self.tokens.take(), limits.tokens);
+        self.requests = keep(self.requests.take(), limits.requests);
+        self.limits = limits;
     }
 }
 
-/// The in-process budget store: sliding windows under a mutex per store.
+/// The in-process budget store: a token bucket per rate under a mutex per store.
 #[derive(Debug, Default)]
 pub struct MemoryBudgets {
     states: Mutex<foldhash::HashMap<String, State>>,
@@ -233,7 +192,6 @@ impl MemoryBudgets {
             .next_lease
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let r = self.with(&ask.budget, |s| {
-            s.purge(now);
             if let Some(r) = s.limits.tokens
                 && ask.tokens > r.amount
             {
@@ -261,24 +219,19 @@ impl MemoryBudgets {
             {
                 return Reservation::Wait(None);
             }
-            if let Some(r) = s.limits.tokens
-                && s.tokens.sum + ask.tokens > r.amount
-            {
-                return Reservation::Wait(Some(
-                    s.tokens.wait_for(now, r.per, ask.tokens, r.amount),
-                ));
+            let requests = u64::from(ask.requests);
+            let wait = [(&mut s.tokens, ask.tokens), (&mut s.requests, requests)]
+                .into_iter()
+                .filter_map(|(b, n)| b.as_mut()?.check(now, n))
+                .max();
+            if wait.is_some() {
+                return Reservation::Wait(wait);
             }
-            if let Some(r) = s.limits.requests
-                && s.requests.sum + u64::from(ask.requests) > r.amount
-            {
-                let need = u64::from(ask.requests);
-                return Reservation::Wait(Some(s.requests.wait_for(now, r.per, need, r.amount)));
+            if let Some(b) = &mut s.tokens {
+                b.take(ask.tokens);
             }
-            if s.limits.tokens.is_some() {
-                s.tokens.push(now, lease_id, ask.tokens);
-            }
-            if s.limits.requests.is_some() {
-                s.requests.push(now, lease_id, u64::from(ask.requests));
+            if let Some(b) = &mut s.requests {
+                b.take(requests);
             }
             s.in_flight += ask.slots;
             Reservation::Granted(Lease {
@@ -297,7 +250,9 @@ impl MemoryBudgets {
 impl BudgetStore for MemoryBudgets {
     fn configure(&self, budget: &str, limits: Limits) {
         let mut g = self.states.lock().unwrap_or_else(PoisonError::into_inner);
-        g.entry(budget.to_owned()).or_default().limits = limits;
+        g.entry(budget.to_owned())
+            .or_default()
+            .set(limits, Instant::now());
     }
 
     fn limits(&self, budget: &str) -> Option<Limits> {
@@ -314,7 +269,12 @@ impl BudgetStore for MemoryBudgets {
     }
 
     fn settle(&self, lease: &Lease, used_tokens: u64) {
-        self.with(&lease.budget, |s| s.tokens.adjust(lease.id, used_tokens));
+        let now = Instant::now();
+        self.with(&lease.budget, |s| {
+            if let Some(b) = &mut s.tokens {
+                b.settle(now, lease.tokens, used_tokens);
+            }
+        });
     }
 
     fn release(&self, lease: &Lease) {
@@ -324,10 +284,14 @@ impl BudgetStore for MemoryBudgets {
     }
 
     fn pause(&self, budget: &str, wait: Duration) {
-        let until = Instant::now() + wait;
+        let now = Instant::now();
+        let until = now + wait;
         self.with(budget, |s| {
             if s.paused_until.is_none_or(|p| p < until) {
                 s.paused_until = Some(until);
+            }
+            for b in [&mut s.tokens, &mut s.requests].into_iter().flatten() {
+                b.pause(now, until);
             }
         });
     }
@@ -335,26 +299,11 @@ impl BudgetStore for MemoryBudgets {
     fn observe(&self, budget: &str, obs: RateObservation) {
         let now = Instant::now();
         self.with(budget, |s| {
-            s.purge(now);
-            // When the provider has less room than we think (other clients share the key), book
-            // the difference as a phantom reservation that expires when the provider replenishes.
-            if let (Some(rate), Some(remaining)) = (s.limits.tokens, obs.remaining_tokens) {
-                let ours = rate.amount.saturating_sub(s.tokens.sum);
-                if remaining < ours {
-                    let reset = obs.tokens_reset.unwrap_or(rate.per).min(rate.per);
-                    let at = (now + reset).checked_sub(rate.per).unwrap_or(now);
-                    s.tokens.push(at, u64::MAX, ours - remaining);
-                    s.tokens.entries.make_contiguous().sort_by_key(|e| e.at);
-                }
+            if let Some(b) = &mut s.tokens {
+                b.observe(now, obs.limit_tokens, obs.remaining_tokens);
             }
-            if let (Some(rate), Some(remaining)) = (s.limits.requests, obs.remaining_requests) {
-                let ours = rate.amount.saturating_sub(s.requests.sum);
-                if remaining < ours {
-                    let reset = obs.requests_reset.unwrap_or(rate.per).min(rate.per);
-                    let at = (now + reset).checked_sub(rate.per).unwrap_or(now);
-                    s.requests.push(at, u64::MAX, ours - remaining);
-                    s.requests.entries.make_contiguous().sort_by_key(|e| e.at);
-                }
+            if let Some(b) = &mut s.requests {
+                b.observe(now, obs.limit_requests, obs.remaining_requests);
             }
         });
     }
@@ -362,13 +311,9 @@ impl BudgetStore for MemoryBudgets {
     fn headroom(&self, budget: &str) -> Option<f64> {
         let now = Instant::now();
         self.with(budget, |s| {
-            s.purge(now);
             let mut h: f64 = 1.0;
-            if let Some(r) = s.limits.tokens {
-                h = h.min(1.0 - s.tokens.sum as f64 / r.amount.max(1) as f64);
-            }
-            if let Some(r) = s.limits.requests {
-                h = h.min(1.0 - s.requests.sum as f64 / r.amount.max(1) as f64);
+            for b in [&mut s.tokens, &mut s.requests].into_iter().flatten() {
+                h = h.min(b.headroom(now));
             }
             if let Some(c) = s.limits.concurrency {
                 h = h.min(1.0 - f64::from(s.in_flight) / f64::from(c.max(1)));

@@ -24,6 +24,7 @@
 //! cancelled ones included.
 
 mod admission;
+pub mod bucket;
 mod budget;
 mod handle;
 #[cfg(feature = "redis")]

@@ -248,6 +248,11 @@ async fn attempts<J: Job>(
             Ended::Cancelled => Ok(Err(Error::Cancelled)),
         };
         telemetry::end_attempt(cx, &span, &result);
+        if let Ok(Err(Error::Retry(RetrySignal::Throttled { .. }))) = &result {
+            // A throttled request was charged nothing: its whole token reservation goes back (it
+            // still counts against the request rate, since it reached the provider).
+            res.report_seat_usage(0);
+        }
         res.settle();
         let signal = match result {
             Ok(Ok(out)) => return Ok(out),

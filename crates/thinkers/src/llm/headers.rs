@@ -92,6 +92,19 @@ const ANTHROPIC_INPUT_TOKENS: [HeaderName; 2] = [
     HeaderName::from_static("anthropic-ratelimit-input-tokens-remaining"),
     HeaderName::from_static("anthropic-ratelimit-input-tokens-reset"),
 ];
+/// Each bucket's stated limit, in the same order of preference as the buckets.
+const LIMITS: [[&str; 3]; 2] = [
+    [
+        "x-ratelimit-limit-tokens",
+        "anthropic-ratelimit-tokens-limit",
+        "anthropic-ratelimit-input-tokens-limit",
+    ],
+    [
+        "x-ratelimit-limit-requests",
+        "anthropic-ratelimit-requests-limit",
+        "anthropic-ratelimit-requests-limit",
+    ],
+];
 const ANTHROPIC_REQUESTS: [HeaderName; 2] = [
     HeaderName::from_static("anthropic-ratelimit-requests-remaining"),
     HeaderName::from_static("anthropic-ratelimit-requests-reset"),
@@ -179,11 +192,23 @@ pub(crate) fn rate_observation(h: &HeaderMap, now: SystemTime) -> Option<RateObs
         (remaining_tokens, tokens_reset),
         (remaining_requests, requests_reset),
     ] = buckets(h, now);
+    let (has_openai, has_anthropic) = spellings(h);
+    let limit = |names: [&str; 3]| {
+        let openai = has_openai.then(|| number(h, names[0])).flatten();
+        openai.or_else(|| {
+            has_anthropic
+                .then(|| number(h, names[1]).or_else(|| number(h, names[2])))
+                .flatten()
+        })
+    };
+    let [limit_tokens, limit_requests] = LIMITS.map(limit);
     let obs = RateObservation {
         remaining_tokens,
         tokens_reset,
         remaining_requests,
         requests_reset,
+        limit_tokens,
+        limit_requests,
     };
     (obs != RateObservation::default()).then_some(obs)
 }
@@ -281,6 +306,8 @@ mod tests {
                 tokens_reset: Some(Duration::from_millis(9)),
                 remaining_requests: Some(4999),
                 requests_reset: Some(Duration::from_millis(12)),
+                limit_tokens: Some(160_000),
+                limit_requests: None,
             })
         );
         let h = headers(&[

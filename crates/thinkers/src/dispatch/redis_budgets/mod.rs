@@ -1,10 +1,11 @@
 //! [`RedisBudgets`] (feature `redis`): a [`BudgetStore`] kept in Redis, so every process that
 //! uses one catalog entry draws on one set of limits.
 //!
-//! Every decision is one Lua script run atomically on the server ([`scripts`]): purge the
-//! sliding windows, check the pause, the concurrency and both rates, and book the grant. The
-//! windows are the in-process store's (a grant counts for its period plus the same skew
-//! allowance), judged by the Redis server's clock so machines with drifting clocks agree.
+//! Every decision is one Lua script run atomically on the server ([`scripts`]): refill the
+//! buckets, check the pause, the concurrency and both rates, and book the grant. The buckets are
+//! the in-process store's ([`super::bucket`]: the same sizing, the same learning from headers and
+//! throttles, shared by every process), judged by the Redis server's clock so machines with
+//! drifting clocks agree.
 //!
 //! Concurrency is held as leases with an expiry. A background task of each store extends the
 //! leases its process still holds every third of the lease time; a process that dies stops
@@ -33,8 +34,7 @@ use futures::future::BoxFuture;
 use redis::aio::MultiplexedConnection;
 use tokio::time::Instant;
 
-use super::budget::skew;
-use super::{BudgetStore, Lease, Limits, RateObservation, Reservation};
+use super::{BudgetStore, Lease, Limits, Rate, RateObservation, Reservation};
 use crate::job::Ask;
 use crate::{Error, Result};
 use scripts::SCRIPTS;
@@ -54,8 +54,9 @@ struct Local {
     limits: Limits,
     /// Leases holding concurrency that this process must keep alive.
     held: HashSet<u64>,
-    /// Tokens, requests and slots in use, as the last decision saw them.
-    seen: (u64, u64, u64),
+    /// The used fraction of the token and request buckets and the slots in use, as the last
+    /// decision saw them.
+    seen: (f64, f64, u64),
     paused_until: Option<Instant>,
 }
 
@@ -186,25 +187,14 @@ impl Inner {
                 ask.slots
             )));
         }
-        let rate = |r: Option<super::Rate>| match r {
-            Some(r) => (signed(r.amount), millis(r.per + skew(r.per))),
-            None => (-1, 0),
-        };
-        let (tl, tw) = rate(limits.tokens);
-        let (rl, rw) = rate(limits.requests);
         let b = &ask.budget;
         let mut inv = SCRIPTS.reserve.prepare_invoke();
-        for part in [
-            "tok:z", "tok:a", "tok:s", "req:z", "req:a", "req:s", "held:z", "held:s", "pause",
-            "seq",
-        ] {
+        for part in ["tok:b", "req:b", "held:z", "held:s", "pause", "seq"] {
             inv.key(self.key(b, part));
         }
-        inv.arg(tl)
-            .arg(tw)
-            .arg(rl)
-            .arg(rw)
-            .arg(limits.concurrency.map_or(-1, i64::from))
+        bucket_args(&mut inv, limits.tokens);
+        bucket_args(&mut inv, limits.requests);
+        inv.arg(limits.concurrency.map_or(-1, i64::from))
             .arg(signed(ask.tokens))
             .arg(ask.requests)
             .arg(ask.slots)
@@ -222,7 +212,8 @@ impl Inner {
         };
         let granted = kind == 0 && limits.concurrency.is_some() && ask.slots > 0;
         if let Some(local) = self.lock().get_mut(&**b) {
-            local.seen = (unsigned(tokens), unsigned(requests), unsigned(slots));
+            let used = |headroom_ppm: i64| 1.0 - unsigned(headroom_ppm) as f64 / 1e6;
+            local.seen = (used(tokens), used(requests), unsigned(slots));
             if granted {
                 local.held.insert(unsigned(value));
             }
@@ -237,6 +228,22 @@ impl Inner {
             _ if value < 0 => Reservation::Wait(Some(SLOT_POLL)),
             _ => Reservation::Wait(Some(Duration::from_millis(unsigned(value)))),
         })
+    }
+}
+
+/// A bucket's three script arguments: rate per ms (`-1` unlimited), explicit burst in ms (`-1`
+/// for the default) and the figure's amount.
+fn bucket_args(inv: &mut redis::ScriptInvocation<'_>, rate: Option<Rate>) {
+    match rate {
+        Some(r) => {
+            let per_ms = r.amount as f64 / (r.per.as_secs_f64() * 1000.0).max(1e-9);
+            inv.arg(per_ms.to_string())
+                .arg(r.burst.map_or(-1, millis))
+                .arg(signed(r.amount));
+        }
+        None => {
+            inv.arg(-1).arg(-1).arg(0);
+        }
     }
 }
 
@@ -299,18 +306,16 @@ impl BudgetStore for RedisBudgets {
     }
 
     fn settle(&self, lease: &Lease, used_tokens: u64) {
-        if self
-            .limits(&lease.budget)
-            .is_none_or(|l| l.tokens.is_none())
-            || used_tokens == lease.tokens
-        {
+        let Some(rate) = self.limits(&lease.budget).and_then(|l| l.tokens) else {
+            return;
+        };
+        if used_tokens == lease.tokens {
             return;
         }
         let mut inv = SCRIPTS.settle.prepare_invoke();
-        for part in ["tok:z", "tok:a", "tok:s"] {
-            inv.key(self.inner.key(&lease.budget, part));
-        }
-        inv.arg(lease.id).arg(signed(used_tokens));
+        inv.key(self.inner.key(&lease.budget, "tok:b"));
+        bucket_args(&mut inv, Some(rate));
+        inv.arg(signed(lease.tokens)).arg(signed(used_tokens));
         self.inner.spawn("settle", inv);
     }
 
@@ -337,9 +342,14 @@ impl BudgetStore for RedisBudgets {
         {
             l.paused_until = Some(until);
         }
+        let limits = self.limits(budget).unwrap_or_default();
         let mut inv = SCRIPTS.pause.prepare_invoke();
         inv.key(self.inner.key(budget, "pause"))
+            .key(self.inner.key(budget, "tok:b"))
+            .key(self.inner.key(budget, "req:b"))
             .arg(millis(wait).max(1));
+        bucket_args(&mut inv, limits.tokens);
+        bucket_args(&mut inv, limits.requests);
         self.inner.spawn("pause", inv);
     }
 
@@ -348,28 +358,28 @@ impl BudgetStore for RedisBudgets {
             return;
         };
         let axes = [
-            ("tok", limits.tokens, obs.remaining_tokens, obs.tokens_reset),
             (
-                "req",
+                "tok:b",
+                limits.tokens,
+                obs.limit_tokens,
+                obs.remaining_tokens,
+            ),
+            (
+                "req:b",
                 limits.requests,
+                obs.limit_requests,
                 obs.remaining_requests,
-                obs.requests_reset,
             ),
         ];
-        for (axis, rate, remaining, reset) in axes {
-            let (Some(rate), Some(remaining)) = (rate, remaining) else {
+        for (key, rate, limit, remaining) in axes {
+            if rate.is_none() || (limit.is_none() && remaining.is_none()) {
                 continue;
-            };
-            let mut inv = SCRIPTS.observe.prepare_invoke();
-            for part in ["z", "a", "s"] {
-                inv.key(self.inner.key(budget, &format!("{axis}:{part}")));
             }
-            inv.key(self.inner.key(budget, "seq"))
-                .arg(signed(rate.amount))
-                .arg(millis(rate.per + skew(rate.per)))
-                .arg(millis(rate.per))
-                .arg(signed(remaining))
-                .arg(millis(reset.unwrap_or(rate.per)));
+            let mut inv = SCRIPTS.observe.prepare_invoke();
+            inv.key(self.inner.key(budget, key));
+            bucket_args(&mut inv, rate);
+            inv.arg(limit.map_or(-1, signed))
+                .arg(remaining.map_or(-1, signed));
             self.inner.spawn("observe", inv);
         }
     }
@@ -379,11 +389,11 @@ impl BudgetStore for RedisBudgets {
         let l = g.get(budget)?;
         let (tokens, requests, slots) = l.seen;
         let mut h: f64 = 1.0;
-        if let Some(r) = l.limits.tokens {
-            h = h.min(1.0 - tokens as f64 / r.amount.max(1) as f64);
+        if l.limits.tokens.is_some() {
+            h = h.min(1.0 - tokens);
         }
-        if let Some(r) = l.limits.requests {
-            h = h.min(1.0 - requests as f64 / r.amount.max(1) as f64);
+        if l.limits.requests.is_some() {
+            h = h.min(1.0 - requests);
         }
         if let Some(c) = l.limits.concurrency {
             h = h.min(1.0 - slots as f64 / f64::from(c.max(1)));

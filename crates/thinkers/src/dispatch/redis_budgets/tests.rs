@@ -66,8 +66,16 @@ async fn reserve(store: &RedisBudgets, ask: &Ask, deadline: Duration) -> Result<
 async fn four_processes_never_exceed_a_shared_budget() -> Result<()> {
     let per = Duration::from_secs(1);
     let limits = Limits {
-        tokens: Some(Rate { amount: 1_000, per }),
-        requests: Some(Rate { amount: 30, per }),
+        tokens: Some(Rate {
+            amount: 1_000,
+            per,
+            burst: None,
+        }),
+        requests: Some(Rate {
+            amount: 30,
+            per,
+            burst: None,
+        }),
         concurrency: Some(3),
     };
     let stores = stores(4, &prefix(), Duration::from_secs(5), limits).await?;
@@ -115,7 +123,10 @@ async fn four_processes_never_exceed_a_shared_budget() -> Result<()> {
         max_in_flight.load(Ordering::SeqCst)
     );
     // Every window of the period (less a margin for the round trip between the server's clock
-    // and ours) holds at most the limits.
+    // and ours) holds at most what the buckets allow over it: the default bucket of a figure per
+    // second holds 4 % of it and refills at the rest, and an ask larger than the bucket may take
+    // a full one into debt, so a window holds at most the larger of the bucket and the largest
+    // ask, plus the refill over a period.
     let window = per - Duration::from_millis(50);
     let (mut worst_tokens, mut worst_requests) = (0, 0);
     for (i, &(at, _)) in grants.iter().enumerate() {
@@ -124,7 +135,12 @@ async fn four_processes_never_exceed_a_shared_budget() -> Result<()> {
         worst_tokens = worst_tokens.max(tokens);
         worst_requests = worst_requests.max(requests);
     }
-    assert!(worst_tokens <= 1_000, "token window held {worst_tokens}");
+    let largest = grants.iter().map(|g| g.1).max().unwrap_or(0);
+    let token_bound = largest.max(40) + 960;
+    assert!(
+        worst_tokens <= token_bound,
+        "token window held {worst_tokens} > {token_bound}"
+    );
     assert!(worst_requests <= 30, "request window held {worst_requests}");
     // The budget was really used, not trivially respected: over three full periods the shared
     // budget granted most of what it allows.
@@ -173,8 +189,9 @@ async fn a_dead_holders_lease_expires_and_a_live_one_does_not() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settle_pause_and_refusals_are_shared() -> Result<()> {
+    // A bucket of the whole minute, refilling at 10 tokens per second.
     let limits = Limits {
-        tokens: Some(Rate::per_minute(600)),
+        tokens: Some(Rate::per_minute(600).with_burst(Duration::from_secs(60))),
         ..Limits::default()
     };
     let mut stores = stores(2, &prefix(), DEFAULT_LEASE_TTL, limits).await?;
@@ -195,8 +212,9 @@ async fn settle_pause_and_refusals_are_shared() -> Result<()> {
         .await?
         .context("granted")?;
     match b.try_reserve(&ask("entry", 400, 0)).await? {
-        Reservation::Wait(Some(d)) => assert!(d > Duration::from_secs(50), "{d:?}"),
-        other => bail!("expected a wait of about a minute, got {other:?}"),
+        // 300 short at 10 per second.
+        Reservation::Wait(Some(d)) => assert!(d > Duration::from_secs(25), "{d:?}"),
+        other => bail!("expected a wait of about 30 s, got {other:?}"),
     }
     a.settle(&lease, 100);
     assert!(
@@ -222,15 +240,15 @@ async fn settle_pause_and_refusals_are_shared() -> Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_providers_smaller_allowance_is_booked_for_every_process() -> Result<()> {
     let limits = Limits {
-        tokens: Some(Rate::per_minute(1_000)),
+        tokens: Some(Rate::per_minute(1_000).with_burst(Duration::from_secs(60))),
         ..Limits::default()
     };
     let mut stores = stores(2, &prefix(), DEFAULT_LEASE_TTL, limits).await?;
     let (Some(b), Some(a)) = (stores.pop(), stores.pop()) else {
         return Ok(());
     };
-    // The provider says only 100 tokens remain (other clients share the key): A books the
-    // difference, and B then cannot have 500.
+    // The provider says only 100 tokens remain (other clients share the key): A lowers the
+    // shared bucket to it, and B then cannot have 500.
     a.observe(
         "entry",
         RateObservation {
@@ -243,19 +261,20 @@ async fn a_providers_smaller_allowance_is_booked_for_every_process() -> Result<(
     let until = Instant::now() + Duration::from_secs(2);
     loop {
         b.try_reserve(&ask("entry", 0, 0)).await?;
-        if b.headroom("entry").is_some_and(|h| h <= 0.1 + 1e-9) {
+        if b.headroom("entry").is_some_and(|h| h <= 0.12) {
             break;
         }
         if Instant::now() > until {
-            bail!("the observation never reached the shared window");
+            bail!("the observation never reached the shared bucket");
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     match b.try_reserve(&ask("entry", 500, 0)).await? {
         Reservation::Wait(Some(d)) => {
-            assert!(d > Duration::from_secs(50), "waits for the reset: {d:?}");
+            // 400 short at 1,000 per minute.
+            assert!(d > Duration::from_secs(20), "waits for the refill: {d:?}");
         }
-        other => bail!("expected a wait for the provider's reset, got {other:?}"),
+        other => bail!("expected a wait for the refill, got {other:?}"),
     }
     assert!(
         reserve(&b, &ask("entry", 100, 0), Duration::from_secs(1))

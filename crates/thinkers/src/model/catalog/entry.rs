@@ -66,6 +66,8 @@ pub struct Entry {
     pub(super) output_ceiling: u32,
     pub(super) tpm: Option<u64>,
     pub(super) rpm: Option<u64>,
+    /// The burst the provider accepts, as a stretch of `tpm`/`rpm` (`burst_seconds`).
+    pub(super) burst: Option<std::time::Duration>,
     pub(super) concurrency: Option<u32>,
     pub(super) pricing: Pricing,
     pub(super) reasoning: Reasoning,
@@ -116,6 +118,12 @@ impl Entry {
     /// Requests per minute the provider allows, if limited.
     pub fn rpm(&self) -> Option<u64> {
         self.rpm
+    }
+
+    /// The burst the provider accepts on `tpm` and `rpm`, as seconds' worth of each
+    /// (`burst_seconds`); `None` for the conservative default (see [`crate::dispatch::bucket`]).
+    pub fn burst(&self) -> Option<std::time::Duration> {
+        self.burst
     }
 
     /// Calls in flight at once the provider allows, if limited.
@@ -216,12 +224,16 @@ impl Entry {
         &self.budget
     }
 
-    /// Its admission limits: `tpm` as tokens per minute, `rpm` as requests per minute, and
-    /// `concurrency`; an absent limit is unlimited.
+    /// Its admission limits: `tpm` as tokens per minute, `rpm` as requests per minute (each
+    /// with the entry's burst), and `concurrency`; an absent limit is unlimited.
     pub fn limits(&self) -> Limits {
+        let rate = |amount| Rate {
+            burst: self.burst,
+            ..Rate::per_minute(amount)
+        };
         Limits {
-            tokens: self.tpm.map(Rate::per_minute),
-            requests: self.rpm.map(Rate::per_minute),
+            tokens: self.tpm.map(rate),
+            requests: self.rpm.map(rate),
             concurrency: self.concurrency,
         }
     }

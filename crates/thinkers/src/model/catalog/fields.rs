@@ -189,6 +189,30 @@ impl<'a> Fields<'a> {
     }
 
     /// A required price.
+    /// A number of seconds from 0 to `max`, fractions allowed.
+    pub(super) fn seconds(
+        &mut self,
+        field: &'a str,
+        max: f64,
+    ) -> Result<Option<f64>, CatalogError> {
+        let (value, number) = match self.get(field) {
+            None => return Ok(None),
+            Some(v @ Value::Float(f)) => (v, *f),
+            Some(v @ Value::Integer(n)) => (v, *n as f64),
+            Some(other) => return Err(self.wrong_type(field, other, "a number of seconds")),
+        };
+        if number.is_finite() && (0.0..=max).contains(&number) {
+            Ok(Some(number))
+        } else {
+            Err(self.error(
+                field,
+                Some(value),
+                Problem::BadValue,
+                format!("must be a number of seconds from 0 to {max}"),
+            ))
+        }
+    }
+
     pub(super) fn required_price(&mut self, field: &'a str) -> Result<f64, CatalogError> {
         let value = self.price(field)?;
         self.required(field, value)

@@ -199,6 +199,9 @@ fn read_entry(
     let tpm = f.limit("tpm", u64::MAX >> 1)?;
     let rpm = f.limit("rpm", u64::MAX >> 1)?;
     let concurrency = f.limit("concurrency", u64::from(u32::MAX))?;
+    let burst = f
+        .seconds("burst_seconds", 60.0)?
+        .map(std::time::Duration::from_secs_f64);
     let pricing = read_pricing(&mut f)?;
     let reasoning = read_reasoning(&mut f)?;
     let thinking = f.boolean("thinking")?.unwrap_or(false);
@@ -221,6 +224,7 @@ fn read_entry(
         output_ceiling: u32::try_from(output_ceiling).unwrap_or(u32::MAX),
         tpm,
         rpm,
+        burst,
         concurrency: concurrency.map(|c| u32::try_from(c).unwrap_or(u32::MAX)),
         pricing,
         reasoning,

@@ -100,9 +100,12 @@ impl PubmedConfig {
     pub fn limits(&self) -> Limits {
         let amount = if self.api_key.is_some() { 10 } else { 3 };
         Limits {
+            // No burst: requests are spaced evenly, so no second of the service's sees more
+            // than `amount` of them.
             requests: Some(Rate {
                 amount,
                 per: Rate::per_second(1).per + RATE_MARGIN,
+                burst: Some(std::time::Duration::ZERO),
             }),
             ..Limits::default()
         }

@@ -1,6 +1,8 @@
 //! Tests of catalog loading: the bundled catalog's properties, the translations an entry makes,
 //! and one test per malformed case, each checking the error names the file, entry and field.
 
+use std::time::Duration;
+
 use super::*;
 use crate::dispatch::Rate;
 use crate::error::ErrorKind;
@@ -156,6 +158,30 @@ fn limits_budget_and_cost() {
     assert!((cost - (0.5 + 0.5 + 1.0)).abs() < 1e-9, "{cost}");
     assert_eq!(e.cost(0, 0, 0), 0.0);
     assert!((e.list_price() - 2.5).abs() < 1e-12);
+}
+
+#[test]
+fn burst_seconds_gives_both_rates_an_explicit_burst() {
+    let text = VALID.replacen("rpm = 600\n", "rpm = 600\nburst_seconds = 2.5\n", 1);
+    let c = Catalog::from_toml_str(&text, "burst.toml").unwrap();
+    let e = c.entry("acme-small").unwrap();
+    let burst = Duration::from_millis(2_500);
+    assert_eq!(e.burst(), Some(burst));
+    assert_eq!(
+        e.limits().tokens,
+        Some(Rate::per_minute(100_000).with_burst(burst))
+    );
+    assert_eq!(
+        e.limits().requests,
+        Some(Rate::per_minute(600).with_burst(burst))
+    );
+    assert_eq!(valid().entry("acme-small").unwrap().burst(), None);
+    let err = broken("rpm = 600\n", "rpm = 600\nburst_seconds = 61\n");
+    assert_invalid(
+        &err,
+        Problem::BadValue,
+        &["acme-small", "burst_seconds", "61"],
+    );
 }
 
 #[test]
