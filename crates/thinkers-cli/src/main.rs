@@ -79,8 +79,7 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let command = std::pin::pin!(run_command(cli.command));
-    let mut command = command;
+    let mut command = std::pin::pin!(run_command(cli.command));
     let signal = tokio::select! {
         result = &mut command => {
             // Whatever the outcome, what the runtimes hold is recorded before the exit.

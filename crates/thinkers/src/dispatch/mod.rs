@@ -40,10 +40,8 @@ pub use redis_budgets::{DEFAULT_LEASE_TTL, RedisBudgets};
 pub use services::Services;
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-
-use std::sync::OnceLock;
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;

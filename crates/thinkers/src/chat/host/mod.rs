@@ -329,14 +329,12 @@ impl ChatHost {
                 return Self::release(chat, held).await;
             }
         };
-        let linked = self
-            .inner
-            .chats
-            .get(chat)
-            .await
-            .ok()
-            .flatten()
-            .is_some_and(|r| r.conversation_id.is_some());
+        // Linked already when this host ran a turn of the chat (its copy is stored).
+        let linked = session
+            .thinker
+            .observer()
+            .stored_conversation_id()
+            .is_some();
         let mut handle = std::pin::pin!(self.inner.dispatcher.submit(job));
         let outcome = if linked {
             handle.await
