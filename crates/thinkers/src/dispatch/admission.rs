@@ -148,8 +148,8 @@ impl std::fmt::Debug for Admission {
 }
 
 impl Admission {
-    /// Admission over a budget store.
-    pub fn new(store: Arc<dyn BudgetStore>) -> Self {
+    /// Admission over a budget store (the dispatcher's builder makes the one a dispatcher uses).
+    pub(crate) fn new(store: Arc<dyn BudgetStore>) -> Self {
         Self {
             inner: Arc::new(AdmissionInner {
                 store,
@@ -193,7 +193,11 @@ impl Admission {
     }
 
     /// Wait until every requirement is admitted and return the permit.
-    pub async fn acquire(&self, requirements: Vec<Requirement>) -> Result<Permit> {
+    ///
+    /// Crate-private: the dispatcher's attempt loop is the only caller, so a permit exists only
+    /// for an attempt of a submitted job, and it reaches the job inside the attempt's
+    /// [`crate::job::Resources`].
+    pub(crate) async fn acquire(&self, requirements: Vec<Requirement>) -> Result<Permit> {
         if requirements.is_empty() {
             return Ok(Permit {
                 admission: None,
@@ -344,6 +348,8 @@ fn unadmittable(ask: &Ask, reason: String) -> Error {
 }
 
 /// An admitted reservation. Owned by the attempt; dropping it releases everything it holds.
+///
+/// It has no public constructor: only admission mints one, for the dispatcher's attempt loop.
 pub struct Permit {
     admission: Option<Admission>,
     requirements: Vec<Requirement>,

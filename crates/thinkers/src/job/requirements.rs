@@ -163,11 +163,18 @@ impl Requirements {
 
 /// What one attempt was granted: the admission permit and the attempt's place in its retry
 /// budgets. Dropping it releases the reservation.
+///
+/// Only the dispatcher makes one (from the [`Permit`] admission minted for the attempt), and a
+/// model call is sent only against a seat it holds: [`crate::llm::converse_bound`] spends the
+/// seat its request was priced for, once. So a job cannot reach a model with a seat it was not
+/// admitted for, nor twice on one admission.
 #[derive(Debug)]
 pub struct Resources {
     permit: Permit,
     attempt: AttemptInfo,
     seat_usage: AtomicU64,
+    /// The permit's seats already spent by a model call: bit `i` for requirement `i`.
+    seats_spent: AtomicU64,
 }
 
 const UNREPORTED: u64 = u64::MAX;
@@ -178,6 +185,7 @@ impl Resources {
             permit,
             attempt,
             seat_usage: AtomicU64::new(UNREPORTED),
+            seats_spent: AtomicU64::new(0),
         }
     }
 
@@ -199,6 +207,33 @@ impl Resources {
     /// never reports keeps its whole reservation booked, the conservative choice.
     pub fn report_seat_usage(&self, tokens: u64) {
         self.seat_usage.store(tokens, Ordering::Relaxed);
+    }
+
+    /// Spend the admitted seat `seat` for one model call: the first seat of the permit equal to
+    /// it that no call has spent yet. A seat this attempt was not admitted for, or one already
+    /// spent, is an [`crate::Error::System`]: the job asked admission for one thing and tried to
+    /// send another.
+    pub(crate) fn spend_seat(&self, seat: &Seat) -> crate::Result<()> {
+        for (i, r) in self.permit.requirements().iter().enumerate() {
+            let Requirement::Seat(admitted) = r else {
+                continue;
+            };
+            // A permit of more than 64 requirements has no bit for the rest: never spendable.
+            let Some(bit) = u32::try_from(i).ok().and_then(|i| 1u64.checked_shl(i)) else {
+                break;
+            };
+            if admitted == seat && self.seats_spent.fetch_or(bit, Ordering::AcqRel) & bit == 0 {
+                return Ok(());
+            }
+        }
+        Err(crate::Error::system(
+            "model call",
+            format!(
+                "no unspent admitted seat on `{}` for this call: a model call is sent only \
+                 under a seat its job asked for in `requirements` and was admitted for, once",
+                seat.entry
+            ),
+        ))
     }
 
     pub(crate) fn settle(self) {

@@ -120,18 +120,21 @@ impl ResponseCacheService {
 
 /// What [`send`] returns: the outcome, and whether it came from the cache.
 #[derive(Debug)]
-pub struct CachedSend {
+pub(crate) struct CachedSend {
     /// The answer (no rate observation when it came from the cache).
-    pub outcome: SendOutcome,
+    pub(crate) outcome: SendOutcome,
     /// Whether the cache answered (nothing was sent).
-    pub from_cache: bool,
+    pub(crate) from_cache: bool,
 }
 
 /// Send `request` through the job's response cache, if the dispatcher has one: answer from the
 /// cache on a hit, else send and store the answer before returning it. Cache failures are
 /// logged and never fail the call (the provider is asked instead; an unstored answer is only a
 /// lost saving).
-pub async fn send(
+///
+/// Crate-private: it sends without asking for a permit, so only `converse_bound`, which spends
+/// the attempt's admitted seat first, calls it.
+pub(crate) async fn send(
     client: &ModelClient,
     request: &EncodedRequest,
     options: &SendOptions,

@@ -50,6 +50,8 @@ pub struct LlmOutcome {
 pub type DeltaSink = Box<dyn FnMut(StreamDelta) + Send>;
 
 struct Bound {
+    /// The seat asked of admission for this body; the call spends it.
+    seat: Seat,
     entry: Arc<str>,
     provider: Arc<str>,
     budget: Arc<str>,
@@ -209,14 +211,16 @@ pub fn require_seat(
     let counted = services.counter().count_encoded(&encoded);
     let input_tokens = services.counter().estimate(entry.id(), counted);
     let budget = entry.budget_name();
-    req.seat(Seat {
+    let seat = Seat {
         entry: entry.shared_id(),
         budget: Arc::clone(&budget),
         input_tokens,
         output_tokens: u64::from(output_tokens),
         reasoning_tokens: u64::from(reasoning_tokens),
-    });
+    };
+    req.seat(seat.clone());
     Ok(BoundSeat(Bound {
+        seat,
         entry: entry.shared_id(),
         provider: Arc::from(entry.provider()),
         budget,
@@ -253,6 +257,11 @@ impl BoundSeat {
 /// Send a bound request and do the bookkeeping: rate observation, reconciliation, calibration,
 /// the LLM-run row. Returns the outcome; a truncated first attempt becomes a
 /// [`RetrySignal::TruncationEscalation`].
+///
+/// This is the only public way to a model, and it needs the attempt's [`Resources`], which only
+/// the dispatcher makes: the call spends the seat `bound` was priced for, which must be among
+/// the seats admitted for the attempt and not spent yet (else an [`Error::System`] and nothing
+/// is sent).
 pub async fn converse_bound(
     bound: BoundSeat,
     class: &str,
@@ -261,6 +270,7 @@ pub async fn converse_bound(
     cx: &JobContext,
 ) -> Result<LlmOutcome> {
     let b = bound.0;
+    res.spend_seat(&b.seat)?;
     let services = cx.services().require::<ModelServices>()?;
     let span = crate::telemetry::model_call_span(
         &b.entry,

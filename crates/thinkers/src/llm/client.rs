@@ -1,8 +1,13 @@
 //! [`ModelClient`]: sends encoded requests through one shared reqwest client.
 //!
 //! Sending is split from encoding: [`crate::llm::encode`] renders the exact bytes (so the caller
-//! can count their tokens for its reservation), and [`ModelClient::send_encoded`] sends exactly
-//! those bytes. [`ModelClient::send`] and [`ModelClient::send_streaming`] do both in one call.
+//! can count their tokens for its reservation), and the client sends exactly those bytes.
+//!
+//! **Nothing outside this crate can send.** The client's send methods are crate-private; the
+//! one public way to a model is [`crate::llm::converse_bound`], which needs the attempt's
+//! [`crate::job::Resources`] (only the dispatcher makes them, from the permit admission minted)
+//! and spends the seat the request was priced for. A program holds a `ModelClient` only to
+//! configure it (timeouts, proxy, roots) and hand it to [`crate::llm::ModelServices`].
 //!
 //! What the client guarantees:
 //!
@@ -41,8 +46,10 @@ use crate::llm::errors::{Origin, ProviderError};
 use crate::llm::headers;
 use crate::llm::http::{endpoint_url, is_tls, model_of, replay_as_deltas, request_headers};
 use crate::llm::redact::{Redactor, chain};
+#[cfg(test)]
 use crate::llm::request::ChatRequest;
 use crate::llm::response::{ChatResponse, StreamDelta};
+#[cfg(test)]
 use crate::llm::target::WireTarget;
 use crate::{Error, Result};
 
@@ -238,15 +245,18 @@ impl ModelClient {
     }
 
     /// Encode and send a request, reading the whole answer (never streamed, whatever
-    /// `req.stream` says).
-    pub async fn send(&self, target: &WireTarget, req: &ChatRequest) -> Result<SendOutcome> {
+    /// `req.stream` says). For the client's own tests: the runtime sends through
+    /// [`ModelClient::send_with`].
+    #[cfg(test)]
+    pub(crate) async fn send(&self, target: &WireTarget, req: &ChatRequest) -> Result<SendOutcome> {
         let enc = codec::encode_with(target, req, false)?;
         self.send_encoded(&enc).await
     }
 
     /// Encode and send a request as a stream, handing each increment to `on_delta` as it
-    /// arrives (whatever `req.stream` says).
-    pub async fn send_streaming(
+    /// arrives (whatever `req.stream` says). For the client's own tests.
+    #[cfg(test)]
+    pub(crate) async fn send_streaming(
         &self,
         target: &WireTarget,
         req: &ChatRequest,
@@ -258,24 +268,19 @@ impl ModelClient {
     }
 
     /// Send an already encoded request. A streamed one is read to its end with no callback.
-    pub async fn send_encoded(&self, enc: &EncodedRequest) -> Result<SendOutcome> {
+    /// For the client's own tests.
+    #[cfg(test)]
+    pub(crate) async fn send_encoded(&self, enc: &EncodedRequest) -> Result<SendOutcome> {
         self.send_with(enc, &SendOptions::default(), &mut |_| {})
             .await
     }
 
-    /// Send an already encoded request, handing increments of a streamed answer to `on_delta`.
-    /// (A whole answer is handed over as one increment per block once it has arrived.)
-    pub async fn send_encoded_streaming(
-        &self,
-        enc: &EncodedRequest,
-        on_delta: &mut (dyn FnMut(StreamDelta) + Send),
-    ) -> Result<SendOutcome> {
-        self.send_with(enc, &SendOptions::default(), on_delta).await
-    }
-
     /// Send an already encoded request for a named provider and entry, within `options.timeout`
-    /// when it is shorter than the client's attempt timeout.
-    pub async fn send_with(
+    /// when it is shorter than the client's attempt timeout, handing increments of a streamed
+    /// answer to `on_delta` (a whole answer is handed over as one increment per block once it has
+    /// arrived). Crate-private: the runtime calls it only from `converse_bound`, after the
+    /// attempt's admitted seat was spent.
+    pub(crate) async fn send_with(
         &self,
         enc: &EncodedRequest,
         options: &SendOptions,

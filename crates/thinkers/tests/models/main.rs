@@ -13,6 +13,7 @@
     unreachable_pub
 )]
 
+mod admitted;
 mod calls;
 mod empty;
 mod faults;

@@ -1,0 +1,19 @@
+//! Contracts the compiler enforces (issue 30, point 2), pinned with trybuild: each file in
+//! `tests/compile_fail/` must fail to compile with the error in its `.stderr` beside it.
+//!
+//! * an orchestrator cannot declare requirements or a timeout, nor implement `Job` itself
+//!   (`orchestrator_*`);
+//! * a thinker cannot be built without a `ThinkerDeclaration` (`thinker_without_declaration`);
+//! * a model call cannot be sent without a permit: the client's sends are crate-private, only
+//!   the dispatcher acquires, and nobody outside it makes the `Resources` that `converse_bound`
+//!   needs (`send_without_permit`, `acquire_outside_dispatcher`,
+//!   `resources_outside_dispatcher`).
+//!
+//! After a change of compiler message, regenerate with `TRYBUILD=overwrite` and read the new
+//! `.stderr` files before committing them.
+
+#[test]
+fn contracts_the_type_system_enforces() {
+    let cases = trybuild::TestCases::new();
+    cases.compile_fail("tests/compile_fail/*.rs");
+}
