@@ -146,7 +146,8 @@ pub(crate) fn render(conv: &Conversation, uses_refs: bool, has_tools: bool) -> C
 /// model services registered (a loop driven by scripted turns) there is nothing to measure.
 ///
 /// The summariser is the service's when it has one, else the summarization tool at Small, run
-/// as a child of this thinker. Each compaction is recorded.
+/// as a child of this thinker and pinned to the thinker's pin when it has one. Each compaction
+/// is recorded.
 pub(crate) async fn compact_if_needed(
     core: &ThinkerCore,
     service: &ConversationService,
@@ -182,7 +183,13 @@ pub(crate) async fn compact_if_needed(
         .with_tools(tools.to_vec())
         .with_response(response.clone())
         .with_entry(entry.id());
-    let fallback = Compactor::new(Arc::new(JobSummarizer::new(cx.clone())));
+    // The summariser's call is pinned like the turns: a pinned thinker's whole conversation is
+    // served by its entry.
+    let mut summarizer = JobSummarizer::new(cx.clone());
+    if let Some(pin) = &core.pin {
+        summarizer = summarizer.pinned(Arc::clone(pin));
+    }
+    let fallback = Compactor::new(Arc::new(summarizer));
     let outcome = service
         .compact_with_fallback(&mut conv, &sizer, window, &fallback)
         .await;

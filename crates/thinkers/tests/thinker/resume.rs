@@ -308,3 +308,66 @@ async fn the_loop_compacts_with_the_summarization_tool_and_records_it() -> Resul
     }
     Ok(())
 }
+
+/// Issue 30, point 4: a pinned thinker's compaction summary is made on its pin, like its turns.
+/// The pin is a Medium entry, which an unpinned summary (the summarization tool at Small)
+/// never lands on.
+#[tokio::test]
+async fn the_compaction_summary_of_a_pinned_thinker_runs_on_its_pin() -> Result<()> {
+    const PIN: &str = "sim-medium-a";
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("pinned-compaction.db");
+    let script = Script::new(vec![
+        ScriptRule::when_contains(
+            "ENOUGH",
+            ScriptAnswer::Json(json!({
+                "reasoning": "looked it up",
+                "answer": {"reasoning": "looked it up", "artifacts": []}
+            })),
+        )
+        .on(MatchOn::ToolResult),
+    ]);
+    let sim = scripted_sim(50, 1, Some(script)).await?;
+    let rt = runtime(&sim, db.to_str().context("utf-8")?).await?;
+    let mut t = SingleObjectiveThinker::<ThinkerOutput>::new(
+        ThinkerDeclaration::new(Grade::Small, OutputSize::Compact)
+            .comfort_tokens(3_000)
+            .compaction_trigger(0.5),
+        "Explain the long glossary terms.",
+    )
+    .tool(LongLookup::default())
+    .class("compacting");
+    t.pin_model(PIN.to_owned());
+    let handle = rt
+        .dispatcher()
+        .submit(t.ask(ThinkerInput::query("what is a seat?")));
+    let workflow = handle.id();
+    handle.await?;
+    rt.flush().await?;
+
+    let store = rt.store().context("a store")?;
+    assert!(
+        !store.compactions(workflow).await?.is_empty(),
+        "a compaction ran"
+    );
+    let runs = thinkers::store::RecordStore::llm_runs(
+        store,
+        thinkers::store::LlmRunFilter::new().workflow(workflow),
+    )
+    .await?;
+    let summaries: Vec<&str> = runs
+        .iter()
+        .filter(|r| r.class == "summarization")
+        .map(|r| r.entry.as_str())
+        .collect();
+    assert!(!summaries.is_empty(), "the summarization tool was called");
+    assert!(
+        summaries.iter().all(|e| *e == PIN),
+        "every summary call ran on the thinker's pin: {summaries:?}"
+    );
+    assert!(
+        runs.iter().all(|r| r.entry == PIN),
+        "the whole conversation ran on the pin"
+    );
+    Ok(())
+}

@@ -126,16 +126,27 @@ impl ModelTool for Summarization {
 
 /// The production [`Summarizer`] for compaction: each summary is one run of the `summarization`
 /// tool at Small, submitted as a child of the job whose conversation is compacted (so it is
-/// admitted, recorded and priced like any call, on that job's branch of the trajectory).
+/// admitted, recorded and priced like any call, on that job's branch of the trajectory). A
+/// pinned summariser runs every summary on its pin, as a pinned thinker's turns do.
 #[derive(Debug, Clone)]
 pub struct JobSummarizer {
     cx: crate::job::JobContext,
+    pin: Option<Arc<str>>,
 }
 
 impl JobSummarizer {
     /// A summariser whose runs are children of the job running in `cx`.
     pub fn new(cx: crate::job::JobContext) -> Self {
-        Self { cx }
+        Self { cx, pin: None }
+    }
+
+    /// Run every summary on this catalog entry (inside the compliance envelope): a thinker
+    /// pinned to an entry passes its pin, so its whole conversation, compaction included, is
+    /// served by that entry.
+    #[must_use]
+    pub fn pinned(mut self, entry: impl Into<Arc<str>>) -> Self {
+        self.pin = Some(entry.into());
+        self
     }
 }
 
@@ -160,7 +171,10 @@ impl Summarizer for JobSummarizer {
                 ),
                 target_words: words_for(target_tokens),
             };
-            let job = ModelToolJob::new(Arc::new(Summarization), input)?;
+            let mut job = ModelToolJob::new(Arc::new(Summarization), input)?;
+            if let Some(pin) = &self.pin {
+                job = job.pinned(pin.as_ref());
+            }
             let summary = self.cx.submit_in_step(job).await?;
             Ok(summary.summary)
         })
