@@ -20,7 +20,9 @@ pub trait ModelDependent {
     /// The declared grade.
     fn grade(&self) -> Grade;
 
-    /// Change the grade, for example to raise it for one run. The last value set wins.
+    /// Change the grade, for example to raise it for one run. The last value set wins. A
+    /// thinker's conversation is stamped with the grade when it is obtained, so the change
+    /// serves conversations obtained after it, not one the thinker already holds.
     fn set_grade(&mut self, grade: Grade);
 
     /// The pinned catalog entry id, if any.

@@ -51,6 +51,10 @@ pub(crate) fn service_for(core: &ThinkerCore, cx: &JobContext) -> ConversationSe
 /// * otherwise the conversation an earlier run of this thinker left, if any;
 /// * otherwise a new one, stamped from the declaration and depth, with the objective in the task
 ///   slot and the seeded follow-up right after it.
+///
+/// Every call of the run reads its seat from the conversation's stamps: an existing conversation
+/// keeps its grade, output size, comfort window and trigger (a changed declaration applies to
+/// conversations obtained after the change) and takes this run's `depth`.
 pub(crate) async fn open(
     core: &ThinkerCore,
     input: &ThinkerInput,
@@ -73,7 +77,16 @@ pub(crate) async fn open(
         None => held,
     };
     let mut conv = match existing {
-        Some(conv) => conv,
+        // A conversation keeps the grade, output size and context overrides it was stamped with
+        // when obtained; the run's depth (the one source of a run's effort) is stamped over the
+        // old one, so the calls of this run read it from the conversation like the rest.
+        Some(mut conv) => {
+            let stamps = *conv.stamps();
+            if stamps.depth != depth {
+                conv.set_stamps(Stamps { depth, ..stamps });
+            }
+            conv
+        }
         None => {
             let declaration = &core.declaration;
             let mut stamps = Stamps::new(declaration.grade(), depth, declaration.output());
@@ -159,19 +172,22 @@ pub(crate) async fn compact_if_needed(
     let Some(models) = cx.services().get::<ModelServices>() else {
         return Ok(None);
     };
-    let budgets = cx.dispatcher().admission().store().clone();
-    let Ok(entry) = models.router().resolve(
-        core.declaration.grade(),
-        core.pin.as_deref(),
-        budgets.as_ref(),
-    ) else {
-        // The turn's own call reports why no entry serves it.
-        return Ok(None);
-    };
-    let window = Some(entry.context_window());
     let Some(mut conv) = observer.lock().conversation.take() else {
         return Err(Error::system("thinker loop", "no conversation is open"));
     };
+    // The entry that will serve the turn: the conversation's stamped grade (or the pin), as the
+    // turn's own call resolves it.
+    let budgets = cx.dispatcher().admission().store().clone();
+    let Ok(entry) =
+        models
+            .router()
+            .resolve(conv.stamps().grade, core.pin.as_deref(), budgets.as_ref())
+    else {
+        // The turn's own call reports why no entry serves it.
+        observer.lock().conversation = Some(conv);
+        return Ok(None);
+    };
+    let window = Some(entry.context_window());
     let threshold = conv.stamps().compaction_threshold(window);
     // Every token is at least one byte of the body, so a request whose text is well under the
     // threshold cannot be over it: skip the exact count.

@@ -70,12 +70,14 @@ impl ThinkerDeclaration {
         self.compaction_trigger
     }
 
-    /// Raise (or change) the grade for a run. The last value set wins.
+    /// Raise (or change) the grade for a run. The last value set wins; a conversation already
+    /// obtained keeps the grade it was stamped with.
     pub fn set_grade(&mut self, grade: Grade) {
         self.grade = grade;
     }
 
-    /// Replace the output declaration (a rung or a raw count). The last value set wins.
+    /// Replace the output declaration (a rung or a raw count). The last value set wins; a
+    /// conversation already obtained keeps the output size it was stamped with.
     pub fn set_output(&mut self, output: OutputSize) {
         self.output = output;
     }

@@ -26,7 +26,7 @@ use crate::hub::CatalogEntry;
 use crate::job::JobContext;
 use crate::llm::call::reasoning_for;
 use crate::llm::{ChatResponse, ModelServices, ResponseSchema, ToolCallView, ToolChoice};
-use crate::model::{Depth, Reasoning};
+use crate::model::{Depth, Grade, Reasoning};
 use crate::tool::{ToolProvider, ToolRegistry};
 use crate::{Error, Result};
 
@@ -262,7 +262,16 @@ pub(crate) async fn turns<P: AnswerPhase>(
         }
         let turn = cx.next_step();
         let Palette { specs, withheld } = sweep(&registry, cx.scope(), turn);
-        let native = native_thinking(core, depth, cx);
+        // The seat of this turn is what the conversation was stamped with, not the declaration:
+        // a conversation keeps the grade and output size it was obtained with.
+        let stamps = {
+            let st = observer.lock();
+            let Some(conv) = st.conversation.as_ref() else {
+                return Err(Error::system("thinker loop", "no conversation is open"));
+            };
+            *conv.stamps()
+        };
+        let native = native_thinking(core, stamps.grade, stamps.depth, cx);
         let schema = phase.schema(native.is_some());
         conversing::compact_if_needed(core, service, observer, &specs, &schema, cx).await?;
         let request = {
@@ -289,10 +298,10 @@ pub(crate) async fn turns<P: AnswerPhase>(
                     turn,
                     class: turn_class.clone(),
                     request,
-                    grade: core.declaration.grade(),
+                    grade: stamps.grade,
                     pin: native.clone().or_else(|| core.pin.clone()),
-                    depth,
-                    output: core.declaration.output(),
+                    depth: stamps.depth,
+                    output: stamps.output,
                 },
                 cx,
             )
@@ -320,7 +329,7 @@ pub(crate) async fn turns<P: AnswerPhase>(
             registry: &registry,
             cx,
             turn,
-            grade: core.declaration.grade(),
+            grade: stamps.grade,
             pin: core.pin.clone(),
             max_calls: core.limits.max_tool_calls_per_turn,
         };
@@ -354,10 +363,12 @@ pub(crate) async fn turns<P: AnswerPhase>(
 }
 
 /// The entry to pin when this turn is guaranteed a native thinking block: the entry the router
-/// serves for the seat thinks natively and reasons at this depth. Pinning keeps the guarantee
-/// true for the call the schema was rendered for.
+/// serves for the seat (`grade`, the conversation's stamp, or the thinker's pin) thinks natively
+/// and reasons at this depth. Pinning keeps the guarantee true for the call the schema was
+/// rendered for.
 pub(crate) fn native_thinking(
     core: &ThinkerCore,
+    grade: Grade,
     depth: Depth,
     cx: &JobContext,
 ) -> Option<Arc<str>> {
@@ -365,11 +376,7 @@ pub(crate) fn native_thinking(
     let budgets = cx.dispatcher().admission().store().clone();
     let entry = services
         .router()
-        .resolve(
-            core.declaration.grade(),
-            core.pin.as_deref(),
-            budgets.as_ref(),
-        )
+        .resolve(grade, core.pin.as_deref(), budgets.as_ref())
         .ok()?;
     let (_, tokens) = reasoning_for(entry, depth);
     let block = matches!(entry.reasoning(), Reasoning::Tokens(_));

@@ -11,7 +11,9 @@
 
 mod answer;
 mod e2e;
+mod pins;
 mod read_only;
 mod resume;
 mod scripted;
+mod stamps;
 mod support;

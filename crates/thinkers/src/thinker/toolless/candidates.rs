@@ -84,15 +84,16 @@ pub(crate) async fn exchange<C: Contract>(
     let (mut shape_corrections, mut guardrail_corrections) = (0u32, 0u32);
     loop {
         let step = cx.next_step();
-        let native = native_thinking(core, depth, cx);
-        let mut request = {
+        // Every call reads its seat from the conversation's stamps, as the loop's turns do.
+        let (mut request, stamps) = {
             let mut st = ex.observer.lock();
             st.turns += 1;
             let Some(conv) = st.conversation.as_ref() else {
                 return Err(Error::system("toolless thinker", "no conversation is open"));
             };
-            conv.render()
+            (conv.render(), *conv.stamps())
         };
+        let native = native_thinking(core, stamps.grade, stamps.depth, cx);
         request.response = Some(contract.schema(native.is_some()));
         request.logprobs = ex.logprobs;
         let response = core
@@ -102,10 +103,10 @@ pub(crate) async fn exchange<C: Contract>(
                     turn: step,
                     class: std::borrow::Cow::Owned(format!("{}.call", core.class)),
                     request,
-                    grade: declaration.grade(),
+                    grade: stamps.grade,
                     pin: native.clone().or_else(|| core.pin.clone()),
-                    depth,
-                    output: declaration.output(),
+                    depth: stamps.depth,
+                    output: stamps.output,
                 },
                 cx,
             )
