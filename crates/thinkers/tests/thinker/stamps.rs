@@ -197,11 +197,11 @@ async fn the_compaction_fit_check_measures_against_the_stamped_grade() {
         "compacted"
     );
     let seen = turns.seen();
-    assert_eq!(seen[0].grade, Grade::Small);
     let first = seen[0].request.messages[0].text();
     assert!(
         first.starts_with(SUMMARY_HEADER),
         "the fit check measured against the stamped grade's entry and compacted: {first:.80}"
     );
     assert!(seen[0].request.messages.len() < 61);
+    assert_eq!(seen[0].grade, Grade::Small);
 }
