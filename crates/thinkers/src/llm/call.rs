@@ -206,7 +206,7 @@ pub fn require_seat(
     request.reasoning = reasoning;
     let target = services.target(entry)?;
     let encoded = super::encode(&target, request)?;
-    let counted = services.counter().count_encoded(&encoded);
+    let counted = services.counter().count_for(entry.id(), &encoded.body);
     let input_tokens = services.counter().estimate(entry.id(), counted);
     let budget = entry.budget_name();
     req.seat(Seat {

@@ -10,7 +10,9 @@
 //! wrong shape.
 //!
 //! Under native thinking the envelope's reasoning field and the answer's own `reasoning`
-//! property are left out of the schema and filled from the thinking block instead.
+//! property are left out of the schema and filled from the thinking block instead. An answer
+//! type with its own `reasoning` property is asked for its reasoning there only: the envelope is
+//! then `{"answer": …}`, and the answer's reasoning is the run's.
 //!
 //! Thinkers without a loop (the toolless and decision families) ask for the answer type itself
 //! instead of the envelope: [`AnswerShape::bare_request_schema`] and [`AnswerShape::judge_bare`]
@@ -30,8 +32,8 @@ use crate::Error;
 use crate::llm::ResponseSchema;
 
 /// The description every reasoning field carries: a justification a reader can check.
-pub const REASONING_DESCRIPTION: &str = "A justification a reader can check: the approach you \
-took and the steps that lead to the answer, citing the tool results relied on.";
+pub const REASONING_DESCRIPTION: &str = "A justification a reader can check: your approach and \
+its steps, citing the tool results used.";
 
 /// What the boundary made of one final answer.
 #[derive(Debug)]
@@ -225,6 +227,7 @@ impl<A: DeserializeOwned> AnswerShape<A> {
             .as_object_mut()
             .and_then(|m| {
                 m.remove("$schema");
+                m.remove("title");
                 m.remove("$defs")
             })
             .unwrap_or_else(|| Value::Object(Map::new()));
@@ -242,7 +245,9 @@ impl<A: DeserializeOwned> AnswerShape<A> {
         }
         let mut props = Map::new();
         let mut required = Vec::new();
-        if !native_thinking {
+        // An answer that carries its own reasoning is asked for it once, inside the answer: the
+        // envelope's reasoning would be the same text written twice.
+        if !native_thinking && !self.data.has_reasoning {
             props.insert(
                 "reasoning".into(),
                 json!({"type": "string", "description": REASONING_DESCRIPTION}),
@@ -265,6 +270,15 @@ impl<A: DeserializeOwned> AnswerShape<A> {
         envelope
     }
 
+    /// The envelope as the refusals show it.
+    fn envelope_text(&self) -> &'static str {
+        if self.data.has_reasoning {
+            r#"{"answer": …}"#
+        } else {
+            r#"{"reasoning": …, "answer": …}"#
+        }
+    }
+
     /// Judge one final answer: the text the model wrote and, under native thinking, the text of
     /// its thinking block.
     pub fn judge(&self, text: &str, thinking: Option<&str>) -> Judgement<A> {
@@ -278,7 +292,8 @@ impl<A: DeserializeOwned> AnswerShape<A> {
                 return Judgement::Refused(self.refusal(
                     format!(
                         "the final answer was not valid JSON; answer with one JSON object \
-                         {{\"reasoning\": …, \"answer\": …}} whose answer is {} of type {}",
+                         {} whose answer is {} of type {}",
+                        self.envelope_text(),
                         self.data.kind.article(),
                         self.data.type_name
                     ),
@@ -292,8 +307,9 @@ impl<A: DeserializeOwned> AnswerShape<A> {
             other => {
                 return Judgement::Refused(self.refusal(
                     format!(
-                        "expected an object {{\"reasoning\": …, \"answer\": …}} whose answer is \
-                         {} of type {}, but the final answer was {}",
+                        "expected an object {} whose answer is {} of type {}, but the final \
+                         answer was {}",
+                        self.envelope_text(),
                         self.data.kind.article(),
                         self.data.type_name,
                         json_kind(&other)
@@ -306,8 +322,16 @@ impl<A: DeserializeOwned> AnswerShape<A> {
             None | Some(Value::Null) => return Judgement::NoAnswer,
             Some(a) => a,
         };
-        let envelope_reasoning = map.get("reasoning").and_then(Value::as_str);
-        self.judge_value(answer, thinking.or(envelope_reasoning), " in `answer`")
+        let envelope_reasoning = map
+            .get("reasoning")
+            .or_else(|| answer.get("reasoning"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        self.judge_value(
+            answer,
+            thinking.or(envelope_reasoning.as_deref()),
+            " in `answer`",
+        )
     }
 
     /// Whether the bare answer travels inside a one-field object `{"answer": …}`: providers'
