@@ -128,25 +128,46 @@ fn runtime_part(body: &Value) -> (String, String) {
     (body.to_string(), texts)
 }
 
-/// The checks of one cell: a correction was sent and says `expect`; neither it nor anything
-/// else the runtime sent, nor the error, carries the canary.
-fn check(cell: &str, s: &Setup, expect: &str, error: &thinkers::Error) {
-    let bodies = s.sim.requests();
-    assert!(bodies.len() >= 2, "{cell}: no correction was sent");
-    let (_, last) = runtime_part(&bodies[1].body);
-    assert!(
-        last.contains(expect),
-        "{cell}: the correction lacks {expect:?}: {last}"
-    );
-    for b in &bodies[1..] {
-        let (sent, _) = runtime_part(&b.body);
-        assert!(
-            !sent.contains(CANARY),
-            "{cell}: sent back to the model: {sent}"
-        );
+/// One cell run: what the sim received and the error the run (or the provider) returned.
+struct Ran {
+    cell: String,
+    s: Setup,
+    error: thinkers::Error,
+    expect: &'static str,
+}
+
+/// The checks of a family's cells: first, over every cell, that neither anything the runtime
+/// sent after the first request nor the error carries the canary; then that a correction was
+/// sent and says what the schema wanted (`expect`), so the first check cannot pass on a
+/// correction that says nothing.
+fn check(ran: &[Ran]) {
+    for r in ran {
+        for b in r.s.sim.requests().iter().skip(1) {
+            let (sent, _) = runtime_part(&b.body);
+            assert!(
+                !sent.contains(CANARY),
+                "{}: sent back to the model: {sent}",
+                r.cell
+            );
+        }
+        for shown in [r.error.to_string(), r.error.for_model()] {
+            assert!(
+                !shown.contains(CANARY),
+                "{}: the error echoes: {shown}",
+                r.cell
+            );
+        }
     }
-    for shown in [error.to_string(), error.for_model()] {
-        assert!(!shown.contains(CANARY), "{cell}: the error echoes: {shown}");
+    for r in ran {
+        let bodies = r.s.sim.requests();
+        assert!(bodies.len() >= 2, "{}: no correction was sent", r.cell);
+        let (_, texts) = runtime_part(&bodies[1].body);
+        assert!(
+            texts.contains(r.expect),
+            "{}: the correction lacks {:?}: {texts}",
+            r.cell,
+            r.expect
+        );
     }
 }
 
@@ -165,6 +186,7 @@ fn both_placements(rows: &[Wrong]) {
 async fn single_objective_answers() {
     let rows = wrong_tallies();
     both_placements(&rows);
+    let mut ran = Vec::new();
     for w in &rows {
         let answer = json!({"reasoning": "r", "answer": w.json});
         let s = always(ScriptAnswer::Json(answer)).await;
@@ -177,14 +199,21 @@ async fn single_objective_answers() {
             s.rt.run(t.ask(ThinkerInput::query("Count them.").with_depth(Depth::Quick)))
                 .await
                 .unwrap_err();
-        check(&cell("single-objective", w), &s, w.expect, &err);
+        ran.push(Ran {
+            cell: cell("single-objective", w),
+            s,
+            error: err,
+            expect: w.expect,
+        });
     }
+    check(&ran);
 }
 
 #[tokio::test]
 async fn toolless_answers() {
     let rows = wrong_tallies();
     both_placements(&rows);
+    let mut ran = Vec::new();
     for w in &rows {
         let s = always(ScriptAnswer::Json(w.json.clone())).await;
         let mut t = ToollessThinker::<Ticket, Tally>::new(
@@ -196,8 +225,14 @@ async fn toolless_answers() {
             text: "Calm, calm, tense.".into(),
         };
         let err = s.rt.run(t.ask(ticket)).await.unwrap_err();
-        check(&cell("toolless", w), &s, w.expect, &err);
+        ran.push(Ran {
+            cell: cell("toolless", w),
+            s,
+            error: err,
+            expect: w.expect,
+        });
     }
+    check(&ran);
 }
 
 #[tokio::test]
@@ -223,6 +258,7 @@ async fn decision_answers() {
         },
     ];
     both_placements(&rows);
+    let mut ran = Vec::new();
     for w in &rows {
         let s = always(ScriptAnswer::Json(w.json.clone())).await;
         let mut t = DecisionThinker::new(
@@ -236,8 +272,14 @@ async fn decision_answers() {
             s.rt.run(t.choose(ThinkerInput::query("I was charged twice.")))
                 .await
                 .unwrap_err();
-        check(&cell("decision", w), &s, w.expect, &err);
+        ran.push(Ran {
+            cell: cell("decision", w),
+            s,
+            error: err,
+            expect: w.expect,
+        });
     }
+    check(&ran);
 }
 
 /// A one-call tool answering a [`Tally`].
@@ -265,6 +307,7 @@ impl ModelTool for TallyTool {
 async fn one_call_answers() {
     let rows = wrong_tallies();
     both_placements(&rows);
+    let mut ran = Vec::new();
     for w in &rows {
         let s = always(ScriptAnswer::Json(w.json.clone())).await;
         let ticket = Ticket {
@@ -274,8 +317,14 @@ async fn one_call_answers() {
             .unwrap()
             .pinned(ENTRY);
         let err = s.rt.run(job).await.unwrap_err();
-        check(&cell("one-call", w), &s, w.expect, &err);
+        ran.push(Ran {
+            cell: cell("one-call", w),
+            s,
+            error: err,
+            expect: w.expect,
+        });
     }
+    check(&ran);
 }
 
 /// A tool whose input is a [`Tally`].
@@ -326,6 +375,7 @@ async fn tool_arguments() {
     let rows = wrong_tallies();
     both_placements(&rows);
     let provider = TypedToolProvider::new(RecordTally);
+    let mut ran = Vec::new();
     for w in &rows {
         let s = one_refused_call(
             ScriptToolCall {
@@ -339,8 +389,14 @@ async fn tool_arguments() {
         let Err(err) = provider.instantiate(&w.json, &ToolCallContext::default()) else {
             panic!("{}: accepted", cell("tool arguments", w));
         };
-        check(&cell("tool arguments", w), &s, w.expect, &err);
+        ran.push(Ran {
+            cell: cell("tool arguments", w),
+            s,
+            error: err,
+            expect: w.expect,
+        });
     }
+    check(&ran);
 }
 
 #[tokio::test]
