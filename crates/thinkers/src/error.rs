@@ -148,8 +148,9 @@ pub enum Error {
     InvalidInput {
         /// The parameter as the caller (often a model) knows it.
         parameter: String,
-        /// The offending value, when echoing it is safe (a tool parameter); `None` for answers,
-        /// whose value is never echoed.
+        /// The offending value, when echoing it is safe; `None` for a refusal of what a model
+        /// sent (an answer, tool arguments), which never quotes the model. A service step
+        /// ([`ServiceStep`]) names the value of the parameter the service refused.
         value: Option<String>,
         /// What is wrong, composed from the schema.
         reason: String,

@@ -6,6 +6,8 @@
 //! type never changes within a process, so it is generated on first use and handed out as an
 //! [`Arc`] from then on; the trees are shared, not copied, into every request that carries them.
 
+pub(crate) mod words;
+
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::collections::HashMap;

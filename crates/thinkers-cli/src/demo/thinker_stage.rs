@@ -140,6 +140,10 @@ pub(crate) fn script() -> Script {
                 "reasoning": "looked the term up in the glossary",
                 "answer": {
                     "summary": format!("{SUB_SUMMARY}: a grade is the capability floor work needs"),
+                    "reasoning": {
+                        "approach": "looked the term up in the glossary",
+                        "steps": ["@a1 defines a grade as the capability floor work needs"]
+                    },
                     "artifacts": ["@a1"]
                 }
             })),

@@ -72,13 +72,17 @@ impl WireSizer {
 
 impl RequestSizer for WireSizer {
     fn tokens(&self, request: &ChatRequest) -> Result<u64> {
-        let counted = if self.tools.is_empty() && self.response.is_none() {
-            self.counter.count_encoded(&encode(&self.target, request)?)
+        let encoded = if self.tools.is_empty() && self.response.is_none() {
+            encode(&self.target, request)?
         } else {
             let mut full = request.clone();
             full.tools.clone_from(&self.tools);
             full.response.clone_from(&self.response);
-            self.counter.count_encoded(&encode(&self.target, &full)?)
+            encode(&self.target, &full)?
+        };
+        let counted = match &self.entry {
+            Some(entry) => self.counter.count_for(entry, &encoded.body),
+            None => self.counter.count_encoded(&encoded),
         };
         Ok(match &self.entry {
             Some(entry) => self.counter.estimate(entry, counted),
@@ -93,7 +97,7 @@ mod tests {
 
     use super::*;
     use crate::conversation::Message;
-    use crate::llm::Dialect;
+    use crate::llm::{Dialect, Tokenizer};
 
     #[test]
     fn tools_and_calibration_count() -> anyhow::Result<()> {
@@ -111,11 +115,12 @@ mod tests {
             .with_tools(vec![tool])
             .tokens(&req)?;
         assert!(with_tools > bare + 10, "{with_tools} vs {bare}");
-        counter.register("claude", Dialect::Anthropic);
+        counter.register("claude", Dialect::Anthropic, Tokenizer::Estimate);
         let calibrated = WireSizer::new(target, counter)
             .with_entry("claude")
             .tokens(&req)?;
-        assert_eq!(calibrated, (bare as f64 * 1.2).ceil() as u64);
+        let start = crate::llm::tokens::starting_factor(Dialect::Anthropic, Tokenizer::Estimate);
+        assert_eq!(calibrated, (bare as f64 * start).ceil() as u64);
         Ok(())
     }
 }

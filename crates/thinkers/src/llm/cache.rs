@@ -203,7 +203,6 @@ mod tests {
             url: url.to_owned(),
             headers: Vec::new(),
             body: bytes::Bytes::from_static(body.as_bytes()),
-            segments: Vec::new(),
             plan: super::super::DecodePlan {
                 dialect: super::super::Dialect::OpenAi,
                 text_tools: false,

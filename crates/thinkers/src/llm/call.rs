@@ -8,6 +8,18 @@
 //! reconcile the reservation with the reported usage, calibrate the token counter, record an
 //! LLM-run row with the cost in the entry's currency, and ask for a truncation escalation when
 //! the answer hit its budget on a first attempt.
+//!
+//! A call whose request carries a response schema corrects its answer like a one-call tool, through
+//! the same bounded exchange (`onecall::correction`). The answer "parses" when it is JSON that
+//! keeps the schema's structure at every depth (kinds, required fields, enum values, no field an
+//! object does not admit) — what a typed decoder would check — and is "valid" when it also keeps
+//! the schema's constraints (bounds, lengths, patterns). Either failure goes back to the model as
+//! a correction turn and the dispatcher runs the call again on the grown request, at most
+//! [`crate::onecall::MAX_CORRECTIONS`] times. Past that an answer that still does not parse fails
+//! the call ([`Error::InvalidInput`] on `answer`), and one that parses but is still not valid is
+//! returned as it is. An answer with tool calls or cut off at its
+//! budget is not judged. A caller that judges answers itself (a thinker's turn, whose answer-shape
+//! boundary corrects inside the thinker's conversation) opts out with [`LlmCall::uncorrected`].
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -22,6 +34,8 @@ use super::{
 use crate::error::RetrySignal;
 use crate::job::{Job, JobContext, Requirements, Resources, Seat};
 use crate::model::{Depth, Entry, Grade, ModelDependent, OutputSize, Reasoning as EntryReasoning};
+use crate::onecall::correction::Corrector;
+use crate::onecall::{AnswerShape, MAX_CORRECTIONS};
 use crate::record::{LlmRun, now_ms};
 use crate::{Error, Result};
 
@@ -72,6 +86,9 @@ pub struct LlmCall {
     request: ChatRequest,
     stream: Option<DeltaSink>,
     bound: Option<Bound>,
+    /// Whether an answer to a response schema is judged and corrected here.
+    corrects: bool,
+    corrector: Option<Corrector>,
 }
 
 impl std::fmt::Debug for LlmCall {
@@ -99,7 +116,52 @@ impl LlmCall {
             request,
             stream: None,
             bound: None,
+            corrects: true,
+            corrector: None,
         }
+    }
+
+    /// Hand the answer to the caller as the model wrote it, without judging it against the
+    /// response schema: for a caller that judges and corrects answers itself.
+    #[must_use]
+    pub fn uncorrected(mut self) -> Self {
+        self.corrects = false;
+        self
+    }
+
+    /// Correction turns appended so far.
+    pub fn corrections(&self) -> u32 {
+        self.corrector.as_ref().map_or(0, Corrector::corrections)
+    }
+
+    /// Judge an answer to a response schema through the shared correction exchange (see the
+    /// module docs): the outcome when it is accepted or returned as it is, else the correction
+    /// signal or, past the bound, the misfit.
+    fn settle(&mut self, outcome: LlmOutcome) -> Result<LlmOutcome> {
+        let response = &outcome.response;
+        if !self.corrects
+            || response.stop == StopReason::MaxTokens
+            || !response.tool_calls().is_empty()
+        {
+            return Ok(outcome);
+        }
+        let Some(contract) = self.request.response.as_ref() else {
+            return Ok(outcome);
+        };
+        let corrector = self.corrector.get_or_insert_with(|| {
+            Corrector::new(Arc::new(AnswerShape::from_schema(
+                &contract.name,
+                Arc::clone(&contract.schema),
+            )))
+        });
+        corrector.exchange(
+            &self.class,
+            &mut self.request,
+            response,
+            |shape, text| shape.decode_untyped(text),
+            |_, (_, broken)| broken.clone().map_or(Ok(()), Err),
+        )?;
+        Ok(outcome)
     }
 
     /// The job class recorded for the call (sizing groups by it). Callers set their own.
@@ -208,7 +270,7 @@ pub fn require_seat(
     request.reasoning = reasoning;
     let target = services.target(entry)?;
     let encoded = super::encode(&target, request)?;
-    let counted = services.counter().count_encoded(&encoded);
+    let counted = services.counter().count_for(entry.id(), &encoded.body);
     let input_tokens = services.counter().estimate(entry.id(), counted);
     let budget = entry.budget_name();
     let seat = Seat {
@@ -472,6 +534,12 @@ impl Job for LlmCall {
         // Boxed: the call's future (the HTTP exchange, the cache, the bookkeeping) is the
         // largest part of a model turn, and every future around it, up to the thinker's own,
         // would otherwise hold it inline and copy it as each is built.
-        Box::pin(converse_bound(BoundSeat(bound), &self.class, sink, res, cx)).await
+        let outcome =
+            Box::pin(converse_bound(BoundSeat(bound), &self.class, sink, res, cx)).await?;
+        self.settle(outcome)
+    }
+
+    fn max_corrections(&self) -> u32 {
+        MAX_CORRECTIONS
     }
 }

@@ -2,14 +2,10 @@
 //!
 //! Encoding is a pure step separate from sending, so a caller can count the tokens of the very
 //! bytes that will go on the wire (for its admission reservation) and then send exactly those
-//! bytes. Bodies are serialised by serde from each dialect's wire structs. The body also records
-//! the byte ranges of its large, stable parts (the system content, each message, each tool, the
-//! answer schema) so `llm::tokens::TokenCounter` can count it incrementally: each part is
-//! serialised once as raw JSON, put into the body as it is, and found again in the body's bytes.
+//! bytes. Bodies are serialised by serde from each dialect's wire structs.
 
 use std::borrow::Cow;
 use std::fmt;
-use std::ops::Range;
 
 use bytes::Bytes;
 use serde::Serialize;
@@ -98,9 +94,6 @@ pub struct EncodedRequest {
     pub headers: Vec<Header>,
     /// The JSON body.
     pub body: Bytes,
-    /// Byte ranges of the body's stable parts (system content, each message, each tool, the
-    /// answer schema), in order. The bytes outside them are framing.
-    pub segments: Vec<Range<usize>>,
     /// How to decode the answer.
     pub plan: DecodePlan,
 }
@@ -112,8 +105,8 @@ impl EncodedRequest {
     }
 }
 
-/// A stable part of a body (the system content, a message, a tool, the answer format),
-/// serialised once so its exact text can be found again in the body it is put into.
+/// A part of a body (the system content, a message, a tool, the answer format), serialised on
+/// its own.
 pub(crate) type Part = Box<RawValue>;
 
 /// A wire value serialised as one stable [`Part`].
@@ -121,42 +114,11 @@ pub(crate) fn part<T: Serialize + ?Sized>(value: &T) -> Result<Part, Error> {
     serde_json::value::to_raw_value(value).map_err(unserializable)
 }
 
-/// Serialise a wire body and find the byte range of each of its stable parts, given in the
-/// order the body holds them. A raw part is written verbatim, so each is found by searching
-/// from the end of the one before it; a part that cannot be found (never expected) leaves the
-/// body without ranges, which only makes its token count a whole-body count.
-pub(crate) fn finish<'p, T: Serialize>(
-    body: &T,
-    parts: impl IntoIterator<Item = &'p RawValue>,
-) -> Result<(Bytes, Vec<Range<usize>>), Error> {
-    let bytes = serde_json::to_vec(body).map_err(unserializable)?;
-    let mut segments = Vec::new();
-    let mut at = 0;
-    for p in parts {
-        let needle = p.get().as_bytes();
-        let Some(start) = find(&bytes[at..], needle).map(|i| i + at) else {
-            segments.clear();
-            break;
-        };
-        at = start + needle.len();
-        segments.push(start..at);
-    }
-    Ok((Bytes::from(bytes), segments))
-}
-
-/// Where `needle` first occurs in `haystack`. A part begins a few framing bytes after the
-/// previous one, so the first candidate is nearly always the match.
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    let (&first, _) = needle.split_first()?;
-    let mut from = 0;
-    while let Some(i) = haystack.get(from..)?.iter().position(|&b| b == first) {
-        let start = from + i;
-        if haystack.get(start..start + needle.len()) == Some(needle) {
-            return Some(start);
-        }
-        from = start + 1;
-    }
-    None
+/// Serialise a wire body.
+pub(crate) fn finish<T: Serialize>(body: &T) -> Result<Bytes, Error> {
+    serde_json::to_vec(body)
+        .map(Bytes::from)
+        .map_err(unserializable)
 }
 
 /// A value of a body that would not serialize (a runtime fault: the values a body carries always
@@ -172,31 +134,6 @@ fn unserializable(e: serde_json::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parts_are_found_in_order_even_when_repeated() -> anyhow::Result<()> {
-        #[derive(Serialize)]
-        struct Body<'a> {
-            model: &'a str,
-            messages: Vec<&'a RawValue>,
-        }
-        let a = part(&serde_json::json!({"role": "user", "content": "hi"}))?;
-        let b = part(&serde_json::json!({"role": "user", "content": "hi"}))?;
-        let (bytes, segments) = finish(
-            &Body {
-                model: r#"{"role":"user","content":"hi"}"#,
-                messages: vec![&a, &b],
-            },
-            [&*a, &*b],
-        )?;
-        assert_eq!(segments.len(), 2);
-        for r in &segments {
-            assert_eq!(&bytes[r.clone()], a.get().as_bytes());
-        }
-        // The model string holds the same text escaped, so it is not taken for a part.
-        assert!(segments[0].start > 10 && segments[1].start > segments[0].end);
-        Ok(())
-    }
 
     #[test]
     fn secret_headers_are_redacted() {

@@ -50,4 +50,4 @@ pub use request::{ChatRequest, Reasoning, ResponseSchema, ToolChoice, ToolSpec};
 pub use response::{ChatResponse, StopReason, StreamDelta, TokenLogprob, ToolCallView, Usage};
 pub use services::ModelServices;
 pub use target::{ApiKey, Dialect, StructuredOutput, WireTarget};
-pub use tokens::TokenCounter;
+pub use tokens::{TokenCounter, Tokenizer};

@@ -35,7 +35,7 @@ impl ModelServices {
         let counter = TokenCounter::new();
         for entry in router.catalog().entries() {
             if let Ok(p) = router.catalog().provider(entry.provider()) {
-                counter.register(entry.id(), p.dialect);
+                counter.register(entry.id(), p.dialect, entry.tokenizer());
             }
         }
         Self {

@@ -119,9 +119,10 @@ pub fn rendered(schema: &Arc<Value>, adaptation: Adaptation) -> Arc<Rendered> {
         return Arc::clone(out);
     }
     let value = match adaptation {
-        Adaptation::AsIs => Arc::clone(schema),
-        Adaptation::OpenAiStrict => Arc::new(openai_strict(schema)),
-        Adaptation::ClosedObjects => Arc::new(closed_objects(schema)),
+        Adaptation::AsIs if !has_root_metadata(schema) => Arc::clone(schema),
+        Adaptation::AsIs => Arc::new(without_root_metadata(schema)),
+        Adaptation::OpenAiStrict => Arc::new(openai_strict(&without_root_metadata(schema))),
+        Adaptation::ClosedObjects => Arc::new(closed_objects(&without_root_metadata(schema))),
     };
     let json = serde_json::value::to_raw_value(value.as_ref()).ok();
     let out = Arc::new(Rendered { value, json });
@@ -129,6 +130,27 @@ pub fn rendered(schema: &Arc<Value>, adaptation: Adaptation) -> Arc<Rendered> {
         cache.clear();
     }
     cache.insert(key, (Arc::clone(schema), Arc::clone(&out)));
+    out
+}
+
+/// Root keywords that say nothing to a model about what to write: the Rust type's name that
+/// schemars puts in `title`, and the `$schema` draft URI. Every adaptation drops them, so no
+/// request pays for them.
+const ROOT_METADATA: &[&str] = &["title", "$schema"];
+
+fn has_root_metadata(schema: &Value) -> bool {
+    schema
+        .as_object()
+        .is_some_and(|m| ROOT_METADATA.iter().any(|k| m.contains_key(*k)))
+}
+
+fn without_root_metadata(schema: &Value) -> Value {
+    let mut out = schema.clone();
+    if let Some(m) = out.as_object_mut() {
+        for k in ROOT_METADATA {
+            m.remove(*k);
+        }
+    }
     out
 }
 

@@ -1,70 +1,92 @@
 //! Token counts for admission reservations.
 //!
-//! Counting uses tiktoken's `o200k_base` encoding (built into the binary, loaded once on first use
-//! and shared by every counter). It is exact for current OpenAI models' raw text and an estimate
-//! for everything else, so each catalog entry carries a calibration factor learned from the input
-//! usage the provider reports: an exponential moving average of `reported / counted`, clamped to
-//! `[0.5, 3.0]`, starting at 1.0 for the OpenAI family and 1.2 for Anthropic (local counts
-//! undercount Claude models). The ratio varies from request to request (a local count includes
-//! the body's JSON framing, which a provider's count may not), so a reservation is priced above
-//! the average: [`TokenCounter::estimate`] adds twice the moving mean deviation of the ratio, as
-//! a round-trip estimator adds its variance. A reservation that undercounts could take the last
-//! tokens of a window the provider has already spent.
+//! A reservation is priced from the exact body that will be sent. By default the count is an
+//! estimate from the body's length, `⌈bytes / 4⌉` ([`BYTES_PER_TOKEN`]), which costs nothing to
+//! compute and needs no tokenizer table in memory. Each catalog entry then learns how the
+//! provider's own count compares: a calibration factor, the exponential moving average of
+//! `reported / counted` over the input usage the provider reports, clamped to
+//! `[MIN_FACTOR, MAX_FACTOR]`. Before the first report an entry starts above any real tokenizer's
+//! count of a JSON body (factor 1.5, so `⌈bytes / 2.7⌉`; 1.8 for Anthropic, whose tokenizer
+//! counts more tokens for the same text), so the first calls overcount rather than undercount.
 //!
-//! ## The cheap path
+//! An entry whose provider's tokenizer is `o200k_base` (current OpenAI models) can ask for an
+//! exact count instead (`tokenizer = "o200k_base"` in the catalog, [`Tokenizer::O200kBase`]):
+//! tiktoken's table is then loaded on that entry's first call (about 0.1–0.2 s of CPU and tens of
+//! MB of memory, paid only by programs that ask for it) and the whole body is counted each call.
+//! The same calibration applies, starting at 1.0.
 //!
-//! A conversation's body is re-rendered on every turn with nearly everything unchanged, and
-//! tokenizing grows with the whole conversation. [`TokenCounter::count_encoded`]
-//! therefore counts an encoded request piece by piece: the encoder records the byte range of each
-//! stable part (system content, each message, each tool schema, the answer schema), and each
-//! part's count is cached under a hash of its bytes. On the next turn only the new messages (and
-//! the few framing bytes between parts, themselves cached) are tokenized. The sum of the parts
-//! can differ from a whole-body count by a token or so per part boundary, which is well inside the
-//! calibration factor. The cache is bounded: it keeps two generations of at most half the
-//! capacity each, and an entry used in the older generation moves to the newer one, so what
-//! recent renders use stays while the rest ages out.
+//! The ratio varies from request to request, so a reservation is priced above the average:
+//! [`TokenCounter::estimate`] adds twice the moving mean deviation of the ratio, as a round-trip
+//! estimator adds its variance. A reservation that undercounts could take the last tokens of a
+//! window the provider has already spent.
 
-use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use crate::llm::encoded::EncodedRequest;
 use crate::llm::target::Dialect;
 
-/// The lowest calibration factor.
-pub const MIN_FACTOR: f64 = 0.5;
-/// The highest calibration factor.
-pub const MAX_FACTOR: f64 = 3.0;
+/// The lowest calibration factor (a provider counting one token per 16 bytes of body).
+pub const MIN_FACTOR: f64 = 0.25;
+/// The highest calibration factor (one token per byte).
+pub const MAX_FACTOR: f64 = 4.0;
 /// The weight of a new observation in the moving average.
 pub const CALIBRATION_WEIGHT: f64 = 0.2;
-/// The default bound on cached part counts.
-pub const DEFAULT_CACHE_CAPACITY: usize = 8192;
+/// Bytes per token of the length estimate, before calibration.
+pub const BYTES_PER_TOKEN: usize = 4;
 
-/// The calibration factor an entry starts with.
-pub fn starting_factor(dialect: Dialect) -> f64 {
-    match dialect {
-        Dialect::Anthropic => 1.2,
-        Dialect::OpenAi | Dialect::OpenAiCompatible => 1.0,
+/// How an entry's requests are counted before calibration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tokenizer {
+    /// `⌈bytes / 4⌉` of the body, calibrated against the provider's reports (the default).
+    #[default]
+    Estimate,
+    /// tiktoken's `o200k_base`, exact for current OpenAI models' text.
+    O200kBase,
+}
+
+impl Tokenizer {
+    /// The catalog names: `estimate`, `o200k_base`.
+    pub const NAMES: &[&str] = &["estimate", "o200k_base"];
+
+    /// The tokenizer a catalog name stands for.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "estimate" => Some(Self::Estimate),
+            "o200k_base" => Some(Self::O200kBase),
+            _ => None,
+        }
     }
 }
 
-/// Counts tokens, caches the counts of rendered parts, and learns per-entry calibration.
-#[derive(Debug)]
-pub struct TokenCounter {
-    /// Part counts by the hash of their bytes.
-    cache: Mutex<Generations>,
-    factors: Mutex<foldhash::HashMap<String, Calibration>>,
+/// The calibration factor an entry starts with.
+pub fn starting_factor(dialect: Dialect, tokenizer: Tokenizer) -> f64 {
+    match (tokenizer, dialect) {
+        (Tokenizer::O200kBase, _) => 1.0,
+        (Tokenizer::Estimate, Dialect::Anthropic) => 1.8,
+        (Tokenizer::Estimate, Dialect::OpenAi | Dialect::OpenAiCompatible) => 1.5,
+    }
 }
 
-/// What an entry learned: the mean ratio of reported to counted tokens and its mean deviation.
+/// Counts tokens and learns per-entry calibration.
+#[derive(Debug, Default)]
+pub struct TokenCounter {
+    entries: Mutex<foldhash::HashMap<String, Calibration>>,
+}
+
+/// What an entry counts with and what it learned: the mean ratio of reported to counted tokens
+/// and its mean deviation.
 #[derive(Debug, Clone, Copy)]
 struct Calibration {
+    tokenizer: Tokenizer,
     factor: f64,
     deviation: f64,
 }
 
 impl Calibration {
-    fn starting(factor: f64) -> Self {
+    fn starting(tokenizer: Tokenizer, factor: f64) -> Self {
         Self {
+            tokenizer,
             factor,
             deviation: 0.0,
         }
@@ -74,135 +96,42 @@ impl Calibration {
 /// How many mean deviations of the calibration ratio a reservation adds above its mean.
 pub const RESERVATION_DEVIATIONS: f64 = 2.0;
 
-impl Default for TokenCounter {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// Counts by key in two generations of at most `limit` entries each: a new count goes into the
-/// current one, which becomes the previous one (dropping the older) when it is full; a count
-/// found in the previous generation moves to the current one.
-#[derive(Debug)]
-struct Generations {
-    current: HashMap<u64, u64>,
-    previous: HashMap<u64, u64>,
-    limit: usize,
-}
-
-impl Generations {
-    fn new(limit: usize) -> Self {
-        Self {
-            current: HashMap::new(),
-            previous: HashMap::new(),
-            limit,
-        }
-    }
-
-    fn get(&mut self, key: u64) -> Option<u64> {
-        if let Some(&n) = self.current.get(&key) {
-            return Some(n);
-        }
-        let n = self.previous.remove(&key)?;
-        self.insert(key, n);
-        Some(n)
-    }
-
-    fn insert(&mut self, key: u64, n: u64) {
-        if self.current.len() >= self.limit && !self.current.contains_key(&key) {
-            self.previous = std::mem::take(&mut self.current);
-        }
-        self.current.insert(key, n);
-    }
-
-    fn len(&self) -> usize {
-        self.current.len() + self.previous.len()
-    }
-}
-
-/// The cache key of a part: a 64-bit XXH3 hash of its bytes.
-fn hash(bytes: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(bytes)
-}
-
 impl TokenCounter {
-    /// A counter with the default cache bound.
+    /// A counter that knows no entry yet.
     pub fn new() -> Self {
-        Self::with_cache_capacity(DEFAULT_CACHE_CAPACITY)
+        Self::default()
     }
 
-    /// A counter caching at most `capacity` part counts.
-    pub fn with_cache_capacity(capacity: usize) -> Self {
-        Self {
-            cache: Mutex::new(Generations::new((capacity / 2).max(1))),
-            factors: Mutex::new(foldhash::HashMap::default()),
-        }
-    }
-
-    /// Count the tokens of a text (no cache).
-    pub fn count_str(&self, text: &str) -> u64 {
-        tiktoken_rs::o200k_base_singleton()
-            .encode_ordinary(text)
-            .len() as u64
-    }
-
-    /// Count the tokens of bytes (invalid UTF-8 is replaced; no cache).
+    /// The length estimate of bytes: `⌈len / 4⌉`.
     pub fn count_bytes(&self, bytes: &[u8]) -> u64 {
-        self.count_str(&String::from_utf8_lossy(bytes))
+        bytes.len().div_ceil(BYTES_PER_TOKEN) as u64
     }
 
-    /// Count the tokens of bytes, using and filling the cache.
-    pub fn count_cached(&self, bytes: &[u8]) -> u64 {
-        if bytes.is_empty() {
-            return 0;
-        }
-        let key = hash(bytes);
-        {
-            let mut g = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(n) = g.get(key) {
-                return n;
-            }
-        }
-        // Counted outside the lock: tokenizing is the slow part.
-        let n = self.count_bytes(bytes);
-        let mut g = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        g.insert(key, n);
-        n
+    /// The length estimate of a text.
+    pub fn count_str(&self, text: &str) -> u64 {
+        self.count_bytes(text.as_bytes())
     }
 
-    /// How many part counts are cached.
-    pub fn cached_parts(&self) -> usize {
-        self.cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
-    }
-
-    /// Count an encoded request's body incrementally: each recorded part from the cache, the
-    /// framing between parts as one more cached piece.
+    /// The length estimate of an encoded request's body (for a count without an entry).
     pub fn count_encoded(&self, enc: &EncodedRequest) -> u64 {
-        let body = &enc.body[..];
-        let mut framing = Vec::with_capacity(256);
-        let mut at = 0;
-        let mut total = 0;
-        for r in &enc.segments {
-            if r.start < at || r.end > body.len() {
-                // Not a well-formed layout; fall back to counting everything.
-                return self.count_bytes(body);
-            }
-            framing.extend_from_slice(&body[at..r.start]);
-            total += self.count_cached(&body[r.clone()]);
-            at = r.end;
-        }
-        framing.extend_from_slice(&body[at..]);
-        total + self.count_cached(&framing)
+        self.count_bytes(&enc.body)
     }
 
-    /// Give an entry the starting factor of its dialect, unless it already has one.
-    pub fn register(&self, entry_id: &str, dialect: Dialect) {
-        let mut f = self.factors.lock().unwrap_or_else(PoisonError::into_inner);
-        f.entry(entry_id.to_owned())
-            .or_insert_with(|| Calibration::starting(starting_factor(dialect)));
+    /// Count a request body as `entry_id` counts it: with its tokenizer, or the length estimate
+    /// for an entry that has none or was never registered.
+    pub fn count_for(&self, entry_id: &str, body: &[u8]) -> u64 {
+        match self.calibration(entry_id).tokenizer {
+            Tokenizer::Estimate => self.count_bytes(body),
+            Tokenizer::O200kBase => o200k_count(body),
+        }
+    }
+
+    /// Give an entry its tokenizer and the starting factor for it, unless it already has them.
+    pub fn register(&self, entry_id: &str, dialect: Dialect, tokenizer: Tokenizer) {
+        let mut f = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        f.entry(entry_id.to_owned()).or_insert_with(|| {
+            Calibration::starting(tokenizer, starting_factor(dialect, tokenizer))
+        });
     }
 
     /// The entry's current mean factor (1.0 for an entry never registered nor calibrated).
@@ -211,10 +140,10 @@ impl TokenCounter {
     }
 
     fn calibration(&self, entry_id: &str) -> Calibration {
-        let f = self.factors.lock().unwrap_or_else(PoisonError::into_inner);
+        let f = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         f.get(entry_id)
             .copied()
-            .unwrap_or(Calibration::starting(1.0))
+            .unwrap_or(Calibration::starting(Tokenizer::Estimate, 1.0))
     }
 
     /// Learn from one call: `counted` locally, `reported` by the provider (all input tokens).
@@ -223,14 +152,10 @@ impl TokenCounter {
             return;
         }
         let ratio = reported as f64 / counted as f64;
-        let mut f = self.factors.lock().unwrap_or_else(PoisonError::into_inner);
-        // Looked up first: the entry is nearly always there, and `entry` would copy the id.
-        if !f.contains_key(entry_id) {
-            f.insert(entry_id.to_owned(), Calibration::starting(1.0));
-        }
-        let Some(c) = f.get_mut(entry_id) else {
-            return;
-        };
+        let mut f = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let c = f
+            .entry(entry_id.to_owned())
+            .or_insert(Calibration::starting(Tokenizer::Estimate, 1.0));
         let error = ratio - c.factor;
         c.factor = (c.factor + CALIBRATION_WEIGHT * error).clamp(MIN_FACTOR, MAX_FACTOR);
         c.deviation += CALIBRATION_WEIGHT * (error.abs().min(MAX_FACTOR) - c.deviation);
@@ -245,67 +170,68 @@ impl TokenCounter {
     }
 }
 
+/// The exact `o200k_base` count of bytes (invalid UTF-8 replaced). The table is loaded on the
+/// first call in the process.
+fn o200k_count(bytes: &[u8]) -> u64 {
+    tiktoken_rs::o200k_base_singleton()
+        .encode_ordinary(&String::from_utf8_lossy(bytes))
+        .len() as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::conversation::Message;
     use crate::llm::{ChatRequest, WireTarget, encode};
-    use std::sync::Arc;
 
     #[test]
-    fn counts_match_tiktoken() {
+    fn the_estimate_is_the_length_over_four_rounded_up() {
         let c = TokenCounter::new();
         assert_eq!(c.count_str(""), 0);
-        let n = c.count_str("The quick brown fox jumps over the lazy dog.");
-        assert!((9..=11).contains(&n), "{n}");
+        assert_eq!(c.count_str("abc"), 1);
+        assert_eq!(c.count_str("abcd"), 1);
+        assert_eq!(c.count_str("abcde"), 2);
         assert_eq!(c.count_bytes(b"hello world"), c.count_str("hello world"));
     }
 
     #[test]
-    fn incremental_counts_reuse_cached_parts_and_stay_close() -> anyhow::Result<()> {
+    fn an_entry_counts_with_its_tokenizer() -> anyhow::Result<()> {
         let c = TokenCounter::new();
+        c.register("exact", Dialect::OpenAi, Tokenizer::O200kBase);
+        c.register("rough", Dialect::OpenAi, Tokenizer::Estimate);
         let target = WireTarget::new(Dialect::OpenAi, "http://x/v1", "gpt");
-        let mut req = ChatRequest::new(
+        let req = ChatRequest::new(
             "You are a careful assistant who answers briefly.",
             vec![Message::user_text("What is the capital of France?")],
         );
-        let first = encode(&target, &req)?;
-        let incremental = c.count_encoded(&first);
-        let full = c.count_bytes(&first.body);
-        assert!(incremental.abs_diff(full) <= 4, "{incremental} vs {full}");
-        let parts = c.cached_parts();
-        Arc::make_mut(&mut req.messages).extend([
-            Message::assistant_text("Paris."),
-            Message::user_text("And of Spain?"),
-        ]);
-        let second = encode(&target, &req)?;
-        let incremental = c.count_encoded(&second);
-        let full = c.count_bytes(&second.body);
-        assert!(incremental.abs_diff(full) <= 6, "{incremental} vs {full}");
-        // Only the two new messages and the changed framing were counted afresh.
-        assert_eq!(c.cached_parts(), parts + 3);
+        let enc = encode(&target, &req)?;
+        let exact = c.count_for("exact", &enc.body);
+        assert_eq!(exact, o200k_count(&enc.body));
+        assert_ne!(
+            exact,
+            c.count_encoded(&enc),
+            "the body is not a multiple of 4 tokens"
+        );
+        assert_eq!(c.count_for("rough", &enc.body), c.count_encoded(&enc));
+        assert_eq!(c.count_for("unknown", &enc.body), c.count_encoded(&enc));
+        assert_eq!(c.factor("exact"), 1.0);
+        assert_eq!(c.factor("rough"), 1.5);
         Ok(())
     }
 
     #[test]
-    fn the_cache_stays_bounded() {
-        let c = TokenCounter::with_cache_capacity(8);
-        for i in 0..100 {
-            c.count_cached(format!("part number {i}").as_bytes());
+    fn tokenizer_names_round_trip() {
+        for name in Tokenizer::NAMES {
+            let t = Tokenizer::from_name(name).expect("a listed name parses");
+            assert_eq!(serde_json::to_value(t).ok(), Some(serde_json::json!(name)));
         }
-        assert!(c.cached_parts() <= 8);
-        // A recently used part survives a generation change.
-        c.count_cached(b"keep me");
-        for i in 0..3 {
-            c.count_cached(format!("other {i}").as_bytes());
-        }
-        assert_eq!(c.count_cached(b"keep me"), c.count_str("keep me"));
+        assert_eq!(Tokenizer::from_name("cl100k"), None);
     }
 
     #[test]
     fn a_reservation_covers_the_spread_of_the_reports() {
         let c = TokenCounter::new();
-        c.register("gpt", Dialect::OpenAi);
+        c.register("gpt", Dialect::OpenAi, Tokenizer::O200kBase);
         // Reports alternate 10% under and 10% over the mean: an average alone would undercount
         // every other request.
         for i in 0..100 {
@@ -329,11 +255,11 @@ mod tests {
     #[test]
     fn calibration_moves_towards_reports_within_bounds() {
         let c = TokenCounter::new();
-        c.register("claude", Dialect::Anthropic);
-        c.register("gpt", Dialect::OpenAi);
-        assert_eq!(c.factor("claude"), 1.2);
-        assert_eq!(c.factor("gpt"), 1.0);
-        assert_eq!(c.estimate("claude", 1000), 1200);
+        c.register("claude", Dialect::Anthropic, Tokenizer::Estimate);
+        c.register("gpt", Dialect::OpenAi, Tokenizer::Estimate);
+        assert_eq!(c.factor("claude"), 1.8);
+        assert_eq!(c.factor("gpt"), 1.5);
+        assert_eq!(c.estimate("claude", 1000), 1800);
         for _ in 0..50 {
             c.calibrate("gpt", 1000, 1300);
         }
@@ -349,7 +275,7 @@ mod tests {
         c.calibrate("gpt", 0, 10);
         assert!((c.factor("gpt") - 1.3).abs() < 0.01);
         // Registering again keeps what was learned.
-        c.register("gpt", Dialect::OpenAi);
+        c.register("gpt", Dialect::OpenAi, Tokenizer::Estimate);
         assert!((c.factor("gpt") - 1.3).abs() < 0.01);
     }
 }

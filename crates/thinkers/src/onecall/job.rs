@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::correction::Corrector;
 use super::seam::{AnswerRequest, Answerer, Exchange, ExchangeHook};
 use super::{AnswerShape, MAX_CORRECTIONS, ModelTool};
 use crate::conversation::Message;
@@ -50,14 +51,13 @@ impl ModelDependent for SeatSpec {
 pub struct ModelToolJob<T: ModelTool> {
     tool: Arc<T>,
     input: T::Input,
-    shape: Arc<AnswerShape>,
+    corrector: Corrector,
     seat: SeatSpec,
     depth: Depth,
     output: OutputSize,
     builder: Option<MessagesBuilder<T::Input>>,
     request: Option<ChatRequest>,
     bound: Option<BoundSeat>,
-    corrections: u32,
     answerer: Option<Arc<dyn Answerer>>,
     hook: Option<ExchangeHook>,
 }
@@ -70,7 +70,7 @@ impl<T: ModelTool> std::fmt::Debug for ModelToolJob<T> {
             .field("pin", &self.seat.pin)
             .field("depth", &self.depth)
             .field("output", &self.output)
-            .field("corrections", &self.corrections)
+            .field("corrections", &self.corrector.corrections())
             .finish_non_exhaustive()
     }
 }
@@ -112,11 +112,10 @@ impl<T: ModelTool> ModelToolJob<T> {
             },
             tool,
             input,
-            shape,
+            corrector: Corrector::new(shape),
             builder: None,
             request: None,
             bound: None,
-            corrections: 0,
             answerer: None,
             hook: None,
         })
@@ -180,7 +179,7 @@ impl<T: ModelTool> ModelToolJob<T> {
 
     /// Correction turns appended so far.
     pub fn corrections(&self) -> u32 {
-        self.corrections
+        self.corrector.corrections()
     }
 
     /// Build the conversation: the tool's instructions as system content, its messages, and the
@@ -193,7 +192,7 @@ impl<T: ModelTool> ModelToolJob<T> {
         let mut request = ChatRequest::new(self.tool.instructions(), messages);
         request.response = Some(ResponseSchema {
             name: T::NAME.to_owned(),
-            schema: self.shape.shared_schema(),
+            schema: self.corrector.shape().shared_schema(),
         });
         Ok(request)
     }
@@ -242,42 +241,21 @@ impl<T: ModelTool> ModelToolJob<T> {
         self.settle(&response).map_err(Into::into)
     }
 
-    /// Decode the answer; on a misfit or a failed check, grow the conversation and signal a
-    /// correction, until the bound.
+    /// Decode the answer and check it through the shared correction exchange: a misfit or a
+    /// failed check grows the conversation and signals a correction, until the bound.
     fn settle(&mut self, response: &ChatResponse) -> Result<T::Output> {
-        let correction = match self.shape.decode::<T::Output>(&response.text()) {
-            Ok(out) => match self.tool.validate(&self.input, &out) {
-                Ok(()) => return Ok(out),
-                Err(_) if self.corrections >= MAX_CORRECTIONS => {
-                    tracing::debug!(
-                        tool = T::NAME,
-                        "answer still fails its check; returned as is"
-                    );
-                    return Ok(out);
-                }
-                Err(reason) => self.shape.correction_for_invalid(&reason),
-            },
-            Err(refusal) if self.corrections >= MAX_CORRECTIONS => {
-                return Err(refusal.into_error(&self.shape));
-            }
-            Err(refusal) => self.shape.correction_for_misfit(&refusal),
-        };
         let request = self
             .request
             .as_mut()
             .ok_or_else(|| Error::system(T::NAME, "corrected without a conversation"))?;
-        let messages = Arc::make_mut(&mut request.messages);
-        if !response.content.is_empty() {
-            messages.push(response.to_message());
-        }
-        messages.push(Message::user_text(correction.clone()));
-        self.corrections += 1;
-        tracing::debug!(
-            tool = T::NAME,
-            corrections = self.corrections,
-            "answer corrected"
-        );
-        Err(Error::correction(correction))
+        let (tool, input) = (&self.tool, &self.input);
+        self.corrector.exchange(
+            T::NAME,
+            request,
+            response,
+            |shape, text| shape.decode::<T::Output>(text),
+            |_, out| tool.validate(input, out),
+        )
     }
 
     fn report(
@@ -295,7 +273,7 @@ impl<T: ModelTool> ModelToolJob<T> {
                 seat: res.seat(),
                 outcome,
                 attempt: res.attempt(),
-                corrections: self.corrections,
+                corrections: self.corrector.corrections(),
             });
         }
     }

@@ -35,6 +35,7 @@
 //! The built-in tools of this kind are in [`tools`]: `quick_llm_question`, `summarization` and
 //! `analyze_violation`.
 
+pub(crate) mod correction;
 mod job;
 mod provider;
 mod seam;

@@ -10,7 +10,11 @@
 //! wrong shape.
 //!
 //! Under native thinking the envelope's reasoning field and the answer's own `reasoning`
-//! property are left out of the schema and filled from the thinking block instead.
+//! property are left out of the schema and filled from the thinking block instead: as prose for a
+//! string field, split into approach and steps for an [`AnalysisReasoning`] field. A reasoning
+//! property of another shape is always asked for. An answer type with its own `reasoning`
+//! property is asked for its reasoning there only: the envelope is then `{"answer": …}`, and the
+//! answer's reasoning (its text, or its approach and steps) is the run's.
 //!
 //! Thinkers without a loop (the toolless and decision families) ask for the answer type itself
 //! instead of the envelope: [`AnswerShape::bare_request_schema`] and [`AnswerShape::judge_bare`]
@@ -25,13 +29,15 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::artifacts::REF_TITLE;
-use super::schema_text::{describe, resolve, strip_fences};
+use super::reasoning::AnalysisReasoning;
+use super::schema_text::strip_fences;
 use crate::Error;
 use crate::llm::ResponseSchema;
+use crate::schema::words::SchemaWords;
 
 /// The description every reasoning field carries: a justification a reader can check.
-pub const REASONING_DESCRIPTION: &str = "A justification a reader can check: the approach you \
-took and the steps that lead to the answer, citing the tool results relied on.";
+pub const REASONING_DESCRIPTION: &str = "A justification a reader can check: your approach and \
+its steps, citing the tool results used.";
 
 /// What the boundary made of one final answer.
 #[derive(Debug)]
@@ -75,10 +81,48 @@ struct ShapeData {
     type_name: String,
     schema: Value,
     kind: Kind,
-    has_reasoning: bool,
+    reasoning: OwnReasoning,
     uses_refs: bool,
     envelope: [OnceLock<Arc<Value>>; 2],
     bare: [OnceLock<Arc<Value>>; 2],
+}
+
+/// The answer type's own `reasoning` property, if it has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OwnReasoning {
+    /// None.
+    None,
+    /// Prose (a string): filled from the thinking block under native thinking.
+    Text,
+    /// An [`AnalysisReasoning`]: filled from the thinking block, split into approach and steps.
+    Structured,
+    /// Some other shape: always asked of the model.
+    Other,
+}
+
+impl OwnReasoning {
+    /// Whether native thinking leaves the property out of the schema (and fills it).
+    fn filled_by_thinking(self) -> bool {
+        matches!(self, Self::Text | Self::Structured)
+    }
+
+    /// Whether the property is a justification the run's reasoning can be read from, so the
+    /// envelope does not ask for one of its own.
+    fn justifies(self) -> bool {
+        matches!(self, Self::Text | Self::Structured)
+    }
+
+    /// The run's reasoning as text, read from an answer's own property.
+    fn text_of(self, answer: &Value) -> Option<String> {
+        let own = answer.get("reasoning")?;
+        match self {
+            Self::Text => own.as_str().map(str::to_owned),
+            Self::Structured => serde_json::from_value::<AnalysisReasoning>(own.clone())
+                .ok()
+                .map(|r| r.to_text()),
+            Self::None | Self::Other => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,16 +213,26 @@ impl ShapeData {
             .and_then(Value::as_str)
             .map_or_else(|| A::schema_name().into_owned(), str::to_owned);
         let kind = Kind::of(&schema);
-        let has_reasoning = schema
-            .get("properties")
-            .and_then(|p| p.get("reasoning"))
-            .is_some();
+        let words = SchemaWords::new(&schema);
+        let reasoning = match schema.get("properties").and_then(|p| p.get("reasoning")) {
+            None => OwnReasoning::None,
+            Some(node) => {
+                let node = words.resolve(node);
+                if Kind::of(node) == Kind::String {
+                    OwnReasoning::Text
+                } else if AnalysisReasoning::is_shape(node) {
+                    OwnReasoning::Structured
+                } else {
+                    OwnReasoning::Other
+                }
+            }
+        };
         let uses_refs = schema.to_string().contains(REF_TITLE);
         Self {
             type_name,
             schema,
             kind,
-            has_reasoning,
+            reasoning,
             uses_refs,
             envelope: Default::default(),
             bare: Default::default(),
@@ -205,7 +259,13 @@ impl<A: DeserializeOwned> AnswerShape<A> {
 
     /// Whether the answer type carries its own `reasoning` property.
     pub fn has_reasoning(&self) -> bool {
-        self.data.has_reasoning
+        self.data.reasoning != OwnReasoning::None
+    }
+
+    /// Whether native thinking leaves the answer's own reasoning out of the schema: a prose or
+    /// [`AnalysisReasoning`] field is then filled from the thinking block.
+    fn strip_own(&self, native_thinking: bool) -> bool {
+        native_thinking && self.data.reasoning.filled_by_thinking()
     }
 
     /// The envelope schema requested from the model. Under `native_thinking` the reasoning
@@ -225,24 +285,26 @@ impl<A: DeserializeOwned> AnswerShape<A> {
             .as_object_mut()
             .and_then(|m| {
                 m.remove("$schema");
+                m.remove("title");
                 m.remove("$defs")
             })
             .unwrap_or_else(|| Value::Object(Map::new()));
+        let strip = self.strip_own(native_thinking);
         if let Some(props) = answer.get_mut("properties").and_then(Value::as_object_mut) {
-            if native_thinking {
+            if strip {
                 props.remove("reasoning");
             } else if let Some(r) = props.get_mut("reasoning").and_then(Value::as_object_mut) {
                 r.insert("description".into(), json!(REASONING_DESCRIPTION));
             }
         }
-        if native_thinking
-            && let Some(req) = answer.get_mut("required").and_then(Value::as_array_mut)
-        {
+        if strip && let Some(req) = answer.get_mut("required").and_then(Value::as_array_mut) {
             req.retain(|r| r != "reasoning");
         }
         let mut props = Map::new();
         let mut required = Vec::new();
-        if !native_thinking {
+        // An answer that carries its own reasoning is asked for it once, inside the answer: the
+        // envelope's reasoning would be the same text written twice.
+        if !native_thinking && !self.data.reasoning.justifies() {
             props.insert(
                 "reasoning".into(),
                 json!({"type": "string", "description": REASONING_DESCRIPTION}),
@@ -265,6 +327,15 @@ impl<A: DeserializeOwned> AnswerShape<A> {
         envelope
     }
 
+    /// The envelope as the refusals show it.
+    fn envelope_text(&self) -> &'static str {
+        if self.data.reasoning.justifies() {
+            r#"{"answer": …}"#
+        } else {
+            r#"{"reasoning": …, "answer": …}"#
+        }
+    }
+
     /// Judge one final answer: the text the model wrote and, under native thinking, the text of
     /// its thinking block.
     pub fn judge(&self, text: &str, thinking: Option<&str>) -> Judgement<A> {
@@ -278,7 +349,8 @@ impl<A: DeserializeOwned> AnswerShape<A> {
                 return Judgement::Refused(self.refusal(
                     format!(
                         "the final answer was not valid JSON; answer with one JSON object \
-                         {{\"reasoning\": …, \"answer\": …}} whose answer is {} of type {}",
+                         {} whose answer is {} of type {}",
+                        self.envelope_text(),
                         self.data.kind.article(),
                         self.data.type_name
                     ),
@@ -292,8 +364,9 @@ impl<A: DeserializeOwned> AnswerShape<A> {
             other => {
                 return Judgement::Refused(self.refusal(
                     format!(
-                        "expected an object {{\"reasoning\": …, \"answer\": …}} whose answer is \
-                         {} of type {}, but the final answer was {}",
+                        "expected an object {} whose answer is {} of type {}, but the final \
+                         answer was {}",
+                        self.envelope_text(),
                         self.data.kind.article(),
                         self.data.type_name,
                         json_kind(&other)
@@ -306,8 +379,17 @@ impl<A: DeserializeOwned> AnswerShape<A> {
             None | Some(Value::Null) => return Judgement::NoAnswer,
             Some(a) => a,
         };
-        let envelope_reasoning = map.get("reasoning").and_then(Value::as_str);
-        self.judge_value(answer, thinking.or(envelope_reasoning), " in `answer`")
+        // The envelope's reasoning, else (an answer asked for its own) the answer's.
+        let envelope_reasoning = map
+            .get("reasoning")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| self.data.reasoning.text_of(&answer));
+        self.judge_value(
+            answer,
+            thinking.or(envelope_reasoning.as_deref()),
+            " in `answer`",
+        )
     }
 
     /// Whether the bare answer travels inside a one-field object `{"answer": …}`: providers'
@@ -337,16 +419,15 @@ impl<A: DeserializeOwned> AnswerShape<A> {
             m.remove("$schema");
             m.remove("$defs")
         });
+        let strip = self.strip_own(native_thinking);
         if let Some(props) = answer.get_mut("properties").and_then(Value::as_object_mut) {
-            if native_thinking {
+            if strip {
                 props.remove("reasoning");
             } else if let Some(r) = props.get_mut("reasoning").and_then(Value::as_object_mut) {
                 r.insert("description".into(), json!(REASONING_DESCRIPTION));
             }
         }
-        if native_thinking
-            && let Some(req) = answer.get_mut("required").and_then(Value::as_array_mut)
-        {
+        if strip && let Some(req) = answer.get_mut("required").and_then(Value::as_array_mut) {
             req.retain(|r| r != "reasoning");
         }
         let mut root = if self.bare_is_wrapped() {
@@ -441,11 +522,20 @@ impl<A: DeserializeOwned> AnswerShape<A> {
             ));
         }
         let reasoning = reasoning.unwrap_or_default().to_owned();
-        if self.data.has_reasoning
-            && let Value::Object(fields) = &mut answer
-            && !fields.get("reasoning").is_some_and(Value::is_string)
-        {
-            fields.insert("reasoning".into(), Value::String(reasoning.clone()));
+        if let Value::Object(fields) = &mut answer {
+            let given = fields.get("reasoning");
+            let fill = match self.data.reasoning {
+                OwnReasoning::Text if !given.is_some_and(Value::is_string) => {
+                    Some(Value::String(reasoning.clone()))
+                }
+                OwnReasoning::Structured if !given.is_some_and(Value::is_object) => {
+                    serde_json::to_value(AnalysisReasoning::from_text(&reasoning)).ok()
+                }
+                _ => None,
+            };
+            if let Some(fill) = fill {
+                fields.insert("reasoning".into(), fill);
+            }
         }
         // `null` for an optional field is its absence (OpenAI strict mode writes it).
         crate::schema::drop_optional_nulls(&mut answer, &self.data.schema);
@@ -471,59 +561,15 @@ impl<A: DeserializeOwned> AnswerShape<A> {
         }
     }
 
-    /// Compose the reason for a decoder failure from the schema at the failing path.
+    /// Compose the reason for a decoder failure from the schema at the failing path: the
+    /// shared wording of every boundary, which names only what the schema declares (a key the
+    /// model invented is never repeated).
     fn explain(&self, e: &serde_path_to_error::Error<serde_json::Error>) -> String {
-        use serde_path_to_error::Segment;
-        let inner = e.inner().to_string();
-        let mut names = vec!["answer".to_owned()];
-        let mut at = Some(resolve(&self.data.schema, &self.data.schema));
-        for seg in e.path().iter() {
-            match seg {
-                Segment::Map { key } => {
-                    names.push(format!(".{key}"));
-                    at = at
-                        .and_then(|s| s.get("properties"))
-                        .and_then(|p| p.get(key.as_str()))
-                        .map(|s| resolve(s, &self.data.schema));
-                }
-                Segment::Seq { index } => {
-                    names.push(format!("[{index}]"));
-                    at = at
-                        .and_then(|s| s.get("items"))
-                        .map(|s| resolve(s, &self.data.schema));
-                }
-                Segment::Enum { .. } | Segment::Unknown => {}
-            }
-        }
-        // A missing field is reported at its parent; the field name comes from the schema.
-        if let Some(field) = inner
-            .strip_prefix("missing field `")
-            .and_then(|s| s.split('`').next())
-        {
-            let declared = at
-                .and_then(|s| s.get("properties"))
-                .and_then(|p| p.get(field));
-            let path = format!("{}.{field}", names.concat());
-            return match declared {
-                Some(s) => format!(
-                    "`{path}` is required: {} (answer type {})",
-                    describe(resolve(s, &self.data.schema), &self.data.schema),
-                    self.data.type_name
-                ),
-                None => format!("`{path}` is required (answer type {})", self.data.type_name),
-            };
-        }
-        let path = names.concat();
-        match at {
-            Some(s) => format!(
-                "`{path}` must be {} (answer type {})",
-                describe(s, &self.data.schema),
-                self.data.type_name
-            ),
-            None => format!(
-                "`{path}` does not fit the answer type {}; follow its schema",
-                self.data.type_name
-            ),
-        }
+        let misfit = SchemaWords::new(&self.data.schema).misfit(e);
+        format!(
+            "{} (answer type {})",
+            misfit.sentence(Some("answer")),
+            self.data.type_name
+        )
     }
 }

@@ -170,6 +170,7 @@ impl TurnSource for StreamingTurns {
             let mut call = LlmCall::new(turn.grade, turn.output, turn.request)
                 .class(turn.class)
                 .depth(turn.depth)
+                .uncorrected()
                 .streaming(sink);
             if let Some(pin) = turn.pin {
                 call = call.pinned(pin);

@@ -22,9 +22,8 @@ use crate::{Error, Result};
 
 /// What the model is told about tool use once it has tools: calls cost time and tokens, so
 /// batch independent ones and stop calling once the answer is supported.
-pub const TOOL_GUIDANCE: &str = "Tools: call a tool only when its result can change your answer. \
-Independent calls can be made together in one turn; they run in parallel. Once what you have \
-supports an answer, stop calling tools and answer.";
+pub const TOOL_GUIDANCE: &str = "Call tools only when a result can change your answer; make \
+independent calls in one turn; answer as soon as you can.";
 
 /// A thinker-private service for thinkers run where no [`ConversationService`] is registered:
 /// its conversations live as long as the thinker.

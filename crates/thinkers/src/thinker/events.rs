@@ -1,9 +1,11 @@
 //! Content stream events: a directly submitted thinker publishes its accepted answer for a
 //! frontend watching the run. A thinker started by another thinker returns its answer to that
-//! caller instead and publishes nothing.
+//! caller instead and publishes nothing. A chat's answer carries the conversation's artifacts,
+//! as its [`super::ChatEvent::Answer`] does.
 
 use tokio::sync::broadcast;
 
+use super::chat::ChatArtifact;
 use super::declaration::parent_thinker_depth;
 use crate::job::{JobContext, JobId};
 
@@ -19,6 +21,10 @@ pub struct ContentStreamEvent {
     pub class: String,
     /// The answer: its text for a string answer, its JSON otherwise.
     pub content: String,
+    /// The artifacts that go with the answer: for a chat (a reactive thinker), every artifact
+    /// registered in its conversation so far, as on its answer's [`super::ChatEvent::Answer`];
+    /// empty for the other families, whose answer names the refs it relies on itself.
+    pub artifacts: Vec<ChatArtifact>,
 }
 
 /// A broadcast channel of [`ContentStreamEvent`]s. Register one as a dispatcher service (every
@@ -52,21 +58,33 @@ impl Default for ContentStream {
     }
 }
 
-/// Publish an accepted answer of a directly submitted thinker: on the job's metadata under
-/// [`META_CONTENT`] and as an event on `stream` (or on the [`ContentStream`] registered as a
-/// dispatcher service, if any). A thinker running under another thinker publishes nothing.
+/// Publish an accepted answer of a directly submitted thinker (its JSON; the text of a string
+/// answer), without artifacts: see [`publish`].
 pub(crate) fn publish_answer(
     stream: Option<&ContentStream>,
     json: &serde_json::Value,
     cx: &JobContext,
 ) {
-    if parent_thinker_depth(cx).is_some() {
-        return;
-    }
     let content = match json {
         serde_json::Value::String(s) => s.clone(),
         other => other.to_string(),
     };
+    publish(stream, content, Vec::new(), cx);
+}
+
+/// Publish an accepted answer of a directly submitted thinker: on the job's metadata under
+/// [`META_CONTENT`] and as an event, with `artifacts`, on `stream` (or on the
+/// [`ContentStream`] registered as a dispatcher service, if any). A thinker running under
+/// another thinker publishes nothing.
+pub(crate) fn publish(
+    stream: Option<&ContentStream>,
+    content: String,
+    artifacts: Vec<ChatArtifact>,
+    cx: &JobContext,
+) {
+    if parent_thinker_depth(cx).is_some() {
+        return;
+    }
     let registered = stream
         .is_none()
         .then(|| cx.services().get::<ContentStream>())
@@ -78,6 +96,7 @@ pub(crate) fn publish_answer(
         job: cx.id(),
         class: cx.class().to_owned(),
         content: content.clone(),
+        artifacts,
     });
     cx.set_metadata(META_CONTENT, serde_json::Value::String(content));
     if let (Some(stream), Some(event)) = (stream, event) {

@@ -10,8 +10,7 @@ use serde::de::DeserializeOwned;
 
 use super::answer::{AnswerShape, Judgement};
 use super::artifacts::refs_in;
-use super::declaration::parent_thinker_depth;
-use super::events::{ContentStream, ContentStreamEvent, META_CONTENT};
+use super::events::{self, ContentStream};
 use super::guardrail::{self, Guardrail, Verdict};
 use super::state::ThinkerObserver;
 use super::turn_loop::AnswerPhase;
@@ -58,27 +57,7 @@ where
     }
 
     fn publish(&self, json: &serde_json::Value, cx: &JobContext) {
-        if parent_thinker_depth(cx).is_some() {
-            return;
-        }
-        let content = match json {
-            serde_json::Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        cx.set_metadata(META_CONTENT, serde_json::Value::String(content.clone()));
-        let event = ContentStreamEvent {
-            job: cx.id(),
-            class: cx.class().to_owned(),
-            content,
-        };
-        match &self.content {
-            Some(stream) => stream.publish(event),
-            None => {
-                if let Some(stream) = cx.services().get::<ContentStream>() {
-                    stream.publish(event);
-                }
-            }
-        }
+        events::publish_answer(self.content.as_ref(), json, cx);
     }
 }
 

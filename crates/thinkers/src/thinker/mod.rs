@@ -63,6 +63,7 @@ mod finish;
 pub mod guardrail;
 pub mod reactive;
 mod reactive_phase;
+pub mod reasoning;
 mod schema_text;
 mod single;
 pub mod state;
@@ -84,6 +85,7 @@ pub use doors::{DoorOutcome, REQUEST_SKILL, REQUEST_TOOLS, RefusedName};
 pub use events::{ContentStream, ContentStreamEvent, META_CONTENT};
 pub use guardrail::{Guardrail, Verdict};
 pub use reactive::{DEFAULT_TOOL_CALLS_PER_MESSAGE, ReactiveThinker, ReactiveTurn};
+pub use reasoning::AnalysisReasoning;
 pub use single::{SingleObjectiveThinker, ThinkerJob, ThinkerOutput};
 pub use state::{RefusedCall, ThinkerObserver, ThinkerState, Withheld};
 pub use subthinker::{

@@ -5,8 +5,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::chat::{ChatArtifact, ChatEvent, ChatEvents};
-use super::declaration::parent_thinker_depth;
-use super::events::{ContentStream, ContentStreamEvent, META_CONTENT};
+use super::events::{self, ContentStream};
 use super::state::ThinkerObserver;
 use super::turn_loop::{AnswerPhase, StepPlan};
 use crate::conversation::{ContentBlock, Message};
@@ -168,26 +167,6 @@ impl ReactivePhase {
         }
     }
 
-    fn publish(&self, text: &str, cx: &JobContext) {
-        if parent_thinker_depth(cx).is_some() {
-            return;
-        }
-        cx.set_metadata(META_CONTENT, serde_json::Value::String(text.to_owned()));
-        let event = ContentStreamEvent {
-            job: cx.id(),
-            class: cx.class().to_owned(),
-            content: text.to_owned(),
-        };
-        match &self.content {
-            Some(stream) => stream.publish(event),
-            None => {
-                if let Some(stream) = cx.services().get::<ContentStream>() {
-                    stream.publish(event);
-                }
-            }
-        }
-    }
-
     /// After a failure: close the turn, cut the conversation back to the person's last message,
     /// record why no answer came in the answer's place, then keep any message that arrived too
     /// late to be read.
@@ -315,7 +294,7 @@ impl AnswerPhase for ReactivePhase {
             }
             text = FORCED_EMPTY.to_owned();
         }
-        let artifacts = {
+        let artifacts: Vec<ChatArtifact> = {
             let mut st = observer.lock();
             // Calls made despite a forced answer were not run: keep only what was said.
             if called_tools || response.text().trim().is_empty() {
@@ -336,9 +315,9 @@ impl AnswerPhase for ReactivePhase {
         let closed = self.inbox.close_if_empty();
         self.emit(ChatEvent::Answer {
             text: text.clone(),
-            artifacts,
+            artifacts: artifacts.clone(),
         });
-        self.publish(&text, cx);
+        events::publish(self.content.as_ref(), text.clone(), artifacts, cx);
         if closed {
             Ok(Some(text))
         } else {

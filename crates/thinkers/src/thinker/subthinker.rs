@@ -13,9 +13,11 @@
 //! * starts with an artifact registry holding only the listed refs (under the same refs): a ref
 //!   named only in the objective's text is not handed over.
 //!
-//! It answers a summary and artifact refs; the artifacts it relies on are registered in the
-//! parent's registry (new refs, or the parent's own for handed-over ones) and the parent reads
-//! them summarised with those refs.
+//! It answers a summary, its reasoning in structure ([`AnalysisReasoning`]: the approach and the
+//! steps, a justification the parent can check) and artifact refs; the parent receives all three
+//! as they are (the typed [`SubThinkerOutput`], and its JSON in the tool result). The artifacts
+//! it relies on are registered in the parent's registry (new refs, or the parent's own for
+//! handed-over ones) and the parent reads them summarised with those refs.
 
 use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
@@ -29,6 +31,7 @@ use super::artifacts::{self, ArtifactRef};
 use super::declaration::{ThinkerDeclaration, ThinkerInput};
 use super::doors::{Captured, Orchestration};
 use super::finish::SingleAnswer;
+use super::reasoning::AnalysisReasoning;
 use super::state::ThinkerObserver;
 use super::turn::Turns;
 use super::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, run_loop};
@@ -50,7 +53,7 @@ const RETURNED_SUMMARY_BYTES: usize = 400;
 /// The system task of every sub-thinker; what to do arrives as its query.
 const SUB_TASK: &str = "You are a sub-agent: another agent handed you one part of its problem. \
 Work on exactly that part with the tools you have, then answer with a summary the other agent can \
-use and the refs of the artifacts that support it.";
+use, the approach and steps that justify it, and the refs of the artifacts that support it.";
 
 /// What the model gives `sub_thinker`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -67,6 +70,9 @@ pub struct SubThinkerInput {
 pub struct SubThinkerAnswer {
     /// What was found or done, for the agent that asked.
     pub summary: String,
+    /// The justification of the summary: the approach and the steps a reader can check. Under
+    /// native thinking it is not asked for and comes from the thinking block instead.
+    pub reasoning: AnalysisReasoning,
     /// Refs of the artifacts the summary relies on.
     pub artifacts: Vec<ArtifactRef>,
 }
@@ -76,8 +82,8 @@ pub struct SubThinkerAnswer {
 pub struct SubThinkerOutput {
     /// The sub-agent's summary.
     pub summary: String,
-    /// The justification it gave for its answer.
-    pub reasoning: String,
+    /// The justification it gave for its summary, as an approach and its steps.
+    pub reasoning: AnalysisReasoning,
     /// The artifacts it relied on, under the parent's refs.
     pub artifacts: Vec<ArtifactRef>,
     /// Each of those artifacts summarised with its ref, as the parent reads it.
@@ -221,7 +227,7 @@ impl ToolProvider for SubThinkerDoor {
             if let Some(unknown) = input
                 .artifact_refs
                 .iter()
-                .find(|r| st.artifacts.get(r).is_none())
+                .position(|r| st.artifacts.get(r).is_none())
             {
                 let known: Vec<String> = st
                     .artifacts
@@ -233,9 +239,10 @@ impl ToolProvider for SubThinkerDoor {
                 } else {
                     known.join(", ")
                 };
+                // Named by its position: the ref the model wrote is not repeated.
                 return Err(Error::invalid_input(
-                    "artifact_refs",
-                    Some(unknown.to_string()),
+                    format!("artifact_refs[{unknown}]"),
+                    None,
                     format!("no artifact has this ref; the known refs are: {known}"),
                 ));
             }
@@ -299,7 +306,6 @@ impl Orchestrator for SubThinkerJob {
             guardrail_corrections: 0,
         };
         let answer = run_loop(&core, phase, &input, None, &observer, cx).await?;
-        let reasoning = observer.lock().reasoning.clone();
         let mut refs = Vec::with_capacity(answer.artifacts.len());
         let mut summaries = Vec::with_capacity(answer.artifacts.len());
         {
@@ -325,7 +331,7 @@ impl Orchestrator for SubThinkerJob {
         }
         let output = SubThinkerOutput {
             summary: answer.summary,
-            reasoning,
+            reasoning: answer.reasoning,
             artifacts: refs,
             artifact_summaries: summaries,
         };

@@ -175,9 +175,11 @@ fn admit(
 ) -> Result<BoxJob<ToolOutput>> {
     let provider: &Arc<dyn ToolProvider> = registry.get(call.name).ok_or_else(|| {
         let known: Vec<&str> = registry.iter().map(|p| p.name()).collect();
+        // The name the model wrote is not repeated; the call's id already pairs this refusal
+        // with the call.
         Error::invalid_input(
             "tool",
-            Some(call.name.to_owned()),
+            None,
             format!("no such tool; the tools are: {}", known.join(", ")),
         )
     })?;

@@ -70,9 +70,12 @@ fn model_turn(
     turn: TurnRequest,
     cx: &JobContext,
 ) -> impl Future<Output = Result<ChatResponse>> + Send + '_ {
+    // The thinker's answer-shape boundary judges the answer and corrects it in the thinker's
+    // own conversation, so the call hands it over as written.
     let mut call = LlmCall::new(turn.grade, turn.output, turn.request)
         .class(turn.class)
-        .depth(turn.depth);
+        .depth(turn.depth)
+        .uncorrected();
     if let Some(pin) = turn.pin {
         call = call.pinned(pin);
     }

@@ -161,10 +161,12 @@ impl<T: Tool> TypedToolProvider<T> {
     }
 }
 
-/// Decode tool arguments, refusing a misfit with an error that names the parameter by its path and
-/// the value the caller sent there. A `null` for a property the input type's schema does not
-/// require means the property is absent (a model answering in OpenAI strict mode sends `null`
-/// for what it leaves out; see [`crate::schema::drop_optional_nulls`]).
+/// Decode tool arguments, refusing a misfit with an error that names the parameter by its
+/// declared path and says what the input schema expects there. Nothing the model sent is
+/// repeated — neither a value nor a key it invented (see [`crate::schema::words`]); the
+/// decoder's own complaint stays on the error's source. A `null` for a property the input type's
+/// schema does not require means the property is absent (a model answering in OpenAI strict mode
+/// sends `null` for what it leaves out; see [`crate::schema::drop_optional_nulls`]).
 pub(crate) fn decode_arguments<I>(arguments: &Value) -> Result<I>
 where
     I: serde::de::DeserializeOwned + schemars::JsonSchema + 'static,
@@ -177,56 +179,27 @@ where
     } else {
         arguments
     };
-    let snapshot = crate::schema::nulls_as_absent(arguments, &crate::schema::of::<I>());
-    let snapshot: &Value = &snapshot;
-    crate::schema::decode_tracked::<I>(snapshot).map_err(|e| {
-        let inner = e.inner().to_string();
-        let mut path = e.path().to_string();
-        let mut value = value_at(snapshot, e.path()).map(|v| truncate(&v.to_string(), 200));
-        // serde reports a missing field at the parent; name the field itself, which has no value.
-        if let Some(field) = inner
-            .strip_prefix("missing field `")
-            .and_then(|s| s.split('`').next())
+    let schema = crate::schema::of::<I>();
+    let snapshot = crate::schema::nulls_as_absent(arguments, &schema);
+    crate::schema::decode_tracked::<I>(&snapshot).map_err(|e| {
+        let misfit = crate::schema::words::SchemaWords::new(&schema).misfit(&e);
+        // A parameter is named by its declared path; the arguments as a whole, or an entry of
+        // them, under `arguments`.
+        let parameter = if misfit.at.is_empty()
+            || misfit.at.starts_with('[')
+            || misfit.at.starts_with("an entry")
         {
-            path = if path == "." {
-                field.to_owned()
-            } else {
-                format!("{path}.{field}")
-            };
-            value = None;
-        }
-        let path = if path == "." {
-            "arguments".to_owned()
+            misfit.name(Some("arguments"))
         } else {
-            path
+            misfit.at.clone()
         };
-        let reason = inner.split(" at line ").next().unwrap_or(&inner).to_owned();
-        Error::invalid_input(path, value, reason)
+        Error::InvalidInput {
+            parameter,
+            value: None,
+            reason: misfit.predicate(),
+            source: Some(Box::new(e)),
+        }
     })
-}
-
-fn value_at<'v>(root: &'v Value, path: &serde_path_to_error::Path) -> Option<&'v Value> {
-    use serde_path_to_error::Segment;
-    let mut cur = root;
-    for seg in path.iter() {
-        cur = match seg {
-            Segment::Seq { index } => cur.get(*index)?,
-            Segment::Map { key } => cur.get(key.as_str())?,
-            Segment::Enum { .. } | Segment::Unknown => return Some(cur),
-        };
-    }
-    Some(cur)
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_owned();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
 }
 
 /// A typed tool call erased to a [`ToolOutput`].

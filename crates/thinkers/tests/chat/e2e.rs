@@ -103,6 +103,35 @@ async fn anthropic_answers_stream_token_by_token_and_the_chat_is_durable() {
     streams_tokens_and_keeps_the_conversation("sim-small-b").await;
 }
 
+/// The final answer published on the content stream carries the conversation's artifacts, the
+/// same ones the chat's own answer event carries.
+#[tokio::test]
+async fn the_content_stream_answer_carries_the_artifacts() {
+    for pin in ["sim-small-a", "sim-small-b"] {
+        let s = setup_with(|c| c).await;
+        let events = Collected::default();
+        let content = ContentStream::new(8);
+        let mut published = content.subscribe();
+        let thinker = chat(pin)
+            .tool(Lookup::default())
+            .content_stream(content)
+            .events(events.sink());
+        let turn = thinker.turn();
+        assert!(thinker.add_message("What does seat mean?"));
+        let answer = s.rt.run(turn).await.unwrap();
+        let all = events.all();
+        let Some(ChatEvent::Answer { artifacts, .. }) = all.last() else {
+            panic!("{pin}: no answer event");
+        };
+        assert!(!artifacts.is_empty(), "{pin}: the lookup made an artifact");
+        let event = published.recv().await.unwrap();
+        assert_eq!(event.content, answer, "{pin}");
+        assert_eq!(&event.artifacts, artifacts, "{pin}");
+        assert_eq!(event.artifacts[0].reference, "@a1", "{pin}");
+        assert_eq!(event.artifacts[0].tool, "lookup", "{pin}");
+    }
+}
+
 #[tokio::test]
 async fn a_provider_failure_fails_the_turn_and_the_next_request_carries_the_marker() {
     let s = setup_with(|c| c).await;
@@ -212,7 +241,11 @@ async fn a_sub_thinker_under_a_chat_answers_the_chat_not_the_person() {
             "the meaning of seat",
             ScriptAnswer::Json(json!({
                 "reasoning": "looked it up",
-                "answer": {"summary": "SUB-SUMMARY: seat is defined", "artifacts": ["@a1"]}
+                "answer": {
+                    "summary": "SUB-SUMMARY: seat is defined",
+                    "reasoning": {"approach": "looked it up", "steps": ["@a1 defines it"]},
+                    "artifacts": ["@a1"]
+                }
             })),
         )
         .times(1),

@@ -71,7 +71,11 @@ fn script(entry: &str) -> Script {
             "the meaning of seat",
             ScriptAnswer::Json(json!({
                 "reasoning": "looked it up",
-                "answer": {"summary": "SUB-SUMMARY: seat is defined", "artifacts": ["@a1"]}
+                "answer": {
+                    "summary": "SUB-SUMMARY: seat is defined",
+                    "reasoning": {"approach": "looked it up", "steps": ["@a1 defines it"]},
+                    "artifacts": ["@a1"]
+                }
             })),
         ),
     ])
@@ -285,7 +289,11 @@ async fn without_a_hub_the_model_delegates_and_the_parent_uses_the_result() {
             "the meaning of seat",
             ScriptAnswer::Json(json!({
                 "reasoning": "looked it up",
-                "answer": {"summary": "NOHUB-SUB-SUMMARY: seat is defined", "artifacts": ["@a1"]}
+                "answer": {
+                    "summary": "NOHUB-SUB-SUMMARY: seat is defined",
+                    "reasoning": {"approach": "looked it up", "steps": ["@a1 defines it"]},
+                    "artifacts": ["@a1"]
+                }
             })),
         ),
     ]);
@@ -352,4 +360,111 @@ async fn without_a_hub_the_model_delegates_and_the_parent_uses_the_result() {
     assert_eq!(sub.start.parent, Some(top.start.id));
     let look = jobs.iter().find(|j| j.start.class == "lookup").unwrap();
     assert_eq!(look.start.parent, Some(sub.start.id));
+}
+
+/// Over the sim: the delegate's model is asked for its reasoning in structure (an approach and
+/// its steps), and the parent receives it that way — in the tool result its model reads and in
+/// the typed `SubThinkerOutput` its code reads.
+#[tokio::test]
+async fn a_sub_thinker_hands_its_structured_reasoning_to_the_parent() {
+    let entry = "sim-small-a";
+    let when = |needle: &str, answer| when(entry, needle, answer);
+    let script = Script::new(vec![
+        when(
+            "STRUCT-QUERY",
+            call(
+                "sub_thinker",
+                json!({"objective": "STRUCT-DELEGATED: look up the term seat"}),
+            ),
+        ),
+        when("STRUCT-DELEGATED", call("lookup", json!({"term": "seat"}))),
+        when(
+            "the meaning of seat",
+            ScriptAnswer::Json(json!({
+                "reasoning": "looked it up",
+                "answer": {
+                    "summary": "STRUCT-SUB-SUMMARY",
+                    "reasoning": {
+                        "approach": "STRUCT-APPROACH: read the glossary entry",
+                        "steps": ["STRUCT-STEP-1: @a1 defines seat", "STRUCT-STEP-2: nothing else"]
+                    },
+                    "artifacts": ["@a1"]
+                }
+            })),
+        ),
+        when(
+            "STRUCT-SUB-SUMMARY",
+            ScriptAnswer::Json(json!({
+                "reasoning": "the delegate looked the term up",
+                "answer": {"reasoning": "@a1", "summary": "done", "artifacts": []}
+            })),
+        ),
+    ]);
+    let s = offline::start(Duration::from_secs(5), |c| SimConfig {
+        script: Some(script),
+        ..c
+    })
+    .await;
+    let mut t = SingleObjectiveThinker::<Summary>::new(decl(), TASK).tool(Lookup::default());
+    t.pin_model(entry.to_owned());
+    let obs = t.observer();
+    s.rt.run(t.ask(ThinkerInput::query("STRUCT-QUERY: what is a seat?")))
+        .await
+        .unwrap();
+
+    let bodies: Vec<serde_json::Value> = s.sim.requests().into_iter().map(|r| r.body).collect();
+    // The delegate's model was asked for an approach and steps.
+    let delegate = bodies
+        .iter()
+        .find(|b| b.to_string().contains("another agent handed you"))
+        .unwrap();
+    let asked = &delegate["response_format"]["json_schema"]["schema"];
+    let reasoning = asked["properties"]["answer"]["properties"]["reasoning"].to_string();
+    let defs = asked["$defs"].to_string();
+    assert!(
+        reasoning.contains("approach") || defs.contains("approach"),
+        "{asked}"
+    );
+    assert!(
+        reasoning.contains("steps") || defs.contains("steps"),
+        "{asked}"
+    );
+    // The parent's model read the reasoning as structure, in the sub_thinker tool result.
+    let last = bodies.last().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let result = last.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let json_part = result.split_once("] ").unwrap().1;
+    let output: serde_json::Value = serde_json::from_str(json_part).unwrap();
+    assert_eq!(
+        output["reasoning"],
+        json!({
+            "approach": "STRUCT-APPROACH: read the glossary entry",
+            "steps": ["STRUCT-STEP-1: @a1 defines seat", "STRUCT-STEP-2: nothing else"]
+        }),
+        "{result}"
+    );
+    // The parent's code reads the same, typed.
+    let arts = obs.artifacts();
+    let typed = arts
+        .iter()
+        .find(|a| a.tool == thinkers::thinker::SUB_THINKER)
+        .unwrap()
+        .downcast::<thinkers::thinker::SubThinkerOutput>()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        typed.reasoning,
+        thinkers::thinker::AnalysisReasoning {
+            approach: "STRUCT-APPROACH: read the glossary entry".into(),
+            steps: vec![
+                "STRUCT-STEP-1: @a1 defines seat".into(),
+                "STRUCT-STEP-2: nothing else".into()
+            ],
+        }
+    );
 }

@@ -72,7 +72,11 @@ pub fn summary(text: &str, refs: &[&str]) -> serde_json::Value {
 
 /// A sub-thinker's final answer.
 pub fn sub_answer(text: &str, refs: &[&str]) -> serde_json::Value {
-    json!({"summary": text, "artifacts": refs})
+    json!({
+        "summary": text,
+        "reasoning": {"approach": "looked it up", "steps": ["read the result"]},
+        "artifacts": refs
+    })
 }
 
 pub fn decl() -> ThinkerDeclaration {

@@ -1,5 +1,6 @@
 //! Models and providers end to end: `LlmCall` through the dispatcher over real HTTP against
-//! thinkers-sim, for both dialects and the text-tool fallback, with every fault mapped.
+//! thinkers-sim, for both dialects and the text-tool fallback, with every fault mapped, and the
+//! correction of an answer to a response schema (`correction`).
 //!
 //! The faults real servers show (issue 28), one module per point: `secrets` (3: no API key in
 //! any text), `waits` (4: server-requested waits), `streams` (5: idle timeout, retry before
@@ -15,6 +16,7 @@
 
 mod admitted;
 mod calls;
+mod correction;
 mod empty;
 mod faults;
 mod fuzz;

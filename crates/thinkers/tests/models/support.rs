@@ -25,6 +25,11 @@ pub async fn setup() -> Setup {
     offline::start(Duration::from_secs(2), |c| c).await
 }
 
+/// [`setup`], the sim's configuration adjusted by `tune` first.
+pub async fn setup_with(tune: impl FnOnce(SimConfig) -> SimConfig) -> Setup {
+    offline::start(Duration::from_secs(2), tune).await
+}
+
 /// The provider keys of the fault catalog.
 pub const OPENAI_PROVIDER: &str = "fault-openai";
 pub const ANTHROPIC_PROVIDER: &str = "fault-anthropic";

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use thinkers::ErrorKind;
-use thinkers::llm::{EncodedRequest, TokenCounter};
+use thinkers::llm::{Dialect, EncodedRequest, TokenCounter, Tokenizer, tokens};
 use thinkers::model::{Envelope, Grade};
 use thinkers::onecall::tools::{QuickQuestion, QuickQuestionInput};
 use thinkers::onecall::{ExchangeHook, ModelToolJob, ModelToolProvider};
@@ -78,33 +78,31 @@ async fn the_reservation_is_counted_from_the_exact_bytes_the_provider_received()
             sighting.entry
         );
         assert_eq!(sighting.seat_output, 4_096);
-        // The count is the runtime's count of those bytes: a fresh counter agrees exactly.
+        // The count is the length estimate of exactly those bytes.
         let fresh = TokenCounter::new().count_encoded(&sighting.encoded);
         assert_eq!(sighting.counted, fresh);
-        // Counting part by part stays within a token or so per part boundary of a whole-body
-        // tokenization of the received bytes.
-        let whole = TokenCounter::new().count_bytes(wire.raw_body.as_bytes());
-        let parts = sighting.encoded.segments.len() as u64 + 1;
-        assert!(
-            sighting.counted.abs_diff(whole) <= parts,
-            "{} counted, {whole} in the whole body, {parts} parts",
-            sighting.counted
+        assert_eq!(
+            sighting.counted,
+            wire.raw_body.len().div_ceil(tokens::BYTES_PER_TOKEN) as u64
         );
     }
+    // Before any report the reservation is the count at the dialect's starting factor.
+    let start = tokens::starting_factor(Dialect::OpenAi, Tokenizer::Estimate);
     assert_eq!(
-        seen[0].seat_input, seen[0].counted,
-        "before any calibration the reservation is the count itself"
+        seen[0].seat_input,
+        (seen[0].counted as f64 * start).ceil() as u64,
+        "before any calibration the reservation is the count at the starting factor"
     );
     assert!(seen[1].encoded.body.len() > seen[0].encoded.body.len());
     // The first call taught the entry's factor (and the spread of its ratio) from what the
     // provider reported; the second reservation is its own count priced at the mean factor
     // plus the deviation margin.
     let reported = s.rec.llm_runs()[0].input_tokens as f64;
-    let w = thinkers::llm::tokens::CALIBRATION_WEIGHT;
-    let error = reported / seen[0].counted as f64 - 1.0;
-    let factor = (1.0 + w * error).clamp(0.5, 3.0);
-    let deviation = w * error.abs().min(3.0);
-    let priced = (factor + thinkers::llm::tokens::RESERVATION_DEVIATIONS * deviation).min(3.0);
+    let w = tokens::CALIBRATION_WEIGHT;
+    let error = reported / seen[0].counted as f64 - start;
+    let factor = (start + w * error).clamp(tokens::MIN_FACTOR, tokens::MAX_FACTOR);
+    let deviation = w * error.abs().min(tokens::MAX_FACTOR);
+    let priced = (factor + tokens::RESERVATION_DEVIATIONS * deviation).min(tokens::MAX_FACTOR);
     assert_eq!(
         seen[1].seat_input,
         (seen[1].counted as f64 * priced).ceil() as u64

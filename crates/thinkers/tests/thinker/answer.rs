@@ -259,16 +259,13 @@ async fn answer_corrections_are_bounded_and_the_failure_echoes_nothing() {
 fn native_thinking_strips_reasoning_and_fills_it_from_the_block() {
     let shape = AnswerShape::<Ticket>::new();
     let plain = shape.request_schema(false).schema;
-    assert_eq!(
-        plain["properties"]["reasoning"]["description"],
-        REASONING_DESCRIPTION
-    );
+    // A type with its own reasoning is asked for it there, described for a reader to check.
     assert_eq!(
         plain["properties"]["answer"]["properties"]["reasoning"]["description"],
         REASONING_DESCRIPTION
     );
     assert!(
-        plain["required"]
+        plain["properties"]["answer"]["required"]
             .as_array()
             .unwrap()
             .contains(&json!("reasoning"))
@@ -308,6 +305,42 @@ fn native_thinking_strips_reasoning_and_fills_it_from_the_block() {
     }
     assert!(shape.uses_refs());
     assert!(!AnswerShape::<String>::new().uses_refs());
+}
+
+#[test]
+fn an_answer_with_its_own_reasoning_is_asked_for_it_once() {
+    // Ticket has a `reasoning` field: the envelope does not ask for a second one.
+    let shape = AnswerShape::<Ticket>::new();
+    let schema = shape.request_schema(false).schema;
+    assert!(schema["properties"].get("reasoning").is_none(), "{schema}");
+    assert_eq!(schema["required"], json!(["answer"]));
+    assert!(
+        schema["properties"]["answer"].get("title").is_none(),
+        "the Rust type's name is not sent: {schema}"
+    );
+    let text = json!({"answer": good_ticket()}).to_string();
+    match shape.judge(&text, None) {
+        Judgement::Answer {
+            value, reasoning, ..
+        } => assert_eq!(
+            reasoning, value.reasoning,
+            "the run's reasoning is the answer's"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // An envelope that still carries one (an older prompt) is read as before.
+    let text = json!({"reasoning": "outer", "answer": good_ticket()}).to_string();
+    match shape.judge(&text, None) {
+        Judgement::Answer { reasoning, .. } => assert_eq!(reasoning, "outer"),
+        other => panic!("{other:?}"),
+    }
+    // A type without one keeps the envelope's: every run's output carries a justification.
+    let plain = AnswerShape::<String>::new().request_schema(false).schema;
+    assert_eq!(
+        plain["properties"]["reasoning"]["description"],
+        REASONING_DESCRIPTION
+    );
+    assert_eq!(plain["required"], json!(["reasoning", "answer"]));
 }
 
 fn arb_json() -> impl Strategy<Value = Value> {

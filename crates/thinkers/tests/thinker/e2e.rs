@@ -188,7 +188,12 @@ async fn native_thinking_fills_reasoning_from_the_block_and_other_entries_ask_fo
         .unwrap();
     let last = s.sim.requests().last().unwrap().body.clone();
     let schema = &last["output_config"]["format"]["schema"];
-    assert!(schema["properties"].get("reasoning").is_some(), "{schema}");
+    assert!(
+        schema["properties"]["answer"]["properties"]
+            .get("reasoning")
+            .is_some(),
+        "{schema}"
+    );
 }
 
 #[tokio::test]

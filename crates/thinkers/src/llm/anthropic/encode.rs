@@ -192,11 +192,15 @@ pub(crate) fn encode(
         let tools = req.tools.iter().map(tool).collect::<Result<Vec<_>>>()?;
         let choice = match (&req.tool_choice, budget.is_some()) {
             (ToolChoice::None, _) => WireToolChoice::None,
+            // `auto` is what the API does when tools are given: it is not written.
             (ToolChoice::Auto, _) | (_, true) => WireToolChoice::Auto,
             (ToolChoice::Required, false) => WireToolChoice::Any,
             (ToolChoice::Tool(name), false) => WireToolChoice::Tool { name },
         };
-        (tools, Some(choice))
+        (
+            tools,
+            (!matches!(choice, WireToolChoice::Auto)).then_some(choice),
+        )
     } else {
         (Vec::new(), None)
     };
@@ -231,13 +235,7 @@ pub(crate) fn encode(
         output_config,
         stream: stream.then_some(true),
     };
-    let parts = system
-        .iter()
-        .chain(&messages)
-        .chain(&tools)
-        .chain(&format)
-        .map(|p| &**p);
-    let (body, segments) = encoded::finish(&body, parts)?;
+    let body = encoded::finish(&body)?;
 
     let mut headers = Vec::with_capacity(3);
     headers.push(Header::plain("content-type", "application/json"));
@@ -249,7 +247,6 @@ pub(crate) fn encode(
         url: format!("{}/v1/messages", target.base()),
         headers,
         body,
-        segments,
         plan: DecodePlan {
             dialect: target.dialect,
             text_tools: tools_in_prompt,

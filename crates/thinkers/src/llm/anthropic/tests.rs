@@ -162,7 +162,8 @@ fn thinking_budget_is_raised_and_forced_choice_falls_back() -> anyhow::Result<()
     let (_, v) = encode_json(&req, true, true)?;
     assert_eq!(v["thinking"]["budget_tokens"], 1024);
     assert_eq!(v["max_tokens"], 2024);
-    assert_eq!(v["tool_choice"], json!({"type": "auto"}));
+    // Forced choice falls back to `auto`, the default, which is not written.
+    assert!(v.get("tool_choice").is_none(), "{v}");
     // Without thinking support: no thinking parameter, the forced choice stays, and old thinking
     // blocks are not sent.
     let (_, v) = encode_json(&req, false, true)?;
@@ -482,7 +483,7 @@ data: {"type":"message_stop"}
 }
 
 #[test]
-fn segments_cover_system_turns_tools_and_format() -> anyhow::Result<()> {
+fn odd_tool_schemas_and_a_format_without_effort() -> anyhow::Result<()> {
     let mut req = fixtures::tool_round();
     req.response = fixtures::structured().response;
     let mut odd = fixtures::time_tool();
@@ -498,13 +499,5 @@ fn segments_cover_system_turns_tools_and_format() -> anyhow::Result<()> {
     // A structured answer without an effort: the format alone.
     assert_eq!(v["output_config"]["format"]["type"], "json_schema");
     assert!(v["output_config"].get("effort").is_none());
-    // system + 3 turns (user, assistant, results with the next user text) + 3 tools + format.
-    assert_eq!(enc.segments.len(), 1 + 3 + 3 + 1, "{v}");
-    let system: Value = serde_json::from_slice(&enc.body[enc.segments[0].clone()])?;
-    assert_eq!(system, v["system"]);
-    for r in &enc.segments[1..] {
-        let part: Value = serde_json::from_slice(&enc.body[r.clone()])?;
-        assert!(part.is_object(), "{part}");
-    }
     Ok(())
 }

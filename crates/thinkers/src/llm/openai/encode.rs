@@ -287,12 +287,7 @@ pub(crate) fn encode(
             include_usage: true,
         }),
     };
-    let parts = messages
-        .iter()
-        .chain(&tools)
-        .chain(&response_format)
-        .map(|p| &**p);
-    let (body, segments) = encoded::finish(&body, parts)?;
+    let body = encoded::finish(&body)?;
 
     let mut headers = Vec::with_capacity(2);
     headers.push(Header::plain("content-type", "application/json"));
@@ -306,7 +301,6 @@ pub(crate) fn encode(
         url: format!("{}/chat/completions", target.base()),
         headers,
         body,
-        segments,
         plan: DecodePlan {
             dialect: target.dialect,
             text_tools: tools_in_prompt,
@@ -351,7 +345,9 @@ fn tools<'a>(
         .filter(|t| only.is_none_or(|name| &t.name == name))
         .map(|t| tool(t, adaptation, compat))
         .collect::<Result<Vec<_>>>()?;
-    Ok((tools, Some(choice)))
+    // `auto` is what the API does when tools are given: it is not written.
+    let written = !matches!(choice, WireToolChoice::Mode("auto"));
+    Ok((tools, written.then_some(choice)))
 }
 
 fn tool(t: &ToolSpec, adaptation: Adaptation, compat: bool) -> Result<Part> {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::dispatch::{Limits, Rate};
+use crate::llm::Tokenizer;
 use crate::model::{Depth, Grade, OutputSize};
 
 /// Prices of one entry, per million tokens, in `currency`.
@@ -77,6 +78,8 @@ pub struct Entry {
     pub(super) compliance: BTreeMap<String, String>,
     /// Overrides of the named rungs, indexed like [`OutputSize::RUNGS`].
     pub(super) output_budgets: [Option<u32>; 4],
+    /// How its requests are counted for admission (`tokenizer`).
+    pub(super) tokenizer: Tokenizer,
 }
 
 impl Entry {
@@ -124,6 +127,12 @@ impl Entry {
     /// (`burst_seconds`); `None` for the conservative default (see [`crate::dispatch::bucket`]).
     pub fn burst(&self) -> Option<std::time::Duration> {
         self.burst
+    }
+
+    /// How its requests are counted for admission: the length estimate (the default) or an
+    /// exact tokenizer (`tokenizer` in the catalog; see [`crate::llm::tokens`]).
+    pub fn tokenizer(&self) -> Tokenizer {
+        self.tokenizer
     }
 
     /// Calls in flight at once the provider allows, if limited.

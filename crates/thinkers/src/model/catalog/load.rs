@@ -11,6 +11,7 @@ use super::error::{CatalogError, Location, Problem};
 use super::fields::{Fields, RawTable, Source};
 use super::provider::{Dialect, Provider, SIM_PLACEHOLDER, StructuredOutput};
 use crate::job::Seat;
+use crate::llm::Tokenizer;
 use crate::model::{Depth, Grade, OutputSize};
 
 /// The document's top level. Providers and entries are kept as tables so each field can be
@@ -209,6 +210,7 @@ fn read_entry(
     let open = f.boolean("open")?.unwrap_or(true);
     let compliance = read_compliance(&mut f)?;
     let output_budgets = read_output_budgets(&mut f, output_ceiling)?;
+    let tokenizer = read_tokenizer(&mut f)?;
     // The behaviour profile belongs to the simulated provider; the runtime never reads it.
     f.ignore("sim");
     f.finish()?;
@@ -233,6 +235,24 @@ fn read_entry(
         open,
         compliance,
         output_budgets,
+        tokenizer,
+    })
+}
+
+fn read_tokenizer(f: &mut Fields<'_>) -> Result<Tokenizer, CatalogError> {
+    let Some(name) = f.string("tokenizer")? else {
+        return Ok(Tokenizer::default());
+    };
+    Tokenizer::from_name(name).ok_or_else(|| {
+        f.error(
+            "tokenizer",
+            f.value_of("tokenizer"),
+            Problem::BadValue,
+            format!(
+                "unknown tokenizer; use one of: {}",
+                Tokenizer::NAMES.join(", ")
+            ),
+        )
     })
 }
 
