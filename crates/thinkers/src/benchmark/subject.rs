@@ -137,6 +137,7 @@ where
         let caller = ToolCallContext {
             parent_grade: Some(self.grade),
             parent_pin: self.pin.clone(),
+            parent_depth: None,
         };
         let mut job = ModelToolJob::for_call(self.tool.clone(), input, &caller)?.on_exchange(
             Arc::new(move |exchange| {

@@ -91,7 +91,8 @@ pub(crate) async fn exchange<C: Contract>(
             let Some(conv) = st.conversation.as_ref() else {
                 return Err(Error::system("toolless thinker", "no conversation is open"));
             };
-            conv.render()
+            // No tools and no refs: the guidance is the depth's hint.
+            super::super::conversing::render(conv, depth, false, false)
         };
         request.response = Some(contract.schema(native.is_some()));
         request.logprobs = ex.logprobs;
