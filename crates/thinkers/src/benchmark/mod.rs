@@ -1,8 +1,10 @@
 //! Benchmarks: one model-dependent job raced across every model of its grade, judged blind.
 //!
-//! A [`Benchmark`] is a doer over a factory of [`BenchmarkSubject`]s (a
-//! [`crate::thinker::SingleObjectiveThinker`], a one-call tool through [`OneCallSubject`], or any
-//! model-dependent job maker) and the job's own input:
+//! A [`Benchmark`] is a doer over a factory of [`BenchmarkSubject`]s (any thinker family — a
+//! [`crate::thinker::SingleObjectiveThinker`], a [`crate::thinker::ToollessThinker`], a
+//! [`crate::thinker::DecisionThinker`] (its ranking through [`RankingSubject`]), a chat turn of a
+//! [`crate::thinker::ReactiveThinker`] or [`crate::thinker::ChatThinker`] —, a one-call tool
+//! through [`OneCallSubject`], or any model-dependent job maker) and the job's own input:
 //!
 //! 1. **Reference.** One run, unpinned, alone: whatever the picker serves for the grade. Its
 //!    transcript (every tool called and what each returned) and its answer are the ground truth,
@@ -43,7 +45,7 @@ pub use judge::{
 };
 pub use ledger::{CostLedger, LedgerRecorder, LedgerWatch, SubtreeTotals};
 pub use report::{BenchmarkReport, CSV_HEADER, ModelMeans, RunRole, RunRow};
-pub use subject::{BenchmarkSubject, OneCallSubject, RunEvidence};
+pub use subject::{BenchmarkSubject, OneCallSubject, RankingSubject, RunEvidence};
 
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex, PoisonError};
