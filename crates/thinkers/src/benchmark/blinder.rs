@@ -1,19 +1,4 @@
 //! The [`Blinder`]: takes every model's identity out of what the judge reads.
-//!
-//! Two kinds of name are hidden:
-//!
-//! * **catalog names** — every entry id, provider model name and provider key of the catalog,
-//!   matched anywhere in the text (they are identifiers such as `sim-small-a`);
-//! * **self-names** — the names of model families, their makers and their assistants, which a
-//!   run may write itself ("As Claude, …", "I am GPT-4o", "trained by Google"): the built-in
-//!   [`SELF_NAMES`] plus any the user adds ([`Blinder::hide_self_name`],
-//!   [`super::Benchmark::hide_names`]). A self-name is matched as a whole word, without regard
-//!   to case, with the version that follows it ("GPT-4o-mini", "Claude 3.5 Sonnet",
-//!   "Llama-3.1-70B"); inside a name, a space, hyphen or underscore matches any of the three or
-//!   none ("Command R" also hides "command-r").
-//!
-//! Both sides of the comparison and the task are scrubbed the same way, so a task that itself
-//! names a model family reads `[hidden model]` on both sides too.
 
 use regex::{Regex, RegexBuilder};
 
@@ -86,7 +71,22 @@ const VERSION_TAIL: &str = concat!(
     r"|coder|chat|instruct|preview|vision|large|medium|small|latest|reasoner)\b)*",
 );
 
-/// Takes every model's identity out of text (see the [module docs](self)).
+/// Takes every model's identity out of text.
+///
+/// Two kinds of name are hidden:
+///
+/// * **catalog names** — every entry id, provider model name and provider key of the catalog,
+///   matched anywhere in the text (they are identifiers such as `sim-small-a`);
+/// * **self-names** — the names of model families, their makers and their assistants, which a
+///   run may write itself ("As Claude, …", "I am GPT-4o", "trained by Google"): the built-in
+///   [`SELF_NAMES`] plus any the user adds ([`Blinder::hide_self_name`],
+///   [`super::Benchmark::hide_names`]). A self-name is matched as a whole word, without regard
+///   to case, with the version that follows it ("GPT-4o-mini", "Claude 3.5 Sonnet",
+///   "Llama-3.1-70B"); inside a name, a space, hyphen or underscore matches any of the three or
+///   none ("Command R" also hides "command-r").
+///
+/// Both sides of the comparison and the task are scrubbed the same way, so a task that itself
+/// names a model family reads `[hidden model]` on both sides too.
 #[derive(Debug, Clone)]
 pub struct Blinder {
     /// Catalog names, lower-cased, longest first; matched anywhere.
@@ -154,7 +154,7 @@ impl Blinder {
     }
 
     /// Also hide `name` as a self-name: a whole word, any case, with the version that follows
-    /// it (see the [module docs](self)). For a family, maker or assistant a model may call
+    /// it (see [`Blinder`]). For a family, maker or assistant a model may call
     /// itself by that [`SELF_NAMES`] lacks. A blank name is ignored.
     #[must_use]
     pub fn hide_self_name(mut self, name: &str) -> Self {
