@@ -1,11 +1,10 @@
 //! The blind judge: a one-call model tool at [`Grade::Ceiling`] that scores one candidate run
-//! against the reference run, and the [`Blinder`] that takes every model's name out of what it
-//! reads.
+//! against the reference run. What it reads has passed the [`super::Blinder`] first.
 //!
 //! The rubric is fixed: up to 7 points for accuracy (a tool used wrongly costs at least 3 of
 //! them) and up to 3 points for shown work. The judge reads both runs in full (transcript and
-//! answer) but never learns which model produced either: the benchmark scrubs catalog entry ids,
-//! provider model names and provider names from both sides before the prompt is built.
+//! answer) but never learns which model produced either: the benchmark scrubs the catalog's
+//! names and the names models call themselves by from both sides before the prompt is built.
 
 use std::borrow::Cow;
 
@@ -13,7 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
-use crate::model::{Catalog, Depth, Grade, OutputSize};
+use crate::model::{Depth, Grade, OutputSize};
 use crate::onecall::ModelTool;
 
 /// Most accuracy points a run can earn.
@@ -22,9 +21,6 @@ pub const MAX_ACCURACY: u8 = 7;
 pub const MAX_WORK: u8 = 3;
 /// The fewest accuracy points a misused tool takes away.
 pub const MISUSED_TOOL_PENALTY: u8 = 3;
-/// What a scrubbed model name is replaced with.
-pub const HIDDEN: &str = "[hidden model]";
-
 /// One run as the judge sees it, already blinded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RunSheet {
@@ -142,106 +138,11 @@ impl ModelTool for JudgeTool {
     }
 }
 
-/// Takes every model's identity out of text: the catalog's entry ids, provider model names and
-/// provider names, matched without regard to ASCII case, longest first.
-#[derive(Debug, Clone, Default)]
-pub struct Blinder {
-    /// Lower-cased names, longest first.
-    names: Vec<String>,
-}
-
-impl Blinder {
-    /// Hide every name the catalog knows.
-    pub fn for_catalog(catalog: &Catalog) -> Self {
-        let mut names: Vec<String> = catalog
-            .entries()
-            .iter()
-            .flat_map(|e| [e.id().to_owned(), e.model().to_owned()])
-            .chain(catalog.providers().keys().cloned())
-            .map(|n| n.trim().to_ascii_lowercase())
-            // Very short names would erase ordinary words.
-            .filter(|n| n.len() >= 3)
-            .collect();
-        names.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        names.dedup();
-        Self { names }
-    }
-
-    /// Also hide `name`.
-    #[must_use]
-    pub fn hide(mut self, name: &str) -> Self {
-        let n = name.trim().to_ascii_lowercase();
-        if n.len() >= 3 && !self.names.contains(&n) {
-            self.names.push(n);
-            self.names
-                .sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        }
-        self
-    }
-
-    /// `text` with every hidden name replaced by [`HIDDEN`].
-    pub fn scrub(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for name in &self.names {
-            out = replace_ascii_case_insensitive(&out, name, HIDDEN);
-        }
-        out
-    }
-}
-
-/// Replace every ASCII-case-insensitive occurrence of `needle` (lower case) in `text`.
-/// ASCII lower-casing keeps byte offsets, so offsets found in the lowered copy are valid in
-/// `text` and always fall on character boundaries of an ASCII needle's matches.
-fn replace_ascii_case_insensitive(text: &str, needle: &str, with: &str) -> String {
-    let lowered = text.to_ascii_lowercase();
-    let mut out = String::with_capacity(text.len());
-    let mut from = 0;
-    while let Some(pos) = lowered[from..].find(needle) {
-        let at = from + pos;
-        let end = at + needle.len();
-        match (text.get(from..at), text.get(at..end)) {
-            (Some(before), Some(_)) => {
-                out.push_str(before);
-                out.push_str(with);
-            }
-            // Not on a character boundary (a non-ASCII needle): keep the text as it is.
-            _ => out.push_str(text.get(from..end).unwrap_or_default()),
-        }
-        from = end;
-    }
-    out.push_str(text.get(from..).unwrap_or_default());
-    out
-}
-
 #[cfg(test)]
 // A failing test reports by panicking.
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_catalog_name_is_hidden_whatever_its_case() {
-        let blinder = Blinder::for_catalog(&Catalog::bundled());
-        let text = "Served by sim-small-a (SIM-SMALL-B) via sim-openai; sim-mega-b said: ok é";
-        let out = blinder.scrub(text);
-        for e in Catalog::bundled().entries() {
-            assert!(!out.to_ascii_lowercase().contains(e.id()), "{out}");
-            assert!(!out.to_ascii_lowercase().contains(e.model()), "{out}");
-        }
-        assert!(!out.contains("sim-openai"), "{out}");
-        assert!(out.ends_with("said: ok é"), "{out}");
-        assert_eq!(out.matches(HIDDEN).count(), 4, "{out}");
-    }
-
-    #[test]
-    fn extra_names_can_be_hidden() {
-        let blinder = Blinder::default().hide("Claude");
-        assert_eq!(
-            blinder.scrub("claude and CLAUDE"),
-            format!("{HIDDEN} and {HIDDEN}")
-        );
-        assert_eq!(Blinder::default().hide("ab").scrub("ab"), "ab");
-    }
 
     #[test]
     fn the_rubric_bounds_are_checked() {

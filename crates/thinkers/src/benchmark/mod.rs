@@ -1,8 +1,10 @@
 //! Benchmarks: one model-dependent job raced across every model of its grade, judged blind.
 //!
-//! A [`Benchmark`] is a doer over a factory of [`BenchmarkSubject`]s (a
-//! [`crate::thinker::SingleObjectiveThinker`], a one-call tool through [`OneCallSubject`], or any
-//! model-dependent job maker) and the job's own input:
+//! A [`Benchmark`] is a doer over a factory of [`BenchmarkSubject`]s (any thinker family — a
+//! [`crate::thinker::SingleObjectiveThinker`], a [`crate::thinker::ToollessThinker`], a
+//! [`crate::thinker::DecisionThinker`] (its ranking through [`RankingSubject`]), a chat turn of a
+//! [`crate::thinker::ReactiveThinker`] or [`crate::thinker::ChatThinker`] —, a one-call tool
+//! through [`OneCallSubject`], or any model-dependent job maker) and the job's own input:
 //!
 //! 1. **Reference.** One run, unpinned, alone: whatever the picker serves for the grade. Its
 //!    transcript (every tool called and what each returned) and its answer are the ground truth,
@@ -14,7 +16,9 @@
 //! 3. **Judging.** As each run lands, a [`JudgeTool`] call at [`crate::model::Grade::Ceiling`]
 //!    is submitted for it at once, so judging overlaps the race. The judge compares the run with
 //!    the reference under one fixed rubric and never sees a model's name: the [`Blinder`] scrubs
-//!    both sides. An optional scorer adds a score computed in code.
+//!    both sides of the catalog's names and of the names models call themselves by
+//!    ([`SELF_NAMES`], extended with [`Benchmark::hide_names`]). An optional scorer adds a score
+//!    computed in code.
 //! 4. **Report.** A [`BenchmarkReport`] (one row per run, means per model) is logged as a table,
 //!    published on the benchmark job's metadata under [`REPORT`] and kept in the
 //!    [`ReportSlot`] that [`Benchmark::report`] hands out.
@@ -28,19 +32,20 @@
 //! the table is logged, with every run left unjudged; a failed judge costs only its run's score
 //! (the reason is on the row), and the report names a judge failure only when every judge failed.
 
+mod blinder;
 mod judge;
 mod ledger;
 mod report;
 mod run;
 mod subject;
 
+pub use blinder::{Blinder, HIDDEN, SELF_NAMES};
 pub use judge::{
-    Blinder, HIDDEN, JudgeInput, JudgeTool, JudgeVerdict, MAX_ACCURACY, MAX_WORK,
-    MISUSED_TOOL_PENALTY, RunSheet,
+    JudgeInput, JudgeTool, JudgeVerdict, MAX_ACCURACY, MAX_WORK, MISUSED_TOOL_PENALTY, RunSheet,
 };
 pub use ledger::{CostLedger, LedgerRecorder, LedgerWatch, SubtreeTotals};
 pub use report::{BenchmarkReport, CSV_HEADER, ModelMeans, RunRole, RunRow};
-pub use subject::{BenchmarkSubject, OneCallSubject, RunEvidence};
+pub use subject::{BenchmarkSubject, OneCallSubject, RankingSubject, RunEvidence};
 
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -113,6 +118,8 @@ pub struct Benchmark<S: BenchmarkSubject> {
     progress: Option<ProgressHook>,
     report: ReportSlot,
     class: Cow<'static, str>,
+    /// Self-names the blinder hides besides the built-in ones.
+    self_names: Vec<String>,
 }
 
 impl<S: BenchmarkSubject> std::fmt::Debug for Benchmark<S> {
@@ -141,6 +148,7 @@ impl<S: BenchmarkSubject> Benchmark<S> {
             progress: None,
             report: ReportSlot::default(),
             class: Cow::Borrowed("benchmark"),
+            self_names: Vec::new(),
         }
     }
 
@@ -158,6 +166,15 @@ impl<S: BenchmarkSubject> Benchmark<S> {
         scorer: impl Fn(&S::Output, &S::Output) -> f64 + Send + Sync + 'static,
     ) -> Self {
         self.scorer = Some(Arc::new(scorer));
+        self
+    }
+
+    /// Also keep these names from the judge: model families, makers or assistants a run may
+    /// call itself by that [`SELF_NAMES`] lacks. Each is hidden like the built-in ones, as a
+    /// whole word in any case with its version (see [`Blinder::hide_self_name`]).
+    #[must_use]
+    pub fn hide_names<N: Into<String>>(mut self, names: impl IntoIterator<Item = N>) -> Self {
+        self.self_names.extend(names.into_iter().map(Into::into));
         self
     }
 

@@ -9,7 +9,8 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use serde::Serialize;
 
-use super::judge::{Blinder, JudgeInput, JudgeTool, JudgeVerdict, RunSheet};
+use super::blinder::Blinder;
+use super::judge::{JudgeInput, JudgeTool, JudgeVerdict, RunSheet};
 use super::ledger::CostLedger;
 use super::report::{BenchmarkReport, RunRole, RunRow};
 use super::subject::{BenchmarkSubject, RunEvidence};
@@ -89,7 +90,10 @@ impl<S: BenchmarkSubject> Benchmark<S> {
         let grade = services.router().rung(probe.grade());
         let entries = self.entries(&services, &probe)?;
         drop(probe);
-        let blinder = Blinder::for_catalog(services.router().catalog());
+        let blinder = self.self_names.iter().fold(
+            Blinder::for_catalog(services.router().catalog()),
+            |b, name| b.hide_self_name(name),
+        );
 
         let mut rows: Vec<RunRow> = Vec::new();
         let mut plan = vec![(RunRole::Reference, "-".to_owned(), 0)];

@@ -1,5 +1,7 @@
 //! [`BenchmarkSubject`]: what a benchmark can race — a model-dependent job maker that shows, after
-//! a run, what the run did.
+//! a run, what the run did. Every family is one: the single-objective, toolless and decision
+//! thinkers (a decision's ranking through [`RankingSubject`]), a chat turn (reactive or chat
+//! thinker, the message as input), and one-call tools through [`OneCallSubject`].
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -7,12 +9,16 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::Result;
 use crate::job::Job;
 use crate::model::{Grade, ModelDependent};
 use crate::onecall::{ModelTool, ModelToolJob};
-use crate::thinker::{SingleObjectiveThinker, ThinkerInput, ThinkerJob};
+use crate::thinker::{
+    ChatThinker, Choice, DecisionJob, DecisionThinker, Ranking, ReactiveThinker, ReactiveTurn,
+    SingleObjectiveThinker, ThinkerInput, ThinkerJob, ThinkerObserver, ToollessJob,
+    ToollessThinker,
+};
 use crate::tool::ToolCallContext;
+use crate::{Error, Result};
 
 /// What a finished run shows the judge besides its answer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -58,11 +64,143 @@ where
     }
 
     fn evidence(&self) -> RunEvidence {
-        let observer = self.observer();
-        RunEvidence {
-            transcript: observer.transcript(),
-            iterations: Some(observer.state().turns),
+        observed(&self.observer())
+    }
+}
+
+/// What a thinker's observer shows after its run: the conversation as text and the model turns
+/// taken.
+fn observed(observer: &ThinkerObserver) -> RunEvidence {
+    RunEvidence {
+        transcript: observer.transcript(),
+        iterations: Some(observer.state().turns),
+    }
+}
+
+/// A toolless thinker races like any thinker: each run is one [`ToollessJob`] over the input,
+/// its model calls (one per candidate answer) on its row.
+impl<I, O> BenchmarkSubject for ToollessThinker<I, O>
+where
+    I: Serialize + Clone + Send + Sync + 'static,
+    O: DeserializeOwned + JsonSchema + Serialize + Clone + Send + Sync + 'static,
+{
+    type Input = I;
+    type Output = O;
+    type Job = ToollessJob<I, O>;
+
+    fn job(&mut self, input: I) -> Result<ToollessJob<I, O>> {
+        Ok(self.ask(input))
+    }
+
+    fn evidence(&self) -> RunEvidence {
+        observed(&self.observer())
+    }
+}
+
+/// A decision thinker races its [`DecisionThinker::choose`]; the judge reads the chosen option
+/// with the confidences. For a ranking, race [`RankingSubject`].
+impl BenchmarkSubject for DecisionThinker {
+    type Input = ThinkerInput;
+    type Output = Choice;
+    type Job = DecisionJob<Choice>;
+
+    fn job(&mut self, input: ThinkerInput) -> Result<DecisionJob<Choice>> {
+        Ok(self.choose(input))
+    }
+
+    fn evidence(&self) -> RunEvidence {
+        observed(&self.observer())
+    }
+}
+
+/// A decision thinker's [`DecisionThinker::rank`] of the `k` best options as a benchmark subject.
+#[derive(Debug)]
+pub struct RankingSubject {
+    thinker: DecisionThinker,
+    k: usize,
+}
+
+impl RankingSubject {
+    /// Runs that rank the `k` best options of `thinker`. A `k` outside 1 to the number of
+    /// options fails every run with the error [`DecisionThinker::rank`] gives.
+    pub fn new(thinker: DecisionThinker, k: usize) -> Self {
+        Self { thinker, k }
+    }
+}
+
+impl ModelDependent for RankingSubject {
+    fn grade(&self) -> Grade {
+        self.thinker.grade()
+    }
+    fn set_grade(&mut self, grade: Grade) {
+        self.thinker.set_grade(grade);
+    }
+    fn pin(&self) -> Option<&str> {
+        self.thinker.pin()
+    }
+    fn pin_model(&mut self, entry: String) {
+        self.thinker.pin_model(entry);
+    }
+}
+
+impl BenchmarkSubject for RankingSubject {
+    type Input = ThinkerInput;
+    type Output = Ranking;
+    type Job = DecisionJob<Ranking>;
+
+    fn job(&mut self, input: ThinkerInput) -> Result<DecisionJob<Ranking>> {
+        self.thinker.rank(input, self.k)
+    }
+
+    fn evidence(&self) -> RunEvidence {
+        observed(&self.thinker.observer())
+    }
+}
+
+/// One chat turn as a benchmark subject: the input is the person's message, the run is the turn
+/// that answers it ([`ReactiveThinker::turn`]), the output the answer's text. Each run's thinker
+/// comes from the factory, so make it start its own conversation (the default): runs that
+/// resumed one shared conversation would race to write it.
+impl BenchmarkSubject for ReactiveThinker {
+    type Input = String;
+    type Output = String;
+    type Job = ReactiveTurn;
+
+    fn job(&mut self, message: String) -> Result<ReactiveTurn> {
+        let turn = self.turn();
+        if !self.add_message(message) {
+            return Err(Error::system(
+                "benchmark",
+                "the chat turn closed before its message was added",
+            ));
         }
+        Ok(turn)
+    }
+
+    fn evidence(&self) -> RunEvidence {
+        observed(&self.observer())
+    }
+}
+
+/// A [`ChatThinker`]'s turn as a benchmark subject, as for [`ReactiveThinker`].
+impl BenchmarkSubject for ChatThinker {
+    type Input = String;
+    type Output = String;
+    type Job = ReactiveTurn;
+
+    fn job(&mut self, message: String) -> Result<ReactiveTurn> {
+        let turn = self.turn();
+        if !self.add_message(message) {
+            return Err(Error::system(
+                "benchmark",
+                "the chat turn closed before its message was added",
+            ));
+        }
+        Ok(turn)
+    }
+
+    fn evidence(&self) -> RunEvidence {
+        observed(&self.observer())
     }
 }
 
@@ -137,6 +275,7 @@ where
         let caller = ToolCallContext {
             parent_grade: Some(self.grade),
             parent_pin: self.pin.clone(),
+            parent_depth: None,
         };
         let mut job = ModelToolJob::for_call(self.tool.clone(), input, &caller)?.on_exchange(
             Arc::new(move |exchange| {

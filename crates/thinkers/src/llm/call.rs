@@ -265,8 +265,17 @@ pub fn require_seat(
     let entry = seat.resolve_entry(services.router(), budgets.as_ref())?;
     let escalated = req.attempt().escalated;
     let output_tokens = output_budget(entry, output, escalated);
-    let (reasoning, reasoning_tokens) = reasoning_for(entry, depth);
+    let (reasoning, mut reasoning_tokens) = reasoning_for(entry, depth);
     request.max_output_tokens = output_tokens;
+    if matches!(reasoning, Reasoning::Effort(_)) {
+        // A provider counts an effort level's reasoning toward the output cap, so the cap grows
+        // by the reasoning reserved (within the entry's ceiling) and the answer keeps its budget.
+        let cap = output_tokens
+            .saturating_add(reasoning_tokens)
+            .min(entry.output_ceiling().max(output_tokens));
+        reasoning_tokens = cap - output_tokens;
+        request.max_output_tokens = cap;
+    }
     request.reasoning = reasoning;
     let target = services.target(entry)?;
     let encoded = super::encode(&target, request)?;

@@ -77,7 +77,9 @@ pub struct ChatRequest {
     /// A required answer shape, if any.
     pub response: Option<ResponseSchema>,
     /// The output budget of the visible answer. On Anthropic with a thinking budget, the wire
-    /// `max_tokens` is this plus the budget (thinking counts toward `max_tokens` there).
+    /// `max_tokens` is this plus the budget (thinking counts toward `max_tokens` there). With an
+    /// effort level, providers count the reasoning toward this cap too, so
+    /// [`super::require_seat`] sets it to the answer's budget plus the reasoning it reserves.
     pub max_output_tokens: u32,
     /// How much to reason.
     pub reasoning: Reasoning,

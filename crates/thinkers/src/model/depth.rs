@@ -46,6 +46,31 @@ impl Depth {
         }
     }
 
+    /// What this depth asks of the model, in words: the semantic hint a thinker's model reads
+    /// in its instructions every turn (the catalog entry separately turns the depth into a
+    /// reasoning budget). Each hint names the depth, so a model that hands work on (the depth
+    /// field of `sub_thinker`) knows the most it may give.
+    pub fn hint(self) -> &'static str {
+        match self {
+            Self::Immediate => {
+                "Effort: immediate. Answer at once from what you already have; do not \
+                 investigate further."
+            }
+            Self::Quick => {
+                "Effort: quick. Take a brief look, check only what the answer hinges on, then \
+                 answer."
+            }
+            Self::Standard => {
+                "Effort: standard. Work with ordinary care: check the points that matter before \
+                 you answer."
+            }
+            Self::Thorough => {
+                "Effort: thorough. Work the problem through: verify each claim you rely on and \
+                 weigh the alternatives before you answer."
+            }
+        }
+    }
+
     /// The shallower of two depths.
     #[must_use]
     pub fn min(self, other: Self) -> Self {
@@ -102,6 +127,16 @@ mod tests {
         assert_eq!(Depth::Thorough.clamp_to(Depth::Quick), Depth::Quick);
         assert_eq!(Depth::Quick.clamp_to(Depth::Thorough), Depth::Quick);
         assert_eq!(Depth::Standard.min(Depth::Immediate), Depth::Immediate);
+    }
+
+    #[test]
+    fn every_hint_names_its_depth_and_differs() {
+        let hints: Vec<&str> = Depth::ALL.iter().map(|d| d.hint()).collect();
+        for (d, hint) in Depth::ALL.iter().zip(&hints) {
+            assert!(hint.starts_with(&format!("Effort: {d}.")), "{hint}");
+        }
+        let distinct: std::collections::HashSet<_> = hints.iter().collect();
+        assert_eq!(distinct.len(), Depth::ALL.len());
     }
 
     #[test]

@@ -48,12 +48,20 @@ impl ModelDependent for SeatSpec {
 /// The job holds the tool, the input, its seat (grade, optional pin, depth, output size) and,
 /// once the first attempt has wired it, the conversation. A correction grows that conversation
 /// and the dispatcher re-runs this same instance on it.
+///
+/// Depth: the call works at its caller's depth (a thinker's tool call hands its run's depth over
+/// in [`ToolCallContext::parent_depth`]; a job submitted by code under a thinker reads the
+/// nearest thinker's; [`ModelToolJob::depth`] names one), lowered to what the tool allows
+/// ([`ModelTool::depth`]) and never raised. Without a caller's depth it works at the tool's.
 pub struct ModelToolJob<T: ModelTool> {
     tool: Arc<T>,
     input: T::Input,
     corrector: Corrector,
     seat: SeatSpec,
-    depth: Depth,
+    /// The most the tool allows ([`ModelTool::depth`]).
+    allowed: Depth,
+    /// The caller's depth, when the caller named one.
+    caller: Option<Depth>,
     output: OutputSize,
     builder: Option<MessagesBuilder<T::Input>>,
     request: Option<ChatRequest>,
@@ -68,7 +76,8 @@ impl<T: ModelTool> std::fmt::Debug for ModelToolJob<T> {
             .field("tool", &T::NAME)
             .field("grade", &self.seat.grade)
             .field("pin", &self.seat.pin)
-            .field("depth", &self.depth)
+            .field("allowed", &self.allowed)
+            .field("caller", &self.caller)
             .field("output", &self.output)
             .field("corrections", &self.corrector.corrections())
             .finish_non_exhaustive()
@@ -104,7 +113,8 @@ impl<T: ModelTool> ModelToolJob<T> {
             )
         })?;
         Ok(Self {
-            depth: tool.depth(&input),
+            allowed: tool.depth(&input),
+            caller: cx.parent_depth,
             output: tool.output_size(&input),
             seat: SeatSpec {
                 grade,
@@ -128,11 +138,20 @@ impl<T: ModelTool> ModelToolJob<T> {
         self
     }
 
-    /// Replace the effort the tool declared.
+    /// The caller's depth: the call works at it, lowered to the depth the tool allows, never
+    /// raised (see [`ModelToolJob`]).
     #[must_use]
     pub fn depth(mut self, depth: Depth) -> Self {
-        self.depth = depth;
+        self.caller = Some(depth);
         self
+    }
+
+    /// The depth the call works at when run under `cx`: the caller's (given, or the nearest
+    /// thinker's above `cx`) clamped to the tool's, or the tool's without a caller.
+    pub fn depth_in(&self, cx: &JobContext) -> Depth {
+        self.caller
+            .or_else(|| crate::thinker::declaration::parent_thinker_depth(cx))
+            .map_or(self.allowed, |caller| caller.clamp_to(self.allowed))
     }
 
     /// Build the conversation's messages with `builder` instead of the tool's
@@ -306,10 +325,11 @@ impl<T: ModelTool> Job for ModelToolJob<T> {
         if self.request.is_none() {
             self.request = Some(self.build()?);
         }
+        let depth = self.depth_in(cx);
         let Some(request) = self.request.as_mut() else {
             return Err(Error::system(T::NAME, "the conversation was not built"));
         };
-        let bound = require_seat(&self.seat, self.depth, self.output, request, req, cx)?;
+        let bound = require_seat(&self.seat, depth, self.output, request, req, cx)?;
         self.bound = Some(bound);
         Ok(())
     }

@@ -88,7 +88,8 @@ pub trait ModelTool: Send + Sync + 'static {
         None
     }
 
-    /// The effort. Defaults to [`Depth::Standard`].
+    /// The most effort this call allows. A call works at its caller's depth lowered to this,
+    /// never raised; with no caller's depth it works at this. Defaults to [`Depth::Standard`].
     fn depth(&self, input: &Self::Input) -> Depth {
         let _ = input;
         Depth::Standard

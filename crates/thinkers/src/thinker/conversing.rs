@@ -2,7 +2,7 @@
 //! conversation or resuming one by id, the guidance derived at render time, the compaction check
 //! before every call, and saving a durable conversation after every turn.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use super::artifacts::LEGEND;
 use super::declaration::ThinkerInput;
@@ -121,35 +121,31 @@ pub(crate) async fn open(
 }
 
 /// The request of one turn: the objective with the guidance this turn needs (the ref legend only
-/// when the answer contract uses refs, tool guidance only when tools are offered), derived here
-/// and never stored, then every message.
-pub(crate) fn render(conv: &Conversation, uses_refs: bool, has_tools: bool) -> ChatRequest {
+/// when the answer contract uses refs, tool guidance only when tools are offered, and always the
+/// hint of the run's depth, [`Depth::hint`]), derived here and never stored, then every message.
+/// The depth is the run's, so a depth that changes between runs of one conversation is the one
+/// the model reads.
+pub(crate) fn render(
+    conv: &Conversation,
+    depth: Depth,
+    uses_refs: bool,
+    has_tools: bool,
+) -> ChatRequest {
     let objective = conv.objective();
-    let own = objective.get(Objective::GUIDANCE);
     let derived = [
-        own,
+        objective.get(Objective::GUIDANCE),
         uses_refs.then_some(LEGEND),
         has_tools.then_some(TOOL_GUIDANCE),
+        Some(depth.hint()),
     ];
-    let system = if derived.iter().all(Option::is_none) {
-        objective.render()
-    } else if own.is_none() && uses_refs && has_tools {
-        // The usual case of a thinker with tools, joined once.
-        static BOTH: LazyLock<String> = LazyLock::new(|| [LEGEND, TOOL_GUIDANCE].join("\n\n"));
-        objective.render_replacing(Objective::GUIDANCE, &BOTH)
-    } else if let [None, Some(only), None] | [None, None, Some(only)] = derived {
-        objective.render_replacing(Objective::GUIDANCE, only)
-    } else {
-        let mut guidance =
-            String::with_capacity(own.map_or(0, str::len) + LEGEND.len() + TOOL_GUIDANCE.len() + 4);
-        for part in derived.into_iter().flatten() {
-            if !guidance.is_empty() {
-                guidance.push_str("\n\n");
-            }
-            guidance.push_str(part);
+    let mut guidance = String::with_capacity(derived.iter().flatten().map(|p| p.len() + 2).sum());
+    for part in derived.into_iter().flatten() {
+        if !guidance.is_empty() {
+            guidance.push_str("\n\n");
         }
-        objective.render_replacing(Objective::GUIDANCE, &guidance)
-    };
+        guidance.push_str(part);
+    }
+    let system = objective.render_replacing(Objective::GUIDANCE, &guidance);
     ChatRequest::new(system, conv.shared_messages())
 }
 

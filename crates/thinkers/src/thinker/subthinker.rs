@@ -6,8 +6,9 @@
 //! * keeps the parent's palette as it stood this turn (the provider instances, so tools a hook
 //!   wired in survive) without the doors, which it rebuilds over the catalogs the parent's doors
 //!   offered at launch, so its own doors offer exactly those;
-//! * works at the parent's grade (and pin), with its own output size, its depth clamped to the
-//!   parent's, and delegates further only at [`Depth::Thorough`];
+//! * works at the parent's grade (and pin), with its own output size, at the depth the model
+//!   asked for (`depth` in its input) clamped to the parent's, or the parent's when it asked for
+//!   none, and delegates further only at [`Depth::Thorough`];
 //! * runs as the parent's child, so the submission door seals the parent's scope (identity axes
 //!   and the read-only binding) onto it and onto everything it starts;
 //! * starts with an artifact registry holding only the listed refs (under the same refs): a ref
@@ -63,6 +64,12 @@ pub struct SubThinkerInput {
     /// Refs of the artifacts to hand over (such as @a1); only these are available to it.
     #[serde(default)]
     pub artifact_refs: Vec<ArtifactRef>,
+    /// How hard the sub-agent should work: immediate, quick, standard or thorough. Your own
+    /// effort, stated in your instructions, is the most you may give: lower it for a simple
+    /// part, never raise it above yours (a deeper value is lowered to yours). Leave it out to
+    /// give your own.
+    #[serde(default)]
+    pub depth: Option<Depth>,
 }
 
 /// The final answer a sub-thinker's model gives.
@@ -291,9 +298,14 @@ impl Orchestrator for SubThinkerJob {
                 }
             }
         }
+        // The parent's model may lower the depth, never raise it.
+        let depth = self
+            .input
+            .depth
+            .map_or(self.launch.depth, |asked| asked.clamp_to(self.launch.depth));
         let input = ThinkerInput {
             query,
-            depth: self.launch.depth,
+            depth,
             artifact_refs: self.input.artifact_refs.clone(),
         };
         let phase = SingleAnswer {

@@ -15,7 +15,7 @@ use super::state::{RefusedCall, Withheld};
 use crate::conversation::ContentBlock;
 use crate::job::{BoxJob, JobContext, ScopeGuard};
 use crate::llm::{ToolCallView, ToolSpec};
-use crate::model::Grade;
+use crate::model::{Depth, Grade};
 use crate::tool::{ToolCallContext, ToolOutput, ToolProvider, ToolRegistry, admit_call};
 use crate::{Error, Result};
 
@@ -58,6 +58,8 @@ pub(crate) struct Round<'a> {
     pub(crate) turn: u32,
     pub(crate) grade: Grade,
     pub(crate) pin: Option<Arc<str>>,
+    /// The run's depth, handed to the tools as their caller's.
+    pub(crate) depth: Depth,
     pub(crate) max_calls: usize,
 }
 
@@ -83,7 +85,7 @@ pub(crate) async fn run_round(
     let tcx = ToolCallContext {
         parent_grade: Some(round.grade),
         parent_pin: round.pin.as_deref().map(str::to_owned),
-        ..ToolCallContext::default()
+        parent_depth: Some(round.depth),
     };
     let mut slots = Vec::with_capacity(calls.len());
     let mut jobs = Vec::new();

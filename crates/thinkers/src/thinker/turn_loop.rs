@@ -281,7 +281,7 @@ pub(crate) async fn turns<P: AnswerPhase>(
             let Some(conv) = st.conversation.as_ref() else {
                 return Err(Error::system("thinker loop", "no conversation is open"));
             };
-            let mut request = conversing::render(conv, phase.uses_refs(), !specs.is_empty());
+            let mut request = conversing::render(conv, depth, phase.uses_refs(), !specs.is_empty());
             request.tools = specs;
             request.tool_choice = if plan.answer_now {
                 ToolChoice::None
@@ -331,6 +331,7 @@ pub(crate) async fn turns<P: AnswerPhase>(
             turn,
             grade: stamps.grade,
             pin: core.pin.clone(),
+            depth,
             max_calls: core.limits.max_tool_calls_per_turn,
         };
         let obs = observer.clone();

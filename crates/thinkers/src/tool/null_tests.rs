@@ -63,7 +63,7 @@ where
 fn sub_thinker() {
     assert_eq!(
         nulls_decode_as_absent::<SubThinkerInput>(&json!({"objective": "find it"})),
-        ["artifact_refs"]
+        ["artifact_refs", "depth"]
     );
 }
 

@@ -43,6 +43,9 @@ pub struct ToolCallContext {
     pub parent_grade: Option<crate::model::Grade>,
     /// The caller's pin, if the caller is pinned to one catalog entry.
     pub parent_pin: Option<String>,
+    /// The caller's depth: a model-dependent tool works at it, lowered to the depth the tool
+    /// allows, never raised.
+    pub parent_depth: Option<crate::model::Depth>,
 }
 
 impl ToolCallContext {
@@ -50,7 +53,7 @@ impl ToolCallContext {
     pub fn with_grade(grade: crate::model::Grade) -> Self {
         Self {
             parent_grade: Some(grade),
-            parent_pin: None,
+            ..Self::default()
         }
     }
 }

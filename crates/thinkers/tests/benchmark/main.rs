@@ -1,6 +1,7 @@
 //! Benchmarks through the dispatcher against thinkers-sim: a job raced across its grade, the
-//! blind judge (checked on the bodies the sim received), judging that overlaps the race, the
-//! failure rows, and costs of a thinker's children landing on its row.
+//! blind judge (checked on the bodies the sim received, self-names included), judging that
+//! overlaps the race, the failure rows, costs of a thinker's children landing on its row, and
+//! every family (toolless, decision, chat turn) as a subject.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -12,7 +13,9 @@
 #[path = "../common/offline.rs"]
 mod offline;
 
+mod blind;
 mod failures;
+mod families;
 mod race;
 mod support;
 mod thinker;

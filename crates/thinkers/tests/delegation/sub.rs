@@ -391,3 +391,53 @@ fn the_sub_answer_asks_for_structured_reasoning_or_fills_it_from_the_thinking_bl
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test]
+async fn the_parents_model_may_lower_a_delegates_depth_never_raise_it() {
+    let (d, _) = dispatcher();
+    // (what the model asks for, the depth the delegate works at) under a standard parent.
+    let cases = [
+        (Some("quick"), Depth::Quick),
+        (Some("immediate"), Depth::Immediate),
+        (Some("thorough"), Depth::Standard),
+        (None, Depth::Standard),
+    ];
+    for (asked, want) in cases {
+        let mut args = json!({"objective": "define seat"});
+        if let Some(depth) = asked {
+            args["depth"] = json!(depth);
+        }
+        let turns = ScriptedTurns::new()
+            .then_calls(&[("p1", SUB_THINKER, args)])
+            .then_answer("r", sub_answer("seat defined", &[]))
+            .then_answer("r", summary("done", &[]));
+        let t = SingleObjectiveThinker::<Summary>::new(decl(), "x").turns(turns.clone());
+        d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
+        let seen = turns.seen();
+        assert_eq!(seen[0].depth, Depth::Standard);
+        let sub = seen.iter().find(|t| t.class == "sub_thinker.turn").unwrap();
+        assert_eq!(sub.depth, want, "asked {asked:?}");
+        // Each level's model reads its own depth as the hint.
+        assert!(seen[0].request.system.contains(Depth::Standard.hint()));
+        assert!(sub.request.system.contains(want.hint()), "asked {asked:?}");
+
+        // The field tells the model it may lower the depth and never raise it.
+        let spec = seen[0]
+            .request
+            .tools
+            .iter()
+            .find(|t| t.name == SUB_THINKER)
+            .unwrap();
+        let field = &spec.parameters["properties"]["depth"];
+        let description = field["description"].as_str().unwrap();
+        assert!(description.contains("never raise"), "{description}");
+        assert!(description.contains("lower"), "{description}");
+        assert!(
+            spec.parameters["required"]
+                .as_array()
+                .is_none_or(|r| !r.contains(&json!("depth"))),
+            "{}",
+            spec.parameters
+        );
+    }
+}

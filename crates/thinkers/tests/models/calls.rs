@@ -155,7 +155,11 @@ async fn depth_becomes_reasoning_on_the_wire() {
     assert_eq!(anthropic.body["thinking"]["budget_tokens"], 16000);
     let openai = reqs.iter().find(|r| r.model == "sim-medium-a").unwrap();
     assert_eq!(openai.body["reasoning_effort"], "low");
-    assert_eq!(openai.body["max_completion_tokens"], 4096);
+    // The answer keeps its 4,096 tokens; the cap makes room for the reasoning `low` reserves.
+    assert_eq!(
+        openai.body["max_completion_tokens"],
+        4096 + thinkers::model::effort_tokens("low", Depth::Quick)
+    );
 }
 
 #[tokio::test]

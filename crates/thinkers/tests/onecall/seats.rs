@@ -236,3 +236,106 @@ async fn a_pin_outside_the_envelope_is_refused_naming_the_entry_and_the_rule() {
     s.rt.run(job).await.unwrap();
     assert_ne!(s.rec.llm_runs()[0].entry, "sim-small-a");
 }
+
+/// The reasoning effort each call sent to the sim, in order, for `entry`.
+fn efforts(s: &crate::support::Setup, entry: &str) -> Vec<Option<String>> {
+    s.sim
+        .requests()
+        .into_iter()
+        .filter(|r| r.model == entry)
+        .map(|r| r.body["reasoning_effort"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_call_works_at_its_callers_depth_lowered_to_what_the_tool_allows() {
+    use thinkers::job::doer;
+    use thinkers::model::Depth;
+    use thinkers::thinker::META_THINKER_DEPTH;
+
+    let s = setup().await;
+    // The probe allows `standard` (its default). sim-medium-a maps quick → low,
+    // standard → medium, thorough → high, and names nothing for immediate.
+    let provider = ModelToolProvider::new(Probe::GRADELESS);
+    let args = serde_json::json!({"topic": "tea"});
+    let callers = [
+        Some(Depth::Quick),
+        Some(Depth::Thorough),
+        None,
+        Some(Depth::Immediate),
+    ];
+    for depth in callers {
+        let mut cx = ToolCallContext::with_grade(Grade::Medium);
+        cx.parent_pin = Some("sim-medium-a".into());
+        cx.parent_depth = depth;
+        s.rt.run(provider.instantiate(&args, &cx).unwrap())
+            .await
+            .unwrap();
+    }
+    // Code that calls the tool under a thinker: the nearest thinker's depth.
+    let medium = Probe {
+        grade: Some(Grade::Medium),
+    };
+    s.rt.run(doer("under_a_thinker", move |cx| {
+        cx.set_metadata(META_THINKER_DEPTH, serde_json::json!("quick"));
+        let job = ModelToolJob::new(Arc::new(medium), crate::support::probe_input())
+            .unwrap()
+            .pinned("sim-medium-a");
+        async move { cx.submit_in_step(job).await }
+    }))
+    .await
+    .unwrap();
+    // A depth named on the job is the caller's too, and is lowered the same way.
+    let job = ModelToolJob::new(Arc::new(medium), crate::support::probe_input())
+        .unwrap()
+        .pinned("sim-medium-a")
+        .depth(Depth::Thorough);
+    s.rt.run(job).await.unwrap();
+
+    let low = Some("low".to_owned());
+    let medium_effort = Some("medium".to_owned());
+    assert_eq!(
+        efforts(&s, "sim-medium-a"),
+        [
+            low.clone(),
+            medium_effort.clone(),
+            medium_effort.clone(),
+            None,
+            low,
+            medium_effort
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_effort_level_reserves_reasoning_tokens_and_the_cap_makes_room_for_them() {
+    let s = setup().await;
+    let seats = Arc::new(Mutex::new(Vec::new()));
+    let log = seats.clone();
+    let hook: ExchangeHook = Arc::new(move |x| {
+        log.lock()
+            .unwrap()
+            .push(x.seat.expect("a granted seat").clone());
+    });
+    // sim-medium-a names `medium` for the probe's standard depth.
+    let job = ModelToolJob::new(
+        Arc::new(Probe {
+            grade: Some(Grade::Medium),
+        }),
+        crate::support::probe_input(),
+    )
+    .unwrap()
+    .pinned("sim-medium-a")
+    .on_exchange(hook);
+    s.rt.run(job).await.unwrap();
+    let seat = seats.lock().unwrap()[0].clone();
+    let medium = thinkers::model::effort_tokens("medium", thinkers::model::Depth::Standard);
+    assert_eq!(medium, 8_192);
+    assert_eq!(seat.output_tokens, 4_096, "the answer keeps its budget");
+    assert_eq!(seat.reasoning_tokens, u64::from(medium));
+    let body = &s.sim.requests()[0].body;
+    assert_eq!(body["reasoning_effort"], "medium");
+    assert_eq!(body["max_completion_tokens"], 4_096 + medium);
+    // The record keeps the answer's budget.
+    assert_eq!(s.rec.llm_runs()[0].output_budget, 4_096);
+}

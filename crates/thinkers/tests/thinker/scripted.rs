@@ -260,9 +260,10 @@ async fn seeded_followup_follows_the_objective_only_in_a_new_conversation_and_tr
     assert_eq!(
         first.system,
         format!(
-            "OBJECTIVE: explain.\n\n{}\n\n{}",
+            "OBJECTIVE: explain.\n\n{}\n\n{}\n\n{}",
             thinkers_legend(),
-            thinkers::thinker::TOOL_GUIDANCE
+            thinkers::thinker::TOOL_GUIDANCE,
+            Depth::Standard.hint()
         )
     );
     assert_eq!(first.messages[0].text(), "Plan: look up, then summarise.");
@@ -484,5 +485,37 @@ async fn reconcile_hooks_run_every_turn_and_are_idempotent() {
         let names: Vec<_> = seen.request.tools.iter().map(|t| t.name.as_ref()).collect();
         // The hook's tool, then the built-in sub_thinker (standard depth, no hub needed).
         assert_eq!(names, ["lookup", "sub_thinker"], "turn {}", seen.turn);
+    }
+}
+
+#[tokio::test]
+async fn every_turn_tells_the_model_its_depth_and_a_change_reaches_the_next_run() {
+    let (d, _) = dispatcher();
+    let turns = ScriptedTurns::new()
+        .then_calls(&[("c1", "lookup", json!({"term": "seat"}))])
+        .then_answer("r", summary("first", &["@a1"]))
+        .then_answer("r", summary("second", &["@a1"]));
+    let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "OBJECTIVE: explain.")
+        .tool(Lookup::default())
+        .turns(turns.clone());
+    d.run(thinker.ask(ThinkerInput::query("q").with_depth(Depth::Thorough)))
+        .await
+        .unwrap();
+    // The same conversation, continued at another depth.
+    d.run(thinker.ask(ThinkerInput::query("again").with_depth(Depth::Quick)))
+        .await
+        .unwrap();
+    let seen = turns.seen();
+    let wants = [Depth::Thorough, Depth::Thorough, Depth::Quick];
+    for (turn, want) in seen.iter().zip(wants) {
+        assert_eq!(turn.depth, want);
+        let system = &turn.request.system;
+        for depth in Depth::ALL {
+            assert_eq!(
+                system.contains(depth.hint()),
+                depth == want,
+                "{depth:?} at {want:?}: {system}"
+            );
+        }
     }
 }

@@ -457,3 +457,13 @@ fn forced_choice_and_none_render() -> anyhow::Result<()> {
     assert_eq!(v["tool_choice"], "required");
     Ok(())
 }
+
+#[test]
+fn the_effort_reservations_agree_with_the_effort_a_token_budget_is_sent_as() {
+    // The tokens reserved for `low`, `medium` and `high` are budgets this dialect sends as that
+    // same effort, so the two translations cannot drift apart.
+    for name in ["low", "medium", "high"] {
+        let reserved = crate::model::effort_tokens(name, crate::model::Depth::Standard);
+        assert_eq!(super::effort_for_tokens(reserved), name);
+    }
+}

@@ -33,6 +33,41 @@ impl Pricing {
     }
 }
 
+/// The reasoning tokens a call reserves (and may spend beyond its answer budget) for a
+/// provider effort name, for entries that map depth to effort names
+/// ([`Reasoning::Effort`]). A provider says how hard to think with such a name but sets no
+/// number, so the framework assumes one: the figures follow the thresholds the OpenAI dialect
+/// uses the other way round (a token budget of at most 2,048 is sent as `low`, at most 8,192 as
+/// `medium`, more as `high`). Names are matched without regard to ASCII case.
+pub const EFFORT_TOKENS: [(&str, u32); 7] = [
+    ("none", 0),
+    ("minimal", 1_024),
+    ("low", 2_048),
+    ("medium", 8_192),
+    ("high", 16_384),
+    ("xhigh", 32_768),
+    ("max", 32_768),
+];
+
+/// The reasoning tokens assumed for an effort name [`EFFORT_TOKENS`] does not list, by the depth
+/// it was named for: the figure of the name that depth usually maps to (`minimal`, `low`,
+/// `medium`, `high`).
+pub fn effort_tokens(name: &str, depth: Depth) -> u32 {
+    let name = name.trim();
+    EFFORT_TOKENS
+        .iter()
+        .find(|(known, _)| known.eq_ignore_ascii_case(name))
+        .map_or_else(
+            || match depth {
+                Depth::Immediate => 1_024,
+                Depth::Quick => 2_048,
+                Depth::Standard => 8_192,
+                Depth::Thorough => 16_384,
+            },
+            |(_, tokens)| *tokens,
+        )
+}
+
 /// How an entry turns a [`Depth`] into reasoning.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -197,11 +232,14 @@ impl Entry {
         wanted.min(self.output_ceiling)
     }
 
-    /// The reasoning-token budget for `depth`: 0 unless the entry declares token budgets.
+    /// The reasoning tokens a call at `depth` reserves: the entry's token budget for it, or, for
+    /// an entry that names an effort for it, the figure [`effort_tokens`] assumes for that name.
+    /// 0 when the entry does no separate reasoning or names nothing for the depth.
     pub fn reasoning_tokens(&self, depth: Depth) -> u32 {
         match &self.reasoning {
             Reasoning::Tokens(map) => map.get(&depth).copied().unwrap_or(0),
-            Reasoning::None | Reasoning::Effort(_) => 0,
+            Reasoning::Effort(map) => map.get(&depth).map_or(0, |name| effort_tokens(name, depth)),
+            Reasoning::None => 0,
         }
     }
 

@@ -23,7 +23,7 @@ mod tests;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub use entry::{Entry, Pricing, Reasoning};
+pub use entry::{EFFORT_TOKENS, Entry, Pricing, Reasoning, effort_tokens};
 pub use error::{CatalogError, InvalidValue, Location, Problem};
 pub use provider::{
     Dialect, Provider, SIM_DEFAULT_KEY, SIM_KEY_ENV, SIM_PLACEHOLDER, StructuredOutput,

@@ -91,7 +91,12 @@ pub(crate) async fn exchange<C: Contract>(
             let Some(conv) = st.conversation.as_ref() else {
                 return Err(Error::system("toolless thinker", "no conversation is open"));
             };
-            (conv.render(), *conv.stamps())
+            // No tools and no refs: the guidance is the depth's hint.
+            let stamps = *conv.stamps();
+            (
+                super::super::conversing::render(conv, stamps.depth, false, false),
+                stamps,
+            )
         };
         let native = native_thinking(core, stamps.grade, stamps.depth, cx);
         request.response = Some(contract.schema(native.is_some()));

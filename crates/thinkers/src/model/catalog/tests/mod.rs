@@ -225,7 +225,37 @@ fn depth_becomes_reasoning_tokens_or_effort() {
     assert_eq!(effort.reasoning_effort(Depth::Quick), Some("low"));
     assert_eq!(effort.reasoning_effort(Depth::Thorough), Some("high"));
     assert_eq!(effort.reasoning_effort(Depth::Standard), None, "not listed");
-    assert_eq!(effort.reasoning_tokens(Depth::Thorough), 0);
+    // An effort name reserves the tokens the framework assumes for it; an unlisted depth none.
+    assert_eq!(effort.reasoning_tokens(Depth::Quick), 2_048);
+    assert_eq!(effort.reasoning_tokens(Depth::Thorough), 16_384);
+    assert_eq!(effort.reasoning_tokens(Depth::Standard), 0);
+}
+
+#[test]
+fn effort_names_reserve_the_documented_tokens() {
+    use crate::model::{EFFORT_TOKENS, effort_tokens};
+    for (name, tokens) in EFFORT_TOKENS {
+        for depth in Depth::ALL {
+            assert_eq!(effort_tokens(name, depth), tokens, "{name} at {depth}");
+        }
+        assert_eq!(
+            effort_tokens(&format!(" {} ", name.to_ascii_uppercase()), Depth::Quick),
+            tokens
+        );
+    }
+    // Growing effort reserves more.
+    let order = ["none", "minimal", "low", "medium", "high", "xhigh"];
+    let reserved: Vec<u32> = order
+        .iter()
+        .map(|n| effort_tokens(n, Depth::Standard))
+        .collect();
+    assert!(reserved.windows(2).all(|w| w[0] < w[1]), "{reserved:?}");
+    // A name the table does not know reserves what its depth usually maps to.
+    let by_depth: Vec<u32> = Depth::ALL
+        .iter()
+        .map(|d| effort_tokens("dynamic", *d))
+        .collect();
+    assert_eq!(by_depth, [1_024, 2_048, 8_192, 16_384]);
 }
 
 #[test]
