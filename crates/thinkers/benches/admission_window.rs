@@ -28,9 +28,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use thinkers::Runtime;
-use thinkers::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
-use thinkers_bench::{Brief, Lookup};
+use thinkers::model::{Catalog, Depth};
+use thinkers::thinker::{SingleObjectiveThinker, ThinkerInput};
+use thinkers_bench::Brief;
 
 const MODEL: &str = "windowed";
 /// The provider's real limit.
@@ -56,38 +56,11 @@ fn sim_config() -> thinkers_sim::SimConfig {
 }
 
 fn catalog(base: &str, tpm: u64) -> Catalog {
-    let toml = format!(
-        r#"
-[providers.sim]
-dialect = "openai"
-base_url = "{base}/v1"
-api_key_env = "THINKERS_SIM_KEY"
-
-[[entries]]
-id = "{MODEL}"
-provider = "sim"
-model = "{MODEL}"
-grade = "small"
-context_window = 128000
-output_ceiling = 4096
-tpm = {tpm}
-price_in = 0.15
-price_out = 0.6
-currency = "USD"
-"#
-    );
-    Catalog::from_toml_str(&toml, "bench.toml").unwrap()
+    thinkers_bench::one_entry_catalog(base, MODEL, &format!("tpm = {tpm}"))
 }
 
 fn thinker(output: u32) -> SingleObjectiveThinker<Brief> {
-    let mut t = SingleObjectiveThinker::<Brief>::new(
-        ThinkerDeclaration::new(Grade::Small, OutputSize::Tokens(output)),
-        "Answer from the glossary.",
-    )
-    .tool(Lookup)
-    .class("bench_thinker");
-    t.pin_model(MODEL.to_owned());
-    t
+    thinkers_bench::glossary_thinker(MODEL, output)
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {

@@ -24,9 +24,9 @@ mod thinkers_bench;
 
 use serde_json::{Value, json};
 use thinkers::Runtime;
-use thinkers::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
-use thinkers_bench::{Brief, Lookup};
+use thinkers::model::Depth;
+use thinkers::thinker::ThinkerInput;
+use thinkers_bench::Brief;
 
 const THINKERS_MODEL: &str = "sized";
 const LEAN_MODEL: &str = "sized-lean";
@@ -46,40 +46,6 @@ fn sim_config() -> thinkers_sim::SimConfig {
         .log_bodies(true)
         .build()
         .unwrap()
-}
-
-fn catalog(base: &str) -> Catalog {
-    let toml = format!(
-        r#"
-[providers.sim]
-dialect = "openai"
-base_url = "{base}/v1"
-api_key_env = "THINKERS_SIM_KEY"
-
-[[entries]]
-id = "{THINKERS_MODEL}"
-provider = "sim"
-model = "{THINKERS_MODEL}"
-grade = "small"
-context_window = 128000
-output_ceiling = 4096
-price_in = 0.15
-price_out = 0.6
-currency = "USD"
-"#
-    );
-    Catalog::from_toml_str(&toml, "bench.toml").unwrap()
-}
-
-fn thinker() -> SingleObjectiveThinker<Brief> {
-    let mut t = SingleObjectiveThinker::<Brief>::new(
-        ThinkerDeclaration::new(Grade::Small, OutputSize::Tokens(OUTPUT)),
-        SYSTEM,
-    )
-    .tool(Lookup)
-    .class("bench_thinker");
-    t.pin_model(THINKERS_MODEL.to_owned());
-    t
 }
 
 /// The lean loop's tool and answer format, as a framework derives them from the same Rust types
@@ -240,10 +206,12 @@ fn main() {
     let dump = std::env::args().any(|a| a == "--dump");
     let (mut child, base) = common::spawn_sim();
     common::client_runtime().block_on(async {
-        let rt = Runtime::builder(catalog(&base)).build().await.unwrap();
+        let catalog = thinkers_bench::one_entry_catalog(&base, THINKERS_MODEL, "");
+        let rt = Runtime::builder(catalog).build().await.unwrap();
         for i in 0..RUNS {
             let input = ThinkerInput::query(format!("What is term {i}?")).with_depth(Depth::Quick);
-            rt.dispatcher().submit(thinker().ask(input)).await.unwrap();
+            let t = thinkers_bench::glossary_thinker(THINKERS_MODEL, OUTPUT);
+            rt.dispatcher().submit(t.ask(input)).await.unwrap();
         }
         rt.shutdown().await.unwrap();
         let client = reqwest::Client::new();

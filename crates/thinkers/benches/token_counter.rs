@@ -31,9 +31,8 @@ use cpu_time::ProcessTime;
 use thinkers::Runtime;
 use thinkers::conversation::Message;
 use thinkers::llm::{ChatRequest, Dialect, TokenCounter, Tokenizer, WireTarget};
-use thinkers::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
-use thinkers_bench::{Brief, Lookup};
+use thinkers::model::{Catalog, Depth};
+use thinkers::thinker::ThinkerInput;
 
 const MODEL: &str = "counted";
 const AGENT_ENV: &str = "THINKERS_BENCH_AGENT";
@@ -54,27 +53,7 @@ fn sim_config() -> thinkers_sim::SimConfig {
 }
 
 fn catalog(base: &str, tokenizer: &str) -> Catalog {
-    let toml = format!(
-        r#"
-[providers.sim]
-dialect = "openai"
-base_url = "{base}/v1"
-api_key_env = "THINKERS_SIM_KEY"
-
-[[entries]]
-id = "{MODEL}"
-provider = "sim"
-model = "{MODEL}"
-grade = "small"
-context_window = 128000
-output_ceiling = 4096
-price_in = 0.15
-price_out = 0.6
-currency = "USD"
-tokenizer = "{tokenizer}"
-"#
-    );
-    Catalog::from_toml_str(&toml, "bench.toml").unwrap()
+    thinkers_bench::one_entry_catalog(base, MODEL, &format!("tokenizer = \"{tokenizer}\""))
 }
 
 fn peak_rss_kib() -> u64 {
@@ -99,15 +78,6 @@ fn agent(base: &str, tokenizer: &str, runs: usize) {
             .build()
             .await
             .unwrap();
-        let thinker = || {
-            let mut t = SingleObjectiveThinker::<Brief>::new(
-                ThinkerDeclaration::new(Grade::Small, OutputSize::Tokens(512)),
-                "Answer from the glossary.",
-            )
-            .tool(Lookup);
-            t.pin_model(MODEL.to_owned());
-            t
-        };
         let mut cpu_ms = 0.0;
         for i in 0..runs {
             let input = ThinkerInput::query(format!("What is term {i}?")).with_depth(Depth::Quick);

@@ -137,6 +137,45 @@ pub(crate) struct Brief {
     pub(crate) summary: String,
 }
 
+/// A catalog of one OpenAI-dialect sim entry `id` at small grade over `base`, with `extra`
+/// lines added to the entry (limits, a tokenizer).
+pub(crate) fn one_entry_catalog(base: &str, id: &str, extra: &str) -> Catalog {
+    let toml = format!(
+        r#"
+[providers.sim]
+dialect = "openai"
+base_url = "{base}/v1"
+api_key_env = "THINKERS_SIM_KEY"
+
+[[entries]]
+id = "{id}"
+provider = "sim"
+model = "{id}"
+grade = "small"
+context_window = 128000
+output_ceiling = 4096
+price_in = 0.15
+price_out = 0.6
+currency = "USD"
+{extra}
+"#
+    );
+    Catalog::from_toml_str(&toml, "bench.toml").unwrap()
+}
+
+/// The admission and request-size benches' job: a system prompt, the one read-only `lookup`
+/// tool and a [`Brief`] answer within `output` tokens, pinned to `entry`.
+pub(crate) fn glossary_thinker(entry: &str, output: u32) -> SingleObjectiveThinker<Brief> {
+    let mut t = SingleObjectiveThinker::<Brief>::new(
+        ThinkerDeclaration::new(Grade::Small, OutputSize::Tokens(output)),
+        "Answer from the glossary.",
+    )
+    .tool(Lookup)
+    .class("bench_thinker");
+    t.pin_model(entry.to_owned());
+    t
+}
+
 pub(crate) fn thinker(entry: &str, grade: Grade) -> SingleObjectiveThinker<Brief> {
     let mut t = SingleObjectiveThinker::<Brief>::new(
         ThinkerDeclaration::new(grade, OutputSize::Compact),

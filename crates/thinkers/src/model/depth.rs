@@ -52,22 +52,10 @@ impl Depth {
     /// field of `sub_thinker`) knows the most it may give.
     pub fn hint(self) -> &'static str {
         match self {
-            Self::Immediate => {
-                "Effort: immediate. Answer at once from what you already have; do not \
-                 investigate further."
-            }
-            Self::Quick => {
-                "Effort: quick. Take a brief look, check only what the answer hinges on, then \
-                 answer."
-            }
-            Self::Standard => {
-                "Effort: standard. Work with ordinary care: check the points that matter before \
-                 you answer."
-            }
-            Self::Thorough => {
-                "Effort: thorough. Work the problem through: verify each claim you rely on and \
-                 weigh the alternatives before you answer."
-            }
+            Self::Immediate => "Effort: immediate. Answer from what you have.",
+            Self::Quick => "Effort: quick. Check only what the answer hinges on.",
+            Self::Standard => "Effort: standard. Check what matters before you answer.",
+            Self::Thorough => "Effort: thorough. Verify each claim and weigh the alternatives.",
         }
     }
 

@@ -23,7 +23,7 @@ use crate::{Error, Result};
 /// What the model is told about tool use once it has tools: calls cost time and tokens, so
 /// batch independent ones and stop calling once the answer is supported.
 pub const TOOL_GUIDANCE: &str = "Call tools only when a result can change your answer; make \
-independent calls in one turn; answer as soon as you can.";
+independent calls in one turn.";
 
 /// A thinker-private service for thinkers run where no [`ConversationService`] is registered:
 /// its conversations live as long as the thinker.
