@@ -84,7 +84,7 @@ fn agent(base: &str, tokenizer: &str, runs: usize) {
             let cpu = ProcessTime::now();
             runtime
                 .dispatcher()
-                .submit(thinker().ask(input))
+                .submit(thinkers_bench::glossary_thinker(MODEL, 512).ask(input))
                 .await
                 .unwrap();
             if i == 0 {
