@@ -49,7 +49,9 @@ async fn the_event_stream_carries_a_turn_in_order_with_ids_counting_up() {
         .collect();
     let answer = &events.last().unwrap().data;
     assert_eq!(answer["text"].as_str().unwrap(), streamed);
-    assert!(streamed.contains("tool result"), "{streamed}");
+    // The answer quotes the latest tool result (the sim's answer may be a weak or a good
+    // sentence, drawn from the request, but both quote it).
+    assert!(streamed.contains("the meaning of"), "{streamed}");
     // The answer carries the conversation's artifacts: the lookups' outputs.
     assert_eq!(answer["artifacts"].as_array().unwrap().len(), calls);
     assert_eq!(answer["artifacts"][0]["reference"], "@a1");
