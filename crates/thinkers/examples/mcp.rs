@@ -13,7 +13,7 @@
 use anyhow::{Context, Result};
 use thinkers::Runtime;
 use thinkers::mcp::{McpServer, McpToolset};
-use thinkers::model::{Grade, OutputSize};
+use thinkers::model::{Depth, Grade, OutputSize};
 use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
 
 #[path = "support/mod.rs"]
@@ -74,9 +74,9 @@ pub async fn run(rt: &Runtime) -> Result<Option<Outcome>> {
     .provider(echo)
     .class("echo_thinker");
     let observer = thinker.observer();
-    let answer = rt
-        .run(thinker.ask(ThinkerInput::query("Say hello through the tool.")))
-        .await?;
+    // Quick: an echo needs no delegation, so `sub_thinker` (offered from standard) stays out.
+    let input = ThinkerInput::query("Say hello through the tool.").with_depth(Depth::Quick);
+    let answer = rt.run(thinker.ask(input)).await?;
     let transcript = observer.transcript();
     println!("{transcript}");
     println!("answer: {answer}");
