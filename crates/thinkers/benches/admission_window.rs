@@ -70,18 +70,6 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-async fn stats(base: &str) -> thinkers_sim::ModelStats {
-    let snapshot: thinkers_sim::StatsSnapshot = common::control()
-        .get(format!("{base}/sim/stats"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    snapshot.model(MODEL)
-}
-
 struct Outcome {
     completed: u64,
     failed: u64,
@@ -126,11 +114,11 @@ async fn scenario(base: &str, catalog_tpm: u64, secs: u64, output: u32) -> Outco
         .collect();
     tokio::time::sleep_until(deadline.into()).await;
     // Tokens are counted up to the deadline; runs still going finish and are counted.
-    let at_deadline = stats(base).await;
+    let at_deadline = common::sim_stats(base, MODEL).await;
     for w in workers {
         w.await.unwrap();
     }
-    let after = stats(base).await;
+    let after = common::sim_stats(base, MODEL).await;
     let elapsed = start.elapsed().min(Duration::from_secs(secs));
     Outcome {
         completed: completed.load(Ordering::Relaxed),

@@ -137,18 +137,6 @@ async fn lean_run(client: &reqwest::Client, base: &str, i: usize) {
     panic!("the lean loop's run did not end in 10 calls");
 }
 
-async fn stats(base: &str, model: &str) -> thinkers_sim::ModelStats {
-    let snapshot: thinkers_sim::StatsSnapshot = common::control()
-        .get(format!("{base}/sim/stats"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    snapshot.model(model)
-}
-
 async fn logged(base: &str, model: &str) -> Vec<String> {
     let v: Value = common::control()
         .get(format!("{base}/sim/requests"))
@@ -176,7 +164,7 @@ struct Side {
 impl Side {
     async fn measure(base: &str, model: &str) -> (Self, Vec<String>) {
         let bodies = logged(base, model).await;
-        let s = stats(base, model).await;
+        let s = common::sim_stats(base, model).await;
         let side = Self {
             calls: bodies.len(),
             bytes: bodies.iter().map(String::len).sum(),

@@ -67,6 +67,19 @@ pub(crate) fn control() -> &'static reqwest::Client {
     &CLIENT
 }
 
+/// The sim's counts for `model` (its `/sim/stats`).
+pub(crate) async fn sim_stats(base: &str, model: &str) -> thinkers_sim::ModelStats {
+    let snapshot: thinkers_sim::StatsSnapshot = control()
+        .get(format!("{base}/sim/stats"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    snapshot.model(model)
+}
+
 /// Send `bodies` to the sim's chat completions endpoint with a bare reqwest client, at most
 /// `concurrency` in flight, driven from the bench's `block_on` as a `#[tokio::main]` program
 /// drives its main future; the process CPU µs per call. The client lives across calls (and
