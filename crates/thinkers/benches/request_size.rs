@@ -137,23 +137,6 @@ async fn lean_run(client: &reqwest::Client, base: &str, i: usize) {
     panic!("the lean loop's run did not end in 10 calls");
 }
 
-async fn logged(base: &str, model: &str) -> Vec<String> {
-    let v: Value = common::control()
-        .get(format!("{base}/sim/requests"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .filter(|r| r["model"] == model)
-        .map(|r| r["raw_body"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
 struct Side {
     calls: usize,
     bytes: usize,
@@ -162,12 +145,12 @@ struct Side {
 }
 
 impl Side {
-    async fn measure(base: &str, model: &str) -> (Self, Vec<String>) {
-        let bodies = logged(base, model).await;
+    async fn measure(base: &str, model: &str) -> (Self, Vec<bytes::Bytes>) {
+        let bodies = thinkers_bench::logged_bodies(base, model).await;
         let s = common::sim_stats(base, model).await;
         let side = Self {
             calls: bodies.len(),
-            bytes: bodies.iter().map(String::len).sum(),
+            bytes: bodies.iter().map(bytes::Bytes::len).sum(),
             input_tokens: s.input_tokens,
             output_tokens: s.output_tokens,
         };
@@ -221,6 +204,7 @@ fn main() {
         if dump {
             let per_run = ours.calls / RUNS;
             for body in bodies.iter().take(per_run) {
+                let body = String::from_utf8_lossy(body);
                 println!("\n{body}");
             }
         }

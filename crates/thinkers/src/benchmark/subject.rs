@@ -168,17 +168,23 @@ impl BenchmarkSubject for ReactiveThinker {
 
     fn job(&mut self, message: String) -> Result<ReactiveTurn> {
         let turn = self.turn();
-        if !self.add_message(message) {
-            return Err(Error::system(
-                "benchmark",
-                "the chat turn closed before its message was added",
-            ));
-        }
-        Ok(turn)
+        turn_with(turn, self.add_message(message))
     }
 
     fn evidence(&self) -> RunEvidence {
         observed(&self.observer())
+    }
+}
+
+/// The turn a chat subject's run is, once its message was added to it (`added`).
+fn turn_with(turn: ReactiveTurn, added: bool) -> Result<ReactiveTurn> {
+    if added {
+        Ok(turn)
+    } else {
+        Err(Error::system(
+            "benchmark",
+            "the chat turn closed before its message was added",
+        ))
     }
 }
 
@@ -190,13 +196,7 @@ impl BenchmarkSubject for ChatThinker {
 
     fn job(&mut self, message: String) -> Result<ReactiveTurn> {
         let turn = self.turn();
-        if !self.add_message(message) {
-            return Err(Error::system(
-                "benchmark",
-                "the chat turn closed before its message was added",
-            ));
-        }
-        Ok(turn)
+        turn_with(turn, self.add_message(message))
     }
 
     fn evidence(&self) -> RunEvidence {
