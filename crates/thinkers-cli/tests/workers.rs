@@ -23,6 +23,10 @@ use sqlx::Connection as _;
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::queue::WorkflowQueue;
 use thinkers::store::PgStore;
+
+/// The tests of this file run one at a time: each starts worker processes, and the utilisation
+/// test measures a rate that the others' workers would take CPU from on a two-core machine.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 use thinkers_sim::{Profile, Sim, SimConfig};
 use tokio::process::{Child, Command};
 
@@ -114,6 +118,7 @@ fn unique(prefix: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_workers_workflow_completes_on_another_without_paying_twice() -> Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
     let Some(db) = pg::fresh_schema_url().await? else {
         return Ok(());
     };
@@ -229,6 +234,7 @@ async fn a_killed_workers_workflow_completes_on_another_without_paying_twice() -
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_workers_share_one_tpm_limit_through_redis() -> Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
     let (Some(db), Some(redis)) = (pg::fresh_schema_url().await?, redis_or_skip().await?) else {
         return Ok(());
     };
@@ -347,6 +353,7 @@ async fn finish(db: &str, queue: &str, id: &str, timeout: Duration) -> Result<Va
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replayed_thinker_workflow_sends_byte_identical_bodies_and_is_served_from_the_cache()
 -> Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
     let Some(db) = pg::fresh_schema_url().await? else {
         return Ok(());
     };
