@@ -356,7 +356,19 @@ impl Exchange<'_> {
             .unwrap_or("")
             .to_owned();
         let response = if self.enc.plan.stream && content_type.starts_with("text/event-stream") {
-            self.read_stream(resp, on_delta).await?
+            let events = resp.bytes_stream().eventsource().map(|r| {
+                r.map(|ev| ev.data).map_err(|e| match e {
+                    eventsource_stream::EventStreamError::Transport(f) => chain(&f.without_url()),
+                    other => other.to_string(),
+                })
+            });
+            self.read_stream(events, on_delta).await?
+        } else if self.enc.plan.stream
+            && content_type.starts_with(crate::llm::bedrock::stream::CONTENT_TYPE)
+        {
+            // Bedrock's binary event-stream frames, read through the same loop.
+            let events = crate::llm::bedrock::stream::events(resp.bytes_stream());
+            self.read_stream(events, on_delta).await?
         } else {
             let body = match tokio::time::timeout_at(self.deadline, resp.bytes()).await {
                 Err(_) => return Err(self.too_late()),
@@ -419,6 +431,7 @@ impl Exchange<'_> {
     async fn refused(&self, resp: reqwest::Response, now: SystemTime) -> Error {
         let status = resp.status().as_u16();
         let retry_after = headers::retry_after(resp.headers(), now);
+        let error_headers = resp.headers().clone();
         let location = resp
             .headers()
             .get(LOCATION)
@@ -428,7 +441,11 @@ impl Exchange<'_> {
             Ok(Ok(b)) => b,
             _ => bytes::Bytes::new(),
         };
-        let mut said = ProviderError::from_body(&body);
+        let mut said = if self.enc.plan.dialect == crate::llm::Dialect::BedrockConverse {
+            crate::llm::bedrock::decode::provider_error(&error_headers, &body)
+        } else {
+            ProviderError::from_body(&body)
+        };
         said.message = self.redactor.text(&said.message).into_owned();
         let model = model_of(self.enc);
         tracing::debug!(
@@ -468,15 +485,15 @@ impl Exchange<'_> {
         codec::decode(&self.enc.plan, body)
     }
 
-    /// Read a stream of server-sent events to its end.
+    /// Read a stream of events (each event's data, or what broke) to its end.
     async fn read_stream(
         &self,
-        resp: reqwest::Response,
+        events: impl futures::Stream<Item = std::result::Result<String, String>>,
         on_delta: &mut (dyn FnMut(StreamDelta) + Send),
     ) -> Result<ChatResponse> {
         let idle = self.client.limits.stream_idle_timeout;
         let mut decoder = StreamDecoder::new(self.enc.plan);
-        let mut events = resp.bytes_stream().eventsource();
+        let mut events = std::pin::pin!(events);
         let mut first = true;
         loop {
             // The attempt's deadline bounds the wait for the first event (a model may think
@@ -498,19 +515,13 @@ impl Exchange<'_> {
                 }
                 Err(_) => return Err(self.too_late()),
                 Ok(None) => break,
-                Ok(Some(Ok(ev))) => {
-                    decoder.push(&ev.data, &mut *on_delta)?;
+                Ok(Some(Ok(data))) => {
+                    decoder.push(&data, &mut *on_delta)?;
                     if decoder.is_done() {
                         break;
                     }
                 }
-                Ok(Some(Err(e))) => {
-                    let what = match e {
-                        eventsource_stream::EventStreamError::Transport(f) => {
-                            chain(&f.without_url())
-                        }
-                        other => other.to_string(),
-                    };
+                Ok(Some(Err(what))) => {
                     return Err(if decoder.delivered_content() {
                         self.origin.broken_stream(&what)
                     } else {

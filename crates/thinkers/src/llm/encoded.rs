@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::Serialize;
@@ -22,6 +23,9 @@ pub struct Header {
     /// Borrowed when the value is a constant (`application/json`, an API version).
     value: Cow<'static, str>,
     secret: bool,
+    /// AWS credentials that sign the request when it is sent (`bedrock-converse`): this header
+    /// stands for the signature headers, computed over the exact body at send time.
+    signing: Option<Arc<crate::llm::AwsSigning>>,
 }
 
 impl Header {
@@ -30,6 +34,7 @@ impl Header {
             name,
             value: value.into(),
             secret: false,
+            signing: None,
         }
     }
 
@@ -38,7 +43,24 @@ impl Header {
             name,
             value: value.into(),
             secret: true,
+            signing: None,
         }
+    }
+
+    /// The AWS Signature Version 4 of the request, computed when it is sent (its value is
+    /// empty until then, and secret).
+    pub(crate) fn aws_sigv4(signing: Arc<crate::llm::AwsSigning>) -> Self {
+        Self {
+            name: "authorization",
+            value: Cow::Borrowed(""),
+            secret: true,
+            signing: Some(signing),
+        }
+    }
+
+    /// The credentials this header signs the request with, if it is the signing header.
+    pub(crate) fn signing(&self) -> Option<&crate::llm::AwsSigning> {
+        self.signing.as_deref()
     }
 
     /// The header's name.
@@ -63,7 +85,9 @@ impl Header {
 
 impl fmt::Debug for Header {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.secret {
+        if self.signing.is_some() {
+            write!(f, "{}: <AWS SigV4, signed when sent>", self.name)
+        } else if self.secret {
             write!(f, "{}: <redacted>", self.name)
         } else {
             write!(f, "{}: {:?}", self.name, self.value)

@@ -2,7 +2,9 @@
 //!
 //! | what the provider said | what the caller gets |
 //! |---|---|
-//! | 429 (not quota, not "request too large"), 529, `overloaded_error` | [`RetrySignal::Throttled`] with the provider's wait |
+//! | 429 (not quota, not "request too large"), 529, `overloaded_error`, Bedrock `ThrottlingException` | [`RetrySignal::Throttled`] with the provider's wait |
+//! | Bedrock `ServiceQuotaExceededException` | [`Error::ExternalService`] at step `quota` (never retried) |
+//! | Bedrock `ModelNotReadyException` (429) | [`RetrySignal::Transient`] |
 //! | 429 `insufficient_quota` | [`Error::ExternalService`] at step `quota` (never retried) |
 //! | 429 "Request too large" | [`Error::ExternalService`] at step `request size` (never retried) |
 //! | 400, 413, 422 | [`Error::InvalidInput`] naming the provider's `param`, else `request` |
@@ -190,10 +192,16 @@ impl Origin {
         let service = self.service.clone();
         let at = self.whereabouts();
         let detail = format!("HTTP {status}: {}{at}", err.describe());
-        if err.is("overloaded_error") || status == 529 {
+        if err.is("overloaded_error") || err.is("ThrottlingException") || status == 529 {
             return Error::throttled(None, retry_after);
         }
         match status {
+            _ if err.is("ServiceQuotaExceededException") => {
+                Error::external(service, "quota", detail)
+            }
+            429 if err.is("ModelNotReadyException") => {
+                Error::transient(service, detail, retry_after)
+            }
             429 if err.is("insufficient_quota") => Error::external(service, "quota", detail),
             429 if err
                 .message
@@ -297,10 +305,20 @@ pub(crate) fn in_stream(dialect: Dialect, delivered: bool, err: &ProviderError) 
             ),
         );
     }
-    if err.is("overloaded_error") || err.is("rate_limit_error") || err.is("rate_limit_exceeded") {
+    if err.is("overloaded_error")
+        || err.is("rate_limit_error")
+        || err.is("rate_limit_exceeded")
+        || err.is("ThrottlingException")
+    {
         return Error::throttled(None, None);
     }
-    if err.is("api_error") || err.is("timeout_error") || err.is("server_error") {
+    if err.is("api_error")
+        || err.is("timeout_error")
+        || err.is("server_error")
+        || err.is("InternalServerException")
+        || err.is("ServiceUnavailableException")
+        || err.is("ModelStreamErrorException")
+    {
         return Error::transient(service, err.describe(), None);
     }
     Error::external(service, "stream", err.describe())

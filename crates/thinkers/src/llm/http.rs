@@ -46,6 +46,10 @@ pub(crate) fn is_tls(e: &(dyn std::error::Error + 'static)) -> bool {
 
 /// The model a request body names, for a 404's message.
 pub(crate) fn model_of(enc: &EncodedRequest) -> Option<String> {
+    if enc.plan.dialect == crate::llm::Dialect::BedrockConverse {
+        // Converse names the model in the path, not the body.
+        return crate::llm::bedrock::model_of_url(&enc.url);
+    }
     #[derive(serde::Deserialize)]
     struct Named {
         model: Option<String>,
@@ -57,8 +61,13 @@ pub(crate) fn model_of(enc: &EncodedRequest) -> Option<String> {
 /// them) and `accept` for a stream. A secret that is empty or cannot be a header value is
 /// refused before anything is sent, without showing it.
 pub(crate) fn request_headers(enc: &EncodedRequest) -> Result<HeaderMap> {
-    let mut map = HeaderMap::with_capacity(enc.headers.len() + 1);
+    let mut map = HeaderMap::with_capacity(enc.headers.len() + 3);
+    let mut signing = None;
     for h in &enc.headers {
+        if let Some(s) = h.signing() {
+            signing = Some(s);
+            continue;
+        }
         let bad = |why: &str| {
             Error::system(
                 WHO,
@@ -83,7 +92,16 @@ pub(crate) fn request_headers(enc: &EncodedRequest) -> Result<HeaderMap> {
         map.append(name, value);
     }
     if enc.plan.stream {
-        map.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        let accept = if enc.plan.dialect == crate::llm::Dialect::BedrockConverse {
+            crate::llm::bedrock::stream::CONTENT_TYPE
+        } else {
+            "text/event-stream"
+        };
+        map.insert(ACCEPT, HeaderValue::from_static(accept));
+    }
+    if let Some(signing) = signing {
+        // The signature covers the plain headers and the exact body; it is made last, now.
+        crate::llm::bedrock::sign_headers(signing, enc, &mut map)?;
     }
     Ok(map)
 }

@@ -11,6 +11,8 @@
 //! * OpenAI-compatible servers — Ollama, vLLM, llama.cpp — through the same module with a
 //!   conservative profile and lenient decoding;
 //! * Anthropic Messages (`anthropic`), with thinking blocks kept verbatim;
+//! * Amazon Bedrock Converse (`bedrock`), requests signed with AWS Signature Version 4 and
+//!   streams read from AWS event-stream frames;
 //! * the text-based tool protocol (`text_tools`) layered on any of them for models without
 //!   native tools: tools in the system prompt, JSON tool calls in the reply, ids minted by the
 //!   runtime.
@@ -20,6 +22,7 @@
 //! [`tokens`].
 
 mod anthropic;
+mod bedrock;
 pub mod cache;
 pub mod call;
 pub mod client;
@@ -41,6 +44,7 @@ pub mod tokens;
 #[cfg(test)]
 mod tests;
 
+pub use bedrock::AwsSigning;
 pub use cache::{CacheKey, CacheUse, ResponseCache, ResponseCacheService};
 pub use call::{BoundSeat, LlmCall, LlmOutcome, converse_bound, require_seat};
 pub use client::{ClientLimits, ModelClient, ModelClientBuilder, SendOptions, SendOutcome};

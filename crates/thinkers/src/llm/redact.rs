@@ -23,6 +23,10 @@ impl Redactor {
     pub(crate) fn for_request(enc: &EncodedRequest) -> Self {
         let mut secrets = Vec::new();
         for h in enc.headers.iter().filter(|h| h.is_secret()) {
+            if let Some(signing) = h.signing() {
+                secrets.extend(signing.secrets().map(str::to_owned));
+                continue;
+            }
             let v = h.raw_value().trim();
             if let Some(token) = v.strip_prefix("Bearer ") {
                 secrets.push(token.trim().to_owned());

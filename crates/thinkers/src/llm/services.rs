@@ -83,6 +83,9 @@ impl ModelServices {
                 .with_stream_tools(provider.stream_tools);
         if let Some(key) = provider.api_key()? {
             target = target.with_key(ApiKey::new(key));
+        } else if provider.dialect == crate::llm::Dialect::BedrockConverse {
+            // No Bedrock API key: requests are signed with the AWS credentials.
+            target = target.with_aws_signing(super::AwsSigning::from_provider(provider)?);
         }
         let target = Arc::new(target);
         cache.insert(entry.id().to_owned(), Arc::clone(&target));

@@ -4,6 +4,7 @@
 //! entry builds one from it.
 
 use std::fmt;
+use std::sync::Arc;
 
 pub use crate::model::{Dialect, StructuredOutput};
 
@@ -57,6 +58,9 @@ pub struct WireTarget {
     /// Whether an OpenAI-compatible server can stream an answer that may call a tool; when
     /// false such a call is asked for whole (other dialects ignore it).
     pub stream_tools: bool,
+    /// AWS credentials and region to sign requests with (`bedrock-converse` without an API
+    /// key); other dialects ignore it.
+    pub aws: Option<Arc<super::AwsSigning>>,
 }
 
 impl WireTarget {
@@ -71,6 +75,7 @@ impl WireTarget {
             thinking: false,
             structured_output: StructuredOutput::JsonSchema,
             stream_tools: true,
+            aws: None,
         }
     }
 
@@ -106,6 +111,13 @@ impl WireTarget {
     #[must_use]
     pub fn with_stream_tools(mut self, stream_tools: bool) -> Self {
         self.stream_tools = stream_tools;
+        self
+    }
+
+    /// The same target, signing its requests with these AWS credentials.
+    #[must_use]
+    pub fn with_aws_signing(mut self, signing: super::AwsSigning) -> Self {
+        self.aws = Some(Arc::new(signing));
         self
     }
 

@@ -63,7 +63,8 @@ impl Tokenizer {
 pub fn starting_factor(dialect: Dialect, tokenizer: Tokenizer) -> f64 {
     match (tokenizer, dialect) {
         (Tokenizer::O200kBase, _) => 1.0,
-        (Tokenizer::Estimate, Dialect::Anthropic) => 1.8,
+        // Bedrock mostly serves Anthropic's models, whose tokenizer counts more than the estimate.
+        (Tokenizer::Estimate, Dialect::Anthropic | Dialect::BedrockConverse) => 1.8,
         (Tokenizer::Estimate, Dialect::OpenAi | Dialect::OpenAiCompatible) => 1.5,
     }
 }

@@ -119,6 +119,11 @@ fn read_provider(
         })?,
     };
     let stream_tools = f.boolean("stream_tools")?.unwrap_or(true);
+    let aws = if dialect == Dialect::BedrockConverse {
+        Some(read_aws(&mut f)?)
+    } else {
+        None
+    };
     f.finish()?;
     Ok(Provider {
         name: name.to_owned(),
@@ -127,7 +132,27 @@ fn read_provider(
         api_key_env,
         structured_output,
         stream_tools,
+        aws,
     })
+}
+
+/// The region and credential variables of a `bedrock-converse` provider (see
+/// [`super::AwsSettings`]).
+fn read_aws<'a>(f: &mut Fields<'a>) -> Result<super::AwsSettings, CatalogError> {
+    let mut aws = super::AwsSettings {
+        region: f.string("region")?.map(str::to_owned),
+        ..super::AwsSettings::default()
+    };
+    if let Some(var) = f.string("access_key_env")? {
+        var.clone_into(&mut aws.access_key_env);
+    }
+    if let Some(var) = f.string("secret_key_env")? {
+        var.clone_into(&mut aws.secret_key_env);
+    }
+    if let Some(var) = f.string("session_token_env")? {
+        var.clone_into(&mut aws.session_token_env);
+    }
+    Ok(aws)
 }
 
 fn read_entry(

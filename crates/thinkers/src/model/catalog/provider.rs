@@ -34,9 +34,18 @@ pub enum Dialect {
     /// key is optional.
     #[serde(rename = "openai-compatible")]
     OpenAiCompatible,
+    /// Amazon Bedrock Converse (`bedrock-converse`): requests signed with AWS Signature
+    /// Version 4 (see [`super::AwsSettings`]), or a Bedrock API key as a bearer token.
+    #[serde(rename = "bedrock-converse")]
+    BedrockConverse,
 }
 
-const DIALECT_NAMES: &[&str] = &["openai", "anthropic", "openai-compatible"];
+const DIALECT_NAMES: &[&str] = &[
+    "openai",
+    "anthropic",
+    "openai-compatible",
+    "bedrock-converse",
+];
 
 impl Dialect {
     /// The name used in catalogs.
@@ -45,12 +54,14 @@ impl Dialect {
             Self::OpenAi => "openai",
             Self::Anthropic => "anthropic",
             Self::OpenAiCompatible => "openai-compatible",
+            Self::BedrockConverse => "bedrock-converse",
         }
     }
 
     /// Whether a provider of this dialect must name an API-key environment variable.
     pub fn requires_key(self) -> bool {
-        !matches!(self, Self::OpenAiCompatible)
+        // Bedrock signs with AWS credentials; an API key is its alternative, not a requirement.
+        !matches!(self, Self::OpenAiCompatible | Self::BedrockConverse)
     }
 }
 
@@ -64,10 +75,15 @@ impl FromStr for Dialect {
     type Err = ParseNameError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [Self::OpenAi, Self::Anthropic, Self::OpenAiCompatible]
-            .into_iter()
-            .find(|d| d.as_str() == s)
-            .ok_or_else(|| ParseNameError::new("dialect", s, DIALECT_NAMES))
+        [
+            Self::OpenAi,
+            Self::Anthropic,
+            Self::OpenAiCompatible,
+            Self::BedrockConverse,
+        ]
+        .into_iter()
+        .find(|d| d.as_str() == s)
+        .ok_or_else(|| ParseNameError::new("dialect", s, DIALECT_NAMES))
     }
 }
 
@@ -136,6 +152,9 @@ pub struct Provider {
     /// true; read only for `openai-compatible`). When false, such a call is asked for whole and
     /// handed to the stream's reader at once.
     pub stream_tools: bool,
+    /// Region and credential variables of a `bedrock-converse` provider (`None` for the other
+    /// dialects).
+    pub aws: Option<super::AwsSettings>,
 }
 
 impl Provider {
@@ -197,6 +216,7 @@ mod tests {
             api_key_env: env.map(str::to_owned),
             structured_output: StructuredOutput::default(),
             stream_tools: true,
+            aws: None,
         }
     }
 
@@ -206,6 +226,7 @@ mod tests {
             Dialect::OpenAi,
             Dialect::Anthropic,
             Dialect::OpenAiCompatible,
+            Dialect::BedrockConverse,
         ] {
             assert_eq!(d.as_str().parse::<Dialect>().unwrap(), d);
             let json = serde_json::to_string(&d).unwrap();
