@@ -4,6 +4,10 @@
 //! - Anthropic: `{"type": "error", "error": {"type", "message"}, "request_id"}`, with a
 //!   `request-id` header.
 //!
+//! - Bedrock: `{"message"}`, the exception's name in the `x-amzn-ErrorType` header
+//!   (`ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/`), with an
+//!   `x-amzn-RequestId` header and no rate-limit or retry headers.
+//!
 //! Statuses follow each provider: an overloaded Anthropic answers 529 `overloaded_error`, an
 //! overloaded OpenAI 503 with a `server_error` body.
 
@@ -54,12 +58,17 @@ impl ApiError {
     }
 
     fn status(&self, dialect: Dialect) -> StatusCode {
+        if dialect == Dialect::Bedrock {
+            return StatusCode::from_u16(self.bedrock_error().0).unwrap_or(StatusCode::BAD_REQUEST);
+        }
         match (self, dialect) {
             (Self::Invalid { .. } | Self::MissingVersion, _) => StatusCode::BAD_REQUEST,
             (Self::MissingKey, _) => StatusCode::UNAUTHORIZED,
             (Self::ModelNotFound(_), _) => StatusCode::NOT_FOUND,
             (Self::Server, _) => StatusCode::INTERNAL_SERVER_ERROR,
-            (Self::Overloaded, Dialect::OpenAi) => StatusCode::SERVICE_UNAVAILABLE,
+            (Self::Overloaded, Dialect::OpenAi | Dialect::Bedrock) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             (Self::Overloaded, Dialect::Anthropic) => {
                 StatusCode::from_u16(529).unwrap_or(StatusCode::SERVICE_UNAVAILABLE)
             }
@@ -158,6 +167,53 @@ impl ApiError {
         json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": request_id})
     }
 
+    /// Bedrock's status, exception name and message.
+    fn bedrock_error(&self) -> (u16, &'static str, String) {
+        match self {
+            Self::Invalid { message, .. } => (400, "ValidationException", message.clone()),
+            Self::MissingKey => (
+                403,
+                "MissingAuthenticationTokenException",
+                "Missing Authentication Token".into(),
+            ),
+            Self::MissingVersion => (400, "ValidationException", "Malformed request".into()),
+            Self::ModelNotFound(_) => (
+                400,
+                "ValidationException",
+                "The provided model identifier is invalid.".into(),
+            ),
+            Self::Server => (
+                500,
+                "InternalServerException",
+                "The server encountered an internal error.".into(),
+            ),
+            Self::Overloaded => (
+                503,
+                "ServiceUnavailableException",
+                "Bedrock is unable to process your request.".into(),
+            ),
+            Self::RateLimited { refusal, .. } if refusal.too_large => (
+                400,
+                "ValidationException",
+                "Input is too long for requested model.".into(),
+            ),
+            Self::RateLimited { refusal, .. } => (
+                429,
+                "ThrottlingException",
+                match refusal.kind {
+                    LimitKind::Requests => "Too many requests, please wait before trying again.",
+                    LimitKind::Tokens => "Too many tokens, please wait before trying again.",
+                }
+                .into(),
+            ),
+            Self::RateLimitFault { .. } => (
+                429,
+                "ThrottlingException",
+                "Too many requests, please wait before trying again.".into(),
+            ),
+        }
+    }
+
     /// The full response: status, body and headers (request id, rate-limit headers on 429).
     pub(crate) fn into_response_for(self, dialect: Dialect, request_id: &str) -> Response {
         let status = self.status(dialect);
@@ -165,6 +221,7 @@ impl ApiError {
         let id_header = match dialect {
             Dialect::OpenAi => "x-request-id",
             Dialect::Anthropic => "request-id",
+            Dialect::Bedrock => "x-amzn-requestid",
         };
         if let Ok(v) = HeaderValue::from_str(request_id) {
             headers.insert(HeaderName::from_static(id_header), v);
@@ -182,12 +239,17 @@ impl ApiError {
         if let Some(state) = state {
             rate_headers::insert(&mut headers, dialect, &state);
         }
-        if let Some(wait) = retry_after {
+        if let Some(wait) = retry_after.filter(|_| dialect != Dialect::Bedrock) {
             rate_headers::insert_retry_after(&mut headers, dialect, wait);
         }
         let body = match dialect {
             Dialect::OpenAi => self.openai_body(),
             Dialect::Anthropic => self.anthropic_body(request_id),
+            Dialect::Bedrock => {
+                let (_, kind, message) = self.bedrock_error();
+                crate::bedrock::insert_error_type(&mut headers, kind);
+                json!({"message": message})
+            }
         };
         (status, headers, axum::Json(body)).into_response()
     }

@@ -11,6 +11,8 @@ use crate::text_protocol;
 pub(crate) enum Dialect {
     OpenAi,
     Anthropic,
+    /// Amazon Bedrock Converse.
+    Bedrock,
 }
 
 /// Who wrote a message.

@@ -58,6 +58,7 @@
 
 mod anthropic;
 mod api_error;
+mod bedrock;
 mod catalog;
 pub mod config;
 pub mod error;

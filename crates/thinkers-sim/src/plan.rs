@@ -107,6 +107,7 @@ fn call_id(rng: &mut StdRng, dialect: Dialect) -> String {
     match dialect {
         Dialect::OpenAi => random_id(rng, "call_", 24),
         Dialect::Anthropic => random_id(rng, "toolu_01", 22),
+        Dialect::Bedrock => random_id(rng, "tooluse_", 22),
     }
 }
 
@@ -140,8 +141,9 @@ pub(crate) fn plan(exchange: &Exchange, cx: &PlanContext<'_>) -> Plan {
         body = Body::Text(text_protocol::render_calls(&pairs));
         finish = Finish::Stop;
     }
-    let thinking = (exchange.thinking && exchange.dialect == Dialect::Anthropic)
-        .then(|| planner.thinking_text(&body));
+    let thinking = (exchange.thinking
+        && matches!(exchange.dialect, Dialect::Anthropic | Dialect::Bedrock))
+    .then(|| planner.thinking_text(&body));
     planner.finish(body, finish, thinking, cx)
 }
 

@@ -36,6 +36,8 @@ fn timestamp_after(d: Duration) -> String {
 /// Adds the limit, remaining and reset headers describing `state`.
 pub(crate) fn insert(headers: &mut HeaderMap, dialect: Dialect, state: &RateState) {
     match dialect {
+        // Bedrock sends no rate-limit headers.
+        Dialect::Bedrock => {}
         Dialect::OpenAi => {
             if let Some(rpm) = state.limits.requests() {
                 put(headers, "x-ratelimit-limit-requests", &rpm.to_string());

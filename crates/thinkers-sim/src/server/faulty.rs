@@ -96,6 +96,14 @@ fn with_type(mut headers: HeaderMap, content_type: &'static str) -> HeaderMap {
 }
 
 const SSE: &str = "text/event-stream; charset=utf-8";
+
+/// The media type of a stream in `dialect`: server-sent events, or Bedrock's event stream.
+fn stream_type(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Bedrock => crate::bedrock::EVENT_STREAM,
+        Dialect::OpenAi | Dialect::Anthropic => SSE,
+    }
+}
 const JSON: &str = "application/json";
 
 /// The error `type` (and OpenAI `code`) a provider uses for `status`.
@@ -126,6 +134,20 @@ fn error_type(dialect: Dialect, status: u16) -> (&'static str, Option<&'static s
             },
             None,
         ),
+        Dialect::Bedrock => (
+            match status {
+                400 => "ValidationException",
+                401 | 403 => "AccessDeniedException",
+                404 => "ResourceNotFoundException",
+                408 => "ModelTimeoutException",
+                424 => "ModelErrorException",
+                429 => "ThrottlingException",
+                503 => "ServiceUnavailableException",
+                500..=599 => "InternalServerException",
+                _ => "ValidationException",
+            },
+            None,
+        ),
     }
 }
 
@@ -135,6 +157,8 @@ fn error_object(dialect: Dialect, status: u16, message: &str) -> Value {
     match dialect {
         Dialect::OpenAi => json!({"message": message, "type": kind, "param": null, "code": code}),
         Dialect::Anthropic => json!({"type": kind, "message": message}),
+        // The exception's name travels in `x-amzn-ErrorType`, or (as here) in `__type`.
+        Dialect::Bedrock => json!({"__type": kind, "message": message}),
     }
 }
 
@@ -146,6 +170,7 @@ fn error_body(ctx: &FaultCtx<'_>, status: u16, message: &str) -> Value {
         Dialect::Anthropic => {
             json!({"type": "error", "error": error, "request_id": ctx.request_id})
         }
+        Dialect::Bedrock => error,
     }
 }
 
@@ -179,7 +204,7 @@ fn json_response(status: u16, headers: HeaderMap, body: &Value) -> Response {
 /// Anthropic's `message_start`, the first `content_block_start` and its `ping`.
 fn opening(dialect: Dialect, frames: &[Bytes]) -> usize {
     let n = match dialect {
-        Dialect::OpenAi => 1,
+        Dialect::OpenAi | Dialect::Bedrock => 1,
         Dialect::Anthropic => 3,
     };
     n.min(frames.len())
@@ -211,6 +236,7 @@ fn sse_frame(dialect: Dialect, name: &str, data: &Value) -> Bytes {
     match dialect {
         Dialect::OpenAi => Bytes::from(format!("data: {data}\n\n")),
         Dialect::Anthropic => Bytes::from(format!("event: {name}\ndata: {data}\n\n")),
+        Dialect::Bedrock => crate::bedrock::event(name, data),
     }
 }
 
@@ -240,9 +266,18 @@ pub(crate) fn serve(
                 Dialect::Anthropic => {
                     sse_frame(dialect, "error", &json!({"type": "error", "error": error}))
                 }
+                Dialect::Bedrock => crate::bedrock::exception(
+                    "internalServerException",
+                    error["message"].as_str().unwrap_or_default(),
+                ),
             });
             let body = staged(head, None, Vec::new(), End::Close);
-            (StatusCode::OK, with_type(ctx.headers, SSE), body).into_response()
+            (
+                StatusCode::OK,
+                with_type(ctx.headers, stream_type(dialect)),
+                body,
+            )
+                .into_response()
         }
         (FaultKind::Error200, _) => {
             let body = error_body(&ctx, 401, &echo_message(401, ctx.key));
@@ -253,7 +288,12 @@ pub(crate) fn serve(
         (FaultKind::StallMidStream, Rendered::Stream(frames)) => {
             let head = head_frames(dialect, &frames, params.events.unwrap_or(2));
             let body = staged(head, pause, Vec::new(), End::Cut);
-            (StatusCode::OK, with_type(ctx.headers, SSE), body).into_response()
+            (
+                StatusCode::OK,
+                with_type(ctx.headers, stream_type(dialect)),
+                body,
+            )
+                .into_response()
         }
         (FaultKind::StallMidStream, Rendered::Whole(value)) => {
             let body = staged(vec![cut_text(&value)], pause, Vec::new(), End::Cut);
@@ -262,7 +302,12 @@ pub(crate) fn serve(
         (FaultKind::StallBeforeContent, Rendered::Stream(frames)) => {
             let head = frames[..opening(dialect, &frames)].to_vec();
             let body = staged(head, pause, Vec::new(), End::Cut);
-            (StatusCode::OK, with_type(ctx.headers, SSE), body).into_response()
+            (
+                StatusCode::OK,
+                with_type(ctx.headers, stream_type(dialect)),
+                body,
+            )
+                .into_response()
         }
         (FaultKind::StallBeforeContent, Rendered::Whole(_)) => {
             let body = staged(Vec::new(), pause, Vec::new(), End::Cut);
@@ -270,23 +315,36 @@ pub(crate) fn serve(
         }
         (FaultKind::SlowFirstEvent, Rendered::Stream(frames)) => {
             let body = staged(Vec::new(), pause, frames, End::Close);
-            (StatusCode::OK, with_type(ctx.headers, SSE), body).into_response()
+            (
+                StatusCode::OK,
+                with_type(ctx.headers, stream_type(dialect)),
+                body,
+            )
+                .into_response()
         }
         (FaultKind::SlowFirstEvent, Rendered::Whole(value)) => {
             let text = Bytes::from(value.to_string());
             let body = staged(Vec::new(), pause, vec![text], End::Close);
             (StatusCode::OK, with_type(ctx.headers, JSON), body).into_response()
         }
-        (FaultKind::EmptyStream, Rendered::Stream(_)) => {
-            (StatusCode::OK, with_type(ctx.headers, SSE), Body::empty()).into_response()
-        }
+        (FaultKind::EmptyStream, Rendered::Stream(_)) => (
+            StatusCode::OK,
+            with_type(ctx.headers, stream_type(dialect)),
+            Body::empty(),
+        )
+            .into_response(),
         (FaultKind::EmptyStream, Rendered::Whole(_)) => {
             (StatusCode::OK, with_type(ctx.headers, JSON), Body::empty()).into_response()
         }
         (FaultKind::TruncatedStream, Rendered::Stream(frames)) => {
             let head = frames[..opening(dialect, &frames)].to_vec();
             let body = staged(head, None, Vec::new(), End::Close);
-            (StatusCode::OK, with_type(ctx.headers, SSE), body).into_response()
+            (
+                StatusCode::OK,
+                with_type(ctx.headers, stream_type(dialect)),
+                body,
+            )
+                .into_response()
         }
         (FaultKind::TruncatedStream | FaultKind::CutJson, Rendered::Whole(value)) => (
             StatusCode::OK,
@@ -388,18 +446,47 @@ fn empty_answer(ctx: FaultCtx<'_>, answer: Rendered) -> Response {
                 &json!({"type": "message_stop"}),
             ));
             let body = staged(head, None, Vec::new(), End::Close);
-            (StatusCode::OK, with_type(ctx.headers, SSE), body).into_response()
+            (
+                StatusCode::OK,
+                with_type(ctx.headers, stream_type(dialect)),
+                body,
+            )
+                .into_response()
         }
         (Dialect::OpenAi, Rendered::Whole(mut value)) => {
             value["choices"][0]["message"] = json!({"role": "assistant", "content": ""});
             value["choices"][0]["finish_reason"] = Value::Null;
             json_response(200, ctx.headers, &value)
         }
+        (Dialect::Bedrock, Rendered::Whole(mut value)) => {
+            value["output"]["message"]["content"] = json!([]);
+            if let Some(body) = value.as_object_mut() {
+                body.remove("stopReason");
+            }
+            json_response(200, ctx.headers, &value)
+        }
+        (Dialect::Bedrock, Rendered::Stream(frames)) => {
+            // `messageStart`, then the closing `metadata` with no `messageStop`.
+            let mut head: Vec<Bytes> = frames.iter().take(1).cloned().collect();
+            head.extend(frames.last().cloned());
+            let body = staged(head, None, Vec::new(), End::Close);
+            (
+                StatusCode::OK,
+                with_type(ctx.headers, stream_type(dialect)),
+                body,
+            )
+                .into_response()
+        }
         (Dialect::OpenAi, Rendered::Stream(frames)) => {
             let mut head: Vec<Bytes> = frames.into_iter().take(1).collect();
             head.push(Bytes::from_static(b"data: [DONE]\n\n"));
             let body = staged(head, None, Vec::new(), End::Close);
-            (StatusCode::OK, with_type(ctx.headers, SSE), body).into_response()
+            (
+                StatusCode::OK,
+                with_type(ctx.headers, stream_type(dialect)),
+                body,
+            )
+                .into_response()
         }
     }
 }

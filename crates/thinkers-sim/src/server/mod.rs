@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::{get, post};
@@ -61,8 +61,29 @@ async fn count_tokens(
     pipeline::count_tokens(shared, headers, body).await
 }
 
+/// `POST /model/{modelId}/converse` and `/converse-stream` (Bedrock Converse).
+async fn converse(
+    State(shared): State<Arc<Shared>>,
+    Path(model): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    pipeline::handle_bedrock(shared, model, false, headers, body).await
+}
+
+async fn converse_stream(
+    State(shared): State<Arc<Shared>>,
+    Path(model): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    pipeline::handle_bedrock(shared, model, true, headers, body).await
+}
+
 fn router(shared: Arc<Shared>) -> Router {
     Router::new()
+        .route("/model/{model}/converse", post(converse))
+        .route("/model/{model}/converse-stream", post(converse_stream))
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/messages", post(messages))
         .route("/v1/messages/count_tokens", post(count_tokens))

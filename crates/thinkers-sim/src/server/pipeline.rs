@@ -23,7 +23,7 @@ use crate::limits::RateState;
 use crate::plan::{self, PlanContext};
 use crate::seeding::ordinal_rng;
 use crate::stats::{LoggedRequest, Outcome};
-use crate::{anthropic, openai, rate_headers, tokens};
+use crate::{anthropic, bedrock, openai, rate_headers, tokens};
 
 /// A request that got this far, for error answers.
 struct Ctx {
@@ -63,6 +63,9 @@ fn api_key(headers: &HeaderMap) -> &str {
 /// the key as `Authorization: Bearer …`, which the API accepts too) and `anthropic-version`.
 fn authenticate(dialect: Dialect, headers: &HeaderMap) -> Result<(), ApiError> {
     match dialect {
+        Dialect::Bedrock => bedrock::authenticated(headers)
+            .then_some(())
+            .ok_or(ApiError::MissingKey),
         Dialect::OpenAi => bearer(headers).map(|_| ()).ok_or(ApiError::MissingKey),
         Dialect::Anthropic => {
             header_str(headers, "x-api-key")
@@ -74,10 +77,21 @@ fn authenticate(dialect: Dialect, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-/// Authenticates, parses the body and finds the model it names.
+/// Authenticates, parses the body and finds the model it names (or the path names, for
+/// Bedrock).
 fn read_request(
     shared: &Shared,
     dialect: Dialect,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(Value, Arc<ModelSlot>), ApiError> {
+    read_request_for(shared, dialect, None, headers, body)
+}
+
+fn read_request_for(
+    shared: &Shared,
+    dialect: Dialect,
+    path_model: Option<&str>,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<(Value, Arc<ModelSlot>), ApiError> {
@@ -88,7 +102,7 @@ fn read_request(
             None,
         )
     })?;
-    let Some(model_name) = raw.get("model").and_then(Value::as_str) else {
+    let Some(model_name) = path_model.or_else(|| raw.get("model").and_then(Value::as_str)) else {
         return Err(ApiError::invalid(
             "you must provide a model parameter",
             Some("model"),
@@ -132,17 +146,53 @@ pub(crate) async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    handle_for(shared, dialect, endpoint, None, headers, body).await
+}
+
+/// Handles one Bedrock Converse request: the model and whether it streams come from the path.
+pub(crate) async fn handle_bedrock(
+    shared: Arc<Shared>,
+    model: String,
+    stream: bool,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let endpoint = if stream {
+        "/model/{modelId}/converse-stream"
+    } else {
+        "/model/{modelId}/converse"
+    };
+    let route = Some((model.as_str(), stream));
+    handle_for(shared, Dialect::Bedrock, endpoint, route, headers, body).await
+}
+
+async fn handle_for(
+    shared: Arc<Shared>,
+    dialect: Dialect,
+    endpoint: &'static str,
+    route: Option<(&str, bool)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let ctx = Ctx {
         dialect,
         request_id: format!("req_{}", uuid::Uuid::new_v4().simple()),
     };
-    let (raw, slot) = match read_request(&shared, dialect, &headers, &body) {
+    let path_model = route.map(|(m, _)| m);
+    let (raw, slot) = match read_request_for(&shared, dialect, path_model, &headers, &body) {
         Ok(found) => found,
         Err(e) => return ctx.error(e),
     };
     let decoded = match dialect {
         Dialect::OpenAi => openai::decode(&raw, &slot.model, shared.seed),
         Dialect::Anthropic => anthropic::decode(&raw, &slot.model, shared.seed, &shared.signer),
+        Dialect::Bedrock => bedrock::decode(
+            &raw,
+            &slot.model,
+            shared.seed,
+            &shared.signer,
+            route.is_some_and(|(_, s)| s),
+        ),
     };
     let exchange = match decoded {
         Ok(exchange) => exchange,
@@ -296,6 +346,7 @@ pub(crate) async fn handle(
     let id_header = match dialect {
         Dialect::OpenAi => "x-request-id",
         Dialect::Anthropic => "request-id",
+        Dialect::Bedrock => "x-amzn-requestid",
     };
     if let Ok(v) = HeaderValue::from_str(&ctx.request_id) {
         headers.insert(HeaderName::from_static(id_header), v);
@@ -325,7 +376,8 @@ pub(crate) async fn handle(
     // themselves stop after four.
     let (openai_cut, anthropic_cut) = match dialect {
         Dialect::OpenAi => (cut_stream.then_some(3), None),
-        Dialect::Anthropic => (None, cut_stream.then_some(4)),
+        // Bedrock's frames, like Anthropic's, stop early with an exception frame.
+        Dialect::Anthropic | Dialect::Bedrock => (None, cut_stream.then_some(4)),
     };
     match render(
         &shared,
@@ -337,6 +389,20 @@ pub(crate) async fn handle(
         created,
         anthropic_cut,
     ) {
+        Rendered::Stream(frames) if dialect == Dialect::Bedrock => {
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(bedrock::EVENT_STREAM),
+            );
+            (
+                StatusCode::OK,
+                headers,
+                Body::from_stream(stream::iter(
+                    frames.into_iter().map(Ok::<_, std::io::Error>),
+                )),
+            )
+                .into_response()
+        }
         Rendered::Stream(frames) => sse(headers, frames, openai_cut),
         Rendered::Whole(body) => (StatusCode::OK, headers, axum::Json(body)).into_response(),
     }
@@ -466,6 +532,20 @@ fn render(
                 Rendered::Stream(anthropic::frames(&env, plan, anthropic_cut))
             } else {
                 Rendered::Whole(anthropic::message(&env, plan))
+            }
+        }
+        Dialect::Bedrock => {
+            let env = bedrock::Envelope {
+                input_tokens: input,
+                signer: &shared.signer,
+            };
+            if exchange.stream {
+                Rendered::Stream(bedrock::frames(&env, plan, anthropic_cut))
+            } else {
+                let latency = u64::try_from(chrono::Utc::now().timestamp() - created)
+                    .unwrap_or(0)
+                    .saturating_mul(1000);
+                Rendered::Whole(bedrock::response(&env, plan, latency))
             }
         }
     }

@@ -1,0 +1,62 @@
+//! Rendering a planned answer as a `ConverseResponse` body.
+
+use serde_json::{Value, json};
+
+use crate::plan::{Body, Finish, Plan};
+use crate::seeding::Signer;
+
+/// What every Converse answer carries besides the plan.
+pub(crate) struct Envelope<'a> {
+    pub(crate) input_tokens: u64,
+    pub(crate) signer: &'a Signer,
+}
+
+pub(crate) fn stop_reason(finish: Finish) -> &'static str {
+    match finish {
+        Finish::Stop => "end_turn",
+        Finish::Length => "max_tokens",
+        Finish::ToolUse => "tool_use",
+    }
+}
+
+pub(crate) fn usage(env: &Envelope<'_>, output_tokens: u64) -> Value {
+    json!({
+        "inputTokens": env.input_tokens,
+        "outputTokens": output_tokens,
+        "totalTokens": env.input_tokens + output_tokens,
+    })
+}
+
+/// The content blocks of the answer, complete.
+pub(crate) fn content(env: &Envelope<'_>, plan: &Plan) -> Vec<Value> {
+    let mut blocks = Vec::new();
+    if let Some(thinking) = &plan.thinking {
+        blocks.push(json!({"reasoningContent": {"reasoningText": {
+            "text": thinking,
+            "signature": env.signer.sign(thinking)
+        }}}));
+    }
+    match &plan.body {
+        Body::Text(text) => blocks.push(json!({ "text": text })),
+        Body::ToolCalls(calls) => {
+            for call in calls {
+                blocks.push(json!({"toolUse": {
+                    "toolUseId": call.id,
+                    "name": call.name,
+                    "input": call.input
+                }}));
+            }
+        }
+    }
+    blocks
+}
+
+/// The non-streaming response body.
+pub(crate) fn response(env: &Envelope<'_>, plan: &Plan, latency_ms: u64) -> Value {
+    json!({
+        "output": {"message": {"role": "assistant", "content": content(env, plan)}},
+        "stopReason": stop_reason(plan.finish),
+        "usage": usage(env, plan.output_tokens),
+        "metrics": {"latencyMs": latency_ms}
+    })
+}
