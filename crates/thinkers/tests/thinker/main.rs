@@ -1,6 +1,6 @@
 //! Thinkers end to end: the loop driven by scripted turns through the dispatcher, the
 //! answer-shape boundary, and single-objective runs over real HTTP against thinkers-sim for the
-//! OpenAI and Anthropic dialects and the text-tool fallback.
+//! OpenAI, Anthropic and Bedrock Converse dialects and the text-tool fallback.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -10,6 +10,7 @@
 )]
 
 mod answer;
+mod bedrock;
 mod e2e;
 mod pins;
 mod read_only;
