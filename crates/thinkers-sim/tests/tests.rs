@@ -1,6 +1,7 @@
 //! Integration tests of thinkers-sim over real HTTP, one module per topic:
 //! - `openai`: Chat Completions answers, tools, structured output, streaming, logprobs, checks;
 //! - `anthropic`: Messages answers, tools, thinking and signatures, streaming, checks;
+//! - `bedrock`: Converse authentication, throttling, reasoning signatures, event-stream frames;
 //! - `modes`: text-tool mode, scripted mode, determinism;
 //! - `faults`: every fault kind and every way to trigger one;
 //! - `exchange_faults`: the faults of the exchange itself (key echoes, waits, stalls, bodies);
@@ -11,6 +12,7 @@
 
 mod admin;
 mod anthropic;
+mod bedrock;
 mod exchange_faults;
 mod faults;
 mod limits;

@@ -97,4 +97,41 @@ mod tests {
             Some("ap-south-1")
         );
     }
+
+    const PROVIDER: &str = "[providers.b]\ndialect = \"bedrock-converse\"\n\
+        base_url = \"https://bedrock-runtime.us-east-1.amazonaws.com\"\n";
+    const ENTRY: &str = "[[entries]]\nid = \"x\"\nprovider = \"b\"\nmodel = \"m\"\n\
+        grade = \"small\"\ncontext_window = 1000\noutput_ceiling = 100\nprice_in = 0\n\
+        price_out = 0\ncurrency = \"USD\"\n";
+
+    #[test]
+    fn a_bedrock_provider_reads_its_region_and_credential_variables() -> anyhow::Result<()> {
+        use crate::model::{Catalog, Dialect};
+        // No API key variable is needed: requests are signed.
+        let c = Catalog::from_toml_str(&format!("{PROVIDER}{ENTRY}"), "b.toml")?;
+        let p = c.provider("b")?;
+        assert_eq!(p.dialect, Dialect::BedrockConverse);
+        assert_eq!(p.aws, Some(AwsSettings::default()));
+        let text = format!(
+            "{PROVIDER}region = \"eu-west-1\"\naccess_key_env = \"MY_ID\"\n\
+             secret_key_env = \"MY_SECRET\"\nsession_token_env = \"MY_TOKEN\"\n{ENTRY}"
+        );
+        let c = Catalog::from_toml_str(&text, "b.toml")?;
+        let aws = c.provider("b")?.aws.clone().unwrap_or_default();
+        assert_eq!(aws.region.as_deref(), Some("eu-west-1"));
+        assert_eq!(
+            (aws.access_key_env.as_str(), aws.secret_key_env.as_str()),
+            ("MY_ID", "MY_SECRET")
+        );
+        assert_eq!(aws.session_token_env, "MY_TOKEN");
+        // Another dialect refuses the fields, naming the provider and the field.
+        let other = "[providers.b]\ndialect = \"openai\"\nbase_url = \"https://x.invalid/v1\"\n\
+                     api_key_env = \"K\"\nregion = \"eu-west-1\"\n";
+        let err = Catalog::from_toml_str(&format!("{other}{ENTRY}"), "b.toml")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("region") && err.contains("`b`"), "{err}");
+        Ok(())
+    }
 }
