@@ -34,14 +34,15 @@ fn runner() -> TestRunner {
     })
 }
 
-const DIALECTS: [Dialect; 3] = [
+const DIALECTS: [Dialect; 4] = [
     Dialect::OpenAi,
     Dialect::OpenAiCompatible,
     Dialect::Anthropic,
+    Dialect::BedrockConverse,
 ];
 
 fn plan() -> impl Strategy<Value = DecodePlan> {
-    (0..3usize, any::<bool>(), 0..4usize, any::<bool>()).prop_map(
+    (0..DIALECTS.len(), any::<bool>(), 0..4usize, any::<bool>()).prop_map(
         |(d, text_tools, next_call_number, stream)| DecodePlan {
             dialect: DIALECTS[d],
             text_tools,
@@ -97,6 +98,18 @@ fn bodies() -> Vec<Value> {
         json!({"id": "msg_5", "type": "message", "content": [{"type": "text",
             "text": "{\"tool_calls\":[{\"name\":\"lookup\",\"arguments\":{\"term\":\"x\"}}]}"}],
             "stop_reason": "end_turn"}),
+        // Bedrock Converse.
+        json!({"output": {"message": {"role": "assistant", "content": [
+                {"reasoningContent": {"reasoningText": {"text": "Look it up.", "signature": "c2ln"}}},
+                {"reasoningContent": {"redactedContent": "ZGF0YQ=="}},
+                {"text": "Checking."},
+                {"toolUse": {"toolUseId": "tooluse_1", "name": "lookup", "input": {"term": "seat"}}},
+                {"toolUse": {"toolUseId": "", "name": "lookup", "input": null}},
+                {"citationsContent": {"content": []}}]}},
+            "stopReason": "tool_use", "usage": {"inputTokens": 40, "outputTokens": 30, "totalTokens": 70,
+                "cacheReadInputTokens": 5, "cacheWriteInputTokens": 2}, "metrics": {"latencyMs": 9}}),
+        json!({"output": {"message": {"role": "assistant", "content": []}}}),
+        json!({"message": "Too many requests, please wait before trying again."}),
     ]
 }
 
@@ -186,7 +199,37 @@ fn streams() -> Vec<Vec<String>> {
             json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
         ),
     ];
-    vec![openai_text, openai_tools, anthropic]
+    // Bedrock: each event-stream message as the JSON of its union member.
+    let bedrock = vec![
+        an(json!({"messageStart": {"role": "assistant"}})),
+        an(
+            json!({"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"reasoningContent": {"text": "Look it up."}}}}),
+        ),
+        an(
+            json!({"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"reasoningContent": {"signature": "c2ln"}}}}),
+        ),
+        an(json!({"contentBlockStop": {"contentBlockIndex": 0}})),
+        an(json!({"contentBlockDelta": {"contentBlockIndex": 1, "delta": {"text": "A seat"}}})),
+        an(
+            json!({"contentBlockStart": {"contentBlockIndex": 2, "start": {"toolUse": {"toolUseId": "tooluse_1", "name": "lookup"}}}}),
+        ),
+        an(
+            json!({"contentBlockDelta": {"contentBlockIndex": 2, "delta": {"toolUse": {"input": "{\"term\": \"se"}}}}),
+        ),
+        an(
+            json!({"contentBlockDelta": {"contentBlockIndex": 2, "delta": {"toolUse": {"input": "at\"}"}}}}),
+        ),
+        an(
+            json!({"contentBlockDelta": {"contentBlockIndex": 3, "delta": {"reasoningContent": {"redactedContent": "eA=="}}}}),
+        ),
+        an(json!({"messageStop": {"stopReason": "tool_use"}})),
+        an(
+            json!({"metadata": {"usage": {"inputTokens": 10, "outputTokens": 30, "totalTokens": 40}, "metrics": {"latencyMs": 5}}}),
+        ),
+        an(json!({"throttlingException": {"message": "Too many tokens"}})),
+        an(json!({"error": {"code": "InternalFailure", "message": null}})),
+    ];
+    vec![openai_text, openai_tools, anthropic, bedrock]
 }
 
 /// JSON tokens and values worth inserting.
@@ -528,15 +571,19 @@ fn the_valid_corpus_decodes() {
     };
     let bodies = bodies();
     for (i, b) in bodies.iter().enumerate() {
+        let bedrock = b.get("output").is_some() || b.get("message").is_some();
         let dialect = if b.get("choices").is_some() || b.get("object").is_some() || i == 4 {
             Dialect::OpenAi
+        } else if bedrock {
+            Dialect::BedrockConverse
         } else {
             Dialect::Anthropic
         };
         let r = decode(&plan(dialect), b.to_string().as_bytes());
         let is_error = b.get("error").is_some()
             || b.get("object") == Some(&json!("error"))
-            || (b.get("content") == Some(&json!([])) && b["stop_reason"].is_null());
+            || (b.get("content") == Some(&json!([])) && b["stop_reason"].is_null())
+            || (bedrock && b.get("stopReason").is_none());
         assert_eq!(r.is_err(), is_error, "body {i}: {r:?}");
     }
     let streams = streams();
@@ -557,4 +604,15 @@ fn the_valid_corpus_decodes() {
     }
     let out = d.finish(&mut |_| {}).unwrap();
     assert_eq!(out.tool_calls().len(), 1);
+    // Bedrock: the stream up to its closing `metadata`, without the two error events.
+    let mut d = StreamDecoder::new(plan(Dialect::BedrockConverse));
+    let events = &streams[3];
+    for e in &events[..events.len() - 2] {
+        d.push(e, &mut |_| {}).unwrap();
+    }
+    assert!(d.is_done());
+    let out = d.finish(&mut |_| {}).unwrap();
+    assert_eq!(out.text(), "A seat");
+    assert_eq!(out.tool_calls()[0].arguments, &json!({"term": "seat"}));
+    assert_eq!(out.usage.output, 30);
 }
