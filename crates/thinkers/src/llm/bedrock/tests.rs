@@ -448,14 +448,20 @@ fn run_stream(
         }
     }
     let delivered = decoder.delivered_content();
-    let done = decoder.is_done();
     let r = decoder.finish(&mut |d| deltas.push(d));
-    assert!(r.is_err() || done, "a complete stream says it is done");
     (r, deltas, delivered)
 }
 
 #[test]
 fn an_event_stream_is_decoded_frame_by_frame() -> anyhow::Result<()> {
+    // The closing `metadata` frame says the stream is done.
+    let mut reader = super::stream::FrameReader::default();
+    let mut decoder = StreamDecoder::new(plan(Dialect::BedrockConverse, false));
+    for m in reader.push(&tool_stream()).map_err(anyhow::Error::msg)? {
+        assert!(!decoder.is_done());
+        decoder.push(&m, &mut |_| {})?;
+    }
+    assert!(decoder.is_done());
     let (r, deltas, _) = run_stream(&tool_stream());
     let r = r?;
     assert_eq!(r.stop, StopReason::ToolUse);
@@ -620,4 +626,24 @@ fn bedrock_exceptions_map_onto_the_hierarchy_naming_entry_and_url() -> anyhow::R
     );
     assert!(missing.to_string().contains(MODEL), "{missing}");
     Ok(())
+}
+
+proptest::proptest! {
+    /// Nothing a server sends can panic the frame reader or the decoder behind it: arbitrary
+    /// bytes, and real frames with a byte changed or cut short.
+    #[test]
+    fn no_bytes_panic_the_frame_reader(
+        noise in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256),
+        at in 0usize..4096,
+        flip in 1u8..=255,
+        cut in 0usize..4096,
+    ) {
+        let _ = run_stream(&noise);
+        let mut frames = tool_stream();
+        let i = at % frames.len();
+        frames[i] ^= flip;
+        let _ = run_stream(&frames);
+        let whole = tool_stream();
+        let _ = run_stream(&whole[..cut % whole.len()]);
+    }
 }
