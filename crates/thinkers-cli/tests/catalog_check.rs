@@ -59,3 +59,20 @@ fn every_open_entry_answering_passes_the_check() {
     assert!(ok, "{stdout}\n{stderr}");
     assert_eq!(row(&stdout, "sim-small-a")[2], "yes", "{stdout}");
 }
+
+#[test]
+fn a_bedrock_converse_entry_over_the_sim_passes_the_check() {
+    // A Bedrock provider beside the bundled ones: signed requests to the sim's Converse
+    // endpoints, for a model the sim serves.
+    let catalog = format!(
+        "{BUNDLED_TOML}\n[providers.sim-bedrock]\ndialect = \"bedrock-converse\"\n\
+         base_url = \"{{sim}}\"\nregion = \"us-east-1\"\naccess_key_env = \"THINKERS_SIM_KEY\"\n\
+         secret_key_env = \"THINKERS_SIM_KEY\"\n\n[[entries]]\nid = \"sim-bedrock-small\"\n\
+         provider = \"sim-bedrock\"\nmodel = \"sim-small-b\"\ngrade = \"small\"\n\
+         context_window = 200000\noutput_ceiling = 8192\nprice_in = 1.0\nprice_out = 5.0\n\
+         currency = \"USD\"\n"
+    );
+    let (ok, stdout, stderr) = check(&catalog);
+    assert!(ok, "{stdout}\n{stderr}");
+    assert_eq!(row(&stdout, "sim-bedrock-small")[2], "yes", "{stdout}");
+}
