@@ -1,7 +1,8 @@
 //! A thinker over Amazon Bedrock Converse: real HTTP against thinkers-sim's `/model/{id}/converse`
 //! and `/converse-stream`, requests signed with AWS SigV4 — a tool round and a typed answer,
 //! reasoning signatures carried back byte-identical across turns (the sim refuses an altered
-//! one), a throttled attempt retried, and a streamed call read from event-stream frames.
+//! one), a throttled attempt retried, a streamed call read from event-stream frames, and streamed
+//! reasoning whose signature goes back whole on the next turn.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -210,4 +211,52 @@ async fn a_throttled_attempt_is_retried_and_a_stream_is_read_from_event_frames()
         "the deltas are the answer"
     );
     assert!(out.response.usage.output > 0);
+}
+
+#[tokio::test]
+async fn streamed_reasoning_keeps_its_signature_for_the_next_turn() {
+    let s = setup().await;
+    let thought = Arc::new(Mutex::new(String::new()));
+    let sink = Arc::clone(&thought);
+    let first = ChatRequest::new(
+        "Be brief.",
+        vec![Message::user_text("Why is a seat a seat?")],
+    );
+    let job = LlmCall::new(Grade::Medium, OutputSize::Compact, first.clone())
+        .pinned("bedrock-thinking".to_owned())
+        .depth(Depth::Standard)
+        .streaming(Box::new(move |d| {
+            if let StreamDelta::Thinking(t) = d {
+                sink.lock().unwrap().push_str(&t);
+            }
+        }));
+    let out = s.rt.run(job).await.unwrap();
+    let Some(thinkers::conversation::ContentBlock::Thinking {
+        thinking,
+        signature,
+    }) = out.response.content.first().cloned()
+    else {
+        panic!("no reasoning block first: {:?}", out.response.content);
+    };
+    assert_eq!(
+        *thought.lock().unwrap(),
+        thinking,
+        "the deltas are the reasoning"
+    );
+    assert!(!signature.is_empty());
+    // The streamed block goes back whole on the next turn, and the sim's signature check passes.
+    let mut next = first;
+    let messages = Arc::make_mut(&mut next.messages);
+    messages.push(out.response.to_message());
+    messages.push(Message::user_text("And a grade?"));
+    let job = LlmCall::new(Grade::Medium, OutputSize::Compact, next)
+        .pinned("bedrock-thinking".to_owned())
+        .depth(Depth::Standard);
+    s.rt.run(job).await.unwrap();
+    let sent = s.sim.requests();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0].endpoint, "/model/{modelId}/converse-stream");
+    let block = &sent[1].body["messages"][1]["content"][0]["reasoningContent"]["reasoningText"];
+    assert_eq!(block["text"], thinking.as_str());
+    assert_eq!(block["signature"], signature.as_str());
 }
