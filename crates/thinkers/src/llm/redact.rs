@@ -122,7 +122,7 @@ impl Redactor {
                 }
                 RetrySignal::TruncationEscalation => {}
             },
-            Error::Timeout(_) | Error::Cancelled => {}
+            Error::Timeout(_) | Error::Cancelled | Error::AwaitingApproval { .. } => {}
         }
         e
     }

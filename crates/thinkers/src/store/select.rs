@@ -64,6 +64,15 @@ impl Store {
         }
     }
 
+    /// The journal of durable steps and the approvals in this store (see [`crate::durable`]).
+    pub fn steps(&self) -> Arc<dyn crate::durable::StepStore> {
+        match self {
+            Self::Sqlite(s) => Arc::new(super::SqliteSteps::new(s)),
+            #[cfg(feature = "postgres")]
+            Self::Postgres(s) => Arc::new(super::PgSteps::new(s)),
+        }
+    }
+
     /// The read queries over this store.
     pub fn records(&self) -> Arc<dyn RecordStore> {
         match self {

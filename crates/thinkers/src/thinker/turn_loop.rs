@@ -316,10 +316,14 @@ pub(crate) async fn turns<P: AnswerPhase>(
         // The answer joins the conversation as it is (not copied); the calls are read from a
         // shared snapshot of the messages, dropped before the results join (so that push does
         // not copy the messages either).
-        let messages = {
+        let (messages, before) = {
             let mut st = observer.lock();
+            let before = st.conversation.as_ref().map_or(0, |c| c.messages().len());
             st.push(response.into_message());
-            st.conversation.as_ref().map(Conversation::shared_messages)
+            (
+                st.conversation.as_ref().map(Conversation::shared_messages),
+                before,
+            )
         };
         let Some(asked) = messages.as_deref().and_then(|m| m.last()) else {
             return Err(Error::system("thinker loop", "no conversation is open"));
@@ -344,6 +348,19 @@ pub(crate) async fn turns<P: AnswerPhase>(
         phase.after_round(&calls, &outcome.results);
         drop(calls);
         drop(messages);
+        if !outcome.pending.is_empty() {
+            // The turn stops for a person. Its answer leaves the conversation again: a replay
+            // of the run asks the same question (answered by the response cache), finds the
+            // calls that ran in the journal and the decided ones decided.
+            let mut st = observer.lock();
+            st.refused.extend(outcome.refused);
+            if let Some(conv) = st.conversation.as_mut() {
+                conv.truncate(before);
+            }
+            return Err(Error::AwaitingApproval {
+                pending: outcome.pending,
+            });
+        }
         {
             let mut st = observer.lock();
             st.refused.extend(outcome.refused);

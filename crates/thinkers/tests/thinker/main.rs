@@ -10,6 +10,7 @@
 )]
 
 mod answer;
+mod approval;
 mod e2e;
 mod pins;
 mod read_only;
