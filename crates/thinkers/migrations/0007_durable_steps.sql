@@ -37,3 +37,26 @@ CREATE TABLE approvals (
 
 CREATE INDEX approvals_status ON approvals (status, requested_at_ms);
 CREATE INDEX approvals_run ON approvals (run, status);
+
+-- The embedded store's response cache, used for the model calls of durable runs: a replay of a
+-- run in this process is answered from here instead of the provider (the PostgreSQL store has
+-- the same tables since 0004). The first answer stored wins.
+CREATE TABLE response_cache (
+    key          BLOB PRIMARY KEY NOT NULL,
+    entry        TEXT NOT NULL,
+    response     TEXT NOT NULL,
+    workflow     TEXT NOT NULL,
+    job          TEXT NOT NULL,
+    stored_at_ms BIGINT NOT NULL
+);
+
+-- One row per model call answered from the cache.
+CREATE TABLE response_cache_hits (
+    id       INTEGER PRIMARY KEY AUTOINCREMENT,
+    key      BLOB NOT NULL,
+    workflow TEXT NOT NULL,
+    job      TEXT NOT NULL,
+    at_ms    BIGINT NOT NULL
+);
+
+CREATE INDEX response_cache_hits_workflow ON response_cache_hits (workflow);

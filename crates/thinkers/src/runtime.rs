@@ -130,8 +130,8 @@ impl Runtime {
     /// journaled under `key`, and running the same job under the same `key` again (after a
     /// crash, or after [`Runtime::approve`] / [`Runtime::deny`] decided the calls an
     /// [`crate::Error::AwaitingApproval`] named) answers them from the journal and goes on.
-    /// Model calls are sent again unless a response cache is registered
-    /// ([`crate::llm::ResponseCacheService`]).
+    /// With a store, the runtime registers its response cache for durable runs, so a replay
+    /// sends no model call whose answer is stored.
     pub async fn run_durable<J: Job>(&self, key: &str, job: J) -> Result<J::Output> {
         self.dispatcher
             .run(crate::durable::DurableRun::new(key, job))
@@ -375,7 +375,9 @@ impl RuntimeBuilder {
             .service(ledger.clone());
         #[cfg(feature = "sqlite")]
         if let Some(s) = &store {
-            dispatcher = dispatcher.service(Arc::new(crate::durable::DurableSteps::new(s.steps())));
+            dispatcher = dispatcher
+                .service(Arc::new(crate::durable::DurableSteps::new(s.steps())))
+                .service(Arc::new(s.durable_response_cache()));
         }
         let dispatcher = dispatcher
             .services(self.services)

@@ -234,6 +234,11 @@ impl DurableSteps {
     }
 }
 
+/// Whether `cx` runs within a durable run (it or an ancestor published a run key).
+pub(crate) fn is_durable(cx: &crate::job::JobContext) -> bool {
+    cx.metadata(META_DURABLE_RUN).is_some() || cx.ancestor_metadata(META_DURABLE_RUN).is_some()
+}
+
 /// The text a model reads for a call a person denied.
 pub(crate) fn denial_text(reason: Option<&str>) -> String {
     match reason.map(str::trim).filter(|r| !r.is_empty()) {

@@ -53,6 +53,8 @@ mod postgres;
 #[cfg(feature = "sqlite")]
 mod query;
 #[cfg(feature = "sqlite")]
+mod response_cache;
+#[cfg(feature = "sqlite")]
 mod select;
 #[cfg(feature = "sqlite")]
 mod sink;
@@ -73,6 +75,8 @@ pub use conversations::SqliteConversationStore;
 pub use postgres::{
     PgChatStore, PgConversationStore, PgRecorder, PgResponseCache, PgSteps, PgStore,
 };
+#[cfg(feature = "sqlite")]
+pub use response_cache::SqliteResponseCache;
 #[cfg(feature = "sqlite")]
 pub use select::{Store, open};
 #[cfg(feature = "sqlite")]

@@ -15,8 +15,8 @@ use super::state::{RefusedCall, Withheld};
 use crate::PendingCall;
 use crate::conversation::ContentBlock;
 use crate::durable::{
-    self, ApprovalPolicy, ApprovalRequest, ApprovalStatus, DurableSteps, Journaled,
-    META_DURABLE_RUN, StepKey, StepOutcome, StepStore,
+    self, ApprovalPolicy, ApprovalRequest, ApprovalStatus, DurableSteps, Journaled, StepKey,
+    StepOutcome, StepStore,
 };
 use crate::job::{BoxJob, JobContext, ScopeGuard};
 use crate::llm::{ToolCallView, ToolSpec};
@@ -222,8 +222,7 @@ impl Steps {
             .get::<DurableSteps>()
             .map(|d| Arc::clone(d.store()));
         let policy = cx.services().get::<ApprovalPolicy>();
-        let durable = cx.metadata(META_DURABLE_RUN).is_some()
-            || cx.ancestor_metadata(META_DURABLE_RUN).is_some();
+        let durable = durable::is_durable(cx);
         let (run, place) = durable::run_key_of(cx);
         Self {
             store,

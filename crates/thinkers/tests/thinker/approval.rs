@@ -169,13 +169,23 @@ async fn an_approved_call_runs_once_when_the_run_goes_on() {
             .unwrap_err();
     assert!(again.to_string().contains(&pending[0].id), "{again}");
 
+    assert_eq!(
+        w.sim.requests().len(),
+        1,
+        "the turn that asked for the call"
+    );
     let out =
         w.rt.run_durable("deploy-1", job(&sent, true))
             .await
             .unwrap();
     assert_eq!(out.summary, "SENT");
     assert_eq!(sent.load(Ordering::SeqCst), 1);
-    // The same run once more: the call is answered from the journal, not sent again.
+    assert_eq!(
+        w.sim.requests().len(),
+        2,
+        "the first turn came from the response cache; only the answer was asked for"
+    );
+    // The same run once more: the call is answered from the journal, the turns from the cache.
     let out =
         w.rt.run_durable("deploy-1", job(&sent, true))
             .await
@@ -185,6 +195,14 @@ async fn an_approved_call_runs_once_when_the_run_goes_on() {
         sent.load(Ordering::SeqCst),
         1,
         "a journaled call never runs twice"
+    );
+    assert_eq!(w.sim.requests().len(), 2, "nothing was paid twice");
+    // Outside a durable run the embedded cache answers nothing: a plain run asks the model.
+    let _ = w.rt.run(job(&sent, false)).await.unwrap();
+    assert_eq!(
+        w.sim.requests().len(),
+        4,
+        "a plain run is never served from the cache"
     );
     // A different run key is a different run: it asks again.
     let err =
