@@ -233,6 +233,8 @@ pub struct PendingCall {
     pub id: String,
     /// The tool.
     pub tool: String,
+    /// The model's id of the call.
+    pub call_id: String,
 }
 
 fn pending_list(pending: &[PendingCall]) -> String {

@@ -45,6 +45,12 @@ use crate::Result;
 /// The metadata key under which a durable run's root publishes its run key.
 pub const META_DURABLE_RUN: &str = "durable_run";
 
+/// The metadata key under which a chat turn publishes its conversation as a run key: its tool
+/// calls are journaled (a decision continues the turn without running its finished calls again)
+/// and asked for approval under it, but its model calls are not served from a response cache
+/// (a chat asks the model afresh).
+pub const META_JOURNAL_RUN: &str = "journal_run";
+
 /// The metadata key under which a tool job that waited for a person records the decision.
 pub const META_APPROVAL: &str = "approval";
 
@@ -234,9 +240,19 @@ impl DurableSteps {
     }
 }
 
-/// Whether `cx` runs within a durable run (it or an ancestor published a run key).
+fn published(cx: &crate::job::JobContext, key: &str) -> bool {
+    cx.metadata(key).is_some() || cx.ancestor_metadata(key).is_some()
+}
+
+/// Whether `cx` runs within a durable run (it or an ancestor published a run key): its model
+/// calls may be answered from a durable-runs response cache.
 pub(crate) fn is_durable(cx: &crate::job::JobContext) -> bool {
-    cx.metadata(META_DURABLE_RUN).is_some() || cx.ancestor_metadata(META_DURABLE_RUN).is_some()
+    published(cx, META_DURABLE_RUN)
+}
+
+/// Whether `cx`'s tool calls are journaled: within a durable run or a chat turn.
+pub(crate) fn journals(cx: &crate::job::JobContext) -> bool {
+    is_durable(cx) || published(cx, META_JOURNAL_RUN)
 }
 
 /// The text a model reads for a call a person denied.

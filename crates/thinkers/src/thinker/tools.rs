@@ -222,7 +222,7 @@ impl Steps {
             .get::<DurableSteps>()
             .map(|d| Arc::clone(d.store()));
         let policy = cx.services().get::<ApprovalPolicy>();
-        let durable = durable::is_durable(cx);
+        let durable = durable::journals(cx);
         let (run, place) = durable::run_key_of(cx);
         Self {
             store,
@@ -273,27 +273,30 @@ impl Steps {
             _ => return Ok(Prepared::Run(job)),
         };
         let key = self.key(call);
-        if self.durable {
-            if let Some(entry) = store.journaled(&key).await? {
-                if entry.tool == call.name && entry.arguments_hash == arguments_hash {
-                    return Ok(Prepared::Slot(match entry.outcome {
-                        StepOutcome::Output(json) => Slot::Journaled(
-                            call.id.to_owned(),
-                            call.name.to_owned(),
-                            ToolOutput {
-                                typed: Arc::new(json.clone()),
-                                json,
-                            },
-                        ),
-                        StepOutcome::Error(text) => {
-                            Slot::Done(ContentBlock::tool_error(call.id, call.name, text))
-                        }
-                    }));
-                }
-                tracing::warn!(tool = call.name, run = %key.run, place = %key.place,
-                    call = %key.call_id, "the journal holds another call at this place (the \
-                    replay diverged); the call runs");
+        let journaled = if self.durable {
+            store.journaled(&key).await?
+        } else {
+            None
+        };
+        if let Some(entry) = journaled {
+            if entry.tool == call.name && entry.arguments_hash == arguments_hash {
+                return Ok(Prepared::Slot(match entry.outcome {
+                    StepOutcome::Output(json) => Slot::Journaled(
+                        call.id.to_owned(),
+                        call.name.to_owned(),
+                        ToolOutput {
+                            typed: Arc::new(json.clone()),
+                            json,
+                        },
+                    ),
+                    StepOutcome::Error(text) => {
+                        Slot::Done(ContentBlock::tool_error(call.id, call.name, text))
+                    }
+                }));
             }
+            tracing::warn!(tool = call.name, run = %key.run, place = %key.place,
+                call = %key.call_id, "the journal holds another call at this place (the \
+                replay diverged); the call runs");
         }
         let mut approval = None;
         if needs_approval {
@@ -314,6 +317,7 @@ impl Steps {
                     return Ok(Prepared::Pending(PendingCall {
                         id: asked.id,
                         tool: call.name.to_owned(),
+                        call_id: call.id.to_owned(),
                     }));
                 }
                 ApprovalStatus::Denied => {
