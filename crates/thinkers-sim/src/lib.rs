@@ -68,6 +68,7 @@ mod logprobs;
 mod openai;
 mod plan;
 mod rate_headers;
+mod responses;
 pub mod schema;
 pub mod script;
 mod seeding;
