@@ -101,7 +101,7 @@ pub(crate) fn response(
     env: &Envelope<'_>,
     plan: &Plan,
     status: &str,
-    output: Vec<Value>,
+    output: &[Value],
     with_usage: bool,
 ) -> Value {
     let exchange = env.exchange;
@@ -137,5 +137,5 @@ pub(crate) fn response(
 /// The non-streaming response body.
 pub(crate) fn whole(env: &Envelope<'_>, plan: &mut Plan) -> Value {
     let output = items(env, plan);
-    response(env, plan, status(plan.finish), output, true)
+    response(env, plan, status(plan.finish), &output, true)
 }

@@ -141,9 +141,9 @@ pub(crate) fn frames(
     let output = items(env, plan);
     let mut out = Events { frames: Vec::new() };
     out.push(json!({"type": "response.created",
-        "response": response(env, plan, "in_progress", Vec::new(), false)}));
+        "response": response(env, plan, "in_progress", &[], false)}));
     out.push(json!({"type": "response.in_progress",
-        "response": response(env, plan, "in_progress", Vec::new(), false)}));
+        "response": response(env, plan, "in_progress", &[], false)}));
     for (index, item) in output.iter().enumerate() {
         item_events(&mut out, index, item);
     }
@@ -153,7 +153,7 @@ pub(crate) fn frames(
     } else {
         "response.completed"
     };
-    out.push(json!({"type": terminal, "response": response(env, plan, status, output, true)}));
+    out.push(json!({"type": terminal, "response": response(env, plan, status, &output, true)}));
     if let Some(n) = error_after {
         out.frames.truncate(n);
         out.push(json!({"type": "error", "code": "server_error",

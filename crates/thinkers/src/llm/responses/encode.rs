@@ -121,17 +121,19 @@ enum MessageContent<'a> {
     Parts(Vec<InputPart<'a>>),
 }
 
+/// A part of a user message (`input_text`, `input_image`, `input_file` on the wire).
 #[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type")]
 enum InputPart<'a> {
-    InputText {
-        text: &'a str,
-    },
-    InputImage {
+    #[serde(rename = "input_text")]
+    Text { text: &'a str },
+    #[serde(rename = "input_image")]
+    Image {
         image_url: Cow<'a, str>,
         detail: &'static str,
     },
-    InputFile {
+    #[serde(rename = "input_file")]
+    File {
         #[serde(skip_serializing_if = "Option::is_none")]
         filename: Option<&'a str>,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -296,13 +298,13 @@ fn push_items(out: &mut Vec<Part>, m: &Message, thinking: bool) -> Result<()> {
             return Ok(());
         }
         let content = match parts.as_slice() {
-            [InputPart::InputText { text }] => MessageContent::Text(Cow::Borrowed(*text)),
+            [InputPart::Text { text }] => MessageContent::Text(Cow::Borrowed(*text)),
             _ if m.role == Role::Assistant => {
                 // An assistant message is text only: its texts joined.
                 let joined: String = parts
                     .iter()
                     .filter_map(|p| match p {
-                        InputPart::InputText { text } => Some(*text),
+                        InputPart::Text { text } => Some(*text),
                         _ => None,
                     })
                     .collect();
@@ -317,9 +319,9 @@ fn push_items(out: &mut Vec<Part>, m: &Message, thinking: bool) -> Result<()> {
     for b in &m.content {
         match b {
             ContentBlock::Text { text } if text.is_empty() => {}
-            ContentBlock::Text { text } => parts.push(InputPart::InputText { text }),
+            ContentBlock::Text { text } => parts.push(InputPart::Text { text }),
             ContentBlock::Image { media_type, source } if m.role == Role::User => {
-                parts.push(InputPart::InputImage {
+                parts.push(InputPart::Image {
                     image_url: data_url(media_type, source),
                     detail: "auto",
                 });
@@ -329,12 +331,12 @@ fn push_items(out: &mut Vec<Part>, m: &Message, thinking: bool) -> Result<()> {
                 name,
                 source,
             } if m.role == Role::User => parts.push(match source {
-                MediaSource::Base64(_) => InputPart::InputFile {
+                MediaSource::Base64(_) => InputPart::File {
                     filename: Some(name.as_deref().unwrap_or("file")),
                     file_data: Some(data_url(media_type, source).into_owned()),
                     file_url: None,
                 },
-                MediaSource::Url(u) => InputPart::InputFile {
+                MediaSource::Url(u) => InputPart::File {
                     filename: None,
                     file_data: None,
                     file_url: Some(u),
