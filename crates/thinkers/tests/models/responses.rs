@@ -106,7 +106,11 @@ async fn a_429_is_waited_out_as_the_provider_asks() {
     );
     let start = Instant::now();
     let out = rt.run(call("r-think")).await.unwrap();
-    assert!(start.elapsed() >= Duration::from_millis(400), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() >= Duration::from_millis(400),
+        "{:?}",
+        start.elapsed()
+    );
     assert!(!out.response.text().is_empty());
     assert_eq!(sim.stats().model("m-r-think").requests, 2);
 }
@@ -132,7 +136,10 @@ async fn errors_name_the_entry_and_url_and_never_the_azure_key() {
         sim.base_url()
     );
     assert!(shown.contains(&url), "{shown}");
-    assert!(!shown.contains("api-version"), "the query is not shown: {shown}");
+    assert!(
+        !shown.contains("api-version"),
+        "the query is not shown: {shown}"
+    );
     // The key went only in the `api-key` header.
     for r in sim.requests() {
         for (name, value) in &r.headers {
