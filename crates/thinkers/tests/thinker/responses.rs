@@ -101,6 +101,50 @@ async fn setup() -> Setup {
     Setup { sim, rt }
 }
 
+/// The official `openai` SDK's request types accept every Responses body the runtime sent
+/// (`ResponseCreateParams`, streaming or not, through pydantic). Skipped loudly without
+/// `THINKERS_TEST_PYTHON` (which `scripts/test.sh` sets).
+fn the_sdk_accepts(bodies: &[serde_json::Value]) {
+    let Ok(python) = std::env::var("THINKERS_TEST_PYTHON") else {
+        eprintln!(
+            "SKIPPED: THINKERS_TEST_PYTHON is not set; the bodies were not checked by the SDK"
+        );
+        return;
+    };
+    const CHECK: &str = r#"
+import json, sys, pydantic
+from openai.types.responses import response_create_params as p
+whole = pydantic.TypeAdapter(p.ResponseCreateParamsNonStreaming)
+streamed = pydantic.TypeAdapter(p.ResponseCreateParamsStreaming)
+n = 0
+for line in sys.stdin:
+    body = json.loads(line)
+    (streamed if body.get("stream") else whole).validate_python(body)
+    n += 1
+print(f"{n} bodies valid")
+"#;
+    let lines: String = bodies.iter().map(|b| format!("{b}\n")).collect();
+    let mut child = std::process::Command::new(python)
+        .args(["-c", CHECK])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), lines.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("{} bodies valid", bodies.len())),
+        "{stdout}"
+    );
+}
+
 fn thinker(entry: &str, grade: Grade) -> SingleObjectiveThinker<Brief> {
     let mut t = SingleObjectiveThinker::<Brief>::new(
         ThinkerDeclaration::new(grade, OutputSize::Compact),
@@ -141,6 +185,8 @@ async fn a_responses_thinker_calls_its_tool_and_carries_reasoning_items_back() {
     assert!(input[at]["encrypted_content"].as_str().unwrap().len() > 20);
     let stats = s.sim.stats().model("resp-reasoner");
     assert_eq!((stats.requests, stats.answered, stats.invalid), (2, 2, 0));
+    let bodies: Vec<_> = requests.iter().map(|r| r.body.clone()).collect();
+    the_sdk_accepts(&bodies);
 }
 
 #[tokio::test]
@@ -179,5 +225,9 @@ async fn azure_thinkers_complete_on_the_deployment_and_v1_paths() {
         }
         let tool_round = requests[1].raw_body.clone();
         assert!(tool_round.contains("lookup"), "{entry}: {tool_round}");
+        if endpoint.ends_with("responses") {
+            let bodies: Vec<_> = requests.iter().map(|r| r.body.clone()).collect();
+            the_sdk_accepts(&bodies);
+        }
     }
 }
