@@ -13,6 +13,8 @@
 //!   only to a target with thinking.
 //! * `max_output_tokens` is the answer budget (providers count reasoning toward it, see
 //!   [`ChatRequest::max_output_tokens`]).
+//! * Not sent: `logprobs` (a Chat Completions feature here), `previous_response_id` and
+//!   `conversation` (the runtime keeps the conversation itself).
 
 use std::borrow::Cow;
 
