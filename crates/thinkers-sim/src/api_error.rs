@@ -59,7 +59,9 @@ impl ApiError {
             (Self::MissingKey, _) => StatusCode::UNAUTHORIZED,
             (Self::ModelNotFound(_), _) => StatusCode::NOT_FOUND,
             (Self::Server, _) => StatusCode::INTERNAL_SERVER_ERROR,
-            (Self::Overloaded, Dialect::OpenAi) => StatusCode::SERVICE_UNAVAILABLE,
+            (Self::Overloaded, Dialect::OpenAi | Dialect::OpenAiResponses) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             (Self::Overloaded, Dialect::Anthropic) => {
                 StatusCode::from_u16(529).unwrap_or(StatusCode::SERVICE_UNAVAILABLE)
             }
@@ -163,7 +165,7 @@ impl ApiError {
         let status = self.status(dialect);
         let mut headers = HeaderMap::new();
         let id_header = match dialect {
-            Dialect::OpenAi => "x-request-id",
+            Dialect::OpenAi | Dialect::OpenAiResponses => "x-request-id",
             Dialect::Anthropic => "request-id",
         };
         if let Ok(v) = HeaderValue::from_str(request_id) {
@@ -186,7 +188,7 @@ impl ApiError {
             rate_headers::insert_retry_after(&mut headers, dialect, wait);
         }
         let body = match dialect {
-            Dialect::OpenAi => self.openai_body(),
+            Dialect::OpenAi | Dialect::OpenAiResponses => self.openai_body(),
             Dialect::Anthropic => self.anthropic_body(request_id),
         };
         (status, headers, axum::Json(body)).into_response()

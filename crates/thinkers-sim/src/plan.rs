@@ -105,7 +105,7 @@ fn random_id(rng: &mut StdRng, prefix: &str, len: usize) -> String {
 /// A tool-call id in the dialect's style.
 fn call_id(rng: &mut StdRng, dialect: Dialect) -> String {
     match dialect {
-        Dialect::OpenAi => random_id(rng, "call_", 24),
+        Dialect::OpenAi | Dialect::OpenAiResponses => random_id(rng, "call_", 24),
         Dialect::Anthropic => random_id(rng, "toolu_01", 22),
     }
 }
@@ -140,8 +140,13 @@ pub(crate) fn plan(exchange: &Exchange, cx: &PlanContext<'_>) -> Plan {
         body = Body::Text(text_protocol::render_calls(&pairs));
         finish = Finish::Stop;
     }
-    let thinking = (exchange.thinking && exchange.dialect == Dialect::Anthropic)
-        .then(|| planner.thinking_text(&body));
+    // Anthropic signs thinking blocks; Responses summarises reasoning items.
+    let thinking = (exchange.thinking
+        && matches!(
+            exchange.dialect,
+            Dialect::Anthropic | Dialect::OpenAiResponses
+        ))
+    .then(|| planner.thinking_text(&body));
     planner.finish(body, finish, thinking, cx)
 }
 

@@ -36,7 +36,7 @@ fn timestamp_after(d: Duration) -> String {
 /// Adds the limit, remaining and reset headers describing `state`.
 pub(crate) fn insert(headers: &mut HeaderMap, dialect: Dialect, state: &RateState) {
     match dialect {
-        Dialect::OpenAi => {
+        Dialect::OpenAi | Dialect::OpenAiResponses => {
             if let Some(rpm) = state.limits.requests() {
                 put(headers, "x-ratelimit-limit-requests", &rpm.to_string());
                 put(
@@ -110,7 +110,7 @@ pub(crate) fn insert(headers: &mut HeaderMap, dialect: Dialect, state: &RateStat
 pub(crate) fn insert_retry_after(headers: &mut HeaderMap, dialect: Dialect, wait: Duration) {
     let secs = wait.as_millis().div_ceil(1000).max(1);
     put(headers, "retry-after", &secs.to_string());
-    if dialect == Dialect::OpenAi {
+    if matches!(dialect, Dialect::OpenAi | Dialect::OpenAiResponses) {
         put(
             headers,
             "retry-after-ms",

@@ -10,6 +10,7 @@
 //! (by id, or by position when the id is missing) and the field with its bad value. After that
 //! the accessors cannot fail except on an unknown name.
 
+mod azure;
 mod entry;
 mod error;
 mod fields;
@@ -23,6 +24,7 @@ mod tests;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+pub use azure::{Auth, AzureApi};
 pub use entry::{EFFORT_TOKENS, Entry, Pricing, Reasoning, effort_tokens};
 pub use error::{CatalogError, InvalidValue, Location, Problem};
 pub use provider::{

@@ -5,6 +5,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use super::azure::{Auth, AzureApi};
 use crate::Result;
 use crate::error::Error;
 use crate::model::ParseNameError;
@@ -34,9 +35,18 @@ pub enum Dialect {
     /// key is optional.
     #[serde(rename = "openai-compatible")]
     OpenAiCompatible,
+    /// The OpenAI Responses API (`openai-responses`): input and output items, reasoning items
+    /// carried across turns.
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
 }
 
-const DIALECT_NAMES: &[&str] = &["openai", "anthropic", "openai-compatible"];
+const DIALECT_NAMES: &[&str] = &[
+    "openai",
+    "anthropic",
+    "openai-compatible",
+    "openai-responses",
+];
 
 impl Dialect {
     /// The name used in catalogs.
@@ -45,6 +55,7 @@ impl Dialect {
             Self::OpenAi => "openai",
             Self::Anthropic => "anthropic",
             Self::OpenAiCompatible => "openai-compatible",
+            Self::OpenAiResponses => "openai-responses",
         }
     }
 
@@ -64,10 +75,15 @@ impl FromStr for Dialect {
     type Err = ParseNameError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [Self::OpenAi, Self::Anthropic, Self::OpenAiCompatible]
-            .into_iter()
-            .find(|d| d.as_str() == s)
-            .ok_or_else(|| ParseNameError::new("dialect", s, DIALECT_NAMES))
+        [
+            Self::OpenAi,
+            Self::Anthropic,
+            Self::OpenAiCompatible,
+            Self::OpenAiResponses,
+        ]
+        .into_iter()
+        .find(|d| d.as_str() == s)
+        .ok_or_else(|| ParseNameError::new("dialect", s, DIALECT_NAMES))
     }
 }
 
@@ -136,6 +152,11 @@ pub struct Provider {
     /// true; read only for `openai-compatible`). When false, such a call is asked for whole and
     /// handed to the stream's reader at once.
     pub stream_tools: bool,
+    /// How an Azure OpenAI resource is addressed (`azure` and `api_version`), if this provider
+    /// is one (see `model::catalog::azure`).
+    pub azure: Option<AzureApi>,
+    /// The header the key travels in (`auth`; OpenAI-family dialects only).
+    pub auth: Auth,
 }
 
 impl Provider {
@@ -197,6 +218,8 @@ mod tests {
             api_key_env: env.map(str::to_owned),
             structured_output: StructuredOutput::default(),
             stream_tools: true,
+            azure: None,
+            auth: Auth::Bearer,
         }
     }
 
@@ -206,6 +229,7 @@ mod tests {
             Dialect::OpenAi,
             Dialect::Anthropic,
             Dialect::OpenAiCompatible,
+            Dialect::OpenAiResponses,
         ] {
             assert_eq!(d.as_str().parse::<Dialect>().unwrap(), d);
             let json = serde_json::to_string(&d).unwrap();
