@@ -161,6 +161,17 @@ impl Printer {
                 }
                 self.streamed.clear();
             }
+            ChatEvent::Approval { id, tool, .. } => {
+                if !self.streamed.is_empty() {
+                    let _ = writeln!(out);
+                    self.streamed.clear();
+                }
+                let _ = writeln!(
+                    out,
+                    "  [{tool} waits for a decision: thinkers approve {id} / thinkers deny {id} \
+                     --reason …]"
+                );
+            }
             ChatEvent::Error { message } => {
                 if !self.streamed.is_empty() {
                     let _ = writeln!(out);

@@ -1,5 +1,6 @@
 //! The `thinkers` command line: the demo, trajectory traces and more.
 
+mod approvals;
 mod bench;
 mod catalog;
 mod chat;
@@ -66,8 +67,15 @@ enum Command {
     Submit(work::SubmitArgs),
     /// Claim workflows from the PostgreSQL queue and run them (lease with heartbeats).
     Worker(work::WorkerArgs),
-    /// Where a submitted workflow is: queued, running (where), succeeded or failed.
+    /// Where a submitted workflow is: queued, running (where), succeeded, failed or awaiting
+    /// approval.
     Status(work::StatusArgs),
+    /// List the tool calls waiting for a person's approval (`--all`: decided ones too).
+    Approvals(approvals::ListArgs),
+    /// Approve a pending tool call: its run goes on (a queue worker picks it up).
+    Approve(approvals::ApproveArgs),
+    /// Deny a pending tool call: the model reads the reason and goes on without it.
+    Deny(approvals::DenyArgs),
 }
 
 #[tokio::main]
@@ -135,5 +143,8 @@ async fn run_command(command: Command) -> anyhow::Result<()> {
         Command::Submit(args) => work::submit(args).await,
         Command::Worker(args) => work::worker(args).await,
         Command::Status(args) => work::status(args).await,
+        Command::Approvals(args) => approvals::list(args).await,
+        Command::Approve(args) => approvals::approve(args).await,
+        Command::Deny(args) => approvals::deny(args).await,
     }
 }

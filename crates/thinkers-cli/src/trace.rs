@@ -16,19 +16,17 @@ pub(crate) async fn run(workflow: Option<&str>, list: bool, db: &Path) -> anyhow
             db.display()
         );
     }
-    let store = thinkers::store::open(&target)
-        .await
-        .with_context(|| {
-            format!(
-                "opening {}",
-                if postgres {
-                    "the PostgreSQL database"
-                } else {
-                    target.as_str()
-                }
-            )
-        })?
-        .records();
+    let opened = thinkers::store::open(&target).await.with_context(|| {
+        format!(
+            "opening {}",
+            if postgres {
+                "the PostgreSQL database"
+            } else {
+                target.as_str()
+            }
+        )
+    })?;
+    let store = opened.records();
     if list || workflow.is_none() {
         let rows = store.list_workflows(20).await?;
         if rows.is_empty() {
@@ -56,5 +54,35 @@ pub(crate) async fn run(workflow: Option<&str>, list: bool, db: &Path) -> anyhow
     let id = JobId::parse(id).map_err(|e| anyhow::anyhow!("{e}"))?;
     let jobs = store.workflow_jobs(id).await?;
     print!("{}", Trajectory::build(jobs).render());
+    // The calls this run stopped at for a person, and where each stands now.
+    let asked: Vec<_> = opened
+        .steps()
+        .approvals(false)
+        .await?
+        .into_iter()
+        .filter(|a| a.workflow == id.to_string())
+        .collect();
+    if !asked.is_empty() {
+        println!("approvals asked in this run:");
+        for a in asked {
+            let decided = a
+                .decided_at_ms
+                .and_then(chrono::DateTime::from_timestamp_millis)
+                .map(|t| format!(" at {}", t.format("%Y-%m-%d %H:%M:%S")))
+                .unwrap_or_default();
+            let reason = a
+                .reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default();
+            println!(
+                "  {} {} (call {}): {}{decided}{reason}",
+                a.id,
+                a.tool,
+                a.call_id,
+                a.status.as_str()
+            );
+        }
+    }
     Ok(())
 }

@@ -12,14 +12,18 @@
 #[path = "../../thinkers/tests/conversations/pg.rs"]
 mod pg;
 
+#[allow(unreachable_pub, dead_code)]
+mod support {
+    pub mod queue;
+}
+use support::queue::{count, finish, run_ok, spawn_worker, status, thinkers, unique, wait_for};
+
 use std::collections::HashSet;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
 use futures::FutureExt as _;
-use serde_json::{Value, json};
-use sqlx::Connection as _;
+use serde_json::json;
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::queue::WorkflowQueue;
 use thinkers::store::PgStore;
@@ -28,68 +32,8 @@ use thinkers::store::PgStore;
 /// test measures a rate that the others' workers would take CPU from on a two-core machine.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 use thinkers_sim::{Profile, Sim, SimConfig};
-use tokio::process::{Child, Command};
 
 const ENTRY: &str = "sim-small-a";
-
-fn thinkers() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_thinkers"));
-    c.env_remove("THINKERS_DB")
-        .env_remove("THINKERS_SIM_URL")
-        .env_remove("THINKERS_REDIS_URL")
-        .env("RUST_LOG", "warn");
-    c
-}
-
-async fn run_ok(args: &[&str]) -> Result<String> {
-    let out = thinkers().args(args).output().await?;
-    ensure!(
-        out.status.success(),
-        "thinkers {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(String::from_utf8(out.stdout)?.trim().to_owned())
-}
-
-async fn status(db: &str, queue: &str, id: &str) -> Result<Value> {
-    let out = run_ok(&["status", id, "--json", "--db", db, "--queue", queue]).await?;
-    Ok(serde_json::from_str(&out)?)
-}
-
-fn spawn_worker(db: &str, queue: &str, sim: &str, extra: &[&str]) -> Result<Child> {
-    Ok(thinkers()
-        .args(["worker", "--db", db, "--queue", queue, "--sim-url", sim])
-        .args(["--poll-secs", "0.05"])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()?)
-}
-
-async fn wait_for<F, Fut>(what: &str, timeout: Duration, mut check: F) -> Result<()>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<bool>>,
-{
-    let deadline = Instant::now() + timeout;
-    while !check().await? {
-        if Instant::now() > deadline {
-            bail!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(())
-}
-
-async fn count(db: &str, sql: &str) -> Result<i64> {
-    let mut c = sqlx::PgConnection::connect(db).await?;
-    let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
-        .fetch_one(&mut c)
-        .await?;
-    c.close().await.ok();
-    Ok(n)
-}
 
 fn redis_url() -> String {
     std::env::var("THINKERS_TEST_REDIS_URL")
@@ -110,10 +54,6 @@ async fn redis_or_skip() -> Result<Option<String>> {
             Ok(None)
         }
     }
-}
-
-fn unique(prefix: &str) -> String {
-    format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -333,21 +273,6 @@ async fn three_workers_share_one_tpm_limit_through_redis() -> Result<()> {
     .await?;
     assert_eq!(per_worker, 3);
     Ok(())
-}
-
-async fn finish(db: &str, queue: &str, id: &str, timeout: Duration) -> Result<Value> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let s = status(db, queue, id).await?;
-        if s["status"] == "succeeded" || s["status"] == "failed" {
-            return Ok(s);
-        }
-        ensure!(
-            Instant::now() < deadline,
-            "the workflow did not finish: {s}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

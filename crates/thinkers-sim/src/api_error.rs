@@ -66,7 +66,7 @@ impl ApiError {
             (Self::MissingKey, _) => StatusCode::UNAUTHORIZED,
             (Self::ModelNotFound(_), _) => StatusCode::NOT_FOUND,
             (Self::Server, _) => StatusCode::INTERNAL_SERVER_ERROR,
-            (Self::Overloaded, Dialect::OpenAi | Dialect::Bedrock) => {
+            (Self::Overloaded, Dialect::OpenAi | Dialect::OpenAiResponses | Dialect::Bedrock) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             (Self::Overloaded, Dialect::Anthropic) => {
@@ -219,7 +219,7 @@ impl ApiError {
         let status = self.status(dialect);
         let mut headers = HeaderMap::new();
         let id_header = match dialect {
-            Dialect::OpenAi => "x-request-id",
+            Dialect::OpenAi | Dialect::OpenAiResponses => "x-request-id",
             Dialect::Anthropic => "request-id",
             Dialect::Bedrock => "x-amzn-requestid",
         };
@@ -243,7 +243,7 @@ impl ApiError {
             rate_headers::insert_retry_after(&mut headers, dialect, wait);
         }
         let body = match dialect {
-            Dialect::OpenAi => self.openai_body(),
+            Dialect::OpenAi | Dialect::OpenAiResponses => self.openai_body(),
             Dialect::Anthropic => self.anthropic_body(request_id),
             Dialect::Bedrock => {
                 let (_, kind, message) = self.bedrock_error();

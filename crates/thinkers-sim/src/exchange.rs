@@ -11,6 +11,8 @@ use crate::text_protocol;
 pub(crate) enum Dialect {
     OpenAi,
     Anthropic,
+    /// OpenAI Responses (`POST /v1/responses`): OpenAI's errors and headers, its own items.
+    OpenAiResponses,
     /// Amazon Bedrock Converse.
     Bedrock,
 }
@@ -137,6 +139,8 @@ pub(crate) struct Exchange {
     pub(crate) include_usage: bool,
     /// `Some(top_n)` when OpenAI logprobs are requested.
     pub(crate) logprobs: Option<u8>,
+    /// OpenAI Responses: reasoning items must carry `encrypted_content` (`include`).
+    pub(crate) encrypted_reasoning: bool,
 }
 
 impl Exchange {

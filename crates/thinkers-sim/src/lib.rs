@@ -1,8 +1,9 @@
 //! # thinkers-sim
 //!
 //! A simulated LLM provider: a real HTTP server that speaks the OpenAI Chat Completions
-//! (`POST /v1/chat/completions`) and Anthropic Messages (`POST /v1/messages`) wire formats, for
-//! testing agents offline, running demos and benchmarking a runtime without paying a provider.
+//! (`POST /v1/chat/completions`), OpenAI Responses (`POST /v1/responses`, and Azure OpenAI's
+//! paths) and Anthropic Messages (`POST /v1/messages`) wire formats, for testing agents offline,
+//! running demos and benchmarking a runtime without paying a provider.
 //!
 //! It is written from the providers' documented formats and shares no code with any client, so
 //! a misreading of a format cannot hide on both sides of a test.
@@ -69,6 +70,7 @@ mod logprobs;
 mod openai;
 mod plan;
 mod rate_headers;
+mod responses;
 pub mod schema;
 pub mod script;
 mod seeding;

@@ -105,7 +105,7 @@ fn random_id(rng: &mut StdRng, prefix: &str, len: usize) -> String {
 /// A tool-call id in the dialect's style.
 fn call_id(rng: &mut StdRng, dialect: Dialect) -> String {
     match dialect {
-        Dialect::OpenAi => random_id(rng, "call_", 24),
+        Dialect::OpenAi | Dialect::OpenAiResponses => random_id(rng, "call_", 24),
         Dialect::Anthropic => random_id(rng, "toolu_01", 22),
         Dialect::Bedrock => random_id(rng, "tooluse_", 22),
     }
@@ -141,8 +141,13 @@ pub(crate) fn plan(exchange: &Exchange, cx: &PlanContext<'_>) -> Plan {
         body = Body::Text(text_protocol::render_calls(&pairs));
         finish = Finish::Stop;
     }
+    // Anthropic signs thinking blocks; Responses summarises reasoning items; Bedrock signs
+    // reasoning blocks.
     let thinking = (exchange.thinking
-        && matches!(exchange.dialect, Dialect::Anthropic | Dialect::Bedrock))
+        && matches!(
+            exchange.dialect,
+            Dialect::Anthropic | Dialect::OpenAiResponses | Dialect::Bedrock
+        ))
     .then(|| planner.thinking_text(&body));
     planner.finish(body, finish, thinking, cx)
 }

@@ -38,7 +38,7 @@ pub(crate) fn insert(headers: &mut HeaderMap, dialect: Dialect, state: &RateStat
     match dialect {
         // Bedrock sends no rate-limit headers.
         Dialect::Bedrock => {}
-        Dialect::OpenAi => {
+        Dialect::OpenAi | Dialect::OpenAiResponses => {
             if let Some(rpm) = state.limits.requests() {
                 put(headers, "x-ratelimit-limit-requests", &rpm.to_string());
                 put(
@@ -112,7 +112,7 @@ pub(crate) fn insert(headers: &mut HeaderMap, dialect: Dialect, state: &RateStat
 pub(crate) fn insert_retry_after(headers: &mut HeaderMap, dialect: Dialect, wait: Duration) {
     let secs = wait.as_millis().div_ceil(1000).max(1);
     put(headers, "retry-after", &secs.to_string());
-    if dialect == Dialect::OpenAi {
+    if matches!(dialect, Dialect::OpenAi | Dialect::OpenAiResponses) {
         put(
             headers,
             "retry-after-ms",

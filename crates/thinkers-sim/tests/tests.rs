@@ -6,7 +6,8 @@
 //! - `faults`: every fault kind and every way to trigger one;
 //! - `exchange_faults`: the faults of the exchange itself (key echoes, waits, stalls, bodies);
 //! - `limits`: TPM/RPM 429s and rate-limit headers, latency;
-//! - `admin`: stats, reset, request log, model list, catalog configuration, `serve`.
+//! - `admin`: stats, reset, request log, model list, catalog configuration, `serve`;
+//! - `responses`: OpenAI Responses items, reasoning items, typed streams, and Azure's paths.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -18,4 +19,5 @@ mod faults;
 mod limits;
 mod modes;
 mod openai;
+mod responses;
 mod support;

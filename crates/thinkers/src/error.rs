@@ -86,6 +86,8 @@ pub enum ErrorKind {
     AttemptsExhausted,
     /// See [`Error::Retry`].
     Retry,
+    /// See [`Error::AwaitingApproval`].
+    AwaitingApproval,
 }
 
 impl ErrorKind {
@@ -108,7 +110,7 @@ impl ErrorKind {
 }
 
 /// One table: name, correctable, retry signal, what the model is told. Indexed by `ErrorKind`.
-const ERROR_TABLE: [(&str, bool, bool, &str); 8] = [
+const ERROR_TABLE: [(&str, bool, bool, &str); 9] = [
     (
         "invalid_input",
         true,
@@ -137,6 +139,12 @@ const ERROR_TABLE: [(&str, bool, bool, &str); 8] = [
         "The job was retried too many times",
     ),
     ("retry", false, true, "The job will be run again"),
+    (
+        "awaiting_approval",
+        false,
+        false,
+        "The job is waiting for a person's approval",
+    ),
 ];
 
 /// A failure of a job, in the one hierarchy a model can read.
@@ -207,6 +215,34 @@ pub enum Error {
     /// A retry signal. Consumed by the dispatcher; never a recorded failure.
     #[error("retry signal: {0:?}")]
     Retry(RetrySignal),
+    /// A tool call waits for a person's decision (see [`crate::durable`]): the run stopped and
+    /// holds nothing; once every listed call is decided, running it again (a queue worker does
+    /// this by itself) goes on from where it stopped. Recorded as `awaiting_approval`, not as a
+    /// failure.
+    #[error("waiting for a person's decision on {}; decide with `thinkers approve ID` or `thinkers deny ID --reason …`", pending_list(.pending))]
+    AwaitingApproval {
+        /// The pending calls: approval id and tool.
+        pending: Vec<PendingCall>,
+    },
+}
+
+/// A tool call waiting for a person, as [`Error::AwaitingApproval`] names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingCall {
+    /// The approval's id.
+    pub id: String,
+    /// The tool.
+    pub tool: String,
+    /// The model's id of the call.
+    pub call_id: String,
+}
+
+fn pending_list(pending: &[PendingCall]) -> String {
+    let calls: Vec<String> = pending
+        .iter()
+        .map(|p| format!("approval {} (tool `{}`)", p.id, p.tool))
+        .collect();
+    calls.join(", ")
 }
 
 fn value_suffix(value: Option<&str>) -> String {
@@ -228,6 +264,7 @@ impl Error {
             Self::Unadmittable { .. } => ErrorKind::Unadmittable,
             Self::AttemptsExhausted { .. } => ErrorKind::AttemptsExhausted,
             Self::Retry(_) => ErrorKind::Retry,
+            Self::AwaitingApproval { .. } => ErrorKind::AwaitingApproval,
         }
     }
 

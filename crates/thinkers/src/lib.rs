@@ -66,6 +66,7 @@ pub mod benchmark;
 pub mod chat;
 pub mod conversation;
 pub mod dispatch;
+pub mod durable;
 pub mod error;
 pub mod hub;
 pub mod job;
@@ -89,7 +90,7 @@ pub mod tool;
 pub mod tools;
 
 pub use dispatch::{Dispatcher, JobHandle};
-pub use error::{Error, ErrorKind, Result, RetrySignal};
+pub use error::{Error, ErrorKind, PendingCall, Result, RetrySignal};
 pub use runtime::{Runtime, RuntimeBuilder};
 
 /// The names most programs need.

@@ -126,6 +126,60 @@ impl Runtime {
         self.dispatcher.run(job).await
     }
 
+    /// Run `job` as the durable run `key` (see [`crate::durable`]): its finished tool calls are
+    /// journaled under `key`, and running the same job under the same `key` again (after a
+    /// crash, or after [`Runtime::approve`] / [`Runtime::deny`] decided the calls an
+    /// [`crate::Error::AwaitingApproval`] named) answers them from the journal and goes on.
+    /// With a store, the runtime registers its response cache for durable runs, so a replay
+    /// sends no model call whose answer is stored.
+    pub async fn run_durable<J: Job>(&self, key: &str, job: J) -> Result<J::Output> {
+        self.dispatcher
+            .run(crate::durable::DurableRun::new(key, job))
+            .await
+    }
+
+    /// The journal and approvals of the runtime's store.
+    fn steps(&self) -> Result<Arc<dyn crate::durable::StepStore>> {
+        self.dispatcher
+            .services()
+            .get::<crate::durable::DurableSteps>()
+            .map(|d| Arc::clone(d.store()))
+            .ok_or_else(|| {
+                crate::Error::invalid_input(
+                    "database",
+                    None,
+                    "this runtime keeps no store, so it has no approvals; open one with \
+                     RuntimeBuilder::database",
+                )
+            })
+    }
+
+    /// The approvals in the runtime's store, oldest first: the pending ones, or all.
+    pub async fn approvals(&self, pending_only: bool) -> Result<Vec<crate::durable::Approval>> {
+        self.steps()?.approvals(pending_only).await
+    }
+
+    /// Approve the pending call `id`: the next run of its durable run runs it. On PostgreSQL
+    /// the run's queue workflow is queued again once nothing of it is pending.
+    pub async fn approve(&self, id: &str) -> Result<crate::durable::Approval> {
+        self.steps()?
+            .decide(id, &crate::durable::Decision::Approve)
+            .await
+    }
+
+    /// Deny the pending call `id`: the next run of its durable run answers the call with the
+    /// denial and `reason`, and the model goes on.
+    pub async fn deny(&self, id: &str, reason: &str) -> Result<crate::durable::Approval> {
+        self.steps()?
+            .decide(
+                id,
+                &crate::durable::Decision::Deny {
+                    reason: reason.to_owned(),
+                },
+            )
+            .await
+    }
+
     /// Wait until every record queued so far is stored.
     pub async fn flush(&self) -> Result<()> {
         self.recorder.flush().await
@@ -240,6 +294,12 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Which tool calls wait for a person's approval, beyond those whose tool asks for it (see
+    /// [`crate::durable`]). Pending calls are kept in the runtime's store.
+    pub fn approval_policy(self, policy: crate::durable::ApprovalPolicy) -> Self {
+        self.service(Arc::new(policy))
+    }
+
     /// Register a service jobs find through `cx.services().get::<T>()` (a tool hub, a content
     /// stream, a cost ledger, …). A later service of the same type replaces an earlier one.
     pub fn service<T: Send + Sync + 'static>(mut self, service: Arc<T>) -> Self {
@@ -307,12 +367,19 @@ impl RuntimeBuilder {
             None => ConversationService::new(Arc::new(MemoryConversationStore::new())),
         });
         // The caller's services last, so one of theirs replaces a default of the same type.
-        let dispatcher = Dispatcher::builder()
+        let mut dispatcher = Dispatcher::builder()
             .budgets(budgets)
             .recorder(recorder.clone())
             .service(models.clone())
             .service(conversations.clone())
-            .service(ledger.clone())
+            .service(ledger.clone());
+        #[cfg(feature = "sqlite")]
+        if let Some(s) = &store {
+            dispatcher = dispatcher
+                .service(Arc::new(crate::durable::DurableSteps::new(s.steps())))
+                .service(Arc::new(s.durable_response_cache()));
+        }
+        let dispatcher = dispatcher
             .services(self.services)
             .config(self.config)
             .build();

@@ -1,6 +1,7 @@
 //! `thinkers submit`, `thinkers worker` and `thinkers status`: workflows on a PostgreSQL queue,
 //! run by any number of worker processes.
 
+mod errands;
 mod workflows;
 
 pub(crate) use workflows::registry;
@@ -224,6 +225,7 @@ pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<()> {
             }
             WorkflowState::Succeeded { output } => serde_json::json!({"output": output}),
             WorkflowState::Failed { error } => serde_json::json!({"error": error}),
+            WorkflowState::AwaitingApproval { waiting } => serde_json::json!({"waiting": waiting}),
         };
         let row = serde_json::json!({
             "id": s.id.to_string(), "name": s.name, "queue": s.queue, "status": s.state.name(),
@@ -261,6 +263,10 @@ pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<()> {
         WorkflowState::Failed { error } => {
             println!("  status:  failed");
             println!("  error:   {error}");
+        }
+        WorkflowState::AwaitingApproval { waiting } => {
+            println!("  status:  awaiting approval (no worker holds it)");
+            println!("  waiting: {waiting}");
         }
     }
     println!("  attempt: {} of {}", s.attempt, s.max_attempts);

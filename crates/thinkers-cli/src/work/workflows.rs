@@ -8,6 +8,8 @@
 //!   "calls": 4, "entries": ["sim-small-a", "sim-small-b"]}`; `entries` optional, pins call
 //!   `i` to `entries[i % len]`); the first that fails fails the workflow, and the calls still
 //!   running are cancelled.
+//! * `errands` — a thinker with a side-effecting tool that may need a person's approval (see
+//!   `errands.rs`).
 //! * `explain` — a thinker: the demo's explainer looks terms up in the glossary tool and answers
 //!   (input `{"question": "What is a seat?", "entry": "sim-small-a"}`; `entry` optional).
 //!
@@ -150,6 +152,7 @@ pub(crate) fn registry() -> WorkflowRegistry {
             }
         }))
     });
+    r.register("errands", super::errands::errands);
     r.register("explain", |input: ExplainInput| {
         let mut job = explainer().ask(ThinkerInput::query(input.question));
         if let Some(entry) = input.entry {

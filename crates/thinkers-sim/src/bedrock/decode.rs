@@ -155,6 +155,7 @@ pub(crate) fn decode(
         stream,
         include_usage: false,
         logprobs: None,
+        encrypted_reasoning: false,
     })
 }
 

@@ -158,6 +158,7 @@ pub(crate) fn decode(raw: &Value, model: &SimModel, seed: u64) -> Result<Exchang
         stream,
         include_usage,
         logprobs: logprobs.then_some(top),
+        encrypted_reasoning: false,
     })
 }
 

@@ -36,6 +36,7 @@ fn exchange(tools: Vec<ToolSpec>) -> Exchange {
         stream: false,
         include_usage: false,
         logprobs: None,
+        encrypted_reasoning: false,
     }
 }
 

@@ -101,7 +101,7 @@ const SSE: &str = "text/event-stream; charset=utf-8";
 fn stream_type(dialect: Dialect) -> &'static str {
     match dialect {
         Dialect::Bedrock => crate::bedrock::EVENT_STREAM,
-        Dialect::OpenAi | Dialect::Anthropic => SSE,
+        Dialect::OpenAi | Dialect::Anthropic | Dialect::OpenAiResponses => SSE,
     }
 }
 const JSON: &str = "application/json";
@@ -109,7 +109,7 @@ const JSON: &str = "application/json";
 /// The error `type` (and OpenAI `code`) a provider uses for `status`.
 fn error_type(dialect: Dialect, status: u16) -> (&'static str, Option<&'static str>) {
     match dialect {
-        Dialect::OpenAi => match status {
+        Dialect::OpenAi | Dialect::OpenAiResponses => match status {
             401 => ("invalid_request_error", Some("invalid_api_key")),
             403 => (
                 "invalid_request_error",
@@ -155,7 +155,9 @@ fn error_type(dialect: Dialect, status: u16) -> (&'static str, Option<&'static s
 fn error_object(dialect: Dialect, status: u16, message: &str) -> Value {
     let (kind, code) = error_type(dialect, status);
     match dialect {
-        Dialect::OpenAi => json!({"message": message, "type": kind, "param": null, "code": code}),
+        Dialect::OpenAi | Dialect::OpenAiResponses => {
+            json!({"message": message, "type": kind, "param": null, "code": code})
+        }
         Dialect::Anthropic => json!({"type": kind, "message": message}),
         // The exception's name travels in `x-amzn-ErrorType`, or (as here) in `__type`.
         Dialect::Bedrock => json!({"__type": kind, "message": message}),
@@ -166,7 +168,7 @@ fn error_object(dialect: Dialect, status: u16, message: &str) -> Value {
 fn error_body(ctx: &FaultCtx<'_>, status: u16, message: &str) -> Value {
     let error = error_object(ctx.dialect, status, message);
     match ctx.dialect {
-        Dialect::OpenAi => json!({"error": error}),
+        Dialect::OpenAi | Dialect::OpenAiResponses => json!({"error": error}),
         Dialect::Anthropic => {
             json!({"type": "error", "error": error, "request_id": ctx.request_id})
         }
@@ -201,11 +203,13 @@ fn json_response(status: u16, headers: HeaderMap, body: &Value) -> Response {
 }
 
 /// How many frames open a stream before its first content event: OpenAI's role chunk;
-/// Anthropic's `message_start`, the first `content_block_start` and its `ping`.
+/// Anthropic's `message_start`, the first `content_block_start` and its `ping`; Responses'
+/// `response.created` and `response.in_progress`.
 fn opening(dialect: Dialect, frames: &[Bytes]) -> usize {
     let n = match dialect {
         Dialect::OpenAi | Dialect::Bedrock => 1,
         Dialect::Anthropic => 3,
+        Dialect::OpenAiResponses => 2,
     };
     n.min(frames.len())
 }
@@ -235,7 +239,9 @@ fn cut_text(body: &Value) -> Bytes {
 fn sse_frame(dialect: Dialect, name: &str, data: &Value) -> Bytes {
     match dialect {
         Dialect::OpenAi => Bytes::from(format!("data: {data}\n\n")),
-        Dialect::Anthropic => Bytes::from(format!("event: {name}\ndata: {data}\n\n")),
+        Dialect::Anthropic | Dialect::OpenAiResponses => {
+            Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
+        }
         Dialect::Bedrock => crate::bedrock::event(name, data),
     }
 }
@@ -265,6 +271,13 @@ pub(crate) fn serve(
                 Dialect::OpenAi => sse_frame(dialect, "error", &json!({"error": error})),
                 Dialect::Anthropic => {
                     sse_frame(dialect, "error", &json!({"type": "error", "error": error}))
+                }
+                // The Responses `error` event carries the error's fields itself.
+                Dialect::OpenAiResponses => {
+                    let mut event = error;
+                    event["type"] = json!("error");
+                    event["code"] = json!(error_type(dialect, status).1.unwrap_or("server_error"));
+                    sse_frame(dialect, "error", &event)
                 }
                 Dialect::Bedrock => crate::bedrock::exception(
                     "internalServerException",
@@ -487,6 +500,24 @@ fn empty_answer(ctx: FaultCtx<'_>, answer: Rendered) -> Response {
                 body,
             )
                 .into_response()
+        }
+        // Responses: a completed response without output items.
+        (Dialect::OpenAiResponses, Rendered::Whole(mut value)) => {
+            value["output"] = json!([]);
+            value["usage"]["output_tokens"] = json!(0);
+            json_response(200, ctx.headers, &value)
+        }
+        (Dialect::OpenAiResponses, Rendered::Stream(frames)) => {
+            let mut head: Vec<Bytes> = frames.into_iter().take(2).collect();
+            head.push(sse_frame(
+                dialect,
+                "response.completed",
+                &json!({"type": "response.completed", "sequence_number": 2,
+                    "response": {"object": "response", "status": "completed", "output": [],
+                        "error": null, "usage": {"input_tokens": 0, "output_tokens": 0}}}),
+            ));
+            let body = staged(head, None, Vec::new(), End::Close);
+            (StatusCode::OK, with_type(ctx.headers, SSE), body).into_response()
         }
     }
 }

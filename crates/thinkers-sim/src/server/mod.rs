@@ -2,6 +2,7 @@
 //! the sim as a program.
 
 mod admin;
+mod azure;
 mod faulty;
 mod pipeline;
 mod state;
@@ -53,6 +54,17 @@ async fn messages(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
     pipeline::handle(shared, Dialect::Anthropic, "/v1/messages", headers, body).await
 }
 
+async fn responses(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    pipeline::handle(
+        shared,
+        Dialect::OpenAiResponses,
+        "/v1/responses",
+        headers,
+        body,
+    )
+    .await
+}
+
 async fn count_tokens(
     State(shared): State<Arc<Shared>>,
     headers: HeaderMap,
@@ -87,6 +99,14 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/messages", post(messages))
         .route("/v1/messages/count_tokens", post(count_tokens))
+        .route("/v1/responses", post(responses))
+        .route(
+            "/openai/deployments/{deployment}/chat/completions",
+            post(azure::deployment_chat),
+        )
+        .route("/openai/responses", post(azure::versioned_responses))
+        .route("/openai/v1/chat/completions", post(azure::v1_chat))
+        .route("/openai/v1/responses", post(azure::v1_responses))
         .route("/v1/models", get(admin::models))
         .route("/sim/stats", get(admin::stats))
         .route("/sim/reset", post(admin::reset))

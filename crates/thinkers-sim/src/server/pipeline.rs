@@ -23,7 +23,7 @@ use crate::limits::RateState;
 use crate::plan::{self, PlanContext};
 use crate::seeding::ordinal_rng;
 use crate::stats::{LoggedRequest, Outcome};
-use crate::{anthropic, bedrock, openai, rate_headers, tokens};
+use crate::{anthropic, bedrock, openai, rate_headers, responses, tokens};
 
 /// A request that got this far, for error answers.
 struct Ctx {
@@ -52,21 +52,30 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-/// The API key a request carried: `x-api-key`, else `authorization: Bearer …`.
+/// The API key a request carried: `x-api-key` (or Azure's `api-key`), else
+/// `authorization: Bearer …`.
 fn api_key(headers: &HeaderMap) -> &str {
     header_str(headers, "x-api-key")
+        .or_else(|| header_str(headers, "api-key"))
         .or_else(|| bearer(headers))
         .unwrap_or_default()
 }
 
-/// OpenAI wants `Authorization: Bearer …`. Anthropic wants `x-api-key` (current official SDKs send
-/// the key as `Authorization: Bearer …`, which the API accepts too) and `anthropic-version`.
-fn authenticate(dialect: Dialect, headers: &HeaderMap) -> Result<(), ApiError> {
+/// OpenAI wants `Authorization: Bearer …`, Azure OpenAI `api-key` (or a bearer token).
+/// Anthropic wants `x-api-key` (current official SDKs send the key as `Authorization: Bearer …`,
+/// which the API accepts too) and `anthropic-version`.
+fn authenticate(dialect: Dialect, headers: &HeaderMap, azure: bool) -> Result<(), ApiError> {
     match dialect {
         Dialect::Bedrock => bedrock::authenticated(headers)
             .then_some(())
             .ok_or(ApiError::MissingKey),
-        Dialect::OpenAi => bearer(headers).map(|_| ()).ok_or(ApiError::MissingKey),
+        Dialect::OpenAi | Dialect::OpenAiResponses if azure => header_str(headers, "api-key")
+            .or_else(|| bearer(headers))
+            .map(|_| ())
+            .ok_or(ApiError::MissingKey),
+        Dialect::OpenAi | Dialect::OpenAiResponses => {
+            bearer(headers).map(|_| ()).ok_or(ApiError::MissingKey)
+        }
         Dialect::Anthropic => {
             header_str(headers, "x-api-key")
                 .or_else(|| bearer(headers))
@@ -77,6 +86,13 @@ fn authenticate(dialect: Dialect, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
+/// How an Azure OpenAI request reached the sim: its key may be in `api-key`, and a deployment
+/// URL names the model (the body's `model` is then optional and ignored).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Azure {
+    pub(crate) deployment: Option<String>,
+}
+
 /// Authenticates, parses the body and finds the model it names (or the path names, for
 /// Bedrock).
 fn read_request(
@@ -84,24 +100,22 @@ fn read_request(
     dialect: Dialect,
     headers: &HeaderMap,
     body: &[u8],
-) -> Result<(Value, Arc<ModelSlot>), ApiError> {
-    read_request_for(shared, dialect, None, headers, body)
-}
-
-fn read_request_for(
-    shared: &Shared,
-    dialect: Dialect,
+    azure: Option<&Azure>,
     path_model: Option<&str>,
-    headers: &HeaderMap,
-    body: &[u8],
 ) -> Result<(Value, Arc<ModelSlot>), ApiError> {
-    authenticate(dialect, headers)?;
-    let raw: Value = serde_json::from_slice(body).map_err(|e| {
+    authenticate(dialect, headers, azure.is_some())?;
+    let mut raw: Value = serde_json::from_slice(body).map_err(|e| {
         ApiError::invalid(
             format!("We could not parse the JSON body of your request: {e}"),
             None,
         )
     })?;
+    if let (Some(deployment), Some(body)) = (
+        azure.and_then(|a| a.deployment.as_deref()),
+        raw.as_object_mut(),
+    ) {
+        body.insert("model".into(), Value::from(deployment));
+    }
     let Some(model_name) = path_model.or_else(|| raw.get("model").and_then(Value::as_str)) else {
         return Err(ApiError::invalid(
             "you must provide a model parameter",
@@ -121,7 +135,7 @@ pub(crate) async fn count_tokens(shared: Arc<Shared>, headers: HeaderMap, body: 
         dialect: Dialect::Anthropic,
         request_id: format!("req_{}", uuid::Uuid::new_v4().simple()),
     };
-    let (mut raw, slot) = match read_request(&shared, ctx.dialect, &headers, &body) {
+    let (mut raw, slot) = match read_request(&shared, ctx.dialect, &headers, &body, None, None) {
         Ok(found) => found,
         Err(e) => return ctx.error(e),
     };
@@ -146,7 +160,7 @@ pub(crate) async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    handle_for(shared, dialect, endpoint, None, headers, body).await
+    handle_as(shared, dialect, endpoint, headers, body, None).await
 }
 
 /// Handles one Bedrock Converse request: the model and whether it streams come from the path.
@@ -163,29 +177,64 @@ pub(crate) async fn handle_bedrock(
         "/model/{modelId}/converse"
     };
     let route = Some((model.as_str(), stream));
-    handle_for(shared, Dialect::Bedrock, endpoint, route, headers, body).await
+    handle_route(
+        shared,
+        Dialect::Bedrock,
+        endpoint,
+        headers,
+        body,
+        None,
+        route,
+    )
+    .await
 }
 
-async fn handle_for(
+/// Handles one request to a model endpoint, reached the Azure OpenAI way when `azure` is set.
+pub(crate) async fn handle_as(
     shared: Arc<Shared>,
     dialect: Dialect,
     endpoint: &'static str,
-    route: Option<(&str, bool)>,
     headers: HeaderMap,
     body: Bytes,
+    azure: Option<Azure>,
+) -> Response {
+    handle_route(shared, dialect, endpoint, headers, body, azure, None).await
+}
+
+/// Handles one request: reached the Azure OpenAI way when `azure` is set, or on a Bedrock path
+/// naming the model and whether it streams (`route`).
+async fn handle_route(
+    shared: Arc<Shared>,
+    dialect: Dialect,
+    endpoint: &'static str,
+    headers: HeaderMap,
+    body: Bytes,
+    azure: Option<Azure>,
+    route: Option<(&str, bool)>,
 ) -> Response {
     let ctx = Ctx {
         dialect,
         request_id: format!("req_{}", uuid::Uuid::new_v4().simple()),
     };
     let path_model = route.map(|(m, _)| m);
-    let (raw, slot) = match read_request_for(&shared, dialect, path_model, &headers, &body) {
+    let read = read_request(
+        &shared,
+        dialect,
+        &headers,
+        &body,
+        azure.as_ref(),
+        path_model,
+    );
+    let (raw, slot) = match read {
         Ok(found) => found,
         Err(e) => return ctx.error(e),
     };
     let decoded = match dialect {
         Dialect::OpenAi => openai::decode(&raw, &slot.model, shared.seed),
         Dialect::Anthropic => anthropic::decode(&raw, &slot.model, shared.seed, &shared.signer),
+        Dialect::OpenAiResponses => {
+            responses::decode(&raw, &slot.model, shared.seed, &shared.signer)
+        }
         Dialect::Bedrock => bedrock::decode(
             &raw,
             &slot.model,
@@ -344,7 +393,7 @@ async fn handle_for(
     let request_headers = headers;
     let mut headers = HeaderMap::new();
     let id_header = match dialect {
-        Dialect::OpenAi => "x-request-id",
+        Dialect::OpenAi | Dialect::OpenAiResponses => "x-request-id",
         Dialect::Anthropic => "request-id",
         Dialect::Bedrock => "x-amzn-requestid",
     };
@@ -372,12 +421,13 @@ async fn handle_for(
         };
         return faulty::serve(fault_ctx, kind, params, answer);
     }
-    // A truncated stream: OpenAI's connection breaks after three frames; Anthropic's frames
-    // themselves stop after four.
+    // A truncated stream: OpenAI's connection breaks after three frames; Anthropic's and
+    // Responses' frames themselves stop after four, with an error event.
     let (openai_cut, anthropic_cut) = match dialect {
         Dialect::OpenAi => (cut_stream.then_some(3), None),
-        // Bedrock's frames, like Anthropic's, stop early with an exception frame.
-        Dialect::Anthropic | Dialect::Bedrock => (None, cut_stream.then_some(4)),
+        Dialect::Anthropic | Dialect::OpenAiResponses | Dialect::Bedrock => {
+            (None, cut_stream.then_some(4))
+        }
     };
     match render(
         &shared,
@@ -532,6 +582,22 @@ fn render(
                 Rendered::Stream(anthropic::frames(&env, plan, anthropic_cut))
             } else {
                 Rendered::Whole(anthropic::message(&env, plan))
+            }
+        }
+        Dialect::OpenAiResponses => {
+            let id = format!("resp_{}", uuid::Uuid::new_v4().simple());
+            let env = responses::Envelope {
+                id: &id,
+                created,
+                model: &slot.model.name,
+                input_tokens: input,
+                signer: &shared.signer,
+                exchange,
+            };
+            if exchange.stream {
+                Rendered::Stream(responses::frames(&env, plan, anthropic_cut))
+            } else {
+                Rendered::Whole(responses::whole(&env, plan))
             }
         }
         Dialect::Bedrock => {

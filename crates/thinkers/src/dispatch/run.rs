@@ -96,6 +96,11 @@ pub(crate) async fn run<J: Job>(mut job: J, cx: JobContext, watch: Watch) -> Res
             cx.node.cancel_reason().map(|r| r.to_string()),
         ),
         Err(e @ Error::Timeout(_)) => (JobStatus::TimedOut, Some("timeout"), Some(e.to_string())),
+        Err(e @ Error::AwaitingApproval { .. }) => (
+            JobStatus::AwaitingApproval,
+            Some(e.kind().as_str()),
+            Some(e.to_string()),
+        ),
         Err(e) => (
             JobStatus::Failed,
             Some(e.kind().as_str()),
@@ -120,6 +125,7 @@ pub(crate) async fn run<J: Job>(mut job: J, cx: JobContext, watch: Watch) -> Res
                 JobStatus::Succeeded => "ended",
                 JobStatus::Cancelled => "was cancelled",
                 JobStatus::TimedOut => "timed out",
+                JobStatus::AwaitingApproval => "stopped to wait for a person's approval",
                 _ => "failed",
             };
             format!(

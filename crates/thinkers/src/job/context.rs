@@ -274,6 +274,29 @@ impl JobContext {
         None
     }
 
+    /// The value the nearest job (this one or an ancestor) published under `key`, and this
+    /// job's place below that job (or below the root when none did): the step ordinal and class
+    /// of each job from there down to this one, `/`-separated (`-` for a job without an
+    /// ordinal), e.g. `-:errands/3:errands.turn`. Deterministic for a replay of the same run.
+    pub(crate) fn place_under(&self, key: &str) -> (Option<serde_json::Value>, String) {
+        let mut segments = Vec::new();
+        let mut node = Some(&self.node);
+        let mut found = None;
+        while let Some(n) = node {
+            segments.push(match n.ordinal {
+                Some(o) => format!("{o}:{}", n.class),
+                None => format!("-:{}", n.class),
+            });
+            if let Some(v) = n.meta(key) {
+                found = Some(v);
+                break;
+            }
+            node = n.parent_node.as_ref();
+        }
+        segments.reverse();
+        (found, segments.join("/"))
+    }
+
     /// Publish a metadata value on this job (for example a report).
     pub fn set_metadata(&self, key: impl Into<String>, value: serde_json::Value) {
         self.node.lock_meta().insert(key.into(), value);

@@ -9,8 +9,10 @@
 //! not random; no timestamps go into bodies).
 //!
 //! The cache is optional. A dispatcher finds it as the [`ResponseCacheService`] service; without
-//! one (the embedded default), every call goes to the provider. The PostgreSQL store provides
-//! one (`store::PgResponseCache`), which workers sharing a database use.
+//! one, every call goes to the provider. The PostgreSQL store provides one
+//! (`store::PgResponseCache`), which workers sharing a database use for every call; the SQLite
+//! store provides one (`store::SqliteResponseCache`), which a runtime with an embedded store
+//! registers for the calls of durable runs only ([`ResponseCacheService::for_durable_runs`]).
 //!
 //! A call answered from the cache is still recorded as a model call (its usage as the provider
 //! reported it when it was paid, its cost zero), and the cache notes the hit with the job that
@@ -98,23 +100,42 @@ pub trait ResponseCache: Send + Sync + 'static {
 /// The response cache as a dispatcher service: register it with
 /// `RuntimeBuilder::service(Arc::new(ResponseCacheService::new(cache)))`.
 #[derive(Clone)]
-pub struct ResponseCacheService(Arc<dyn ResponseCache>);
+pub struct ResponseCacheService {
+    cache: Arc<dyn ResponseCache>,
+    durable_only: bool,
+}
 
 impl fmt::Debug for ResponseCacheService {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ResponseCacheService")
+        f.debug_struct("ResponseCacheService")
+            .field("durable_only", &self.durable_only)
+            .finish_non_exhaustive()
     }
 }
 
 impl ResponseCacheService {
-    /// Wrap a cache.
+    /// Wrap a cache that answers every call of the dispatcher.
     pub fn new(cache: Arc<dyn ResponseCache>) -> Self {
-        Self(cache)
+        Self {
+            cache,
+            durable_only: false,
+        }
+    }
+
+    /// Wrap a cache that answers only the calls made within a durable run (see
+    /// [`crate::durable`]): a replay of the run is served from it, while any other call (a
+    /// benchmark that samples the same question twice) always reaches the provider. The
+    /// runtime registers the embedded store's cache this way.
+    pub fn for_durable_runs(cache: Arc<dyn ResponseCache>) -> Self {
+        Self {
+            cache,
+            durable_only: true,
+        }
     }
 
     /// The cache.
     pub fn cache(&self) -> &Arc<dyn ResponseCache> {
-        &self.0
+        &self.cache
     }
 }
 
@@ -142,7 +163,11 @@ pub(crate) async fn send(
     cx: &JobContext,
 ) -> Result<CachedSend> {
     let entry = options.entry.as_deref().unwrap_or_default();
-    let Some(service) = cx.services().get::<ResponseCacheService>() else {
+    let service = cx
+        .services()
+        .get::<ResponseCacheService>()
+        .filter(|s| !s.durable_only || crate::durable::is_durable(cx));
+    let Some(service) = service else {
         let outcome = match stream {
             Some(sink) => client.send_with(request, options, sink).await?,
             None => client.send_with(request, options, &mut |_| {}).await?,

@@ -7,7 +7,7 @@ use crate::llm::request::ChatRequest;
 use crate::llm::response::{ChatResponse, StreamDelta};
 use crate::llm::target::{Dialect, WireTarget};
 use crate::llm::text_tools::{self, TextGate};
-use crate::llm::{anthropic, bedrock, openai};
+use crate::llm::{anthropic, bedrock, openai, responses};
 
 /// Render a request to the exact bytes that will be sent (streamed when `req.stream`).
 pub fn encode(target: &WireTarget, req: &ChatRequest) -> Result<EncodedRequest> {
@@ -22,6 +22,7 @@ pub(crate) fn encode_with(
     match target.dialect {
         Dialect::OpenAi | Dialect::OpenAiCompatible => openai::encode::encode(target, req, stream),
         Dialect::Anthropic => anthropic::encode::encode(target, req, stream),
+        Dialect::OpenAiResponses => responses::encode::encode(target, req, stream),
         Dialect::BedrockConverse => bedrock::encode::encode(target, req, stream),
     }
 }
@@ -31,6 +32,7 @@ pub fn decode(plan: &DecodePlan, body: &[u8]) -> Result<ChatResponse> {
     let mut response = match plan.dialect {
         Dialect::OpenAi | Dialect::OpenAiCompatible => openai::decode::decode(plan, body)?,
         Dialect::Anthropic => anthropic::decode::decode(plan, body)?,
+        Dialect::OpenAiResponses => responses::decode::decode(plan, body)?,
         Dialect::BedrockConverse => bedrock::decode::decode(plan, body)?,
     };
     if plan.text_tools {
@@ -48,6 +50,7 @@ fn apply_text_tools(plan: &DecodePlan, response: &mut ChatResponse) {
 enum Inner {
     OpenAi(openai::stream::OpenAiStream),
     Anthropic(anthropic::stream::AnthropicStream),
+    Responses(responses::stream::ResponsesStream),
     Bedrock(bedrock::stream::BedrockStream),
 }
 
@@ -72,6 +75,9 @@ impl StreamDecoder {
                 Inner::OpenAi(openai::stream::OpenAiStream::new(plan))
             }
             Dialect::Anthropic => Inner::Anthropic(anthropic::stream::AnthropicStream::new(plan)),
+            Dialect::OpenAiResponses => {
+                Inner::Responses(responses::stream::ResponsesStream::new(plan))
+            }
             Dialect::BedrockConverse => Inner::Bedrock(bedrock::stream::BedrockStream::new(plan)),
         };
         Self {
@@ -89,6 +95,7 @@ impl StreamDecoder {
         match &self.inner {
             Inner::OpenAi(s) => s.delivered_content(),
             Inner::Anthropic(s) => s.delivered_content(),
+            Inner::Responses(s) => s.delivered_content(),
             Inner::Bedrock(s) => s.delivered_content(),
         }
     }
@@ -98,6 +105,7 @@ impl StreamDecoder {
         match &self.inner {
             Inner::OpenAi(s) => s.is_done(),
             Inner::Anthropic(s) => s.is_done(),
+            Inner::Responses(s) => s.is_done(),
             Inner::Bedrock(s) => s.is_done(),
         }
     }
@@ -112,6 +120,7 @@ impl StreamDecoder {
         match &mut self.inner {
             Inner::OpenAi(s) => s.push(data, &mut route),
             Inner::Anthropic(s) => s.push(data, &mut route),
+            Inner::Responses(s) => s.push(data, &mut route),
             Inner::Bedrock(s) => s.push(data, &mut route),
         }
     }
@@ -123,6 +132,7 @@ impl StreamDecoder {
         let mut response = match self.inner {
             Inner::OpenAi(s) => s.finish()?,
             Inner::Anthropic(s) => s.finish()?,
+            Inner::Responses(s) => s.finish()?,
             Inner::Bedrock(s) => s.finish()?,
         };
         if let Some(mut gate) = self.gate {

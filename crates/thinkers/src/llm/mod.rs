@@ -11,6 +11,7 @@
 //! * OpenAI-compatible servers — Ollama, vLLM, llama.cpp — through the same module with a
 //!   conservative profile and lenient decoding;
 //! * Anthropic Messages (`anthropic`), with thinking blocks kept verbatim;
+//! * OpenAI Responses (`responses`), with reasoning items kept verbatim, also on Azure OpenAI;
 //! * Amazon Bedrock Converse (`bedrock`), requests signed with AWS Signature Version 4 and
 //!   streams read from AWS event-stream frames;
 //! * the text-based tool protocol (`text_tools`) layered on any of them for models without
@@ -35,6 +36,7 @@ mod openai;
 mod redact;
 pub mod request;
 pub mod response;
+mod responses;
 mod services;
 pub mod strict;
 pub mod target;
@@ -53,5 +55,5 @@ pub use encoded::{DecodePlan, EncodedRequest, Header};
 pub use request::{ChatRequest, Reasoning, ResponseSchema, ToolChoice, ToolSpec};
 pub use response::{ChatResponse, StopReason, StreamDelta, TokenLogprob, ToolCallView, Usage};
 pub use services::ModelServices;
-pub use target::{ApiKey, Dialect, StructuredOutput, WireTarget};
+pub use target::{ApiKey, Auth, AzureApi, Dialect, StructuredOutput, WireTarget};
 pub use tokens::{TokenCounter, Tokenizer};

@@ -126,7 +126,7 @@ impl Redactor {
                 }
                 RetrySignal::TruncationEscalation => {}
             },
-            Error::Timeout(_) | Error::Cancelled => {}
+            Error::Timeout(_) | Error::Cancelled | Error::AwaitingApproval { .. } => {}
         }
         e
     }

@@ -80,7 +80,8 @@ impl ModelServices {
                 .with_native_tools(entry.native_tools())
                 .with_thinking(entry.thinking())
                 .with_structured_output(provider.structured_output)
-                .with_stream_tools(provider.stream_tools);
+                .with_stream_tools(provider.stream_tools)
+                .with_azure(provider.azure.clone(), provider.auth);
         if let Some(key) = provider.api_key()? {
             target = target.with_key(ApiKey::new(key));
         } else if provider.dialect == crate::llm::Dialect::BedrockConverse {

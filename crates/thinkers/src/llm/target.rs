@@ -6,7 +6,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-pub use crate::model::{Dialect, StructuredOutput};
+pub use crate::model::{Auth, AzureApi, Dialect, StructuredOutput};
+
+use crate::llm::encoded::Header;
 
 /// A provider API key. Its `Debug` and `Display` never show the secret.
 #[derive(Clone, PartialEq, Eq)]
@@ -58,6 +60,11 @@ pub struct WireTarget {
     /// Whether an OpenAI-compatible server can stream an answer that may call a tool; when
     /// false such a call is asked for whole (other dialects ignore it).
     pub stream_tools: bool,
+    /// How an Azure OpenAI resource is addressed, when the target is one (OpenAI-family
+    /// dialects; others ignore it).
+    pub azure: Option<AzureApi>,
+    /// The header an OpenAI-family key travels in (others ignore it).
+    pub auth: Auth,
     /// AWS credentials and region to sign requests with (`bedrock-converse` without an API
     /// key); other dialects ignore it.
     pub aws: Option<Arc<super::AwsSigning>>,
@@ -75,6 +82,8 @@ impl WireTarget {
             thinking: false,
             structured_output: StructuredOutput::JsonSchema,
             stream_tools: true,
+            azure: None,
+            auth: Auth::Bearer,
             aws: None,
         }
     }
@@ -114,6 +123,14 @@ impl WireTarget {
         self
     }
 
+    /// The same target on an Azure OpenAI resource, its key in `auth`.
+    #[must_use]
+    pub fn with_azure(mut self, azure: Option<AzureApi>, auth: Auth) -> Self {
+        self.azure = azure;
+        self.auth = auth;
+        self
+    }
+
     /// The same target, signing its requests with these AWS credentials.
     #[must_use]
     pub fn with_aws_signing(mut self, signing: super::AwsSigning) -> Self {
@@ -124,6 +141,26 @@ impl WireTarget {
     /// The base URL without a trailing slash.
     pub(crate) fn base(&self) -> &str {
         self.base_url.trim_end_matches('/')
+    }
+
+    /// The URL of an OpenAI-family endpoint (`chat/completions`, `responses`): under the base
+    /// URL, or at the Azure resource's path for it.
+    pub(crate) fn openai_url(&self, path: &str) -> String {
+        match &self.azure {
+            Some(azure) => azure.url(self.base(), path, &self.model),
+            None => format!("{}/{path}", self.base()),
+        }
+    }
+
+    /// The header an OpenAI-family key travels in, if there is a key.
+    pub(crate) fn openai_auth(&self) -> Option<Header> {
+        let key = self.api_key.as_ref()?;
+        Some(match self.auth {
+            Auth::Bearer => {
+                Header::secret("authorization", format!("Bearer {}", key.expose_secret()))
+            }
+            Auth::ApiKey => Header::secret("api-key", key.expose_secret().to_owned()),
+        })
     }
 }
 

@@ -65,7 +65,10 @@ pub fn starting_factor(dialect: Dialect, tokenizer: Tokenizer) -> f64 {
         (Tokenizer::O200kBase, _) => 1.0,
         // Bedrock mostly serves Anthropic's models, whose tokenizer counts more than the estimate.
         (Tokenizer::Estimate, Dialect::Anthropic | Dialect::BedrockConverse) => 1.8,
-        (Tokenizer::Estimate, Dialect::OpenAi | Dialect::OpenAiCompatible) => 1.5,
+        (
+            Tokenizer::Estimate,
+            Dialect::OpenAi | Dialect::OpenAiCompatible | Dialect::OpenAiResponses,
+        ) => 1.5,
     }
 }
 

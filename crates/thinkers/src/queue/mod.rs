@@ -19,11 +19,16 @@
 //!   when, which attempt, whether the lease has passed), succeeded (with its output) or failed
 //!   (with the error), and the root job of its current or last run for `thinkers trace`.
 //!
+//! * Every workflow runs as a durable run keyed by its queue id (see [`crate::durable`]): each
+//!   finished tool call is journaled, and a replay answers it from the journal. A workflow whose
+//!   thinker reaches a tool call that needs approval stops and is parked `awaiting_approval`
+//!   (no worker holds it); a decision on its last pending call queues it again.
+//!
 //! Guarantees: a workflow is run to completion at least once while attempts remain; two live
 //! workers never hold it at once (the lease is judged by the database clock), although a worker
-//! that stalled past its lease may still be executing when another claims it. Workflows are not
-//! checkpointed: a replay re-executes tool jobs (only model answers are cached), so tools that
-//! change the world should be idempotent.
+//! that stalled past its lease may still be executing when another claims it. A replay sends no
+//! model call whose answer is cached and runs no tool call that is journaled: only the tool call
+//! in flight when a worker died can run twice.
 
 mod registry;
 #[cfg(test)]
@@ -115,12 +120,20 @@ pub enum WorkflowState {
         /// What went wrong.
         error: String,
     },
+    /// Stopped to wait for a person's decision on a tool call (see [`crate::durable`]); no
+    /// worker holds it. Once every pending call of it is decided it is queued again, and the
+    /// worker that claims it replays it from the journal.
+    AwaitingApproval {
+        /// Which calls it waits for.
+        waiting: String,
+    },
 }
 
 impl WorkflowState {
-    /// `queued`, `running`, `succeeded` or `failed`.
+    /// `queued`, `running`, `succeeded`, `failed` or `awaiting_approval`.
     pub fn name(&self) -> &'static str {
         match self {
+            Self::AwaitingApproval { .. } => "awaiting_approval",
             Self::Queued => "queued",
             Self::Running { .. } => "running",
             Self::Succeeded { .. } => "succeeded",
@@ -170,6 +183,8 @@ pub struct QueueCounts {
     pub succeeded: u64,
     /// Failed.
     pub failed: u64,
+    /// Waiting for a person's decision.
+    pub awaiting_approval: u64,
 }
 
 impl QueueCounts {

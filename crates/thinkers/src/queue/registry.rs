@@ -16,7 +16,7 @@ use crate::{Error, Result};
 /// A started workflow: its root job's id and the future of its JSON output.
 pub(crate) type Started = (JobId, BoxFuture<'static, Result<Value>>);
 
-type Launch = Box<dyn FnOnce(&Dispatcher) -> Started + Send>;
+type Launch = Box<dyn FnOnce(&Dispatcher, Option<String>) -> Started + Send>;
 type Factory = dyn Fn(Value) -> Result<Launch> + Send + Sync;
 
 /// Workflows (doers, thinkers, any job) by name. A worker runs only the names it registered;
@@ -56,24 +56,29 @@ impl WorkflowRegistry {
         let factory = move |input: Value| -> Result<Launch> {
             let job = make(decode_input(&owner, &input)?)?;
             let owner = owner.clone();
-            Ok(Box::new(move |dispatcher: &Dispatcher| {
-                let handle = dispatcher.submit(job);
-                let id = handle.id();
-                let output = handle
-                    .map(move |r| {
-                        r.and_then(|out| {
-                            serde_json::to_value(out).map_err(|e| {
-                                Error::system(
-                                    format!("workflow `{owner}`"),
-                                    "its output did not serialize to JSON",
-                                )
-                                .with_source(e)
+            Ok(Box::new(
+                move |dispatcher: &Dispatcher, durable: Option<String>| {
+                    let handle = match durable {
+                        Some(key) => dispatcher.submit(crate::durable::DurableRun::new(key, job)),
+                        None => dispatcher.submit(job),
+                    };
+                    let id = handle.id();
+                    let output = handle
+                        .map(move |r| {
+                            r.and_then(|out| {
+                                serde_json::to_value(out).map_err(|e| {
+                                    Error::system(
+                                        format!("workflow `{owner}`"),
+                                        "its output did not serialize to JSON",
+                                    )
+                                    .with_source(e)
+                                })
                             })
                         })
-                    })
-                    .boxed();
-                (id, output)
-            }))
+                        .boxed();
+                    (id, output)
+                },
+            ))
         };
         self.factories.insert(name, Arc::new(factory));
         self
@@ -117,7 +122,22 @@ impl WorkflowRegistry {
         input: Value,
         dispatcher: &Dispatcher,
     ) -> Result<(JobId, BoxFuture<'static, Result<Value>>)> {
-        Ok(self.factory(name)?(input)?(dispatcher))
+        Ok(self.factory(name)?(input)?(dispatcher, None))
+    }
+
+    /// [`WorkflowRegistry::start`] as the durable run `key` (see [`crate::durable`]): its tool
+    /// calls are journaled under `key`, and starting it again under `key` replays it.
+    pub fn start_durable(
+        &self,
+        name: &str,
+        input: Value,
+        key: &str,
+        dispatcher: &Dispatcher,
+    ) -> Result<(JobId, BoxFuture<'static, Result<Value>>)> {
+        Ok(self.factory(name)?(input)?(
+            dispatcher,
+            Some(key.to_owned()),
+        ))
     }
 
     fn factory(&self, name: &str) -> Result<&Arc<Factory>> {

@@ -76,6 +76,8 @@ impl std::fmt::Debug for Worker {
 /// How a claimed workflow's run ended, locally.
 enum Ended {
     Finished(std::result::Result<String, String>),
+    /// Stopped for a person's decision; what it waits for.
+    Paused(String),
     LeaseLost,
 }
 
@@ -166,6 +168,26 @@ impl Worker {
         };
         let result = match ended {
             Ended::Finished(r) => r,
+            Ended::Paused(waiting) => {
+                if let Err(e) = self.inner.runtime.flush().await {
+                    tracing::warn!(workflow = %claim.id, error = %e,
+                        "flushing the run's records failed");
+                }
+                match self
+                    .inner
+                    .store
+                    .park_workflow(claim.id, &cfg.name, claim.attempt, &waiting)
+                    .await
+                {
+                    Ok(true) => tracing::info!(worker = %cfg.name, workflow = %claim.id,
+                        "stopped to wait for a person's approval; no worker holds it now"),
+                    Ok(false) => tracing::warn!(workflow = %claim.id,
+                        "paused after losing the lease; nothing was stored"),
+                    Err(e) => tracing::warn!(workflow = %claim.id, error = %e,
+                        "parking the workflow failed; it will be claimed again"),
+                }
+                return;
+            }
             Ended::LeaseLost => {
                 tracing::warn!(worker = %cfg.name, workflow = %claim.id,
                     "lost the lease (another worker claimed the workflow); abandoning this run");
@@ -208,15 +230,18 @@ impl Worker {
                 return Ended::Finished(Err(format!("the stored input is not JSON: {e}")));
             }
         };
-        let (run, output) =
-            match self
-                .inner
-                .registry
-                .start(&claim.name, input, self.inner.runtime.dispatcher())
-            {
-                Ok(started) => started,
-                Err(e) => return Ended::Finished(Err(e.to_string())),
-            };
+        // Every workflow is a durable run keyed by its queue id: a replay (a lost lease, a
+        // resumed approval) answers finished tool calls from the journal.
+        let key = claim.id.to_string();
+        let (run, output) = match self.inner.registry.start_durable(
+            &claim.name,
+            input,
+            &key,
+            self.inner.runtime.dispatcher(),
+        ) {
+            Ok(started) => started,
+            Err(e) => return Ended::Finished(Err(e.to_string())),
+        };
         match self
             .inner
             .store
@@ -227,10 +252,11 @@ impl Worker {
             Ok(false) => return Ended::LeaseLost,
             Err(e) => tracing::warn!(workflow = %claim.id, error = %e, "noting the run failed"),
         }
-        Ended::Finished(match output.await {
-            Ok(v) => Ok(v.to_string()),
-            Err(e) => Err(e.to_string()),
-        })
+        match output.await {
+            Ok(v) => Ended::Finished(Ok(v.to_string())),
+            Err(e @ Error::AwaitingApproval { .. }) => Ended::Paused(e.to_string()),
+            Err(e) => Ended::Finished(Err(e.to_string())),
+        }
     }
 
     /// Extend the lease every third of it; returns once the lease is lost.

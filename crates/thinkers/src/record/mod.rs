@@ -36,6 +36,9 @@ pub enum JobStatus {
     /// The process running it stopped without recording an end (killed, crashed, lost power);
     /// a later process opening the same store found its owner dead and closed the row.
     Interrupted,
+    /// Stopped to wait for a person's decision on a tool call (see [`crate::durable`]); holds
+    /// nothing while it waits. A decision lets a replay of its run go on.
+    AwaitingApproval,
 }
 
 impl JobStatus {
@@ -48,6 +51,7 @@ impl JobStatus {
             Self::Cancelled => "cancelled",
             Self::TimedOut => "timed_out",
             Self::Interrupted => "interrupted",
+            Self::AwaitingApproval => "awaiting_approval",
         }
     }
 
@@ -60,6 +64,7 @@ impl JobStatus {
             "cancelled" => Self::Cancelled,
             "timed_out" => Self::TimedOut,
             "interrupted" => Self::Interrupted,
+            "awaiting_approval" => Self::AwaitingApproval,
             _ => return None,
         })
     }

@@ -53,11 +53,15 @@ mod postgres;
 #[cfg(feature = "sqlite")]
 mod query;
 #[cfg(feature = "sqlite")]
+mod response_cache;
+#[cfg(feature = "sqlite")]
 mod select;
 #[cfg(feature = "sqlite")]
 mod sink;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+pub(crate) mod steps;
 #[cfg(all(test, feature = "sqlite"))]
 mod tests;
 #[cfg(feature = "sqlite")]
@@ -68,11 +72,17 @@ pub use chats::{ChatRecord, ChatStore, ChatTurnLock, SqliteChatStore};
 #[cfg(feature = "sqlite")]
 pub use conversations::SqliteConversationStore;
 #[cfg(feature = "postgres")]
-pub use postgres::{PgChatStore, PgConversationStore, PgRecorder, PgResponseCache, PgStore};
+pub use postgres::{
+    PgChatStore, PgConversationStore, PgRecorder, PgResponseCache, PgSteps, PgStore,
+};
+#[cfg(feature = "sqlite")]
+pub use response_cache::SqliteResponseCache;
 #[cfg(feature = "sqlite")]
 pub use select::{Store, open};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
+#[cfg(feature = "sqlite")]
+pub use steps::SqliteSteps;
 #[cfg(feature = "sqlite")]
 pub use writer::SqliteRecorder;
 

@@ -64,6 +64,27 @@ impl Store {
         }
     }
 
+    /// The journal of durable steps and the approvals in this store (see [`crate::durable`]).
+    pub fn steps(&self) -> Arc<dyn crate::durable::StepStore> {
+        match self {
+            Self::Sqlite(s) => Arc::new(super::SqliteSteps::new(s)),
+            #[cfg(feature = "postgres")]
+            Self::Postgres(s) => Arc::new(super::PgSteps::new(s)),
+        }
+    }
+
+    /// The response cache in this store, registered for the model calls of durable runs only
+    /// (see [`crate::llm::ResponseCacheService::for_durable_runs`]); workers register the
+    /// PostgreSQL one for every call.
+    pub fn durable_response_cache(&self) -> crate::llm::ResponseCacheService {
+        let cache: Arc<dyn crate::llm::ResponseCache> = match self {
+            Self::Sqlite(s) => Arc::new(super::SqliteResponseCache::new(s)),
+            #[cfg(feature = "postgres")]
+            Self::Postgres(s) => Arc::new(super::PgResponseCache::new(s)),
+        };
+        crate::llm::ResponseCacheService::for_durable_runs(cache)
+    }
+
     /// The read queries over this store.
     pub fn records(&self) -> Arc<dyn RecordStore> {
         match self {

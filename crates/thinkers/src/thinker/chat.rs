@@ -77,6 +77,16 @@ pub enum ChatEvent {
         /// Every artifact registered in the conversation so far.
         artifacts: Vec<ChatArtifact>,
     },
+    /// The turn stopped: a tool call waits for a person's decision (see [`crate::durable`]).
+    /// Nothing runs meanwhile; a decision continues the turn.
+    Approval {
+        /// The approval's id, to decide it by.
+        id: String,
+        /// The call id (its [`ChatEvent::ToolCall`] came before).
+        call_id: String,
+        /// The tool.
+        tool: String,
+    },
     /// The turn failed; the conversation was rolled back and a marker records why.
     Error {
         /// What went wrong.
@@ -86,7 +96,7 @@ pub enum ChatEvent {
 
 impl ChatEvent {
     /// The event's name (the serialized `type`): `message`, `token`, `tool_call`,
-    /// `tool_result`, `answer` or `error`.
+    /// `tool_result`, `answer`, `approval` or `error`.
     pub fn name(&self) -> &'static str {
         match self {
             Self::Message { .. } => "message",
@@ -94,6 +104,7 @@ impl ChatEvent {
             Self::ToolCall { .. } => "tool_call",
             Self::ToolResult { .. } => "tool_result",
             Self::Answer { .. } => "answer",
+            Self::Approval { .. } => "approval",
             Self::Error { .. } => "error",
         }
     }
@@ -287,6 +298,12 @@ impl ChatThinker {
     /// The job of the next turn (see [`ReactiveThinker::turn`]).
     pub fn turn(&self) -> ReactiveTurn {
         self.inner.turn()
+    }
+
+    /// The job that goes on with a turn that stopped for a person, once its calls are decided
+    /// (see [`ReactiveThinker::continue_turn`]).
+    pub fn continue_turn(&self) -> ReactiveTurn {
+        self.inner.continue_turn()
     }
 
     /// Whether a turn is open.

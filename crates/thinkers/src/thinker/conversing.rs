@@ -268,3 +268,16 @@ pub(crate) async fn save_if_durable(
     observer.lock().conversation = Some(conv);
     Ok(())
 }
+
+/// Whether the conversation's last message is the model's answer with tool calls that have no
+/// results yet (a step that stopped for a person).
+pub(crate) fn has_open_calls(observer: &ThinkerObserver) -> bool {
+    let st = observer.lock();
+    st.conversation
+        .as_ref()
+        .and_then(|c| c.messages().last())
+        .is_some_and(|m| {
+            m.role == crate::conversation::Role::Assistant
+                && !crate::llm::ToolCallView::all(&m.content).is_empty()
+        })
+}

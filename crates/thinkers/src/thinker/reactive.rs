@@ -58,6 +58,9 @@ pub struct ReactiveThinker {
     resume: Option<ConversationId>,
     events: Option<ChatEvents>,
     custom_turns: bool,
+    /// Messages that arrived while a turn stopped for a person: the turn that goes on reads
+    /// them.
+    carried: Arc<Mutex<Vec<String>>>,
 }
 
 impl std::fmt::Debug for ReactiveThinker {
@@ -86,6 +89,7 @@ impl ReactiveThinker {
             resume: None,
             events: None,
             custom_turns: false,
+            carried: Arc::default(),
         }
     }
 
@@ -231,6 +235,23 @@ impl ReactiveThinker {
                 }
             }
         };
+        self.turn_with(inbox)
+    }
+
+    /// The job that goes on with a turn that stopped for a person (see [`crate::durable`]),
+    /// once the pending calls are decided: it answers the step's calls (the approved ones run,
+    /// the denied ones are answered with the reason, the finished ones come from the journal)
+    /// and continues, reading any message that arrived meanwhile. Fails with an error naming
+    /// `turn` when the conversation has no step waiting.
+    pub fn continue_turn(&self) -> ReactiveTurn {
+        let carried =
+            std::mem::take(&mut *self.carried.lock().unwrap_or_else(PoisonError::into_inner));
+        let inbox = Arc::new(Inbox::continuing(carried));
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(inbox.clone());
+        self.turn_with(inbox)
+    }
+
+    fn turn_with(&self, inbox: Arc<Inbox>) -> ReactiveTurn {
         ReactiveTurn {
             core: self.core.clone(),
             observer: self.observer.clone(),
@@ -240,6 +261,7 @@ impl ReactiveThinker {
             resume: self.resume.clone(),
             fresh: false,
             events: self.events.clone(),
+            carried: self.carried.clone(),
         }
     }
 
@@ -289,6 +311,7 @@ pub struct ReactiveTurn {
     /// Load the conversation from the store even when the thinker holds a copy.
     fresh: bool,
     events: Option<ChatEvents>,
+    carried: Arc<Mutex<Vec<String>>>,
 }
 
 impl std::fmt::Debug for ReactiveTurn {
@@ -361,6 +384,23 @@ impl ReactiveTurn {
                 )
             });
         }
+        // A chat turn journals its tool calls under its conversation, so that a decision on a
+        // call that waited for a person continues the turn without running the others again.
+        let conversation = self.observer.conversation_id();
+        if let Some(id) = &conversation {
+            cx.set_metadata(
+                crate::durable::META_JOURNAL_RUN,
+                serde_json::Value::String(format!("conversation:{id}")),
+            );
+        }
+        if self.inbox.continues() && !conversing::has_open_calls(&self.observer) {
+            self.inbox.close();
+            return Err(Error::invalid_input(
+                "turn",
+                conversation.map(|c| c.to_string()),
+                "the conversation has no step waiting for a person; send a message instead",
+            ));
+        }
         let mut phase = ReactivePhase::new(
             self.inbox.clone(),
             self.budget,
@@ -372,6 +412,17 @@ impl ReactiveTurn {
             Ok(text) => {
                 conversing::save_if_durable(&service, &self.observer).await?;
                 Ok(text)
+            }
+            Err(e @ Error::AwaitingApproval { .. }) => {
+                // The step waits for a person, kept with its calls; messages that arrived
+                // meanwhile are read by the turn that goes on.
+                let late = self.inbox.close();
+                self.carried
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .extend(late);
+                conversing::save_if_durable(&service, &self.observer).await?;
+                Err(e)
             }
             Err(e) => {
                 phase.roll_back(&e, &self.observer);
@@ -398,10 +449,20 @@ impl Orchestrator for ReactiveTurn {
 
     async fn execute(&mut self, cx: &JobContext) -> Result<String> {
         let outcome = self.run(cx).await;
-        if let Err(e) = &outcome {
-            self.emit(ChatEvent::Error {
+        match &outcome {
+            Err(Error::AwaitingApproval { pending }) => {
+                for p in pending {
+                    self.emit(ChatEvent::Approval {
+                        id: p.id.clone(),
+                        call_id: p.call_id.clone(),
+                        tool: p.tool.clone(),
+                    });
+                }
+            }
+            Err(e) => self.emit(ChatEvent::Error {
                 message: clip(&e.to_string(), MAX_REASON_BYTES),
-            });
+            }),
+            Ok(_) => {}
         }
         outcome
     }

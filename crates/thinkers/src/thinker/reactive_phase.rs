@@ -59,6 +59,8 @@ struct InboxState {
     pending: Vec<String>,
     started: bool,
     closed: bool,
+    /// The turn goes on with a step that stopped for a person: it may start without a message.
+    continues: bool,
 }
 
 /// The messages waiting for one turn. Open from [`super::ReactiveThinker::turn`] until the turn closes.
@@ -70,6 +72,23 @@ pub(crate) struct Inbox {
 impl Inbox {
     fn lock(&self) -> MutexGuard<'_, InboxState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// An inbox for a turn that goes on with the calls a person decided, holding `carried`
+    /// (messages that arrived while the turn waited).
+    pub(crate) fn continuing(carried: Vec<String>) -> Self {
+        Self {
+            state: Mutex::new(InboxState {
+                pending: carried,
+                continues: true,
+                ..InboxState::default()
+            }),
+        }
+    }
+
+    /// Whether the turn goes on with a step that stopped for a person.
+    pub(crate) fn continues(&self) -> bool {
+        self.lock().continues
     }
 
     pub(crate) fn add(&self, text: String) -> bool {
@@ -97,7 +116,7 @@ impl Inbox {
             ));
         }
         st.started = true;
-        if st.pending.is_empty() {
+        if st.pending.is_empty() && !st.continues {
             st.closed = true;
             return Err(Error::invalid_input(
                 "message",
@@ -205,6 +224,11 @@ impl AnswerPhase for ReactivePhase {
 
     fn uses_refs(&self) -> bool {
         false
+    }
+
+    /// A chat keeps a step that stopped for a person: the decision continues the same turn.
+    fn keeps_paused_calls(&self) -> bool {
+        true
     }
 
     fn begin_step(&mut self, observer: &ThinkerObserver) -> StepPlan {

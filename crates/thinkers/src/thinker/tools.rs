@@ -12,7 +12,12 @@ use serde_json::Value;
 
 use super::artifacts::{self, Artifacts};
 use super::state::{RefusedCall, Withheld};
+use crate::PendingCall;
 use crate::conversation::ContentBlock;
+use crate::durable::{
+    self, ApprovalPolicy, ApprovalRequest, ApprovalStatus, DurableSteps, Journaled, StepKey,
+    StepOutcome, StepStore,
+};
 use crate::job::{BoxJob, JobContext, ScopeGuard};
 use crate::llm::{ToolCallView, ToolSpec};
 use crate::model::{Depth, Grade};
@@ -63,20 +68,35 @@ pub(crate) struct Round<'a> {
     pub(crate) max_calls: usize,
 }
 
-/// The outcome of a tool round: one result per call, in call order, and the refusals.
+/// The outcome of a tool round: one result per call, in call order, the refusals, and the calls
+/// left waiting for a person (their calls have no result: the turn stops there).
 pub(crate) struct RoundOutcome {
     pub(crate) results: Vec<ContentBlock>,
     pub(crate) refused: Vec<RefusedCall>,
+    pub(crate) pending: Vec<PendingCall>,
 }
 
 enum Slot {
     Done(ContentBlock),
     Running(String, String),
+    /// Answered from the journal of a durable run: registered like a fresh output.
+    Journaled(String, String, ToolOutput),
+    Pending,
+}
+
+/// Where one admitted call goes.
+enum Prepared {
+    Run(BoxJob<ToolOutput>),
+    Slot(Slot),
+    Pending(PendingCall),
 }
 
 /// Run one turn's tool calls: admit and validate each, run every admitted call in parallel as a
 /// child in the turn's step, and answer every call id — with its result, or with a correctable
-/// error saying why it was refused or failed.
+/// error saying why it was refused or failed. In a durable run (see [`crate::durable`]) a call
+/// already journaled is answered from the journal, a call that needs approval runs only once a
+/// person approved it (a denial is its result; an undecided one is left pending), and every call
+/// that runs is journaled.
 pub(crate) async fn run_round(
     round: Round<'_>,
     calls: &[ToolCallView<'_>],
@@ -87,9 +107,11 @@ pub(crate) async fn run_round(
         parent_pin: round.pin.as_deref().map(str::to_owned),
         parent_depth: Some(round.depth),
     };
+    let steps = Steps::of(round.cx);
     let mut slots = Vec::with_capacity(calls.len());
     let mut jobs = Vec::new();
     let mut refused = Vec::new();
+    let mut pending = Vec::new();
     for (i, call) in calls.iter().enumerate() {
         let admitted = if i >= round.max_calls {
             Err(Error::invalid_input(
@@ -102,12 +124,30 @@ pub(crate) async fn run_round(
                 ),
             ))
         } else {
-            admit(round.registry, call, round.cx.scope(), &tcx)
+            admit(
+                round.registry,
+                call,
+                round.cx.scope(),
+                &tcx,
+                steps.policy.as_deref(),
+            )
         };
-        match admitted {
-            Ok(job) => {
+        let prepared = match admitted {
+            Ok(admitted) => steps.prepare(call, admitted, round.cx).await,
+            Err(e) => Err(e),
+        };
+        match prepared {
+            Ok(Prepared::Run(job)) => {
                 jobs.push(job);
                 slots.push(Slot::Running(call.id.to_owned(), call.name.to_owned()));
+            }
+            Ok(Prepared::Slot(slot)) => slots.push(slot),
+            Ok(Prepared::Pending(p)) => {
+                // The pause is a job of the tool's class in the trajectory, recorded
+                // `awaiting_approval`; it holds nothing and ends at once.
+                jobs.push(BoxJob::new(durable::PausedCall::new(p.clone())));
+                pending.push(p);
+                slots.push(Slot::Pending);
             }
             Err(e) => {
                 let reason = e.for_model();
@@ -140,6 +180,11 @@ pub(crate) async fn run_round(
     for slot in slots {
         match slot {
             Slot::Done(block) => results.push(block),
+            Slot::Pending => drop(outputs.next()),
+            Slot::Journaled(id, name, out) => {
+                let summary = register(&name, out);
+                results.push(ContentBlock::tool_result(id, name, summary));
+            }
             Slot::Running(id, name) => match outputs.next() {
                 Some(Ok(out)) => {
                     let summary = register(&name, out);
@@ -154,7 +199,149 @@ pub(crate) async fn run_round(
             },
         }
     }
-    RoundOutcome { results, refused }
+    RoundOutcome {
+        results,
+        refused,
+        pending,
+    }
+}
+
+/// What the round reads from the dispatcher's services for durable steps and approval.
+struct Steps {
+    store: Option<Arc<dyn StepStore>>,
+    policy: Option<Arc<ApprovalPolicy>>,
+    run: String,
+    place: String,
+    durable: bool,
+}
+
+impl Steps {
+    fn of(cx: &JobContext) -> Self {
+        let store = cx
+            .services()
+            .get::<DurableSteps>()
+            .map(|d| Arc::clone(d.store()));
+        let policy = cx.services().get::<ApprovalPolicy>();
+        let durable = durable::journals(cx);
+        let (run, place) = durable::run_key_of(cx);
+        Self {
+            store,
+            policy,
+            run,
+            place,
+            durable,
+        }
+    }
+
+    fn key(&self, call: &ToolCallView<'_>) -> StepKey {
+        StepKey {
+            run: self.run.clone(),
+            place: self.place.clone(),
+            call_id: call.id.to_owned(),
+        }
+    }
+
+    /// Journal lookup, then approval, then the job (journaled in a durable run). A store that
+    /// cannot be read refuses the call rather than risk running it twice or unapproved.
+    async fn prepare(
+        &self,
+        call: &ToolCallView<'_>,
+        admitted: Admitted,
+        cx: &JobContext,
+    ) -> Result<Prepared> {
+        let Admitted {
+            job,
+            needs_approval,
+            arguments_hash,
+            arguments,
+        } = admitted;
+        let store = match (&self.store, self.durable || needs_approval) {
+            (Some(store), true) => store,
+            (None, true) if needs_approval => {
+                tracing::warn!(
+                    tool = call.name,
+                    "a tool call needs approval, but this runtime \
+                    keeps no store to wait in; the call was refused"
+                );
+                return Err(Error::invalid_input(
+                    "tool",
+                    Some(call.name.to_owned()),
+                    "this call needs a person's approval and none can be asked here; do not \
+                     make it again",
+                ));
+            }
+            _ => return Ok(Prepared::Run(job)),
+        };
+        let key = self.key(call);
+        let journaled = if self.durable {
+            store.journaled(&key).await?
+        } else {
+            None
+        };
+        if let Some(entry) = journaled {
+            if entry.tool == call.name && entry.arguments_hash == arguments_hash {
+                return Ok(Prepared::Slot(match entry.outcome {
+                    StepOutcome::Output(json) => Slot::Journaled(
+                        call.id.to_owned(),
+                        call.name.to_owned(),
+                        ToolOutput {
+                            typed: Arc::new(json.clone()),
+                            json,
+                        },
+                    ),
+                    StepOutcome::Error(text) => {
+                        Slot::Done(ContentBlock::tool_error(call.id, call.name, text))
+                    }
+                }));
+            }
+            tracing::warn!(tool = call.name, run = %key.run, place = %key.place,
+                call = %key.call_id, "the journal holds another call at this place (the \
+                replay diverged); the call runs");
+        }
+        let mut approval = None;
+        if needs_approval {
+            let asked = store
+                .ask(&ApprovalRequest {
+                    key: key.clone(),
+                    tool: call.name.to_owned(),
+                    arguments,
+                    job: cx.id().to_string(),
+                    workflow: cx.workflow().to_string(),
+                    read_only_scope: cx.scope().is_read_only(),
+                })
+                .await?;
+            match asked.status {
+                ApprovalStatus::Pending => {
+                    tracing::info!(tool = call.name, approval = %asked.id,
+                        "a tool call waits for a person's approval");
+                    return Ok(Prepared::Pending(PendingCall {
+                        id: asked.id,
+                        tool: call.name.to_owned(),
+                        call_id: call.id.to_owned(),
+                    }));
+                }
+                ApprovalStatus::Denied => {
+                    return Ok(Prepared::Slot(Slot::Done(ContentBlock::tool_error(
+                        call.id,
+                        call.name,
+                        durable::denial_text(asked.reason.as_deref()),
+                    ))));
+                }
+                ApprovalStatus::Approved => approval = Some(asked),
+            }
+        }
+        if !self.durable && approval.is_none() {
+            return Ok(Prepared::Run(job));
+        }
+        Ok(Prepared::Run(BoxJob::new(Journaled {
+            inner: job,
+            store: Arc::clone(store),
+            key,
+            tool: call.name.to_owned(),
+            arguments_hash,
+            approval,
+        })))
+    }
 }
 
 /// Register an output as an artifact and return what the model reads for it.
@@ -167,14 +354,24 @@ pub(crate) fn register_artifact(artifacts: &mut Artifacts, tool: &str, out: Tool
     }
 }
 
+/// An admitted call: its job, whether it needs a person's approval, and its arguments.
+struct Admitted {
+    job: BoxJob<ToolOutput>,
+    needs_approval: bool,
+    arguments_hash: String,
+    arguments: Value,
+}
+
 /// The admission check, then validation: an unknown tool, a tool the scope forbids, or arguments
-/// that do not fit are refused before anything runs.
+/// that do not fit are refused before anything runs. Then whether the call needs approval: the
+/// tool's own say, or the deployment's policy.
 fn admit(
     registry: &ToolRegistry,
     call: &ToolCallView<'_>,
     scope: &ScopeGuard,
     tcx: &ToolCallContext,
-) -> Result<BoxJob<ToolOutput>> {
+    policy: Option<&ApprovalPolicy>,
+) -> Result<Admitted> {
     let provider: &Arc<dyn ToolProvider> = registry.get(call.name).ok_or_else(|| {
         let known: Vec<&str> = registry.iter().map(|p| p.name()).collect();
         // The name the model wrote is not repeated; the call's id already pairs this refusal
@@ -201,5 +398,13 @@ fn admit(
         }
         other => other,
     };
-    provider.instantiate(arguments, tcx)
+    let job = provider.instantiate(arguments, tcx)?;
+    let needs_approval = provider.needs_approval(arguments)
+        || policy.is_some_and(|p| p.requires(provider.name(), arguments, provider.read_only()));
+    Ok(Admitted {
+        job,
+        needs_approval,
+        arguments_hash: durable::arguments_hash(call.arguments),
+        arguments: arguments.clone(),
+    })
 }

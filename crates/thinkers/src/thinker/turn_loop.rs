@@ -192,6 +192,12 @@ pub(crate) trait AnswerPhase: Send {
 
     /// Called at the start of every step, before the request is rendered: a family may add
     /// messages that arrived meanwhile, and may ask for an answer without tools this step.
+    /// Whether a step stopped for a person keeps its answer (with the calls) in the
+    /// conversation, for the next run to answer (see `answer_calls`). Default: no.
+    fn keeps_paused_calls(&self) -> bool {
+        false
+    }
+
     fn begin_step(&mut self, observer: &ThinkerObserver) -> StepPlan {
         let _ = observer;
         StepPlan::default()
@@ -252,6 +258,32 @@ pub(crate) async fn turns<P: AnswerPhase>(
     let mut registry = core.registry.clone();
     let turn_class: std::borrow::Cow<'static, str> = format!("{}.turn", core.class).into();
     let mut door = None;
+    // A run that stopped for a person kept its step's calls (a chat): answer them first, the
+    // decided ones now decided and the finished ones from the journal.
+    if conversing::has_open_calls(observer) {
+        core.hooks.reconcile_tools(&mut registry, depth);
+        doors::reconcile(core, &mut registry, depth, observer, cx, &mut door);
+        let grade = {
+            let st = observer.lock();
+            st.conversation
+                .as_ref()
+                .map_or(core.declaration.grade(), |c| c.stamps().grade)
+        };
+        let before = {
+            let st = observer.lock();
+            st.conversation
+                .as_ref()
+                .map_or(0, |c| c.messages().len() - 1)
+        };
+        let step = Step {
+            registry: &registry,
+            turn: cx.next_step(),
+            grade,
+            depth,
+            before,
+        };
+        answer_calls(core, phase, step, service, observer, cx).await?;
+    }
     for _ in 0..core.limits.max_iterations {
         // Phase 1 (overridable), then phase 2 (the framework's own): reconcile, then sweep.
         core.hooks.reconcile_tools(&mut registry, depth);
@@ -313,43 +345,21 @@ pub(crate) async fn turns<P: AnswerPhase>(
             conversing::save_if_durable(service, observer).await?;
             continue;
         }
-        // The answer joins the conversation as it is (not copied); the calls are read from a
-        // shared snapshot of the messages, dropped before the results join (so that push does
-        // not copy the messages either).
-        let messages = {
+        // The answer joins the conversation as it is (not copied).
+        let before = {
             let mut st = observer.lock();
+            let before = st.conversation.as_ref().map_or(0, |c| c.messages().len());
             st.push(response.into_message());
-            st.conversation.as_ref().map(Conversation::shared_messages)
+            before
         };
-        let Some(asked) = messages.as_deref().and_then(|m| m.last()) else {
-            return Err(Error::system("thinker loop", "no conversation is open"));
-        };
-        let calls = ToolCallView::all(&asked.content);
-        let round = Round {
+        let step = Step {
             registry: &registry,
-            cx,
             turn,
             grade: stamps.grade,
-            pin: core.pin.clone(),
             depth,
-            max_calls: core.limits.max_tool_calls_per_turn,
+            before,
         };
-        let obs = observer.clone();
-        let mut register = move |tool: &str, out| {
-            let mut st = obs.lock();
-            register_artifact(&mut st.artifacts, tool, out)
-        };
-        phase.before_round(&calls);
-        let outcome = run_round(round, &calls, &mut register).await;
-        phase.after_round(&calls, &outcome.results);
-        drop(calls);
-        drop(messages);
-        {
-            let mut st = observer.lock();
-            st.refused.extend(outcome.refused);
-            st.push(Message::tool_results(outcome.results));
-        }
-        conversing::save_if_durable(service, observer).await?;
+        answer_calls(core, phase, step, service, observer, cx).await?;
     }
     let transcript = observer.transcript();
     Err(Error::AttemptsExhausted {
@@ -361,6 +371,76 @@ pub(crate) async fn turns<P: AnswerPhase>(
             tail(&transcript, 16_000)
         ),
     })
+}
+
+/// The step whose calls [`answer_calls`] answers.
+struct Step<'a> {
+    registry: &'a ToolRegistry,
+    turn: u32,
+    grade: Grade,
+    depth: Depth,
+    /// The conversation's length before the step's answer joined it.
+    before: usize,
+}
+
+/// Run the tool calls of the conversation's last message (the model's answer of this step) and
+/// add their results, saving a durable conversation. A call that waits for a person ends the
+/// run with [`Error::AwaitingApproval`]: the answer is kept for the next run to answer when the
+/// phase says so (a chat), else it leaves the conversation again (a replay of a durable run asks
+/// the same question, answered by the response cache).
+async fn answer_calls<P: AnswerPhase>(
+    core: &ThinkerCore,
+    phase: &mut P,
+    step: Step<'_>,
+    service: &ConversationService,
+    observer: &ThinkerObserver,
+    cx: &JobContext,
+) -> Result<()> {
+    // The calls are read from a shared snapshot of the messages, dropped before the results
+    // join (so that push does not copy the messages).
+    let messages = {
+        let st = observer.lock();
+        st.conversation.as_ref().map(Conversation::shared_messages)
+    };
+    let Some(asked) = messages.as_deref().and_then(|m| m.last()) else {
+        return Err(Error::system("thinker loop", "no conversation is open"));
+    };
+    let calls = ToolCallView::all(&asked.content);
+    let round = Round {
+        registry: step.registry,
+        cx,
+        turn: step.turn,
+        grade: step.grade,
+        pin: core.pin.clone(),
+        depth: step.depth,
+        max_calls: core.limits.max_tool_calls_per_turn,
+    };
+    let obs = observer.clone();
+    let mut register = move |tool: &str, out| {
+        let mut st = obs.lock();
+        register_artifact(&mut st.artifacts, tool, out)
+    };
+    phase.before_round(&calls);
+    let outcome = run_round(round, &calls, &mut register).await;
+    phase.after_round(&calls, &outcome.results);
+    drop(calls);
+    drop(messages);
+    {
+        let mut st = observer.lock();
+        st.refused.extend(outcome.refused);
+        if !outcome.pending.is_empty() {
+            if !phase.keeps_paused_calls()
+                && let Some(conv) = st.conversation.as_mut()
+            {
+                conv.truncate(step.before);
+            }
+            return Err(Error::AwaitingApproval {
+                pending: outcome.pending,
+            });
+        }
+        st.push(Message::tool_results(outcome.results));
+    }
+    conversing::save_if_durable(service, observer).await
 }
 
 /// The entry to pin when this turn is guaranteed a native thinking block: the entry the router

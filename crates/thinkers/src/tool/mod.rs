@@ -54,6 +54,14 @@ pub trait Tool: Send + Sync + 'static {
         false
     }
 
+    /// Whether this call must wait for a person's approval before it runs (see
+    /// [`crate::durable`]). Defaults to `false`; the answer may depend on the arguments (a refund
+    /// above some amount, a mail to someone outside the company).
+    fn needs_approval(&self, input: &Self::Input) -> bool {
+        let _ = input;
+        false
+    }
+
     /// What a call needs admitted (for example a slot of `service:pubmed`).
     fn requirements(&self, input: &Self::Input, req: &mut Requirements) -> Result<()> {
         let _ = (input, req);

@@ -88,6 +88,12 @@ pub trait ToolProvider: Send + Sync + 'static {
     fn read_only(&self) -> bool {
         false
     }
+    /// Whether a call with these arguments must wait for a person's approval (see
+    /// [`crate::durable`]). Defaults to `false`; a wrapping provider forwards it.
+    fn needs_approval(&self, arguments: &Value) -> bool {
+        let _ = arguments;
+        false
+    }
     /// Build the job for one call.
     fn instantiate(&self, arguments: &Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>>;
 }
@@ -101,6 +107,7 @@ macro_rules! forward_provider {
             fn shared_input_schema(&self) -> Arc<Value> { (**self).shared_input_schema() }
             fn spec(&self) -> ToolSpec { (**self).spec() }
             fn read_only(&self) -> bool { (**self).read_only() }
+            fn needs_approval(&self, arguments: &Value) -> bool { (**self).needs_approval(arguments) }
             fn instantiate(&self, arguments: &Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
                 (**self).instantiate(arguments, cx)
             }
@@ -252,6 +259,11 @@ impl<T: Tool> ToolProvider for TypedToolProvider<T> {
     }
     fn read_only(&self) -> bool {
         self.tool.read_only()
+    }
+    fn needs_approval(&self, arguments: &Value) -> bool {
+        // Arguments that do not decode are refused by `instantiate` before anything runs.
+        self.decode(arguments)
+            .is_ok_and(|input| self.tool.needs_approval(&input))
     }
     fn instantiate(&self, arguments: &Value, _cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
         let input = self.decode(arguments)?;

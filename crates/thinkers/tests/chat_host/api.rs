@@ -346,3 +346,103 @@ async fn a_message_posted_during_a_turn_joins_it() {
     let last = sim.requests().last().unwrap().body.to_string();
     assert!(last.contains("Also: what does grade mean?"), "{last}");
 }
+
+/// A chat turn that reaches a call needing approval stops with an `approval` event (after the
+/// call's `tool_call`), and its history lists the waiting call. Bad decisions are refused naming
+/// the field or the id; a decision continues the same turn to its answer, the tool run once.
+#[tokio::test]
+async fn a_waiting_call_is_decided_through_the_api_and_the_turn_goes_on() {
+    use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall};
+    let script = Script::new(vec![
+        ScriptRule::when_contains(
+            "the meaning of seat",
+            ScriptAnswer::Text("APPROVED: looked it up.".into()),
+        ),
+        ScriptRule::when_contains(
+            "Approve me",
+            ScriptAnswer::ToolCalls(vec![ScriptToolCall {
+                name: "lookup".to_owned(),
+                arguments: json!({"term": "seat"}),
+            }]),
+        ),
+    ]);
+    let config = thinkers_sim::SimConfig::from_catalog_toml(thinkers::model::catalog::BUNDLED_TOML)
+        .unwrap()
+        .calm();
+    let sim = thinkers_sim::Sim::start(thinkers_sim::SimConfig {
+        script: Some(script),
+        log_bodies: true,
+        ..config
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rt = crate::support::runtime_with(
+        &sim,
+        &dir.path().join("chat.db"),
+        thinkers::durable::ApprovalPolicy::new().tool("lookup"),
+    )
+    .await;
+    let h = crate::support::host_with(rt, true).await;
+    let chat = create_chat(&h.url, "approvals").await;
+    let other = create_chat(&h.url, "another").await;
+    let (status, _) = post_text(&h.url, &chat, "Approve me: what is a seat?").await;
+    assert_eq!(status, 202);
+    let events = events_until_answer(&h.url, &chat, 0).await;
+    let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names.last(), Some(&"approval"), "{names:?}");
+    assert!(names.contains(&"tool_call"), "{names:?}");
+    assert!(!names.contains(&"tool_result"), "nothing ran: {names:?}");
+    let approval = events.last().unwrap().data.clone();
+    assert_eq!(approval["tool"], "lookup");
+    let id = approval["id"].as_str().unwrap().to_owned();
+    let seen = history(&h.url, &chat).await;
+    assert_eq!(seen["approvals"][0]["id"], id.as_str(), "{seen}");
+    let last_id = events.last().unwrap().id;
+
+    let decide = |chat: String, approval: String, body: Value| {
+        let url = h.url.clone();
+        async move {
+            let resp = reqwest::Client::new()
+                .post(format!("{url}/api/chats/{chat}/approvals/{approval}"))
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let code = resp.status().as_u16();
+            (code, resp.json::<Value>().await.unwrap())
+        }
+    };
+    let (code, body) = decide(chat.clone(), id.clone(), json!({"decision": "maybe"})).await;
+    assert_eq!(
+        (code, body["field"].as_str()),
+        (422, Some("decision")),
+        "{body}"
+    );
+    let (code, body) = decide(chat.clone(), "nope".into(), json!({"decision": "approve"})).await;
+    assert_eq!(code, 422, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("nope"), "{body}");
+    let (code, body) = decide(other.clone(), id.clone(), json!({"decision": "approve"})).await;
+    assert_eq!(code, 422, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("another chat"),
+        "{body}"
+    );
+
+    let (code, body) = decide(chat.clone(), id.clone(), json!({"decision": "approve"})).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["status"], "approved");
+    let rest = events_until_answer(&h.url, &chat, last_id).await;
+    let names: Vec<&str> = rest.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names.last(), Some(&"answer"), "{names:?}");
+    assert!(names.contains(&"tool_result"), "{names:?}");
+    assert!(
+        rest.last().unwrap().data["text"]
+            .as_str()
+            .unwrap()
+            .contains("APPROVED")
+    );
+    let after = history(&h.url, &chat).await;
+    assert_eq!(after["approvals"], json!([]), "{after}");
+    h.running.shutdown().await.unwrap();
+}

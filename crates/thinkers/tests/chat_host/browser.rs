@@ -268,3 +268,170 @@ async fn the_page_streams_an_answer_in_headless_chromium() {
     browser.quit().await;
     h.running.shutdown().await.unwrap();
 }
+
+/// A chat whose `lookup` needs a person's approval (the runtime's policy): the page shows the
+/// waiting call with Approve and Deny; approving runs the tool and the same turn answers;
+/// denying (with a reason) answers without it. A screenshot of the waiting call is saved to
+/// `target/screenshots/chat-approval.png`.
+#[tokio::test]
+async fn the_page_approves_and_denies_a_waiting_call_in_headless_chromium() {
+    use thinkers::durable::ApprovalPolicy;
+    use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall};
+
+    let (Ok(chromium), Ok(chromedriver)) = (
+        std::env::var("THINKERS_CHROMIUM"),
+        std::env::var("THINKERS_CHROMEDRIVER"),
+    ) else {
+        eprintln!("\n*** SKIPPED the approval browser test: THINKERS_CHROMIUM is not set ***\n");
+        return;
+    };
+    let lookup = |term: &str| {
+        ScriptAnswer::ToolCalls(vec![ScriptToolCall {
+            name: "lookup".to_owned(),
+            arguments: json!({ "term": term }),
+        }])
+    };
+    // Each rule looks at the conversation's last person message or tool result.
+    let script = Script::new(vec![
+        ScriptRule::when_contains(
+            "denied",
+            ScriptAnswer::Text("DENIED: I did not look it up.".into()),
+        ),
+        ScriptRule::when_contains(
+            "the meaning of seat",
+            ScriptAnswer::Text("APPROVED: a seat is the meaning of seat.".into()),
+        ),
+        ScriptRule::when_contains("Deny me", lookup("grade")),
+        ScriptRule::when_contains("Approve me", lookup("seat")),
+    ]);
+    let config = thinkers_sim::SimConfig::from_catalog_toml(thinkers::model::catalog::BUNDLED_TOML)
+        .unwrap()
+        .calm();
+    let sim = thinkers_sim::Sim::start(thinkers_sim::SimConfig {
+        script: Some(script),
+        log_bodies: true,
+        ..config
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rt = thinkers::Runtime::builder(
+        thinkers::model::Catalog::bundled().with_sim_url(&sim.base_url()),
+    )
+    .database(dir.path().join("chat.db").to_str().unwrap())
+    .approval_policy(ApprovalPolicy::new().tool("lookup"))
+    .build()
+    .await
+    .unwrap();
+    let host = thinkers::chat::ChatHost::new(
+        &rt,
+        crate::support::factory("sim-small-a", true),
+        thinkers::chat::HostConfig::default(),
+    )
+    .unwrap();
+    let running = host.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let browser = Browser::start(&chromium, &chromedriver).await;
+    browser.goto(&running.url()).await;
+    browser.click("#new-chat").await;
+    browser
+        .wait_for("return !document.getElementById('send').disabled", |v| {
+            v == &json!(true)
+        })
+        .await;
+
+    // Approve: the waiting call shows, nothing ran yet; a click runs it and the turn answers.
+    browser
+        .type_into("#input", "Approve me: what is a seat?")
+        .await;
+    browser.click("#send").await;
+    browser
+        .wait_for(
+            "return document.querySelectorAll('.approval button.approve').length",
+            |v| v.as_u64() == Some(1),
+        )
+        .await;
+    let shown = browser
+        .eval("return document.querySelector('.approval').textContent")
+        .await;
+    assert!(shown.as_str().unwrap().contains("lookup"), "{shown}");
+    let ran = browser
+        .eval("return [...document.querySelectorAll('.tool')].filter(e => e.textContent.startsWith('← lookup')).length")
+        .await;
+    assert_eq!(ran, json!(0), "nothing ran before the decision");
+    let path = screenshot_path().with_file_name("chat-approval.png");
+    browser.screenshot(&path).await;
+    // A reload shows the waiting call again (from the chat's history).
+    browser.goto(&running.url()).await;
+    browser
+        .wait_for(
+            "return document.querySelectorAll('.chat-item').length",
+            |v| v.as_u64() == Some(1),
+        )
+        .await;
+    browser.click(".chat-item").await;
+    browser
+        .wait_for(
+            "return document.querySelectorAll('.approval button.approve').length === 1 \
+             && !document.getElementById('send').disabled",
+            |v| v == &json!(true),
+        )
+        .await;
+    browser.click(".approval button.approve").await;
+    let answer = browser
+        .wait_for(
+            "return [...document.querySelectorAll('.msg.assistant.final')].map(e => e.textContent).join('\\n')",
+            |v| v.as_str().is_some_and(|s| s.contains("APPROVED")),
+        )
+        .await;
+    assert!(answer.as_str().unwrap().contains("a seat is"), "{answer}");
+    let results = browser
+        .eval("return [...document.querySelectorAll('.tool')].map(e => e.textContent)")
+        .await;
+    assert!(
+        results
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t.as_str().unwrap().starts_with("← lookup")),
+        "{results}"
+    );
+
+    // Deny, with a reason: the model reads it and answers without the call.
+    browser
+        .type_into("#input", "Deny me: what is a grade?")
+        .await;
+    browser.click("#send").await;
+    browser
+        .wait_for(
+            "return document.querySelectorAll('.approval button.deny:not([disabled])').length",
+            |v| v.as_u64() == Some(1),
+        )
+        .await;
+    browser
+        .type_into(
+            ".approval:last-of-type .approval-reason",
+            "not needed today",
+        )
+        .await;
+    browser.click(".approval button.deny:not([disabled])").await;
+    browser
+        .wait_for(
+            "return [...document.querySelectorAll('.msg.assistant.final')].map(e => e.textContent).join('\\n')",
+            |v| v.as_str().is_some_and(|s| s.contains("DENIED")),
+        )
+        .await;
+    let told = sim
+        .requests()
+        .into_iter()
+        .any(|r| r.raw_body.contains("not needed today"));
+    assert!(told, "the model read the person's reason");
+    let errors = browser
+        .eval("return document.querySelectorAll('.error').length")
+        .await;
+    assert_eq!(errors, json!(0));
+    let approvals = rt.approvals(false).await.unwrap();
+    let statuses: Vec<&str> = approvals.iter().map(|a| a.status.as_str()).collect();
+    assert_eq!(statuses, ["approved", "denied"]);
+    browser.quit().await;
+    running.shutdown().await.unwrap();
+}

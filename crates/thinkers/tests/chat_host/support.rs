@@ -83,8 +83,18 @@ pub async fn sim() -> Sim {
 
 /// A runtime on `db` bound to `sim`.
 pub async fn runtime(sim: &Sim, db: &Path) -> Runtime {
+    runtime_with(sim, db, thinkers::durable::ApprovalPolicy::new()).await
+}
+
+/// A runtime on `db` bound to `sim` whose tool calls wait for a person as `policy` says.
+pub async fn runtime_with(
+    sim: &Sim,
+    db: &Path,
+    policy: thinkers::durable::ApprovalPolicy,
+) -> Runtime {
     Runtime::builder(Catalog::bundled().with_sim_url(&sim.base_url()))
         .database(db.to_str().unwrap())
+        .approval_policy(policy)
         .config(DispatchConfig {
             transient_backoff: Duration::from_millis(10),
             throttle_backoff: Duration::from_millis(10),
@@ -121,7 +131,11 @@ pub struct Hosted {
 
 /// A runtime on `db` and a host on a free port.
 pub async fn host(sim: &Sim, db: &Path, tools: bool) -> Hosted {
-    let rt = runtime(sim, db).await;
+    host_with(runtime(sim, db).await, tools).await
+}
+
+/// A host on a free port over `rt`.
+pub async fn host_with(rt: Runtime, tools: bool) -> Hosted {
     let host = ChatHost::new(&rt, factory("sim-small-a", tools), HostConfig::default()).unwrap();
     let running = host
         .start("127.0.0.1:0".parse::<SocketAddr>().unwrap())
@@ -144,8 +158,8 @@ pub struct Sse {
     pub data: Value,
 }
 
-/// Read the chat's events after `after` until an `answer` or `error` event (a hang guard of
-/// 30 s stops a broken test, it is not a timing assertion).
+/// Read the chat's events after `after` until an `answer`, `approval` or `error` event (a hang
+/// guard of 30 s stops a broken test, it is not a timing assertion).
 pub async fn events_until_answer(url: &str, chat: &str, after: u64) -> Vec<Sse> {
     let resp = reqwest::get(format!("{url}/api/chats/{chat}/events?after={after}"))
         .await
@@ -162,7 +176,7 @@ pub async fn events_until_answer(url: &str, chat: &str, after: u64) -> Vec<Sse> 
     let read = async {
         while let Some(ev) = stream.next().await {
             let ev = ev.unwrap();
-            let done = ev.event == "answer" || ev.event == "error";
+            let done = ev.event == "answer" || ev.event == "error" || ev.event == "approval";
             out.push(Sse {
                 id: ev.id.parse().unwrap(),
                 name: ev.event,

@@ -227,5 +227,5 @@ fn the_example_catalogs_load() {
             n += 1;
         }
     }
-    assert_eq!(n, 4);
+    assert_eq!(n, 6);
 }

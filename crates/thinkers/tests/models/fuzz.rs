@@ -34,10 +34,11 @@ fn runner() -> TestRunner {
     })
 }
 
-const DIALECTS: [Dialect; 4] = [
+const DIALECTS: [Dialect; 5] = [
     Dialect::OpenAi,
     Dialect::OpenAiCompatible,
     Dialect::Anthropic,
+    Dialect::OpenAiResponses,
     Dialect::BedrockConverse,
 ];
 
@@ -95,6 +96,22 @@ fn bodies() -> Vec<Value> {
         json!({"id": "msg_3", "type": "message", "content": [], "stop_reason": "end_turn",
             "usage": {"input_tokens": 1, "output_tokens": 0}}),
         json!({"id": "msg_4", "type": "message", "content": [], "stop_reason": null}),
+        json!({"id": "resp_1", "object": "response", "status": "completed", "model": "gpt-x",
+            "output": [
+                {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Look."}],
+                    "encrypted_content": "ZW5j"},
+                {"type": "message", "id": "msg_1", "role": "assistant",
+                    "content": [{"type": "output_text", "text": "A seat.", "annotations": []},
+                        {"type": "refusal", "refusal": "no"}]},
+                {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "lookup",
+                    "arguments": "{\"term\":\"seat\"}"},
+                {"type": "web_search_call", "id": "ws_1"}],
+            "usage": {"input_tokens": 9, "input_tokens_details": {"cached_tokens": 2},
+                "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 1}}}),
+        json!({"object": "response", "status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"}, "output": []}),
+        json!({"object": "response", "status": "failed", "output": [],
+            "error": {"code": "server_error", "message": "failed"}}),
         json!({"id": "msg_5", "type": "message", "content": [{"type": "text",
             "text": "{\"tool_calls\":[{\"name\":\"lookup\",\"arguments\":{\"term\":\"x\"}}]}"}],
             "stop_reason": "end_turn"}),
@@ -199,6 +216,32 @@ fn streams() -> Vec<Vec<String>> {
             json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
         ),
     ];
+    let rs = |v: Value| v.to_string();
+    let responses = vec![
+        rs(
+            json!({"type": "response.created", "sequence_number": 0, "response": {"model": "gpt-x", "status": "in_progress", "output": []}}),
+        ),
+        rs(
+            json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call", "call_id": "call_1", "name": "lookup", "arguments": ""}}),
+        ),
+        rs(
+            json!({"type": "response.function_call_arguments.delta", "output_index": 0, "delta": "{\"term\":"}),
+        ),
+        rs(json!({"type": "response.output_text.delta", "output_index": 1, "delta": "A seat"})),
+        rs(
+            json!({"type": "response.reasoning_summary_text.delta", "output_index": 2, "delta": "Look"}),
+        ),
+        rs(
+            json!({"type": "response.output_item.done", "output_index": 0, "item": {"type": "function_call", "call_id": "call_1", "name": "lookup", "arguments": "{\"term\":\"seat\"}"}}),
+        ),
+        rs(
+            json!({"type": "response.completed", "response": {"status": "completed", "output": [], "usage": {"input_tokens": 3, "output_tokens": 4}}}),
+        ),
+        rs(
+            json!({"type": "response.failed", "response": {"status": "failed", "error": {"code": "server_error", "message": "x"}}}),
+        ),
+        rs(json!({"type": "error", "code": "rate_limit_exceeded", "message": "slow down"})),
+    ];
     // Bedrock: each event-stream message as the JSON of its union member.
     let bedrock = vec![
         an(json!({"messageStart": {"role": "assistant"}})),
@@ -229,7 +272,7 @@ fn streams() -> Vec<Vec<String>> {
         an(json!({"throttlingException": {"message": "Too many tokens"}})),
         an(json!({"error": {"code": "InternalFailure", "message": null}})),
     ];
-    vec![openai_text, openai_tools, anthropic, bedrock]
+    vec![openai_text, openai_tools, anthropic, responses, bedrock]
 }
 
 /// JSON tokens and values worth inserting.
@@ -571,8 +614,11 @@ fn the_valid_corpus_decodes() {
     };
     let bodies = bodies();
     for (i, b) in bodies.iter().enumerate() {
-        let bedrock = b.get("output").is_some() || b.get("message").is_some();
-        let dialect = if b.get("choices").is_some() || b.get("object").is_some() || i == 4 {
+        let bedrock =
+            b.get("object").is_none() && (b.get("output").is_some() || b.get("message").is_some());
+        let dialect = if b.get("object") == Some(&json!("response")) {
+            Dialect::OpenAiResponses
+        } else if b.get("choices").is_some() || b.get("object").is_some() || i == 4 {
             Dialect::OpenAi
         } else if bedrock {
             Dialect::BedrockConverse
@@ -581,6 +627,7 @@ fn the_valid_corpus_decodes() {
         };
         let r = decode(&plan(dialect), b.to_string().as_bytes());
         let is_error = b.get("error").is_some()
+            || b.get("status") == Some(&json!("failed"))
             || b.get("object") == Some(&json!("error"))
             || (b.get("content") == Some(&json!([])) && b["stop_reason"].is_null())
             || (bedrock && b.get("stopReason").is_none());
@@ -604,9 +651,18 @@ fn the_valid_corpus_decodes() {
     }
     let out = d.finish(&mut |_| {}).unwrap();
     assert_eq!(out.tool_calls().len(), 1);
+    // Responses: up to `response.completed`, a call whose arguments came from its done item.
+    let mut d = StreamDecoder::new(plan(Dialect::OpenAiResponses));
+    let events = &streams[3];
+    for e in &events[..7] {
+        d.push(e, &mut |_| {}).unwrap();
+    }
+    assert!(d.is_done());
+    let out = d.finish(&mut |_| {}).unwrap();
+    assert_eq!(out.tool_calls()[0].arguments["term"], "seat");
     // Bedrock: the stream up to its closing `metadata`, without the two error events.
     let mut d = StreamDecoder::new(plan(Dialect::BedrockConverse));
-    let events = &streams[3];
+    let events = &streams[4];
     for e in &events[..events.len() - 2] {
         d.push(e, &mut |_| {}).unwrap();
     }

@@ -31,6 +31,10 @@ pub(super) fn router(host: ChatHost) -> Router {
             axum::routing::post(post_message),
         )
         .route("/api/chats/{id}/events", get(events))
+        .route(
+            "/api/chats/{id}/approvals/{approval}",
+            axum::routing::post(decide),
+        )
         .with_state(host)
 }
 
@@ -192,6 +196,57 @@ async fn post_message(
         "joined": posted == Posted::Joined,
     });
     Ok((StatusCode::ACCEPTED, axum::Json(body)).into_response())
+}
+
+/// `{"decision": "approve"}` or `{"decision": "deny", "reason": "…"}`: decide a call the chat
+/// waits on; the turn goes on once nothing of it waits.
+async fn decide(
+    State(host): State<ChatHost>,
+    Path((id, approval)): Path<(String, String)>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    host.session(&id).await?;
+    let map = json_object(&body, false)?;
+    let reason = match map.get("reason") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(r)) => r.clone(),
+        Some(_) => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "reason",
+                "reason must be a string",
+            ));
+        }
+    };
+    if reason.len() > host.config().max_message_bytes {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "reason",
+            format!(
+                "the reason is {} bytes; at most {} are accepted",
+                reason.len(),
+                host.config().max_message_bytes
+            ),
+        ));
+    }
+    let decision = match map.get("decision").and_then(Value::as_str) {
+        Some("approve") => crate::durable::Decision::Approve,
+        Some("deny") => crate::durable::Decision::Deny { reason },
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "decision",
+                "decision must be \"approve\" or \"deny\"",
+            ));
+        }
+    };
+    let decided = host.decide(&id, &approval, &decision).await?;
+    Ok(axum::Json(json!({
+        "id": decided.id,
+        "status": decided.status.as_str(),
+        "tool": decided.tool,
+    }))
+    .into_response())
 }
 
 #[derive(Debug, Deserialize)]

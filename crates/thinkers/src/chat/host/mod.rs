@@ -84,6 +84,8 @@ pub(crate) struct HostInner {
     dispatcher: Dispatcher,
     conversations: Arc<ConversationService>,
     chats: ChatStore,
+    /// The approvals of the calls chats wait on (the runtime's store).
+    steps: Arc<dyn crate::durable::StepStore>,
     factory: ChatFactory,
     config: HostConfig,
     /// Cancelled by [`RunningHost::shutdown`]: event streams end with it.
@@ -118,6 +120,8 @@ pub struct ChatHistory {
     pub turn_open: bool,
     /// The id of the chat's latest event: subscribe with `?after=` this id to miss nothing.
     pub last_event_id: u64,
+    /// The calls the chat waits on for a person's decision (see [`crate::durable`]).
+    pub approvals: Vec<crate::durable::Approval>,
 }
 
 /// What a message post did.
@@ -146,6 +150,7 @@ impl ChatHost {
                 dispatcher: runtime.dispatcher().clone(),
                 conversations: runtime.conversations().clone(),
                 chats: ChatStore::of(store),
+                steps: store.steps(),
                 factory,
                 config,
                 stop: CancellationToken::new(),
@@ -226,11 +231,13 @@ impl ChatHost {
             && s.thinker.observer().conversation().is_some()
             && (!self.inner.chats.is_shared() || s.turn_running())
         {
+            let approvals = self.waiting(record.conversation_id.as_deref()).await?;
             return Ok(ChatHistory {
                 chat: record,
                 messages: s.thinker.observer().messages(),
                 turn_open: s.thinker.is_turn_open(),
                 last_event_id,
+                approvals,
             });
         }
         let messages = match &record.conversation_id {
@@ -245,12 +252,25 @@ impl ChatHost {
             }
             None => Vec::new(),
         };
+        let approvals = self.waiting(record.conversation_id.as_deref()).await?;
         Ok(ChatHistory {
             chat: record,
             messages,
             turn_open: session.is_some_and(|s| s.thinker.is_turn_open()),
             last_event_id,
+            approvals,
         })
+    }
+
+    /// The pending approvals of the chat whose conversation is `conversation`.
+    async fn waiting(&self, conversation: Option<&str>) -> Result<Vec<crate::durable::Approval>> {
+        let Some(cid) = conversation else {
+            return Ok(Vec::new());
+        };
+        let run = format!("conversation:{cid}");
+        let mut pending = self.inner.steps.approvals(true).await?;
+        pending.retain(|a| a.run == run);
+        Ok(pending)
     }
 
     /// The loaded session of a chat, loading it (and the conversation it resumes) when needed.
@@ -305,6 +325,57 @@ impl ChatHost {
             .turns
             .spawn(async move { host.run_turn(running, job).await });
         Ok(Posted::Started)
+    }
+
+    /// Decide a call the chat `id` waits on (the approval's id as its `approval` event named
+    /// it). When no call of the chat waits any more, the stopped turn goes on: the approved
+    /// calls run, the denied ones are answered with the reason, and the model continues. An
+    /// approval of another chat, or an unknown one, is refused naming it.
+    pub async fn decide(
+        &self,
+        id: &str,
+        approval: &str,
+        decision: &crate::durable::Decision,
+    ) -> Result<crate::durable::Approval> {
+        let session = self.session(id).await?;
+        let run = session
+            .thinker
+            .conversation_id()
+            .map(|c| format!("conversation:{c}"));
+        let known = self
+            .inner
+            .steps
+            .approvals(false)
+            .await?
+            .into_iter()
+            .find(|a| a.id == approval.trim());
+        let Some(known) = known else {
+            return Err(crate::durable::unknown_approval(approval));
+        };
+        if run.as_deref() != Some(known.run.as_str()) {
+            return Err(Error::invalid_input(
+                "approval",
+                Some(approval.to_owned()),
+                "this call belongs to another chat",
+            ));
+        }
+        let decided = self.inner.steps.decide(&known.id, decision).await?;
+        let waiting = self
+            .inner
+            .steps
+            .approvals(true)
+            .await?
+            .iter()
+            .any(|a| a.run == known.run);
+        if !waiting {
+            let job = session.thinker.continue_turn();
+            let host = self.clone();
+            let running = session.clone();
+            self.inner
+                .turns
+                .spawn(async move { host.run_turn(running, job).await });
+        }
+        Ok(decided)
     }
 
     /// Run `job`, a turn of `session`'s chat, once no other turn of the chat runs: not here (the

@@ -134,6 +134,24 @@ impl RedisBudgets {
     pub fn lease_ttl(&self) -> Duration {
         self.inner.ttl
     }
+
+    /// How many concurrency slots of `budget` are held now, by any process (leases that have
+    /// not expired, judged by the Redis server's clock). What an operator reads to see that
+    /// nothing is reserved, for example while a run waits for a person.
+    pub async fn held(&self, budget: &str) -> Result<u64> {
+        let script = redis::Script::new(
+            "local t = redis.call('TIME') \
+             local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000 \
+             return redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')",
+        );
+        let mut conn = self.inner.conn.clone();
+        let n: i64 = script
+            .key(self.inner.key(budget, "held:z"))
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| redis_error("count held slots", &e))?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
 }
 
 impl Inner {

@@ -298,7 +298,7 @@ fn block<'a>(b: &'a ContentBlock, thinking: bool) -> Option<Block<'a>> {
         ContentBlock::Thinking {
             thinking: t,
             signature,
-        } if thinking && !signature.is_empty() => Block::Thinking {
+        } if thinking && anthropic_signature(signature) => Block::Thinking {
             thinking: t,
             signature,
         },
@@ -340,6 +340,12 @@ fn block<'a>(b: &'a ContentBlock, thinking: bool) -> Option<Block<'a>> {
     })
 }
 
+/// Whether a thinking block's signature is one this provider made: not empty, and not an OpenAI
+/// Responses reasoning item carried in the same field.
+fn anthropic_signature(signature: &str) -> bool {
+    !signature.is_empty() && !crate::llm::responses::reasoning_item(signature)
+}
+
 /// Whether the latest assistant turn called tools without a (signed) thinking block.
 fn unthought_tool_turn(history: &[Message]) -> bool {
     let Some(last) = history.iter().rev().find(|m| m.role == Role::Assistant) else {
@@ -350,7 +356,7 @@ fn unthought_tool_turn(history: &[Message]) -> bool {
         .iter()
         .any(|b| matches!(b, ContentBlock::ToolCall { .. }));
     let thought = last.content.iter().any(|b| match b {
-        ContentBlock::Thinking { signature, .. } => !signature.is_empty(),
+        ContentBlock::Thinking { signature, .. } => anthropic_signature(signature),
         ContentBlock::RedactedThinking { .. } => true,
         _ => false,
     });

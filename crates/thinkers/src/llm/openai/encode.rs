@@ -291,14 +291,9 @@ pub(crate) fn encode(
 
     let mut headers = Vec::with_capacity(2);
     headers.push(Header::plain("content-type", "application/json"));
-    if let Some(key) = &target.api_key {
-        headers.push(Header::secret(
-            "authorization",
-            format!("Bearer {}", key.expose_secret()),
-        ));
-    }
+    headers.extend(target.openai_auth());
     Ok(EncodedRequest {
-        url: format!("{}/chat/completions", target.base()),
+        url: target.openai_url("chat/completions"),
         headers,
         body,
         plan: DecodePlan {

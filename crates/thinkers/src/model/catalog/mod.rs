@@ -11,6 +11,7 @@
 //! the accessors cannot fail except on an unknown name.
 
 mod aws;
+mod azure;
 mod entry;
 mod error;
 mod fields;
@@ -25,6 +26,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 pub use aws::{AWS_ACCESS_KEY_ENV, AWS_SECRET_KEY_ENV, AWS_SESSION_TOKEN_ENV, AwsSettings};
+pub use azure::{Auth, AzureApi};
 pub use entry::{EFFORT_TOKENS, Entry, Pricing, Reasoning, effort_tokens};
 pub use error::{CatalogError, InvalidValue, Location, Problem};
 pub use provider::{

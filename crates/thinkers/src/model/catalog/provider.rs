@@ -5,6 +5,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use super::azure::{Auth, AzureApi};
 use crate::Result;
 use crate::error::Error;
 use crate::model::ParseNameError;
@@ -34,6 +35,10 @@ pub enum Dialect {
     /// key is optional.
     #[serde(rename = "openai-compatible")]
     OpenAiCompatible,
+    /// The OpenAI Responses API (`openai-responses`): input and output items, reasoning items
+    /// carried across turns.
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
     /// Amazon Bedrock Converse (`bedrock-converse`): requests signed with AWS Signature
     /// Version 4 (see [`super::AwsSettings`]), or a Bedrock API key as a bearer token.
     #[serde(rename = "bedrock-converse")]
@@ -44,6 +49,7 @@ const DIALECT_NAMES: &[&str] = &[
     "openai",
     "anthropic",
     "openai-compatible",
+    "openai-responses",
     "bedrock-converse",
 ];
 
@@ -54,6 +60,7 @@ impl Dialect {
             Self::OpenAi => "openai",
             Self::Anthropic => "anthropic",
             Self::OpenAiCompatible => "openai-compatible",
+            Self::OpenAiResponses => "openai-responses",
             Self::BedrockConverse => "bedrock-converse",
         }
     }
@@ -79,6 +86,7 @@ impl FromStr for Dialect {
             Self::OpenAi,
             Self::Anthropic,
             Self::OpenAiCompatible,
+            Self::OpenAiResponses,
             Self::BedrockConverse,
         ]
         .into_iter()
@@ -152,6 +160,11 @@ pub struct Provider {
     /// true; read only for `openai-compatible`). When false, such a call is asked for whole and
     /// handed to the stream's reader at once.
     pub stream_tools: bool,
+    /// How an Azure OpenAI resource is addressed (`azure` and `api_version`), if this provider
+    /// is one (see `model::catalog::azure`).
+    pub azure: Option<AzureApi>,
+    /// The header the key travels in (`auth`; OpenAI-family dialects only).
+    pub auth: Auth,
     /// Region and credential variables of a `bedrock-converse` provider (`None` for the other
     /// dialects).
     pub aws: Option<super::AwsSettings>,
@@ -216,6 +229,8 @@ mod tests {
             api_key_env: env.map(str::to_owned),
             structured_output: StructuredOutput::default(),
             stream_tools: true,
+            azure: None,
+            auth: Auth::Bearer,
             aws: None,
         }
     }
@@ -226,6 +241,7 @@ mod tests {
             Dialect::OpenAi,
             Dialect::Anthropic,
             Dialect::OpenAiCompatible,
+            Dialect::OpenAiResponses,
             Dialect::BedrockConverse,
         ] {
             assert_eq!(d.as_str().parse::<Dialect>().unwrap(), d);

@@ -11,6 +11,7 @@ mod chats;
 mod conversations;
 mod query;
 mod response_cache;
+mod steps;
 #[cfg(test)]
 mod tests;
 mod workflows;
@@ -20,6 +21,7 @@ pub use chats::PgChatStore;
 pub(crate) use chats::PgTurnLock;
 pub use conversations::PgConversationStore;
 pub use response_cache::PgResponseCache;
+pub use steps::PgSteps;
 pub use writer::PgRecorder;
 
 use std::time::Duration;

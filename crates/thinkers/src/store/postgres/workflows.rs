@@ -22,7 +22,9 @@ const CLAIM_SQL: &str = "UPDATE workflow_queue w SET status = 'running', worker 
      WHERE w.id = ( \
          SELECT id FROM workflow_queue \
          WHERE queue = $1 AND (status = 'queued' \
-             OR (status = 'running' AND lease_until < clock_timestamp() AND attempt < max_attempts)) \
+             OR (status = 'running' AND lease_until < clock_timestamp() AND attempt < max_attempts) \
+             OR (status = 'awaiting_approval' AND NOT EXISTS (SELECT 1 FROM approvals a \
+                 WHERE a.run = workflow_queue.id AND a.status = 'pending'))) \
          ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1) \
      RETURNING w.id, w.name, w.input, w.attempt";
 
@@ -183,6 +185,33 @@ impl PgStore {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Park an attempt that stopped for a person: `awaiting_approval` while a call of the run
+    /// is pending, `queued` again when every one was decided in the meantime (a decision that
+    /// came before the park could not requeue a running row). `false` when the worker no longer
+    /// holds the workflow.
+    pub(crate) async fn park_workflow(
+        &self,
+        id: QueueId,
+        worker: &str,
+        attempt: u32,
+        waiting: &str,
+    ) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE workflow_queue SET status = CASE WHEN EXISTS (SELECT 1 FROM approvals \
+                 WHERE run = $1 AND status = 'pending') THEN 'awaiting_approval' ELSE 'queued' END, \
+             error = $4, lease_until = NULL \
+             WHERE id = $1 AND worker = $2 AND attempt = $3 AND status = 'running'",
+        )
+        .bind(id.to_string())
+        .bind(worker)
+        .bind(i64::from(attempt))
+        .bind(waiting)
+        .execute(self.pool())
+        .await
+        .map_err(|e| pg_error("park workflow", e))?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// How many workflows of `queue` are in each state.
     pub(crate) async fn queue_counts(&self, queue: &str) -> Result<QueueCounts> {
         let rows = sqlx::query(
@@ -204,6 +233,7 @@ impl PgStore {
                 "running" => counts.running = n,
                 "succeeded" => counts.succeeded = n,
                 "failed" => counts.failed = n,
+                "awaiting_approval" => counts.awaiting_approval = n,
                 other => return Err(corrupt("workflow status", other)),
             }
         }
@@ -252,6 +282,12 @@ fn decode_status(r: &PgRow) -> Result<WorkflowStatus> {
                 output: serde_json::from_str(&out).map_err(|_| corrupt("workflow output", &id))?,
             }
         }
+        "awaiting_approval" => WorkflowState::AwaitingApproval {
+            waiting: r
+                .try_get::<Option<String>, _>("error")
+                .map_err(get)?
+                .unwrap_or_default(),
+        },
         "failed" => WorkflowState::Failed {
             error: r
                 .try_get::<Option<String>, _>("error")

@@ -419,4 +419,5 @@ fn invalid_catalogs_become_invalid_input_naming_the_source() {
     );
 }
 
+mod azure;
 mod malformed;

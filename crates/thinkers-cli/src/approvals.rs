@@ -1,0 +1,131 @@
+//! `thinkers approvals`, `thinkers approve ID`, `thinkers deny ID --reason …`: the tool calls
+//! waiting for a person, and the decisions on them (see `thinkers::durable`).
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Args;
+use thinkers::durable::{Approval, Decision};
+
+/// Where the approvals are.
+#[derive(Debug, Args)]
+pub(crate) struct DbArg {
+    /// The database file, or a `postgres://` URL (the queue's database, for workers).
+    #[arg(long, default_value = "thinkers.db", env = "THINKERS_DB")]
+    db: PathBuf,
+}
+
+/// `thinkers approvals`.
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// List decided calls too.
+    #[arg(long)]
+    all: bool,
+    /// Print JSON (one array) instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `thinkers approve`.
+#[derive(Debug, Args)]
+pub(crate) struct ApproveArgs {
+    /// The approval's id, as `thinkers approvals` lists it.
+    id: String,
+    #[command(flatten)]
+    db: DbArg,
+}
+
+/// `thinkers deny`.
+#[derive(Debug, Args)]
+pub(crate) struct DenyArgs {
+    /// The approval's id, as `thinkers approvals` lists it.
+    id: String,
+    /// Why, for the model (it reads this and goes on without the call).
+    #[arg(long)]
+    reason: String,
+    #[command(flatten)]
+    db: DbArg,
+}
+
+async fn open(db: &DbArg) -> anyhow::Result<std::sync::Arc<dyn thinkers::durable::StepStore>> {
+    let target = db.db.to_string_lossy().into_owned();
+    if !target.starts_with("postgres") && !db.db.exists() {
+        anyhow::bail!(
+            "no database at {}: approvals live in the store the runs recorded to (--db)",
+            db.db.display()
+        );
+    }
+    let store = thinkers::store::open(&target)
+        .await
+        .context("opening the store (--db)")?;
+    Ok(store.steps())
+}
+
+pub(crate) async fn list(args: ListArgs) -> anyhow::Result<()> {
+    let steps = open(&args.db).await?;
+    let approvals = steps.approvals(!args.all).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&approvals)?);
+        return Ok(());
+    }
+    if approvals.is_empty() {
+        println!("no {}approvals", if args.all { "" } else { "pending " });
+        return Ok(());
+    }
+    for a in &approvals {
+        print_one(a);
+    }
+    Ok(())
+}
+
+fn print_one(a: &Approval) {
+    let mut args = a.arguments.to_string();
+    if args.chars().count() > 200 {
+        args = args.chars().take(200).collect::<String>() + "…";
+    }
+    println!(
+        "{}  {}  tool {}  run {}  job {}\n    arguments {}{}",
+        a.id,
+        a.status.as_str(),
+        a.tool,
+        a.run,
+        a.job,
+        args,
+        a.reason
+            .as_deref()
+            .map(|r| format!("\n    reason {r}"))
+            .unwrap_or_default()
+    );
+}
+
+pub(crate) async fn approve(args: ApproveArgs) -> anyhow::Result<()> {
+    let steps = open(&args.db).await?;
+    let a = steps.decide(&args.id, &Decision::Approve).await?;
+    println!(
+        "approved {} (tool {}); run {} goes on when it runs again (a queue worker picks it up)",
+        a.id, a.tool, a.run
+    );
+    Ok(())
+}
+
+pub(crate) async fn deny(args: DenyArgs) -> anyhow::Result<()> {
+    if args.reason.trim().is_empty() {
+        anyhow::bail!("--reason must say why: the model reads it");
+    }
+    let steps = open(&args.db).await?;
+    let a = steps
+        .decide(
+            &args.id,
+            &Decision::Deny {
+                reason: args.reason.clone(),
+            },
+        )
+        .await?;
+    println!(
+        "denied {} (tool {}); run {} goes on without it when it runs again",
+        a.id, a.tool, a.run
+    );
+    Ok(())
+}

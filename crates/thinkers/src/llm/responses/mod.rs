@@ -1,0 +1,38 @@
+//! The OpenAI Responses dialect (`POST {base}/responses`, catalog `dialect = "openai-responses"`),
+//! also served by Azure OpenAI (see `model::catalog::azure`).
+//!
+//! Split by direction: [`encode`] renders a request body, [`decode`] reads a whole answer,
+//! [`stream`] reads the typed server-sent events.
+//!
+//! The runtime keeps the conversation, so every request is stateless: `store: false`, the whole
+//! history as input items (messages, `function_call` items and their `function_call_output`s
+//! matched by `call_id`), the system content as `instructions`. A reasoning model's reasoning
+//! items come back with `encrypted_content` (asked for with `include`) and must be sent back
+//! unchanged on the next turn. They are carried like Anthropic's signed thinking blocks: a
+//! [`crate::conversation::ContentBlock::Thinking`] whose `thinking` is the readable summary and
+//! whose `signature` is the reasoning item's JSON exactly as the provider sent it, which the
+//! encoder puts back into the input byte for byte ([`reasoning_item`] recognises such a
+//! signature, so other dialects never send it to their provider).
+
+pub(crate) mod decode;
+pub(crate) mod encode;
+pub(crate) mod stream;
+
+#[cfg(test)]
+// A failing test reports by panicking.
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests;
+
+/// The `type` a carried reasoning item's JSON opens with (the provider writes `type` first).
+const ITEM_OPENING: &str = "{\"type\":\"reasoning\"";
+
+/// Whether a thinking block's signature is a Responses reasoning item (and not, say, an
+/// Anthropic signature): the item's JSON, which only this dialect may send back.
+pub(crate) fn reasoning_item(signature: &str) -> bool {
+    let s = signature.trim_start();
+    s.starts_with('{')
+        && (s.starts_with(ITEM_OPENING)
+            || serde_json::from_str::<serde_json::Value>(s).is_ok_and(|v| {
+                v.get("type").and_then(serde_json::Value::as_str) == Some("reasoning")
+            }))
+}
