@@ -7,7 +7,7 @@ use crate::llm::request::ChatRequest;
 use crate::llm::response::{ChatResponse, StreamDelta};
 use crate::llm::target::{Dialect, WireTarget};
 use crate::llm::text_tools::{self, TextGate};
-use crate::llm::{anthropic, openai};
+use crate::llm::{anthropic, gemini, openai};
 
 /// Render a request to the exact bytes that will be sent (streamed when `req.stream`).
 pub fn encode(target: &WireTarget, req: &ChatRequest) -> Result<EncodedRequest> {
@@ -22,6 +22,7 @@ pub(crate) fn encode_with(
     match target.dialect {
         Dialect::OpenAi | Dialect::OpenAiCompatible => openai::encode::encode(target, req, stream),
         Dialect::Anthropic => anthropic::encode::encode(target, req, stream),
+        Dialect::Gemini => gemini::encode::encode(target, req, stream),
     }
 }
 
@@ -30,6 +31,7 @@ pub fn decode(plan: &DecodePlan, body: &[u8]) -> Result<ChatResponse> {
     let mut response = match plan.dialect {
         Dialect::OpenAi | Dialect::OpenAiCompatible => openai::decode::decode(plan, body)?,
         Dialect::Anthropic => anthropic::decode::decode(plan, body)?,
+        Dialect::Gemini => gemini::decode::decode(plan, body)?,
     };
     if plan.text_tools {
         apply_text_tools(plan, &mut response);
@@ -46,6 +48,7 @@ fn apply_text_tools(plan: &DecodePlan, response: &mut ChatResponse) {
 enum Inner {
     OpenAi(openai::stream::OpenAiStream),
     Anthropic(anthropic::stream::AnthropicStream),
+    Gemini(gemini::stream::GeminiStream),
 }
 
 /// Decodes a streamed answer event by event, handing increments to a callback.
@@ -68,6 +71,7 @@ impl StreamDecoder {
                 Inner::OpenAi(openai::stream::OpenAiStream::new(plan))
             }
             Dialect::Anthropic => Inner::Anthropic(anthropic::stream::AnthropicStream::new(plan)),
+            Dialect::Gemini => Inner::Gemini(gemini::stream::GeminiStream::new(plan)),
         };
         Self {
             plan,
@@ -84,6 +88,7 @@ impl StreamDecoder {
         match &self.inner {
             Inner::OpenAi(s) => s.delivered_content(),
             Inner::Anthropic(s) => s.delivered_content(),
+            Inner::Gemini(s) => s.delivered_content(),
         }
     }
 
@@ -92,6 +97,7 @@ impl StreamDecoder {
         match &self.inner {
             Inner::OpenAi(s) => s.is_done(),
             Inner::Anthropic(s) => s.is_done(),
+            Inner::Gemini(s) => s.is_done(),
         }
     }
 
@@ -105,6 +111,7 @@ impl StreamDecoder {
         match &mut self.inner {
             Inner::OpenAi(s) => s.push(data, &mut route),
             Inner::Anthropic(s) => s.push(data, &mut route),
+            Inner::Gemini(s) => s.push(data, &mut route),
         }
     }
 
@@ -115,6 +122,7 @@ impl StreamDecoder {
         let mut response = match self.inner {
             Inner::OpenAi(s) => s.finish()?,
             Inner::Anthropic(s) => s.finish()?,
+            Inner::Gemini(s) => s.finish()?,
         };
         if let Some(mut gate) = self.gate {
             apply_text_tools(&self.plan, &mut response);

@@ -11,6 +11,8 @@
 //! * OpenAI-compatible servers — Ollama, vLLM, llama.cpp — through the same module with a
 //!   conservative profile and lenient decoding;
 //! * Anthropic Messages (`anthropic`), with thinking blocks kept verbatim;
+//! * Google Gemini `generateContent` (`gemini`), with thought parts and thought signatures kept
+//!   verbatim;
 //! * the text-based tool protocol (`text_tools`) layered on any of them for models without
 //!   native tools: tools in the system prompt, JSON tool calls in the reply, ids minted by the
 //!   runtime.
@@ -26,6 +28,7 @@ pub mod client;
 mod codec;
 pub mod encoded;
 mod errors;
+mod gemini;
 mod headers;
 mod http;
 mod openai;

@@ -64,7 +64,7 @@ pub fn starting_factor(dialect: Dialect, tokenizer: Tokenizer) -> f64 {
     match (tokenizer, dialect) {
         (Tokenizer::O200kBase, _) => 1.0,
         (Tokenizer::Estimate, Dialect::Anthropic) => 1.8,
-        (Tokenizer::Estimate, Dialect::OpenAi | Dialect::OpenAiCompatible) => 1.5,
+        (Tokenizer::Estimate, Dialect::OpenAi | Dialect::OpenAiCompatible | Dialect::Gemini) => 1.5,
     }
 }
 

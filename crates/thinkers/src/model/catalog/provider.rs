@@ -34,9 +34,11 @@ pub enum Dialect {
     /// key is optional.
     #[serde(rename = "openai-compatible")]
     OpenAiCompatible,
+    /// The Google Gemini API, `generateContent` (`gemini`).
+    Gemini,
 }
 
-const DIALECT_NAMES: &[&str] = &["openai", "anthropic", "openai-compatible"];
+const DIALECT_NAMES: &[&str] = &["openai", "anthropic", "openai-compatible", "gemini"];
 
 impl Dialect {
     /// The name used in catalogs.
@@ -45,6 +47,7 @@ impl Dialect {
             Self::OpenAi => "openai",
             Self::Anthropic => "anthropic",
             Self::OpenAiCompatible => "openai-compatible",
+            Self::Gemini => "gemini",
         }
     }
 
@@ -64,10 +67,15 @@ impl FromStr for Dialect {
     type Err = ParseNameError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [Self::OpenAi, Self::Anthropic, Self::OpenAiCompatible]
-            .into_iter()
-            .find(|d| d.as_str() == s)
-            .ok_or_else(|| ParseNameError::new("dialect", s, DIALECT_NAMES))
+        [
+            Self::OpenAi,
+            Self::Anthropic,
+            Self::OpenAiCompatible,
+            Self::Gemini,
+        ]
+        .into_iter()
+        .find(|d| d.as_str() == s)
+        .ok_or_else(|| ParseNameError::new("dialect", s, DIALECT_NAMES))
     }
 }
 
@@ -206,14 +214,15 @@ mod tests {
             Dialect::OpenAi,
             Dialect::Anthropic,
             Dialect::OpenAiCompatible,
+            Dialect::Gemini,
         ] {
             assert_eq!(d.as_str().parse::<Dialect>().unwrap(), d);
             let json = serde_json::to_string(&d).unwrap();
             assert_eq!(json, format!("\"{d}\""));
         }
-        let err = "gemini".parse::<Dialect>().unwrap_err().to_string();
+        let err = "cohere".parse::<Dialect>().unwrap_err().to_string();
         assert!(
-            err.contains("`gemini`") && err.contains("openai-compatible"),
+            err.contains("`cohere`") && err.contains("openai-compatible"),
             "{err}"
         );
         assert!(!Dialect::OpenAiCompatible.requires_key());
