@@ -11,6 +11,7 @@ use crate::text_protocol;
 pub(crate) enum Dialect {
     OpenAi,
     Anthropic,
+    Gemini,
 }
 
 /// Who wrote a message.
@@ -125,8 +126,10 @@ pub(crate) struct Exchange {
     /// Several tool calls in one turn are allowed.
     pub(crate) parallel: bool,
     pub(crate) format: AnswerFormat,
-    /// Thinking (Anthropic) or reasoning (OpenAI) is requested and supported.
+    /// Thinking (Anthropic, Gemini) or reasoning (OpenAI) is requested and supported.
     pub(crate) thinking: bool,
+    /// Gemini `includeThoughts`: the answer shows its thought summary as a thought part.
+    pub(crate) include_thoughts: bool,
     /// OpenAI `reasoning_effort`, when set.
     pub(crate) reasoning_effort: Option<String>,
     /// The output budget asked for.

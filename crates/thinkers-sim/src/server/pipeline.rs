@@ -1,4 +1,4 @@
-//! The path of one model request, shared by both dialects:
+//! The path of one model request, shared by every dialect:
 //! authenticate → parse → find the model → decode and check → log → admit against the limits →
 //! choose a fault → wait the latency → serve a transport fault, or plan and render the answer.
 
@@ -23,7 +23,17 @@ use crate::limits::RateState;
 use crate::plan::{self, PlanContext};
 use crate::seeding::ordinal_rng;
 use crate::stats::{LoggedRequest, Outcome};
-use crate::{anthropic, openai, rate_headers, tokens};
+use crate::{anthropic, gemini, openai, rate_headers, tokens};
+
+/// What a request's path says, for a dialect that names the model and the streaming in the URL
+/// (Gemini: `/v1beta/models/{model}:streamGenerateContent`).
+#[derive(Debug, Default)]
+pub(crate) struct PathArgs {
+    /// The model named in the path.
+    pub(crate) model: Option<String>,
+    /// Whether the path asks for a stream.
+    pub(crate) stream: bool,
+}
 
 /// A request that got this far, for error answers.
 struct Ctx {
@@ -52,17 +62,24 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-/// The API key a request carried: `x-api-key`, else `authorization: Bearer …`.
+/// The API key a request carried: `x-api-key`, else `x-goog-api-key`, else
+/// `authorization: Bearer …`.
 fn api_key(headers: &HeaderMap) -> &str {
     header_str(headers, "x-api-key")
+        .or_else(|| header_str(headers, "x-goog-api-key"))
         .or_else(|| bearer(headers))
         .unwrap_or_default()
 }
 
 /// OpenAI wants `Authorization: Bearer …`. Anthropic wants `x-api-key` (current official SDKs send
 /// the key as `Authorization: Bearer …`, which the API accepts too) and `anthropic-version`.
+/// Gemini wants `x-goog-api-key` (an OAuth bearer token works too).
 fn authenticate(dialect: Dialect, headers: &HeaderMap) -> Result<(), ApiError> {
     match dialect {
+        Dialect::Gemini => header_str(headers, "x-goog-api-key")
+            .or_else(|| bearer(headers))
+            .map(|_| ())
+            .ok_or(ApiError::MissingKey),
         Dialect::OpenAi => bearer(headers).map(|_| ()).ok_or(ApiError::MissingKey),
         Dialect::Anthropic => {
             header_str(headers, "x-api-key")
@@ -74,10 +91,11 @@ fn authenticate(dialect: Dialect, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-/// Authenticates, parses the body and finds the model it names.
+/// Authenticates, parses the body and finds the model it (or the path) names.
 fn read_request(
     shared: &Shared,
     dialect: Dialect,
+    path_model: Option<&str>,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<(Value, Arc<ModelSlot>), ApiError> {
@@ -88,7 +106,7 @@ fn read_request(
             None,
         )
     })?;
-    let Some(model_name) = raw.get("model").and_then(Value::as_str) else {
+    let Some(model_name) = path_model.or_else(|| raw.get("model").and_then(Value::as_str)) else {
         return Err(ApiError::invalid(
             "you must provide a model parameter",
             Some("model"),
@@ -107,7 +125,7 @@ pub(crate) async fn count_tokens(shared: Arc<Shared>, headers: HeaderMap, body: 
         dialect: Dialect::Anthropic,
         request_id: format!("req_{}", uuid::Uuid::new_v4().simple()),
     };
-    let (mut raw, slot) = match read_request(&shared, ctx.dialect, &headers, &body) {
+    let (mut raw, slot) = match read_request(&shared, ctx.dialect, None, &headers, &body) {
         Ok(found) => found,
         Err(e) => return ctx.error(e),
     };
@@ -129,6 +147,7 @@ pub(crate) async fn handle(
     shared: Arc<Shared>,
     dialect: Dialect,
     endpoint: &'static str,
+    path: PathArgs,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -136,13 +155,16 @@ pub(crate) async fn handle(
         dialect,
         request_id: format!("req_{}", uuid::Uuid::new_v4().simple()),
     };
-    let (raw, slot) = match read_request(&shared, dialect, &headers, &body) {
+    let (raw, slot) = match read_request(&shared, dialect, path.model.as_deref(), &headers, &body) {
         Ok(found) => found,
         Err(e) => return ctx.error(e),
     };
     let decoded = match dialect {
         Dialect::OpenAi => openai::decode(&raw, &slot.model, shared.seed),
         Dialect::Anthropic => anthropic::decode(&raw, &slot.model, shared.seed, &shared.signer),
+        Dialect::Gemini => {
+            gemini::decode(&raw, &slot.model, shared.seed, &shared.signer, path.stream)
+        }
     };
     let exchange = match decoded {
         Ok(exchange) => exchange,
@@ -294,11 +316,12 @@ pub(crate) async fn handle(
     let request_headers = headers;
     let mut headers = HeaderMap::new();
     let id_header = match dialect {
-        Dialect::OpenAi => "x-request-id",
-        Dialect::Anthropic => "request-id",
+        Dialect::OpenAi => Some("x-request-id"),
+        Dialect::Anthropic => Some("request-id"),
+        Dialect::Gemini => None,
     };
-    if let Ok(v) = HeaderValue::from_str(&ctx.request_id) {
-        headers.insert(HeaderName::from_static(id_header), v);
+    if let (Some(name), Ok(v)) = (id_header, HeaderValue::from_str(&ctx.request_id)) {
+        headers.insert(HeaderName::from_static(name), v);
     }
     if let Some(state) = &state {
         rate_headers::insert(&mut headers, dialect, state);
@@ -322,20 +345,14 @@ pub(crate) async fn handle(
         return faulty::serve(fault_ctx, kind, params, answer);
     }
     // A truncated stream: OpenAI's connection breaks after three frames; Anthropic's frames
-    // themselves stop after four.
-    let (openai_cut, anthropic_cut) = match dialect {
+    // themselves stop after four with an error event, Gemini's after one.
+    let (openai_cut, frames_cut) = match dialect {
         Dialect::OpenAi => (cut_stream.then_some(3), None),
         Dialect::Anthropic => (None, cut_stream.then_some(4)),
+        Dialect::Gemini => (None, cut_stream.then_some(1)),
     };
     match render(
-        &shared,
-        &slot,
-        &exchange,
-        &mut plan,
-        dialect,
-        input,
-        created,
-        anthropic_cut,
+        &shared, &slot, &exchange, &mut plan, dialect, input, created, frames_cut,
     ) {
         Rendered::Stream(frames) => sse(headers, frames, openai_cut),
         Rendered::Whole(body) => (StatusCode::OK, headers, axum::Json(body)).into_response(),
@@ -422,7 +439,7 @@ fn applies(kind: FaultKind, exchange: &Exchange) -> bool {
 }
 
 /// The normal answer to `exchange`, rendered for its dialect: frames for a stream, a JSON value
-/// otherwise. `anthropic_cut` stops an Anthropic stream's frames after that many.
+/// otherwise. `frames_cut` stops an Anthropic or Gemini stream's frames after that many.
 #[allow(clippy::too_many_arguments)] // One call per answer path; a struct would only rename them.
 fn render(
     shared: &Shared,
@@ -432,7 +449,7 @@ fn render(
     dialect: Dialect,
     input: u64,
     created: i64,
-    anthropic_cut: Option<usize>,
+    frames_cut: Option<usize>,
 ) -> Rendered {
     match dialect {
         Dialect::OpenAi => {
@@ -463,9 +480,24 @@ fn render(
                 signer: &shared.signer,
             };
             if exchange.stream {
-                Rendered::Stream(anthropic::frames(&env, plan, anthropic_cut))
+                Rendered::Stream(anthropic::frames(&env, plan, frames_cut))
             } else {
                 Rendered::Whole(anthropic::message(&env, plan))
+            }
+        }
+        Dialect::Gemini => {
+            let id = uuid::Uuid::new_v4().simple().to_string();
+            let env = gemini::Envelope {
+                response_id: &id,
+                model: &slot.model.name,
+                input_tokens: input,
+                signer: &shared.signer,
+                include_thoughts: exchange.include_thoughts,
+            };
+            if exchange.stream {
+                Rendered::Stream(gemini::frames(&env, plan, frames_cut))
+            } else {
+                Rendered::Whole(gemini::response(&env, plan))
             }
         }
     }
