@@ -22,6 +22,23 @@ fn invalid(message: impl Into<String>, field: &str) -> ApiError {
     ApiError::invalid(message, Some(field))
 }
 
+/// A field by its JSON name (`lowerCamelCase`) or, as every proto3 JSON reader accepts (and the
+/// official Python SDK sends for some fields), by its proto name (`snake_case`).
+fn get<'a>(v: &'a Value, camel: &str) -> Option<&'a Value> {
+    v.get(camel).or_else(|| {
+        let mut snake = String::with_capacity(camel.len() + 4);
+        for c in camel.chars() {
+            if c.is_ascii_uppercase() {
+                snake.push('_');
+                snake.push(c.to_ascii_lowercase());
+            } else {
+                snake.push(c);
+            }
+        }
+        v.get(snake)
+    })
+}
+
 fn parts_of(content: &Value) -> &[Value] {
     content
         .get("parts")
@@ -42,14 +59,14 @@ fn text_of(content: Option<&Value>) -> String {
 fn calls_in(content: &Value) -> Vec<&Value> {
     parts_of(content)
         .iter()
-        .filter_map(|p| p.get("functionCall"))
+        .filter_map(|p| get(p, "functionCall"))
         .collect()
 }
 
 fn responses_in(content: &Value) -> usize {
     parts_of(content)
         .iter()
-        .filter(|p| p.get("functionResponse").is_some())
+        .filter(|p| get(p, "functionResponse").is_some())
         .count()
 }
 
@@ -90,8 +107,8 @@ pub(crate) fn decode(
         .collect::<Result<Vec<_>, _>>()?;
     check_function_turns(contents, &roles)?;
 
-    let config = body.get("generationConfig").cloned().unwrap_or(json!({}));
-    let max_output = match config.get("maxOutputTokens") {
+    let config = get(raw, "generationConfig").cloned().unwrap_or(json!({}));
+    let max_output = match get(&config, "maxOutputTokens") {
         None | Some(Value::Null) => None,
         Some(v) => Some(v.as_u64().ok_or_else(|| {
             invalid(
@@ -111,12 +128,12 @@ pub(crate) fn decode(
             "generationConfig.maxOutputTokens",
         ));
     }
-    let (thinking, include_thoughts) = decode_thinking(config.get("thinkingConfig"), model)?;
+    let (thinking, include_thoughts) = decode_thinking(get(&config, "thinkingConfig"), model)?;
     check_signatures(contents, &roles, signer, thinking)?;
 
     let tools = decode_tools(body.get("tools"), model)?;
-    let tool_choice = decode_tool_config(body.get("toolConfig"), &tools)?;
-    let system = text_of(body.get("systemInstruction"));
+    let tool_choice = decode_tool_config(get(raw, "toolConfig"), &tools)?;
+    let system = text_of(get(raw, "systemInstruction"));
     let messages = contents
         .iter()
         .zip(&roles)
@@ -128,12 +145,12 @@ pub(crate) fn decode(
     });
     let format = decode_format(&config, &system)?;
     let key = json!([
-        body.get("systemInstruction"),
+        get(raw, "systemInstruction"),
         body.get("contents"),
         body.get("tools"),
-        body.get("toolConfig"),
-        config.get("responseJsonSchema"),
-        config.get("responseSchema"),
+        get(raw, "toolConfig"),
+        get(&config, "responseJsonSchema"),
+        get(&config, "responseSchema"),
     ]);
     Ok(Exchange {
         dialect: Dialect::Gemini,
@@ -160,7 +177,7 @@ fn to_message(content: &Value, role: Role) -> Message {
     let parts = parts_of(content)
         .iter()
         .filter_map(|p| {
-            if let Some(call) = p.get("functionCall") {
+            if let Some(call) = get(p, "functionCall") {
                 return Some(Part::ToolCall {
                     name: call
                         .get("name")
@@ -170,7 +187,7 @@ fn to_message(content: &Value, role: Role) -> Message {
                     arguments: call.get("args").map(Value::to_string).unwrap_or_default(),
                 });
             }
-            if let Some(response) = p.get("functionResponse") {
+            if let Some(response) = get(p, "functionResponse") {
                 let r = response.get("response");
                 let text = match r
                     .and_then(|r| r.get("output").or_else(|| r.get("error")))
@@ -233,8 +250,8 @@ fn decode_thinking(raw: Option<&Value>, model: &SimModel) -> Result<(bool, bool)
         // A thinking model thinks by default; it shows no thoughts unless asked.
         return Ok((model.thinking, false));
     };
-    let budget = config.get("thinkingBudget").and_then(Value::as_i64);
-    let level = config.get("thinkingLevel").and_then(Value::as_str);
+    let budget = get(&config, "thinkingBudget").and_then(Value::as_i64);
+    let level = get(&config, "thinkingLevel").and_then(Value::as_str);
     if budget.is_some() && level.is_some() {
         return Err(invalid(
             "You can only set one of thinking budget and thinking level.",
@@ -259,7 +276,7 @@ fn decode_thinking(raw: Option<&Value>, model: &SimModel) -> Result<(bool, bool)
         ));
     }
     let on = model.thinking && !off;
-    let include = config.get("includeThoughts").and_then(Value::as_bool) == Some(true);
+    let include = get(&config, "includeThoughts").and_then(Value::as_bool) == Some(true);
     Ok((on, on && include))
 }
 
@@ -273,7 +290,7 @@ fn check_signatures(
 ) -> Result<(), ApiError> {
     for (i, content) in contents.iter().enumerate() {
         for (j, part) in parts_of(content).iter().enumerate() {
-            if let Some(sig) = part.get("thoughtSignature") {
+            if let Some(sig) = get(part, "thoughtSignature") {
                 let ok = roles[i] == Role::Assistant
                     && sig.as_str().is_some_and(|s| super::verify(signer, s));
                 if !ok {
@@ -300,12 +317,12 @@ fn check_signatures(
         }
         let first_call = parts_of(content)
             .iter()
-            .find(|p| p.get("functionCall").is_some());
+            .find(|p| get(p, "functionCall").is_some());
         if let Some(part) = first_call
-            && part.get("thoughtSignature").is_none()
+            && get(part, "thoughtSignature").is_none()
         {
-            let name = part
-                .pointer("/functionCall/name")
+            let name = get(part, "functionCall")
+                .and_then(|c| c.get("name"))
                 .and_then(Value::as_str)
                 .unwrap_or("");
             return Err(invalid(
@@ -345,7 +362,7 @@ fn decode_tools(raw: Option<&Value>, model: &SimModel) -> Result<Vec<ToolSpec>, 
     };
     let mut out = Vec::new();
     for (i, tool) in list.iter().enumerate() {
-        let Some(declarations) = tool.get("functionDeclarations").and_then(Value::as_array) else {
+        let Some(declarations) = get(tool, "functionDeclarations").and_then(Value::as_array) else {
             // Built-in tools (search, code execution…) are not simulated.
             continue;
         };
@@ -369,7 +386,7 @@ fn decode_tools(raw: Option<&Value>, model: &SimModel) -> Result<Vec<ToolSpec>, 
                     &format!("{field}.name"),
                 ));
             }
-            let schema = match (d.get("parameters"), d.get("parametersJsonSchema")) {
+            let schema = match (d.get("parameters"), get(d, "parametersJsonSchema")) {
                 (Some(_), Some(_)) => {
                     return Err(invalid(
                         format!(
@@ -421,13 +438,12 @@ fn lowercase_types(mut schema: Value) -> Value {
 }
 
 fn decode_tool_config(raw: Option<&Value>, tools: &[ToolSpec]) -> Result<ToolChoice, ApiError> {
-    let Some(config) = raw.and_then(|c| c.get("functionCallingConfig")) else {
+    let Some(config) = raw.and_then(|c| get(c, "functionCallingConfig")) else {
         return Ok(ToolChoice::Auto);
     };
     let field = "toolConfig.functionCallingConfig";
     let mode = config.get("mode").and_then(Value::as_str).unwrap_or("AUTO");
-    let allowed: Vec<&str> = config
-        .get("allowedFunctionNames")
+    let allowed: Vec<&str> = get(config, "allowedFunctionNames")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
@@ -466,13 +482,12 @@ fn decode_tool_config(raw: Option<&Value>, tools: &[ToolSpec]) -> Result<ToolCho
 }
 
 fn decode_format(config: &Value, system: &str) -> Result<AnswerFormat, ApiError> {
-    let mime = config
-        .get("responseMimeType")
+    let mime = get(config, "responseMimeType")
         .and_then(Value::as_str)
         .unwrap_or("text/plain");
     let schema = match (
-        config.get("responseJsonSchema"),
-        config.get("responseSchema"),
+        get(&config, "responseJsonSchema"),
+        get(&config, "responseSchema"),
     ) {
         (Some(_), Some(_)) => {
             return Err(invalid(

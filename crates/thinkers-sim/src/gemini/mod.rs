@@ -4,8 +4,8 @@
 //!
 //! Thought signatures: on a thinking request the answer's first function call part (or, without
 //! calls, its last text part) carries a `thoughtSignature`, as Gemini 3 models do. A signature is
-//! the thought text in base64 and the sim's HMAC over it, so the sim can check that what comes
-//! back is what it issued, byte for byte.
+//! base64 of the sim's HMAC over the thought followed by the thought, so the sim can check that
+//! what comes back is what it issued.
 
 mod decode;
 mod encode;
@@ -16,31 +16,45 @@ pub(crate) use encode::{Envelope, response};
 pub(crate) use stream::frames;
 
 use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE};
 
 use crate::seeding::Signer;
 
-/// The signature the sim issues for a thought.
-pub(crate) fn sign(signer: &Signer, thought: &str) -> String {
-    format!(
-        "{}.{}",
-        STANDARD.encode(thought),
-        signer.sign(&format!("gemini thought: {thought}"))
-    )
+/// The MAC's length at the head of a signature's bytes.
+const MAC_LEN: usize = 32;
+
+fn mac_input(thought: &str) -> String {
+    format!("gemini thought: {thought}")
 }
 
-/// Whether `signature` is one the sim issued (unchanged).
+/// The signature the sim issues for a thought: base64 of the sim's MAC over the thought followed
+/// by the thought itself, so it verifies on its own (the official SDK reads signatures as base64
+/// bytes).
+pub(crate) fn sign(signer: &Signer, thought: &str) -> String {
+    let mut bytes = STANDARD
+        .decode(signer.sign(&mac_input(thought)))
+        .unwrap_or_default();
+    bytes.extend_from_slice(thought.as_bytes());
+    STANDARD.encode(bytes)
+}
+
+/// Whether `signature` holds bytes the sim issued, unchanged (in either base64 alphabet: the
+/// Python SDK sends bytes back URL-safe).
 pub(crate) fn verify(signer: &Signer, signature: &str) -> bool {
-    let Some((text, mac)) = signature.split_once('.') else {
+    let Ok(bytes) = STANDARD
+        .decode(signature)
+        .or_else(|_| URL_SAFE.decode(signature))
+    else {
         return false;
     };
-    let Ok(bytes) = STANDARD.decode(text) else {
+    if bytes.len() < MAC_LEN {
+        return false;
+    }
+    let (mac, thought) = bytes.split_at(MAC_LEN);
+    let Ok(thought) = std::str::from_utf8(thought) else {
         return false;
     };
-    let Ok(thought) = String::from_utf8(bytes) else {
-        return false;
-    };
-    signer.verify(&format!("gemini thought: {thought}"), mac)
+    signer.verify(&mac_input(thought), &STANDARD.encode(mac))
 }
 
 /// A `google.protobuf.Duration` in its JSON form (`"17s"`, `"0.250s"`).
@@ -66,7 +80,11 @@ mod tests {
         changed.insert(0, 'A');
         assert!(!verify(&signer, &changed));
         assert!(!verify(&Signer::new(4), &sig));
-        assert!(!verify(&signer, "no dot here"));
+        assert!(!verify(&signer, "not base64 !"));
+        assert!(!verify(&signer, "c2hvcnQ="));
+        // The URL-safe spelling of the same bytes verifies too.
+        let bytes = STANDARD.decode(&sig).unwrap_or_default();
+        assert!(verify(&signer, &URL_SAFE.encode(bytes)));
     }
 
     #[test]
