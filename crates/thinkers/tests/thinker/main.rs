@@ -1,6 +1,6 @@
 //! Thinkers end to end: the loop driven by scripted turns through the dispatcher, the
 //! answer-shape boundary, and single-objective runs over real HTTP against thinkers-sim for the
-//! OpenAI and Anthropic dialects and the text-tool fallback.
+//! OpenAI, Anthropic and Gemini dialects and the text-tool fallback.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -11,6 +11,7 @@
 
 mod answer;
 mod e2e;
+mod gemini;
 mod pins;
 mod read_only;
 mod resume;
