@@ -232,6 +232,10 @@ fn the_example_catalogs_load() {
     let gemini = thinkers::model::Catalog::load(format!("{dir}/gemini.toml")).unwrap();
     let provider = gemini.provider("gemini").unwrap();
     assert_eq!(provider.dialect, thinkers::llm::Dialect::Gemini);
-    assert!(provider.base_url.ends_with("/v1beta"), "{}", provider.base_url);
+    assert!(
+        provider.base_url.ends_with("/v1beta"),
+        "{}",
+        provider.base_url
+    );
     assert_eq!(gemini.entries().len(), 3);
 }

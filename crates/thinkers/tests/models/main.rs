@@ -5,7 +5,8 @@
 //! The faults real servers show (issue 28), one module per point: `secrets` (3: no API key in
 //! any text), `waits` (4: server-requested waits), `streams` (5: idle timeout, retry before
 //! content), `naming` (6-8: one bounded wait, errors that name provider, entry and path, empty
-//! keys), `empty` (9: empty answers, unparseable bodies), `fuzz` (12: no input panics).
+//! keys), `empty` (9: empty answers, unparseable bodies), `fuzz` (12: no input panics); `gemini`:
+//! the Gemini dialect's errors and answers through the dispatcher.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -20,6 +21,7 @@ mod correction;
 mod empty;
 mod faults;
 mod fuzz;
+mod gemini;
 mod naming;
 mod secrets;
 mod streams;
