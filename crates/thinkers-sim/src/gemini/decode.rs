@@ -250,8 +250,8 @@ fn decode_thinking(raw: Option<&Value>, model: &SimModel) -> Result<(bool, bool)
         // A thinking model thinks by default; it shows no thoughts unless asked.
         return Ok((model.thinking, false));
     };
-    let budget = get(&config, "thinkingBudget").and_then(Value::as_i64);
-    let level = get(&config, "thinkingLevel").and_then(Value::as_str);
+    let budget = get(config, "thinkingBudget").and_then(Value::as_i64);
+    let level = get(config, "thinkingLevel").and_then(Value::as_str);
     if budget.is_some() && level.is_some() {
         return Err(invalid(
             "You can only set one of thinking budget and thinking level.",
@@ -276,7 +276,7 @@ fn decode_thinking(raw: Option<&Value>, model: &SimModel) -> Result<(bool, bool)
         ));
     }
     let on = model.thinking && !off;
-    let include = get(&config, "includeThoughts").and_then(Value::as_bool) == Some(true);
+    let include = get(config, "includeThoughts").and_then(Value::as_bool) == Some(true);
     Ok((on, on && include))
 }
 
@@ -486,8 +486,8 @@ fn decode_format(config: &Value, system: &str) -> Result<AnswerFormat, ApiError>
         .and_then(Value::as_str)
         .unwrap_or("text/plain");
     let schema = match (
-        get(&config, "responseJsonSchema"),
-        get(&config, "responseSchema"),
+        get(config, "responseJsonSchema"),
+        get(config, "responseSchema"),
     ) {
         (Some(_), Some(_)) => {
             return Err(invalid(

@@ -74,7 +74,7 @@ pub(crate) fn visible_parts(plan: &Plan, signature: Option<&str>) -> Vec<Value> 
 /// One `GenerateContentResponse` carrying `parts` (and, when given, the finish reason).
 pub(crate) fn chunk(
     env: &Envelope<'_>,
-    parts: Vec<Value>,
+    parts: &[Value],
     finish: Option<&str>,
     usage: Option<Value>,
 ) -> Value {
@@ -100,7 +100,7 @@ pub(crate) fn response(env: &Envelope<'_>, plan: &Plan) -> Value {
     parts.extend(visible_parts(plan, signature.as_deref()));
     chunk(
         env,
-        parts,
+        &parts,
         Some(finish_reason(plan.finish)),
         Some(usage(env, plan)),
     )

@@ -60,7 +60,7 @@ pub(crate) fn verify(signer: &Signer, signature: &str) -> bool {
 /// A `google.protobuf.Duration` in its JSON form (`"17s"`, `"0.250s"`).
 pub(crate) fn proto_duration(d: std::time::Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{}.{:03}s", ms / 1000, ms % 1000)

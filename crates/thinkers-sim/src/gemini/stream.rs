@@ -28,7 +28,7 @@ pub(crate) fn event(data: &Value) -> Bytes {
 pub(crate) fn frames(env: &Envelope<'_>, plan: &Plan, error_after: Option<usize>) -> Vec<Bytes> {
     let mut out = Vec::new();
     if let Some(thought) = thought_part(env, plan) {
-        out.push(event(&chunk(env, vec![thought], None, None)));
+        out.push(event(&chunk(env, &[thought], None, None)));
     }
     let signature = signature(env, plan);
     let finish = finish_reason(plan.finish);
@@ -37,7 +37,7 @@ pub(crate) fn frames(env: &Envelope<'_>, plan: &Plan, error_after: Option<usize>
             for piece in split_tokens(text).chunks(TOKENS_PER_EVENT) {
                 out.push(event(&chunk(
                     env,
-                    vec![json!({"text": piece.concat()})],
+                    &[json!({"text": piece.concat()})],
                     None,
                     None,
                 )));
@@ -48,14 +48,14 @@ pub(crate) fn frames(env: &Envelope<'_>, plan: &Plan, error_after: Option<usize>
             }
             out.push(event(&chunk(
                 env,
-                vec![last],
+                &[last],
                 Some(finish),
                 Some(usage(env, plan)),
             )));
         }
         Body::ToolCalls(_) => out.push(event(&chunk(
             env,
-            visible_parts(plan, signature.as_deref()),
+            &visible_parts(plan, signature.as_deref()),
             Some(finish),
             Some(usage(env, plan)),
         ))),

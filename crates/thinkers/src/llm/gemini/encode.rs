@@ -115,7 +115,7 @@ struct TextPart<'a> {
 #[serde(rename_all = "camelCase")]
 struct WirePart<'a> {
     #[serde(flatten)]
-    data: Data<'a>,
+    data: Payload<'a>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     thought: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -123,7 +123,7 @@ struct WirePart<'a> {
 }
 
 #[derive(Serialize)]
-enum Data<'a> {
+enum Payload<'a> {
     #[serde(rename = "text")]
     Text(&'a str),
     #[serde(rename = "inlineData")]
@@ -178,7 +178,7 @@ impl WirePart<'_> {
     /// The order inside a turn: function responses lead a user turn.
     fn rank(&self) -> u8 {
         match self.data {
-            Data::FunctionResponse(_) => 0,
+            Payload::FunctionResponse(_) => 0,
             _ => 1,
         }
     }
@@ -328,10 +328,10 @@ fn args(arguments: &Value) -> Cow<'_, Value> {
     }
 }
 
-fn media<'a>(mime_type: &'a str, source: &'a MediaSource) -> Data<'a> {
+fn media<'a>(mime_type: &'a str, source: &'a MediaSource) -> Payload<'a> {
     match source {
-        MediaSource::Base64(data) => Data::InlineData(Blob { mime_type, data }),
-        MediaSource::Url(file_uri) => Data::FileData(FileData {
+        MediaSource::Base64(data) => Payload::InlineData(Blob { mime_type, data }),
+        MediaSource::Url(file_uri) => Payload::FileData(FileData {
             mime_type,
             file_uri,
         }),
@@ -340,15 +340,15 @@ fn media<'a>(mime_type: &'a str, source: &'a MediaSource) -> Data<'a> {
 
 /// The data of a block that is a part of its own; `None` for thinking blocks (handled by the
 /// caller) and empty texts.
-fn data(b: &ContentBlock) -> Option<Data<'_>> {
+fn data(b: &ContentBlock) -> Option<Payload<'_>> {
     Some(match b {
         ContentBlock::Text { text } if text.is_empty() => return None,
-        ContentBlock::Text { text } => Data::Text(text),
+        ContentBlock::Text { text } => Payload::Text(text),
         ContentBlock::ToolCall {
             id,
             name,
             arguments,
-        } => Data::FunctionCall(FunctionCall {
+        } => Payload::FunctionCall(FunctionCall {
             id: (!is_minted(id)).then_some(id.as_str()),
             name,
             args: args(arguments),
@@ -358,7 +358,7 @@ fn data(b: &ContentBlock) -> Option<Data<'_>> {
             name,
             content,
             is_error,
-        } => Data::FunctionResponse(FunctionResponse {
+        } => Payload::FunctionResponse(FunctionResponse {
             id: (!is_minted(call_id)).then_some(call_id.as_str()),
             name,
             response: if *is_error {
@@ -379,7 +379,7 @@ fn data(b: &ContentBlock) -> Option<Data<'_>> {
 fn flush<'a>(pending: &mut Option<&'a str>, out: &mut Vec<WirePart<'a>>) {
     if let Some(signature) = pending.take() {
         out.push(WirePart {
-            data: Data::Text(""),
+            data: Payload::Text(""),
             thought: false,
             thought_signature: Some(signature),
         });
@@ -403,7 +403,7 @@ fn parts(blocks: &[ContentBlock]) -> Vec<WirePart<'_>> {
             } => {
                 flush(&mut pending, &mut out);
                 out.push(WirePart {
-                    data: Data::Text(thinking),
+                    data: Payload::Text(thinking),
                     thought: true,
                     thought_signature: (!signature.is_empty()).then_some(signature.as_str()),
                 });
