@@ -4,7 +4,8 @@
 //!   tool results travel in one user turn, ahead of any other block of that turn.
 //! * An assistant turn sends its thinking and redacted-thinking blocks first, unchanged and in
 //!   their order, then the rest. Thinking blocks are sent only to a target with thinking support
-//!   and only when they carry a signature (reasoning decoded from other providers has none).
+//!   and only when they carry a signature (reasoning decoded from other providers has none;
+//!   Gemini's thoughts and signatures, tagged, are never sent).
 //! * `Reasoning::Tokens(n)` on a thinking target becomes `thinking: {type: enabled,
 //!   budget_tokens}` with the budget raised to at least 1,024; thinking counts toward
 //!   `max_tokens`, so `max_tokens` is the answer budget plus the thinking budget (which keeps the
@@ -29,7 +30,7 @@ use crate::llm::encoded::{self, DecodePlan, EncodedRequest, Header, Part};
 use crate::llm::request::{ChatRequest, Reasoning, ToolChoice, ToolSpec};
 use crate::llm::strict::{self, Adaptation, Rendered};
 use crate::llm::target::WireTarget;
-use crate::llm::text_tools;
+use crate::llm::{gemini, text_tools};
 
 /// The request body, fields in the order the Messages API documents them.
 #[derive(Serialize)]
@@ -298,11 +299,15 @@ fn block<'a>(b: &'a ContentBlock, thinking: bool) -> Option<Block<'a>> {
         ContentBlock::Thinking {
             thinking: t,
             signature,
-        } if thinking && !signature.is_empty() => Block::Thinking {
-            thinking: t,
-            signature,
-        },
-        ContentBlock::RedactedThinking { data } if thinking => Block::RedactedThinking { data },
+        } if thinking && !signature.is_empty() && !gemini::is_gemini(signature) => {
+            Block::Thinking {
+                thinking: t,
+                signature,
+            }
+        }
+        ContentBlock::RedactedThinking { data } if thinking && !gemini::is_gemini(data) => {
+            Block::RedactedThinking { data }
+        }
         ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => return None,
         ContentBlock::ToolCall {
             id,
@@ -350,8 +355,10 @@ fn unthought_tool_turn(history: &[Message]) -> bool {
         .iter()
         .any(|b| matches!(b, ContentBlock::ToolCall { .. }));
     let thought = last.content.iter().any(|b| match b {
-        ContentBlock::Thinking { signature, .. } => !signature.is_empty(),
-        ContentBlock::RedactedThinking { .. } => true,
+        ContentBlock::Thinking { signature, .. } => {
+            !signature.is_empty() && !gemini::is_gemini(signature)
+        }
+        ContentBlock::RedactedThinking { data } => !gemini::is_gemini(data),
         _ => false,
     });
     calls && !thought

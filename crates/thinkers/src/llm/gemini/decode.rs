@@ -172,7 +172,7 @@ fn blocks(parts: Vec<Value>, plan: &DecodePlan) -> Vec<ContentBlock> {
             Piece::Thought { text, signature } => {
                 out.push(ContentBlock::Thinking {
                     thinking: text,
-                    signature,
+                    signature: super::tagged(&signature),
                 });
                 continue;
             }
@@ -206,10 +206,12 @@ fn blocks(parts: Vec<Value>, plan: &DecodePlan) -> Vec<ContentBlock> {
     out
 }
 
-/// A signature for the next block, kept as a redacted-thinking block right before it.
+/// A signature for the next block, kept (tagged) as a redacted-thinking block right before it.
 pub(super) fn carry(out: &mut Vec<ContentBlock>, signature: Option<String>) {
-    if let Some(data) = signature {
-        out.push(ContentBlock::RedactedThinking { data });
+    if let Some(signature) = signature {
+        out.push(ContentBlock::RedactedThinking {
+            data: super::tagged(&signature),
+        });
     }
 }
 

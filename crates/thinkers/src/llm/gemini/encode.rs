@@ -7,7 +7,7 @@
 //!   merged, and a user turn sends its function responses first. System content is
 //!   `systemInstruction`.
 //! * Thought parts and thought signatures go back unchanged, on the parts they came with (see the
-//!   module docs of `gemini`). Tool results are `functionResponse` parts whose `response` is
+//!   module docs of `gemini`); thinking blocks another dialect made are not sent. Tool results are `functionResponse` parts whose `response` is
 //!   `{"output": …}` or, for a failed tool, `{"error": …}`, as the API documents.
 //! * Tools are one `functionDeclarations` tool whose parameters are JSON Schema
 //!   (`parametersJsonSchema`, which takes `$ref`, `anyOf`, `additionalProperties`; the older
@@ -26,7 +26,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::{KEY_HEADER, is_minted};
+use super::{KEY_HEADER, is_minted, untagged};
 use crate::Result;
 use crate::conversation::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::encoded::{self, DecodePlan, EncodedRequest, Header, Part};
@@ -394,19 +394,25 @@ fn parts(blocks: &[ContentBlock]) -> Vec<WirePart<'_>> {
     for b in blocks {
         match b {
             ContentBlock::RedactedThinking { data } => {
-                flush(&mut pending, &mut out);
-                pending = Some(data);
+                // Another dialect's redacted thinking is not Gemini's to read: it is dropped.
+                if let Some(signature) = untagged(data) {
+                    flush(&mut pending, &mut out);
+                    pending = Some(signature);
+                }
             }
             ContentBlock::Thinking {
                 thinking,
                 signature,
             } => {
-                flush(&mut pending, &mut out);
-                out.push(WirePart {
-                    data: Payload::Text(thinking),
-                    thought: true,
-                    thought_signature: (!signature.is_empty()).then_some(signature.as_str()),
-                });
+                // Another dialect's thinking (signed for that provider) is dropped too.
+                if let Some(signature) = untagged(signature) {
+                    flush(&mut pending, &mut out);
+                    out.push(WirePart {
+                        data: Payload::Text(thinking),
+                        thought: true,
+                        thought_signature: (!signature.is_empty()).then_some(signature),
+                    });
+                }
             }
             other => {
                 if let Some(data) = data(other) {

@@ -10,13 +10,18 @@
 //! the dialect carries them in the blocks it already keeps verbatim:
 //!
 //! * a thought part (`thought: true`) is a [`ContentBlock::Thinking`] whose `signature` is the
-//!   part's `thoughtSignature` (empty when it had none);
+//!   part's `thoughtSignature` (nothing after the tag when it had none);
 //! * a signature on any other part is a [`ContentBlock::RedactedThinking`] whose `data` is the
 //!   signature, placed right before the block of the part it belongs to. The encoder puts it back
 //!   on that next part; with no part after it (a stream's closing empty text part that carried
 //!   only the signature) it is sent as an empty text part with the signature.
 //!
-//! The signature strings themselves are never touched, so they travel byte-identical across turns.
+//! Both are kept tagged with [`SIGNATURE_TAG`] (`gemini:` before the provider's string, which is
+//! base64 and never holds a colon), so the blocks say whose they are: the Gemini encoder sends
+//! back only tagged blocks, without the tag, and the Anthropic encoder never sends a tagged block
+//! (a conversation can move between entries of one grade that speak different dialects, and a
+//! provider refuses another's signatures). The signature strings themselves are never touched,
+//! so they travel byte-identical across turns.
 //!
 //! **Call ids.** Gemini function calls may carry an `id`; when one does not, the decoders mint
 //! `call_<n>` numbered from the conversation (deterministic, so the same conversation renders the
@@ -38,6 +43,24 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::llm::response::StopReason;
+
+/// What the blocks that carry Gemini thoughts and signatures start with (see the module docs).
+pub(crate) const SIGNATURE_TAG: &str = "gemini:";
+
+/// A signature as the conversation keeps it: tagged.
+pub(crate) fn tagged(signature: &str) -> String {
+    format!("{SIGNATURE_TAG}{signature}")
+}
+
+/// The provider's signature in a kept one; `None` for a block another dialect made.
+pub(crate) fn untagged(kept: &str) -> Option<&str> {
+    kept.strip_prefix(SIGNATURE_TAG)
+}
+
+/// Whether a kept signature (or redacted-thinking data) is Gemini's.
+pub(crate) fn is_gemini(kept: &str) -> bool {
+    kept.starts_with(SIGNATURE_TAG)
+}
 
 /// The header carrying the API key (never the `key` query parameter: URLs end up in logs).
 pub(crate) const KEY_HEADER: &str = "x-goog-api-key";

@@ -156,7 +156,7 @@ impl GeminiStream {
         {
             thinking.push_str(&text);
             if !signature.is_empty() {
-                *s = signature;
+                *s = super::tagged(&signature);
                 // A signed thought closes its run.
                 self.open = Open::None;
             }
@@ -164,7 +164,7 @@ impl GeminiStream {
         }
         self.content.push(ContentBlock::Thinking {
             thinking: text,
-            signature: signature.clone(),
+            signature: super::tagged(&signature),
         });
         self.open = if signature.is_empty() {
             Open::Thought(self.content.len() - 1)
@@ -188,8 +188,9 @@ impl GeminiStream {
                 if let Some(ContentBlock::Text { text: t }) = self.content.get_mut(i) {
                     t.push_str(&text);
                 }
-                if let Some(data) = signature {
+                if let Some(signature) = signature {
                     // The signature belongs to the text it closes: before that text's block.
+                    let data = super::tagged(&signature);
                     self.content
                         .insert(i, ContentBlock::RedactedThinking { data });
                     self.open = Open::None;

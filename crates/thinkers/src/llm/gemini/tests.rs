@@ -292,14 +292,14 @@ fn decodes_parts_signatures_usage_and_finish_reasons() -> anyhow::Result<()> {
         vec![
             ContentBlock::Thinking {
                 thinking: THOUGHT.into(),
-                signature: SIG_THOUGHT.into()
+                signature: format!("gemini:{SIG_THOUGHT}")
             },
             ContentBlock::RedactedThinking {
-                data: SIG_TEXT.into()
+                data: format!("gemini:{SIG_TEXT}")
             },
             ContentBlock::text("Checking."),
             ContentBlock::RedactedThinking {
-                data: SIG_CALL.into()
+                data: format!("gemini:{SIG_CALL}")
             },
             // No id from the provider: one minted from the conversation's count.
             ContentBlock::tool_call("call_1", "get_weather", json!({"city": "Paris"})),
@@ -460,14 +460,14 @@ async fn decodes_a_thought_text_and_call_stream() -> anyhow::Result<()> {
         vec![
             ContentBlock::Thinking {
                 thinking: "Let me think.".into(),
-                signature: "EqQB".into()
+                signature: "gemini:EqQB".into()
             },
             ContentBlock::RedactedThinking {
-                data: "VGV4dA==".into()
+                data: "gemini:VGV4dA==".into()
             },
             ContentBlock::text("Checking."),
             ContentBlock::RedactedThinking {
-                data: "Q2FsbA==".into()
+                data: "gemini:Q2FsbA==".into()
             },
             ContentBlock::tool_call("call_1", "get_weather", json!({"city": "Paris"})),
             ContentBlock::tool_call("call_2", "get_time", json!({})),
@@ -591,4 +591,57 @@ fn an_error_in_a_200_body_is_classified() {
     let body = br#"{"error": {"code": 400, "message": "Invalid JSON payload received.", "status": "INVALID_ARGUMENT"}}"#;
     let e = decode(&whole(), body).unwrap_err();
     assert!(e.to_string().contains("Invalid JSON payload"), "{e}");
+}
+
+#[test]
+fn thinking_crosses_no_dialect_border() -> anyhow::Result<()> {
+    // A Gemini turn (thoughts and signatures) then an Anthropic turn (a signed thinking block and
+    // redacted thinking), both with calls, in one conversation served by entries of one grade.
+    let gemini_turn = decode(&whole(), signed_answer().to_string().as_bytes())?;
+    let mut req = fixtures::with_tools();
+    req.reasoning = Reasoning::Tokens(1024);
+    next_turn(&mut req, &gemini_turn);
+    let m = Arc::make_mut(&mut req.messages);
+    m.push(Message::assistant(vec![
+        ContentBlock::Thinking {
+            thinking: "Anthropic's own.".into(),
+            signature: "EqQBanthropic".into(),
+        },
+        ContentBlock::RedactedThinking {
+            data: "EmwKanthropic".into(),
+        },
+        ContentBlock::tool_call("toolu_1", "get_time", json!({"city": "Rome"})),
+    ]));
+    m.push(Message::tool_results(vec![ContentBlock::tool_result(
+        "toolu_1", "get_time", "noon",
+    )]));
+    // To Gemini: its own parts go back; Anthropic's blocks do not.
+    let (body, v) = encode_json(&req, true, true)?;
+    assert!(
+        !body.contains("anthropic") && !body.contains("Anthropic's own"),
+        "{body}"
+    );
+    assert_eq!(
+        v["contents"][1]["parts"],
+        signed_answer()["candidates"][0]["content"]["parts"]
+    );
+    assert_eq!(
+        v["contents"][3]["parts"],
+        json!([{"functionCall": {"id": "toolu_1", "name": "get_time", "args": {"city": "Rome"}}}])
+    );
+    // To Anthropic: Gemini's thoughts and signatures are never sent; Anthropic's blocks are.
+    let t = fixtures::target(Dialect::Anthropic).with_thinking(true);
+    let body = encode(&t, &req)?.body_str().to_owned();
+    for sig in [SIG_THOUGHT, SIG_TEXT] {
+        assert!(!body.contains(&serde_json::to_string(sig)?), "{body}");
+    }
+    assert!(
+        !body.contains("gemini:") && !body.contains("call the tool"),
+        "{body}"
+    );
+    assert!(
+        body.contains("EqQBanthropic") && body.contains("EmwKanthropic"),
+        "{body}"
+    );
+    Ok(())
 }
