@@ -68,7 +68,8 @@ impl ProviderError {
             kind: s("type").or_else(|| s("status")),
             code: s("code"),
             message: truncated(&s("message").unwrap_or_else(|| e.to_string())),
-            param: s("param"),
+            // A `google.rpc` error names the field in a `BadRequest` detail.
+            param: s("param").or_else(|| crate::llm::gemini::violated_field(e)),
         }
     }
 

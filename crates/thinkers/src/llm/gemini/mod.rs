@@ -115,6 +115,18 @@ pub(crate) fn retry_delay_of(error: &Value) -> Option<Duration> {
         .and_then(proto_duration)
 }
 
+/// The field a `google.rpc.BadRequest` detail of an error object names
+/// (`details[].fieldViolations[].field`), for an invalid request's parameter.
+pub(crate) fn violated_field(error: &Value) -> Option<String> {
+    error
+        .get("details")?
+        .as_array()?
+        .iter()
+        .filter_map(|d| d.get("fieldViolations")?.as_array())
+        .flatten()
+        .find_map(|v| v.get("field")?.as_str().map(str::to_owned))
+}
+
 /// A protobuf `Duration` in its JSON form: seconds with up to nine decimals and an `s`
 /// (`"17s"`, `"0.250s"`).
 fn proto_duration(s: &str) -> Option<Duration> {

@@ -594,6 +594,24 @@ fn an_error_in_a_200_body_is_classified() {
 }
 
 #[test]
+fn a_bad_request_names_the_violated_field() {
+    let body = br#"{"error": {"code": 400, "message": "Invalid value.", "status": "INVALID_ARGUMENT",
+      "details": [{"@type": "type.googleapis.com/google.rpc.BadRequest",
+                   "fieldViolations": [{"field": "generationConfig.maxOutputTokens", "description": "too large"}]}]}}"#;
+    let said = crate::llm::errors::ProviderError::from_body(body);
+    assert_eq!(
+        said.param.as_deref(),
+        Some("generationConfig.maxOutputTokens")
+    );
+    assert_eq!(said.kind.as_deref(), Some("INVALID_ARGUMENT"));
+    let plain = br#"{"error": {"code": 400, "message": "x", "status": "INVALID_ARGUMENT"}}"#;
+    assert_eq!(
+        crate::llm::errors::ProviderError::from_body(plain).param,
+        None
+    );
+}
+
+#[test]
 fn thinking_crosses_no_dialect_border() -> anyhow::Result<()> {
     // A Gemini turn (thoughts and signatures) then an Anthropic turn (a signed thinking block and
     // redacted thinking), both with calls, in one conversation served by entries of one grade.
