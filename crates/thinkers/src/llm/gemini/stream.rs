@@ -106,7 +106,7 @@ impl GeminiStream {
 
     fn part(&mut self, raw: Value, on_delta: &mut dyn FnMut(StreamDelta)) {
         match Piece::of(raw) {
-            Piece::Thought { text, signature } => self.thought(text, signature, on_delta),
+            Piece::Thought { text, signature } => self.thought(text, &signature, on_delta),
             Piece::Text { text, signature } => self.text(text, signature, on_delta),
             Piece::Call {
                 id,
@@ -143,7 +143,7 @@ impl GeminiStream {
         }
     }
 
-    fn thought(&mut self, text: String, signature: String, on_delta: &mut dyn FnMut(StreamDelta)) {
+    fn thought(&mut self, text: String, signature: &str, on_delta: &mut dyn FnMut(StreamDelta)) {
         if !text.is_empty() {
             self.delivered = true;
             on_delta(StreamDelta::Thinking(text.clone()));
@@ -156,7 +156,7 @@ impl GeminiStream {
         {
             thinking.push_str(&text);
             if !signature.is_empty() {
-                *s = super::tagged(&signature);
+                *s = super::tagged(signature);
                 // A signed thought closes its run.
                 self.open = Open::None;
             }
@@ -164,7 +164,7 @@ impl GeminiStream {
         }
         self.content.push(ContentBlock::Thinking {
             thinking: text,
-            signature: super::tagged(&signature),
+            signature: super::tagged(signature),
         });
         self.open = if signature.is_empty() {
             Open::Thought(self.content.len() - 1)
