@@ -1,6 +1,8 @@
 //! Integration tests of thinkers-sim over real HTTP, one module per topic:
 //! - `openai`: Chat Completions answers, tools, structured output, streaming, logprobs, checks;
 //! - `anthropic`: Messages answers, tools, thinking and signatures, streaming, checks;
+//! - `gemini`: generateContent answers, function calls, structured output, thought signatures,
+//!   streaming, checks, 429s with `RetryInfo`;
 //! - `modes`: text-tool mode, scripted mode, determinism;
 //! - `faults`: every fault kind and every way to trigger one;
 //! - `exchange_faults`: the faults of the exchange itself (key echoes, waits, stalls, bodies);
@@ -14,6 +16,7 @@ mod admin;
 mod anthropic;
 mod exchange_faults;
 mod faults;
+mod gemini;
 mod limits;
 mod modes;
 mod openai;

@@ -7,7 +7,7 @@ use crate::llm::request::ChatRequest;
 use crate::llm::response::{ChatResponse, StreamDelta};
 use crate::llm::target::{Dialect, WireTarget};
 use crate::llm::text_tools::{self, TextGate};
-use crate::llm::{anthropic, openai, responses};
+use crate::llm::{anthropic, gemini, openai, responses};
 
 /// Render a request to the exact bytes that will be sent (streamed when `req.stream`).
 pub fn encode(target: &WireTarget, req: &ChatRequest) -> Result<EncodedRequest> {
@@ -23,6 +23,7 @@ pub(crate) fn encode_with(
         Dialect::OpenAi | Dialect::OpenAiCompatible => openai::encode::encode(target, req, stream),
         Dialect::Anthropic => anthropic::encode::encode(target, req, stream),
         Dialect::OpenAiResponses => responses::encode::encode(target, req, stream),
+        Dialect::Gemini => gemini::encode::encode(target, req, stream),
     }
 }
 
@@ -32,6 +33,7 @@ pub fn decode(plan: &DecodePlan, body: &[u8]) -> Result<ChatResponse> {
         Dialect::OpenAi | Dialect::OpenAiCompatible => openai::decode::decode(plan, body)?,
         Dialect::Anthropic => anthropic::decode::decode(plan, body)?,
         Dialect::OpenAiResponses => responses::decode::decode(plan, body)?,
+        Dialect::Gemini => gemini::decode::decode(plan, body)?,
     };
     if plan.text_tools {
         apply_text_tools(plan, &mut response);
@@ -49,6 +51,7 @@ enum Inner {
     OpenAi(openai::stream::OpenAiStream),
     Anthropic(anthropic::stream::AnthropicStream),
     Responses(responses::stream::ResponsesStream),
+    Gemini(gemini::stream::GeminiStream),
 }
 
 /// Decodes a streamed answer event by event, handing increments to a callback.
@@ -74,6 +77,7 @@ impl StreamDecoder {
             Dialect::OpenAiResponses => {
                 Inner::Responses(responses::stream::ResponsesStream::new(plan))
             }
+            Dialect::Gemini => Inner::Gemini(gemini::stream::GeminiStream::new(plan)),
         };
         Self {
             plan,
@@ -91,6 +95,7 @@ impl StreamDecoder {
             Inner::OpenAi(s) => s.delivered_content(),
             Inner::Anthropic(s) => s.delivered_content(),
             Inner::Responses(s) => s.delivered_content(),
+            Inner::Gemini(s) => s.delivered_content(),
         }
     }
 
@@ -100,6 +105,7 @@ impl StreamDecoder {
             Inner::OpenAi(s) => s.is_done(),
             Inner::Anthropic(s) => s.is_done(),
             Inner::Responses(s) => s.is_done(),
+            Inner::Gemini(s) => s.is_done(),
         }
     }
 
@@ -114,6 +120,7 @@ impl StreamDecoder {
             Inner::OpenAi(s) => s.push(data, &mut route),
             Inner::Anthropic(s) => s.push(data, &mut route),
             Inner::Responses(s) => s.push(data, &mut route),
+            Inner::Gemini(s) => s.push(data, &mut route),
         }
     }
 
@@ -125,6 +132,7 @@ impl StreamDecoder {
             Inner::OpenAi(s) => s.finish()?,
             Inner::Anthropic(s) => s.finish()?,
             Inner::Responses(s) => s.finish()?,
+            Inner::Gemini(s) => s.finish()?,
         };
         if let Some(mut gate) = self.gate {
             apply_text_tools(&self.plan, &mut response);

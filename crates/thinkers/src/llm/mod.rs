@@ -12,6 +12,8 @@
 //!   conservative profile and lenient decoding;
 //! * Anthropic Messages (`anthropic`), with thinking blocks kept verbatim;
 //! * OpenAI Responses (`responses`), with reasoning items kept verbatim, also on Azure OpenAI;
+//! * Google Gemini `generateContent` (`gemini`), with thought parts and thought signatures kept
+//!   verbatim;
 //! * the text-based tool protocol (`text_tools`) layered on any of them for models without
 //!   native tools: tools in the system prompt, JSON tool calls in the reply, ids minted by the
 //!   runtime.
@@ -27,6 +29,7 @@ pub mod client;
 mod codec;
 pub mod encoded;
 mod errors;
+mod gemini;
 mod headers;
 mod http;
 mod openai;

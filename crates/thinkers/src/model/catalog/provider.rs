@@ -39,6 +39,8 @@ pub enum Dialect {
     /// carried across turns.
     #[serde(rename = "openai-responses")]
     OpenAiResponses,
+    /// The Google Gemini API, `generateContent` (`gemini`).
+    Gemini,
 }
 
 const DIALECT_NAMES: &[&str] = &[
@@ -46,6 +48,7 @@ const DIALECT_NAMES: &[&str] = &[
     "anthropic",
     "openai-compatible",
     "openai-responses",
+    "gemini",
 ];
 
 impl Dialect {
@@ -56,6 +59,7 @@ impl Dialect {
             Self::Anthropic => "anthropic",
             Self::OpenAiCompatible => "openai-compatible",
             Self::OpenAiResponses => "openai-responses",
+            Self::Gemini => "gemini",
         }
     }
 
@@ -80,6 +84,7 @@ impl FromStr for Dialect {
             Self::Anthropic,
             Self::OpenAiCompatible,
             Self::OpenAiResponses,
+            Self::Gemini,
         ]
         .into_iter()
         .find(|d| d.as_str() == s)
@@ -230,14 +235,15 @@ mod tests {
             Dialect::Anthropic,
             Dialect::OpenAiCompatible,
             Dialect::OpenAiResponses,
+            Dialect::Gemini,
         ] {
             assert_eq!(d.as_str().parse::<Dialect>().unwrap(), d);
             let json = serde_json::to_string(&d).unwrap();
             assert_eq!(json, format!("\"{d}\""));
         }
-        let err = "gemini".parse::<Dialect>().unwrap_err().to_string();
+        let err = "cohere".parse::<Dialect>().unwrap_err().to_string();
         assert!(
-            err.contains("`gemini`") && err.contains("openai-compatible"),
+            err.contains("`cohere`") && err.contains("openai-compatible"),
             "{err}"
         );
         assert!(!Dialect::OpenAiCompatible.requires_key());
