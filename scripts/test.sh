@@ -14,8 +14,8 @@ setup_python() {
         log "creating .venv"
         python3 -m venv .venv
     fi
-    if ! .venv/bin/python -c 'import openai, anthropic, boto3' 2>/dev/null; then
-        log "installing the official openai, anthropic and boto3 SDKs"
+    if ! .venv/bin/python -c 'import openai, anthropic, google.genai, boto3' 2>/dev/null; then
+        log "installing the official openai, anthropic, google-genai and boto3 SDKs"
         .venv/bin/pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
     fi
     export THINKERS_TEST_PYTHON="$PWD/.venv/bin/python"

@@ -36,8 +36,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// List the model catalog by grade; `--check` calls every open entry.
     Catalog(catalog::CatalogArgs),
-    /// Run the simulated provider (OpenAI, Anthropic and Bedrock Converse wire formats) on a
-    /// local port.
+    /// Run the simulated provider (OpenAI, Anthropic, Gemini and Bedrock Converse wire formats)
+    /// on a local port.
     Sim(simctl::SimArgs),
     /// Print the trajectory of a stored workflow as a tree.
     Trace {

@@ -4,6 +4,9 @@
 //! - Anthropic: `{"type": "error", "error": {"type", "message"}, "request_id"}`, with a
 //!   `request-id` header.
 //!
+//! - Gemini: a `google.rpc` error `{"error": {"code", "message", "status", "details"}}`; a 429 is
+//!   `RESOURCE_EXHAUSTED` with a `QuotaFailure` and a `RetryInfo` detail (`retryDelay`) and no
+//!   `Retry-After` header, as the real API answers.
 //! - Bedrock: `{"message"}`, the exception's name in the `x-amzn-ErrorType` header
 //!   (`ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/`), with an
 //!   `x-amzn-RequestId` header and no rate-limit or retry headers.
@@ -63,12 +66,14 @@ impl ApiError {
         }
         match (self, dialect) {
             (Self::Invalid { .. } | Self::MissingVersion, _) => StatusCode::BAD_REQUEST,
+            (Self::MissingKey, Dialect::Gemini) => StatusCode::FORBIDDEN,
             (Self::MissingKey, _) => StatusCode::UNAUTHORIZED,
             (Self::ModelNotFound(_), _) => StatusCode::NOT_FOUND,
             (Self::Server, _) => StatusCode::INTERNAL_SERVER_ERROR,
-            (Self::Overloaded, Dialect::OpenAi | Dialect::OpenAiResponses | Dialect::Bedrock) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            (
+                Self::Overloaded,
+                Dialect::OpenAi | Dialect::OpenAiResponses | Dialect::Gemini | Dialect::Bedrock,
+            ) => StatusCode::SERVICE_UNAVAILABLE,
             (Self::Overloaded, Dialect::Anthropic) => {
                 StatusCode::from_u16(529).unwrap_or(StatusCode::SERVICE_UNAVAILABLE)
             }
@@ -167,6 +172,88 @@ impl ApiError {
         json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": request_id})
     }
 
+    fn gemini_body(&self, status: StatusCode) -> Value {
+        let (kind, message): (&str, String) = match self {
+            Self::Invalid { message, .. } => ("INVALID_ARGUMENT", message.clone()),
+            Self::MissingVersion => ("INVALID_ARGUMENT", "Invalid request.".into()),
+            Self::MissingKey => (
+                "PERMISSION_DENIED",
+                "Method doesn't allow unregistered callers (callers without established \
+                 identity). Please use API Key or other form of API consumer identity to call \
+                 this API."
+                    .into(),
+            ),
+            Self::ModelNotFound(model) => (
+                "NOT_FOUND",
+                format!(
+                    "models/{model} is not found for API version v1beta, or is not supported for \
+                     generateContent. Call ListModels to see the list of available models and \
+                     their supported methods."
+                ),
+            ),
+            Self::Server => (
+                "INTERNAL",
+                "An internal error has occurred. Please retry or report in \
+                 https://developers.generativeai.google/guide/troubleshooting"
+                    .into(),
+            ),
+            Self::Overloaded => (
+                "UNAVAILABLE",
+                "The model is overloaded. Please try again later.".into(),
+            ),
+            Self::RateLimited { .. } | Self::RateLimitFault { .. } => (
+                "RESOURCE_EXHAUSTED",
+                "You exceeded your current quota, please check your plan and billing details. \
+                 For more information on this error, head to: \
+                 https://ai.google.dev/gemini-api/docs/rate-limits."
+                    .into(),
+            ),
+        };
+        let mut error = json!({"code": status.as_u16(), "message": message, "status": kind});
+        let details = match self {
+            Self::Invalid {
+                message,
+                param: Some(field),
+            } => vec![json!({
+                "@type": "type.googleapis.com/google.rpc.BadRequest",
+                "fieldViolations": [{"field": field, "description": message}]
+            })],
+            Self::RateLimited { model, refusal } => {
+                let (metric, id, value) = match refusal.kind {
+                    LimitKind::Requests => (
+                        "generate_content_requests",
+                        "GenerateRequestsPerMinutePerProjectPerModel",
+                        refusal.state.limits.requests().unwrap_or_default(),
+                    ),
+                    LimitKind::Tokens => (
+                        "generate_content_input_token_count",
+                        "GenerateContentInputTokensPerModelPerMinute",
+                        refusal.state.limits.tokens().unwrap_or_default(),
+                    ),
+                };
+                let mut details = vec![json!({
+                    "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                    "violations": [{
+                        "quotaMetric": format!("generativelanguage.googleapis.com/{metric}"),
+                        "quotaId": id,
+                        "quotaDimensions": {"location": "global", "model": model},
+                        "quotaValue": value.to_string()
+                    }]
+                })];
+                if !refusal.too_large {
+                    details.push(retry_info(refusal.retry_after));
+                }
+                details
+            }
+            Self::RateLimitFault { .. } => vec![retry_info(Duration::from_secs(1))],
+            _ => Vec::new(),
+        };
+        if !details.is_empty() {
+            error["details"] = json!(details);
+        }
+        json!({ "error": error })
+    }
+
     /// Bedrock's status, exception name and message.
     fn bedrock_error(&self) -> (u16, &'static str, String) {
         match self {
@@ -219,12 +306,13 @@ impl ApiError {
         let status = self.status(dialect);
         let mut headers = HeaderMap::new();
         let id_header = match dialect {
-            Dialect::OpenAi | Dialect::OpenAiResponses => "x-request-id",
-            Dialect::Anthropic => "request-id",
-            Dialect::Bedrock => "x-amzn-requestid",
+            Dialect::OpenAi | Dialect::OpenAiResponses => Some("x-request-id"),
+            Dialect::Anthropic => Some("request-id"),
+            Dialect::Gemini => None,
+            Dialect::Bedrock => Some("x-amzn-requestid"),
         };
-        if let Ok(v) = HeaderValue::from_str(request_id) {
-            headers.insert(HeaderName::from_static(id_header), v);
+        if let (Some(name), Ok(v)) = (id_header, HeaderValue::from_str(request_id)) {
+            headers.insert(HeaderName::from_static(name), v);
         }
         let (state, retry_after) = match &self {
             Self::RateLimited { refusal, .. } => {
@@ -245,6 +333,7 @@ impl ApiError {
         let body = match dialect {
             Dialect::OpenAi | Dialect::OpenAiResponses => self.openai_body(),
             Dialect::Anthropic => self.anthropic_body(request_id),
+            Dialect::Gemini => self.gemini_body(status),
             Dialect::Bedrock => {
                 let (_, kind, message) = self.bedrock_error();
                 crate::bedrock::insert_error_type(&mut headers, kind);
@@ -253,6 +342,14 @@ impl ApiError {
         };
         (status, headers, axum::Json(body)).into_response()
     }
+}
+
+/// A `google.rpc.RetryInfo` detail asking for `wait`.
+fn retry_info(wait: Duration) -> Value {
+    json!({
+        "@type": "type.googleapis.com/google.rpc.RetryInfo",
+        "retryDelay": crate::gemini::proto_duration(wait)
+    })
 }
 
 /// "Please try again in …" as OpenAI writes it: `250ms`, `3.89s`.

@@ -13,6 +13,7 @@ pub(crate) enum Dialect {
     Anthropic,
     /// OpenAI Responses (`POST /v1/responses`): OpenAI's errors and headers, its own items.
     OpenAiResponses,
+    Gemini,
     /// Amazon Bedrock Converse.
     Bedrock,
 }
@@ -129,8 +130,10 @@ pub(crate) struct Exchange {
     /// Several tool calls in one turn are allowed.
     pub(crate) parallel: bool,
     pub(crate) format: AnswerFormat,
-    /// Thinking (Anthropic) or reasoning (OpenAI) is requested and supported.
+    /// Thinking (Anthropic, Gemini) or reasoning (OpenAI) is requested and supported.
     pub(crate) thinking: bool,
+    /// Gemini `includeThoughts`: the answer shows its thought summary as a thought part.
+    pub(crate) include_thoughts: bool,
     /// OpenAI `reasoning_effort`, when set.
     pub(crate) reasoning_effort: Option<String>,
     /// The output budget asked for.

@@ -65,6 +65,7 @@ pub mod config;
 pub mod error;
 mod exchange;
 pub mod fault;
+mod gemini;
 pub mod limits;
 mod logprobs;
 mod openai;

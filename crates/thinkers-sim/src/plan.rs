@@ -107,6 +107,8 @@ fn call_id(rng: &mut StdRng, dialect: Dialect) -> String {
     match dialect {
         Dialect::OpenAi | Dialect::OpenAiResponses => random_id(rng, "call_", 24),
         Dialect::Anthropic => random_id(rng, "toolu_01", 22),
+        // Gemini's calls carry no id on the wire; the id only names the call inside the sim.
+        Dialect::Gemini => random_id(rng, "fc_", 16),
         Dialect::Bedrock => random_id(rng, "tooluse_", 22),
     }
 }
@@ -141,12 +143,12 @@ pub(crate) fn plan(exchange: &Exchange, cx: &PlanContext<'_>) -> Plan {
         body = Body::Text(text_protocol::render_calls(&pairs));
         finish = Finish::Stop;
     }
-    // Anthropic signs thinking blocks; Responses summarises reasoning items; Bedrock signs
-    // reasoning blocks.
+    // Anthropic signs thinking blocks; Responses summarises reasoning items; Gemini signs thoughts;
+    // Bedrock signs reasoning blocks.
     let thinking = (exchange.thinking
         && matches!(
             exchange.dialect,
-            Dialect::Anthropic | Dialect::OpenAiResponses | Dialect::Bedrock
+            Dialect::Anthropic | Dialect::OpenAiResponses | Dialect::Gemini | Dialect::Bedrock
         ))
     .then(|| planner.thinking_text(&body));
     planner.finish(body, finish, thinking, cx)

@@ -8,6 +8,8 @@
 //! `-remaining` and `-reset` (RFC 3339 timestamps), plus `retry-after` on a 429. The sim enforces
 //! one combined token budget per model, so the three token families carry the same figures.
 //!
+//! Gemini: none (its 429 says how long to wait in the body, see `api_error`).
+//!
 //! Headers are sent only for limits the model has; a model without limits gets none. A limit
 //! header states what the window admits: the per-minute figure, or its share of a shorter window.
 
@@ -36,8 +38,8 @@ fn timestamp_after(d: Duration) -> String {
 /// Adds the limit, remaining and reset headers describing `state`.
 pub(crate) fn insert(headers: &mut HeaderMap, dialect: Dialect, state: &RateState) {
     match dialect {
-        // Bedrock sends no rate-limit headers.
-        Dialect::Bedrock => {}
+        // Gemini and Bedrock send no rate-limit headers.
+        Dialect::Gemini | Dialect::Bedrock => {}
         Dialect::OpenAi | Dialect::OpenAiResponses => {
             if let Some(rpm) = state.limits.requests() {
                 put(headers, "x-ratelimit-limit-requests", &rpm.to_string());
@@ -110,6 +112,10 @@ pub(crate) fn insert(headers: &mut HeaderMap, dialect: Dialect, state: &RateStat
 
 /// Adds `retry-after` (whole seconds, at least 1) and, for OpenAI, `retry-after-ms`.
 pub(crate) fn insert_retry_after(headers: &mut HeaderMap, dialect: Dialect, wait: Duration) {
+    if dialect == Dialect::Gemini {
+        // Gemini states its wait in the error body (`RetryInfo`), never in a header.
+        return;
+    }
     let secs = wait.as_millis().div_ceil(1000).max(1);
     put(headers, "retry-after", &secs.to_string());
     if matches!(dialect, Dialect::OpenAi | Dialect::OpenAiResponses) {

@@ -2,6 +2,8 @@
 //! - `openai`: Chat Completions answers, tools, structured output, streaming, logprobs, checks;
 //! - `anthropic`: Messages answers, tools, thinking and signatures, streaming, checks;
 //! - `bedrock`: Converse authentication, throttling, reasoning signatures, event-stream frames;
+//! - `gemini`: generateContent answers, function calls, structured output, thought signatures,
+//!   streaming, checks, 429s with `RetryInfo`;
 //! - `modes`: text-tool mode, scripted mode, determinism;
 //! - `faults`: every fault kind and every way to trigger one;
 //! - `exchange_faults`: the faults of the exchange itself (key echoes, waits, stalls, bodies);
@@ -16,6 +18,7 @@ mod anthropic;
 mod bedrock;
 mod exchange_faults;
 mod faults;
+mod gemini;
 mod limits;
 mod modes;
 mod openai;

@@ -129,6 +129,7 @@ pub(crate) fn decode(
         parallel,
         format,
         thinking,
+        include_thoughts: false,
         reasoning_effort: None,
         max_output: Some(max_tokens),
         stream,

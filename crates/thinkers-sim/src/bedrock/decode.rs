@@ -156,6 +156,7 @@ pub(crate) fn decode(
         include_usage: false,
         logprobs: None,
         encrypted_reasoning: false,
+        include_thoughts: false,
     })
 }
 

@@ -153,6 +153,7 @@ pub(crate) fn decode(raw: &Value, model: &SimModel, seed: u64) -> Result<Exchang
         parallel,
         format,
         thinking,
+        include_thoughts: false,
         reasoning_effort: effort,
         max_output,
         stream,

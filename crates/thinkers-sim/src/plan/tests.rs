@@ -31,6 +31,7 @@ fn exchange(tools: Vec<ToolSpec>) -> Exchange {
         parallel: true,
         format: AnswerFormat::Text,
         thinking: false,
+        include_thoughts: false,
         reasoning_effort: None,
         max_output: None,
         stream: false,

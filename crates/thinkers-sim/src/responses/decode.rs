@@ -212,6 +212,7 @@ pub(crate) fn decode(
         parallel,
         format,
         thinking,
+        include_thoughts: false,
         reasoning_effort: effort,
         max_output,
         stream,

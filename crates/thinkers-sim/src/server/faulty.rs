@@ -101,7 +101,7 @@ const SSE: &str = "text/event-stream; charset=utf-8";
 fn stream_type(dialect: Dialect) -> &'static str {
     match dialect {
         Dialect::Bedrock => crate::bedrock::EVENT_STREAM,
-        Dialect::OpenAi | Dialect::Anthropic | Dialect::OpenAiResponses => SSE,
+        Dialect::OpenAi | Dialect::Anthropic | Dialect::OpenAiResponses | Dialect::Gemini => SSE,
     }
 }
 const JSON: &str = "application/json";
@@ -134,6 +134,20 @@ fn error_type(dialect: Dialect, status: u16) -> (&'static str, Option<&'static s
             },
             None,
         ),
+        Dialect::Gemini => (
+            match status {
+                400 => "INVALID_ARGUMENT",
+                401 => "UNAUTHENTICATED",
+                403 => "PERMISSION_DENIED",
+                404 => "NOT_FOUND",
+                429 => "RESOURCE_EXHAUSTED",
+                503 => "UNAVAILABLE",
+                504 => "DEADLINE_EXCEEDED",
+                500..=599 => "INTERNAL",
+                _ => "FAILED_PRECONDITION",
+            },
+            None,
+        ),
         Dialect::Bedrock => (
             match status {
                 400 => "ValidationException",
@@ -159,6 +173,7 @@ fn error_object(dialect: Dialect, status: u16, message: &str) -> Value {
             json!({"message": message, "type": kind, "param": null, "code": code})
         }
         Dialect::Anthropic => json!({"type": kind, "message": message}),
+        Dialect::Gemini => json!({"code": status, "message": message, "status": kind}),
         // The exception's name travels in `x-amzn-ErrorType`, or (as here) in `__type`.
         Dialect::Bedrock => json!({"__type": kind, "message": message}),
     }
@@ -168,7 +183,7 @@ fn error_object(dialect: Dialect, status: u16, message: &str) -> Value {
 fn error_body(ctx: &FaultCtx<'_>, status: u16, message: &str) -> Value {
     let error = error_object(ctx.dialect, status, message);
     match ctx.dialect {
-        Dialect::OpenAi | Dialect::OpenAiResponses => json!({"error": error}),
+        Dialect::OpenAi | Dialect::OpenAiResponses | Dialect::Gemini => json!({"error": error}),
         Dialect::Anthropic => {
             json!({"type": "error", "error": error, "request_id": ctx.request_id})
         }
@@ -204,12 +219,14 @@ fn json_response(status: u16, headers: HeaderMap, body: &Value) -> Response {
 
 /// How many frames open a stream before its first content event: OpenAI's role chunk;
 /// Anthropic's `message_start`, the first `content_block_start` and its `ping`; Responses'
-/// `response.created` and `response.in_progress`.
+/// `response.created` and `response.in_progress`; none for Gemini, whose every event carries
+/// content.
 fn opening(dialect: Dialect, frames: &[Bytes]) -> usize {
     let n = match dialect {
         Dialect::OpenAi | Dialect::Bedrock => 1,
         Dialect::Anthropic => 3,
         Dialect::OpenAiResponses => 2,
+        Dialect::Gemini => 0,
     };
     n.min(frames.len())
 }
@@ -239,6 +256,7 @@ fn cut_text(body: &Value) -> Bytes {
 fn sse_frame(dialect: Dialect, name: &str, data: &Value) -> Bytes {
     match dialect {
         Dialect::OpenAi => Bytes::from(format!("data: {data}\n\n")),
+        Dialect::Gemini => Bytes::from(format!("data: {data}\r\n\r\n")),
         Dialect::Anthropic | Dialect::OpenAiResponses => {
             Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
         }
@@ -268,7 +286,9 @@ pub(crate) fn serve(
             let error = error_object(dialect, status, &echo_message(status, ctx.key));
             let mut head = head_frames(dialect, &frames, params.events.unwrap_or(0));
             head.push(match dialect {
-                Dialect::OpenAi => sse_frame(dialect, "error", &json!({"error": error})),
+                Dialect::OpenAi | Dialect::Gemini => {
+                    sse_frame(dialect, "error", &json!({"error": error}))
+                }
                 Dialect::Anthropic => {
                     sse_frame(dialect, "error", &json!({"type": "error", "error": error}))
                 }
@@ -516,6 +536,20 @@ fn empty_answer(ctx: FaultCtx<'_>, answer: Rendered) -> Response {
                     "response": {"object": "response", "status": "completed", "output": [],
                         "error": null, "usage": {"input_tokens": 0, "output_tokens": 0}}}),
             ));
+            let body = staged(head, None, Vec::new(), End::Close);
+            (StatusCode::OK, with_type(ctx.headers, SSE), body).into_response()
+        }
+        (Dialect::Gemini, Rendered::Whole(mut value)) => {
+            value["candidates"][0]["content"]["parts"] = json!([]);
+            if let Some(c) = value["candidates"][0].as_object_mut() {
+                c.remove("finishReason");
+            }
+            json_response(200, ctx.headers, &value)
+        }
+        (Dialect::Gemini, Rendered::Stream(_)) => {
+            let empty = json!({"candidates": [{"content": {"parts": [], "role": "model"},
+                "index": 0}]});
+            let head = vec![sse_frame(dialect, "", &empty)];
             let body = staged(head, None, Vec::new(), End::Close);
             (StatusCode::OK, with_type(ctx.headers, SSE), body).into_response()
         }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::{get, post};
@@ -44,6 +44,7 @@ async fn chat_completions(
         shared,
         Dialect::OpenAi,
         "/v1/chat/completions",
+        pipeline::PathArgs::default(),
         headers,
         body,
     )
@@ -51,7 +52,64 @@ async fn chat_completions(
 }
 
 async fn messages(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    pipeline::handle(shared, Dialect::Anthropic, "/v1/messages", headers, body).await
+    pipeline::handle(
+        shared,
+        Dialect::Anthropic,
+        "/v1/messages",
+        pipeline::PathArgs::default(),
+        headers,
+        body,
+    )
+    .await
+}
+
+/// `POST /v1beta/models/{model}:generateContent` and `…:streamGenerateContent?alt=sse`.
+async fn gemini_models(
+    State(shared): State<Arc<Shared>>,
+    Path(model_and_method): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (model, method) = model_and_method
+        .split_once(':')
+        .unwrap_or((model_and_method.as_str(), ""));
+    let sse = query
+        .as_deref()
+        .unwrap_or("")
+        .split('&')
+        .any(|kv| kv == "alt=sse");
+    let (endpoint, stream) = match method {
+        "generateContent" => ("/v1beta/models/{model}:generateContent", false),
+        "streamGenerateContent" if sse => ("/v1beta/models/{model}:streamGenerateContent", true),
+        "streamGenerateContent" => {
+            return gemini_error(
+                axum::http::StatusCode::BAD_REQUEST,
+                "INVALID_ARGUMENT",
+                "thinkers-sim serves streamGenerateContent only as server-sent events: add \
+                 `?alt=sse`.",
+            );
+        }
+        other => {
+            return gemini_error(
+                axum::http::StatusCode::NOT_FOUND,
+                "NOT_FOUND",
+                &format!("Method `{other}` is not served by thinkers-sim."),
+            );
+        }
+    };
+    let path = pipeline::PathArgs {
+        model: Some(model.to_owned()),
+        stream,
+    };
+    pipeline::handle(shared, Dialect::Gemini, endpoint, path, headers, body).await
+}
+
+fn gemini_error(status: axum::http::StatusCode, kind: &str, message: &str) -> Response {
+    use axum::response::IntoResponse;
+    let body =
+        serde_json::json!({"error": {"code": status.as_u16(), "message": message, "status": kind}});
+    (status, axum::Json(body)).into_response()
 }
 
 async fn responses(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
@@ -59,6 +117,7 @@ async fn responses(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: 
         shared,
         Dialect::OpenAiResponses,
         "/v1/responses",
+        pipeline::PathArgs::default(),
         headers,
         body,
     )
@@ -107,6 +166,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/openai/responses", post(azure::versioned_responses))
         .route("/openai/v1/chat/completions", post(azure::v1_chat))
         .route("/openai/v1/responses", post(azure::v1_responses))
+        .route("/v1beta/models/{model_and_method}", post(gemini_models))
         .route("/v1/models", get(admin::models))
         .route("/sim/stats", get(admin::stats))
         .route("/sim/reset", post(admin::reset))
@@ -181,6 +241,11 @@ impl Sim {
     /// The OpenAI base URL: the base URL followed by `/v1`.
     pub fn openai_base_url(&self) -> String {
         format!("{}/v1", self.base_url())
+    }
+
+    /// The Gemini base URL: the base URL followed by `/v1beta`.
+    pub fn gemini_base_url(&self) -> String {
+        format!("{}/v1beta", self.base_url())
     }
 
     /// A snapshot of the counters.

@@ -1,4 +1,4 @@
-//! The path of one model request, shared by both dialects:
+//! The path of one model request, shared by every dialect:
 //! authenticate → parse → find the model → decode and check → log → admit against the limits →
 //! choose a fault → wait the latency → serve a transport fault, or plan and render the answer.
 
@@ -23,7 +23,17 @@ use crate::limits::RateState;
 use crate::plan::{self, PlanContext};
 use crate::seeding::ordinal_rng;
 use crate::stats::{LoggedRequest, Outcome};
-use crate::{anthropic, bedrock, openai, rate_headers, responses, tokens};
+use crate::{anthropic, bedrock, gemini, openai, rate_headers, responses, tokens};
+
+/// What a request's path says, for a dialect that names the model and the streaming in the URL
+/// (Gemini: `/v1beta/models/{model}:streamGenerateContent`).
+#[derive(Debug, Default)]
+pub(crate) struct PathArgs {
+    /// The model named in the path.
+    pub(crate) model: Option<String>,
+    /// Whether the path asks for a stream.
+    pub(crate) stream: bool,
+}
 
 /// A request that got this far, for error answers.
 struct Ctx {
@@ -52,20 +62,26 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-/// The API key a request carried: `x-api-key` (or Azure's `api-key`), else
-/// `authorization: Bearer …`.
+/// The API key a request carried: `x-api-key` (or Azure's `api-key`, or Gemini's
+/// `x-goog-api-key`), else `authorization: Bearer …`.
 fn api_key(headers: &HeaderMap) -> &str {
     header_str(headers, "x-api-key")
         .or_else(|| header_str(headers, "api-key"))
+        .or_else(|| header_str(headers, "x-goog-api-key"))
         .or_else(|| bearer(headers))
         .unwrap_or_default()
 }
 
 /// OpenAI wants `Authorization: Bearer …`, Azure OpenAI `api-key` (or a bearer token).
 /// Anthropic wants `x-api-key` (current official SDKs send the key as `Authorization: Bearer …`,
-/// which the API accepts too) and `anthropic-version`.
+/// which the API accepts too) and `anthropic-version`. Gemini wants `x-goog-api-key` (an OAuth
+/// bearer token works too).
 fn authenticate(dialect: Dialect, headers: &HeaderMap, azure: bool) -> Result<(), ApiError> {
     match dialect {
+        Dialect::Gemini => header_str(headers, "x-goog-api-key")
+            .or_else(|| bearer(headers))
+            .map(|_| ())
+            .ok_or(ApiError::MissingKey),
         Dialect::Bedrock => bedrock::authenticated(headers)
             .then_some(())
             .ok_or(ApiError::MissingKey),
@@ -93,15 +109,14 @@ pub(crate) struct Azure {
     pub(crate) deployment: Option<String>,
 }
 
-/// Authenticates, parses the body and finds the model it names (or the path names, for
-/// Bedrock).
+/// Authenticates, parses the body and finds the model it (or the path) names.
 fn read_request(
     shared: &Shared,
     dialect: Dialect,
+    path_model: Option<&str>,
     headers: &HeaderMap,
     body: &[u8],
     azure: Option<&Azure>,
-    path_model: Option<&str>,
 ) -> Result<(Value, Arc<ModelSlot>), ApiError> {
     authenticate(dialect, headers, azure.is_some())?;
     let mut raw: Value = serde_json::from_slice(body).map_err(|e| {
@@ -135,7 +150,7 @@ pub(crate) async fn count_tokens(shared: Arc<Shared>, headers: HeaderMap, body: 
         dialect: Dialect::Anthropic,
         request_id: format!("req_{}", uuid::Uuid::new_v4().simple()),
     };
-    let (mut raw, slot) = match read_request(&shared, ctx.dialect, &headers, &body, None, None) {
+    let (mut raw, slot) = match read_request(&shared, ctx.dialect, None, &headers, &body, None) {
         Ok(found) => found,
         Err(e) => return ctx.error(e),
     };
@@ -157,10 +172,11 @@ pub(crate) async fn handle(
     shared: Arc<Shared>,
     dialect: Dialect,
     endpoint: &'static str,
+    path: PathArgs,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    handle_as(shared, dialect, endpoint, headers, body, None).await
+    handle_with(shared, dialect, endpoint, path, headers, body, None).await
 }
 
 /// Handles one Bedrock Converse request: the model and whether it streams come from the path.
@@ -176,17 +192,11 @@ pub(crate) async fn handle_bedrock(
     } else {
         "/model/{modelId}/converse"
     };
-    let route = Some((model.as_str(), stream));
-    handle_route(
-        shared,
-        Dialect::Bedrock,
-        endpoint,
-        headers,
-        body,
-        None,
-        route,
-    )
-    .await
+    let path = PathArgs {
+        model: Some(model),
+        stream,
+    };
+    handle(shared, Dialect::Bedrock, endpoint, path, headers, body).await
 }
 
 /// Handles one request to a model endpoint, reached the Azure OpenAI way when `azure` is set.
@@ -198,34 +208,39 @@ pub(crate) async fn handle_as(
     body: Bytes,
     azure: Option<Azure>,
 ) -> Response {
-    handle_route(shared, dialect, endpoint, headers, body, azure, None).await
+    handle_with(
+        shared,
+        dialect,
+        endpoint,
+        PathArgs::default(),
+        headers,
+        body,
+        azure,
+    )
+    .await
 }
 
-/// Handles one request: reached the Azure OpenAI way when `azure` is set, or on a Bedrock path
-/// naming the model and whether it streams (`route`).
-async fn handle_route(
+async fn handle_with(
     shared: Arc<Shared>,
     dialect: Dialect,
     endpoint: &'static str,
+    path: PathArgs,
     headers: HeaderMap,
     body: Bytes,
     azure: Option<Azure>,
-    route: Option<(&str, bool)>,
 ) -> Response {
     let ctx = Ctx {
         dialect,
         request_id: format!("req_{}", uuid::Uuid::new_v4().simple()),
     };
-    let path_model = route.map(|(m, _)| m);
-    let read = read_request(
+    let (raw, slot) = match read_request(
         &shared,
         dialect,
+        path.model.as_deref(),
         &headers,
         &body,
         azure.as_ref(),
-        path_model,
-    );
-    let (raw, slot) = match read {
+    ) {
         Ok(found) => found,
         Err(e) => return ctx.error(e),
     };
@@ -235,13 +250,12 @@ async fn handle_route(
         Dialect::OpenAiResponses => {
             responses::decode(&raw, &slot.model, shared.seed, &shared.signer)
         }
-        Dialect::Bedrock => bedrock::decode(
-            &raw,
-            &slot.model,
-            shared.seed,
-            &shared.signer,
-            route.is_some_and(|(_, s)| s),
-        ),
+        Dialect::Gemini => {
+            gemini::decode(&raw, &slot.model, shared.seed, &shared.signer, path.stream)
+        }
+        Dialect::Bedrock => {
+            bedrock::decode(&raw, &slot.model, shared.seed, &shared.signer, path.stream)
+        }
     };
     let exchange = match decoded {
         Ok(exchange) => exchange,
@@ -393,12 +407,13 @@ async fn handle_route(
     let request_headers = headers;
     let mut headers = HeaderMap::new();
     let id_header = match dialect {
-        Dialect::OpenAi | Dialect::OpenAiResponses => "x-request-id",
-        Dialect::Anthropic => "request-id",
-        Dialect::Bedrock => "x-amzn-requestid",
+        Dialect::OpenAi | Dialect::OpenAiResponses => Some("x-request-id"),
+        Dialect::Anthropic => Some("request-id"),
+        Dialect::Gemini => None,
+        Dialect::Bedrock => Some("x-amzn-requestid"),
     };
-    if let Ok(v) = HeaderValue::from_str(&ctx.request_id) {
-        headers.insert(HeaderName::from_static(id_header), v);
+    if let (Some(name), Ok(v)) = (id_header, HeaderValue::from_str(&ctx.request_id)) {
+        headers.insert(HeaderName::from_static(name), v);
     }
     if let Some(state) = &state {
         rate_headers::insert(&mut headers, dialect, state);
@@ -422,22 +437,16 @@ async fn handle_route(
         return faulty::serve(fault_ctx, kind, params, answer);
     }
     // A truncated stream: OpenAI's connection breaks after three frames; Anthropic's and
-    // Responses' frames themselves stop after four, with an error event.
-    let (openai_cut, anthropic_cut) = match dialect {
+    // Responses' frames themselves stop after four with an error event, Gemini's after one.
+    let (openai_cut, frames_cut) = match dialect {
         Dialect::OpenAi => (cut_stream.then_some(3), None),
         Dialect::Anthropic | Dialect::OpenAiResponses | Dialect::Bedrock => {
             (None, cut_stream.then_some(4))
         }
+        Dialect::Gemini => (None, cut_stream.then_some(1)),
     };
     match render(
-        &shared,
-        &slot,
-        &exchange,
-        &mut plan,
-        dialect,
-        input,
-        created,
-        anthropic_cut,
+        &shared, &slot, &exchange, &mut plan, dialect, input, created, frames_cut,
     ) {
         Rendered::Stream(frames) if dialect == Dialect::Bedrock => {
             headers.insert(
@@ -538,7 +547,8 @@ fn applies(kind: FaultKind, exchange: &Exchange) -> bool {
 }
 
 /// The normal answer to `exchange`, rendered for its dialect: frames for a stream, a JSON value
-/// otherwise. `anthropic_cut` stops an Anthropic stream's frames after that many.
+/// otherwise. `frames_cut` stops an Anthropic, Responses, Gemini or Bedrock stream's frames
+/// after that many.
 #[allow(clippy::too_many_arguments)] // One call per answer path; a struct would only rename them.
 fn render(
     shared: &Shared,
@@ -548,7 +558,7 @@ fn render(
     dialect: Dialect,
     input: u64,
     created: i64,
-    anthropic_cut: Option<usize>,
+    frames_cut: Option<usize>,
 ) -> Rendered {
     match dialect {
         Dialect::OpenAi => {
@@ -579,7 +589,7 @@ fn render(
                 signer: &shared.signer,
             };
             if exchange.stream {
-                Rendered::Stream(anthropic::frames(&env, plan, anthropic_cut))
+                Rendered::Stream(anthropic::frames(&env, plan, frames_cut))
             } else {
                 Rendered::Whole(anthropic::message(&env, plan))
             }
@@ -595,9 +605,24 @@ fn render(
                 exchange,
             };
             if exchange.stream {
-                Rendered::Stream(responses::frames(&env, plan, anthropic_cut))
+                Rendered::Stream(responses::frames(&env, plan, frames_cut))
             } else {
                 Rendered::Whole(responses::whole(&env, plan))
+            }
+        }
+        Dialect::Gemini => {
+            let id = uuid::Uuid::new_v4().simple().to_string();
+            let env = gemini::Envelope {
+                response_id: &id,
+                model: &slot.model.name,
+                input_tokens: input,
+                signer: &shared.signer,
+                include_thoughts: exchange.include_thoughts,
+            };
+            if exchange.stream {
+                Rendered::Stream(gemini::frames(&env, plan, frames_cut))
+            } else {
+                Rendered::Whole(gemini::response(&env, plan))
             }
         }
         Dialect::Bedrock => {
@@ -606,7 +631,7 @@ fn render(
                 signer: &shared.signer,
             };
             if exchange.stream {
-                Rendered::Stream(bedrock::frames(&env, plan, anthropic_cut))
+                Rendered::Stream(bedrock::frames(&env, plan, frames_cut))
             } else {
                 let latency = u64::try_from(chrono::Utc::now().timestamp() - created)
                     .unwrap_or(0)

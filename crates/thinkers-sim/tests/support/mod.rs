@@ -83,6 +83,50 @@ pub(crate) async fn anthropic(sim: &Sim, body: &Value) -> Reply {
     anthropic_with(sim, body, &[]).await
 }
 
+/// `POST /v1beta/models/{model}:generateContent` with a key in `x-goog-api-key`.
+pub(crate) async fn gemini_with(
+    sim: &Sim,
+    model: &str,
+    body: &Value,
+    extra: &[(&str, &str)],
+) -> Reply {
+    let mut req = client()
+        .post(format!(
+            "{}/models/{model}:generateContent",
+            sim.gemini_base_url()
+        ))
+        .header("x-goog-api-key", "AIza-test")
+        .json(body);
+    for (k, v) in extra {
+        req = req.header(*k, *v);
+    }
+    reply(req.send().await.unwrap()).await
+}
+
+pub(crate) async fn gemini(sim: &Sim, model: &str, body: &Value) -> Reply {
+    gemini_with(sim, model, body, &[]).await
+}
+
+/// `POST /v1beta/models/{model}:streamGenerateContent?alt=sse`.
+pub(crate) async fn gemini_stream(
+    sim: &Sim,
+    model: &str,
+    body: &Value,
+    extra: &[(&str, &str)],
+) -> (Vec<Sse>, bool) {
+    let mut req = client()
+        .post(format!(
+            "{}/models/{model}:streamGenerateContent?alt=sse",
+            sim.gemini_base_url()
+        ))
+        .header("x-goog-api-key", "AIza-test")
+        .json(body);
+    for (k, v) in extra {
+        req = req.header(*k, *v);
+    }
+    events(req.send().await.unwrap()).await
+}
+
 async fn reply(resp: reqwest::Response) -> Reply {
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();

@@ -43,7 +43,6 @@ use crate::dispatch::RateObservation;
 use crate::llm::codec::{self, StreamDecoder};
 use crate::llm::encoded::EncodedRequest;
 use crate::llm::errors::{Origin, ProviderError};
-use crate::llm::headers;
 use crate::llm::http::{endpoint_url, is_tls, model_of, replay_as_deltas, request_headers};
 use crate::llm::redact::{Redactor, chain};
 #[cfg(test)]
@@ -51,6 +50,7 @@ use crate::llm::request::ChatRequest;
 use crate::llm::response::{ChatResponse, StreamDelta};
 #[cfg(test)]
 use crate::llm::target::WireTarget;
+use crate::llm::{gemini, headers};
 use crate::{Error, Result};
 
 /// The connect timeout of every request.
@@ -441,6 +441,10 @@ impl Exchange<'_> {
             Ok(Ok(b)) => b,
             _ => bytes::Bytes::new(),
         };
+        // A `google.rpc` error (Gemini) states its wait in the body (`RetryInfo`), not in a
+        // header: it feeds admission the same way.
+        let retry_after = retry_after.or_else(|| gemini::retry_delay(&body));
+        // Bedrock names the exception in `x-amzn-ErrorType` (or `__type`), beside `message`.
         let mut said = if self.enc.plan.dialect == crate::llm::Dialect::BedrockConverse {
             crate::llm::bedrock::decode::provider_error(&error_headers, &body)
         } else {

@@ -7,7 +7,7 @@ use crate::llm::request::ChatRequest;
 use crate::llm::response::{ChatResponse, StreamDelta};
 use crate::llm::target::{Dialect, WireTarget};
 use crate::llm::text_tools::{self, TextGate};
-use crate::llm::{anthropic, bedrock, openai, responses};
+use crate::llm::{anthropic, bedrock, gemini, openai, responses};
 
 /// Render a request to the exact bytes that will be sent (streamed when `req.stream`).
 pub fn encode(target: &WireTarget, req: &ChatRequest) -> Result<EncodedRequest> {
@@ -23,6 +23,7 @@ pub(crate) fn encode_with(
         Dialect::OpenAi | Dialect::OpenAiCompatible => openai::encode::encode(target, req, stream),
         Dialect::Anthropic => anthropic::encode::encode(target, req, stream),
         Dialect::OpenAiResponses => responses::encode::encode(target, req, stream),
+        Dialect::Gemini => gemini::encode::encode(target, req, stream),
         Dialect::BedrockConverse => bedrock::encode::encode(target, req, stream),
     }
 }
@@ -33,6 +34,7 @@ pub fn decode(plan: &DecodePlan, body: &[u8]) -> Result<ChatResponse> {
         Dialect::OpenAi | Dialect::OpenAiCompatible => openai::decode::decode(plan, body)?,
         Dialect::Anthropic => anthropic::decode::decode(plan, body)?,
         Dialect::OpenAiResponses => responses::decode::decode(plan, body)?,
+        Dialect::Gemini => gemini::decode::decode(plan, body)?,
         Dialect::BedrockConverse => bedrock::decode::decode(plan, body)?,
     };
     if plan.text_tools {
@@ -51,6 +53,7 @@ enum Inner {
     OpenAi(openai::stream::OpenAiStream),
     Anthropic(anthropic::stream::AnthropicStream),
     Responses(responses::stream::ResponsesStream),
+    Gemini(gemini::stream::GeminiStream),
     Bedrock(bedrock::stream::BedrockStream),
 }
 
@@ -78,6 +81,7 @@ impl StreamDecoder {
             Dialect::OpenAiResponses => {
                 Inner::Responses(responses::stream::ResponsesStream::new(plan))
             }
+            Dialect::Gemini => Inner::Gemini(gemini::stream::GeminiStream::new(plan)),
             Dialect::BedrockConverse => Inner::Bedrock(bedrock::stream::BedrockStream::new(plan)),
         };
         Self {
@@ -96,6 +100,7 @@ impl StreamDecoder {
             Inner::OpenAi(s) => s.delivered_content(),
             Inner::Anthropic(s) => s.delivered_content(),
             Inner::Responses(s) => s.delivered_content(),
+            Inner::Gemini(s) => s.delivered_content(),
             Inner::Bedrock(s) => s.delivered_content(),
         }
     }
@@ -106,6 +111,7 @@ impl StreamDecoder {
             Inner::OpenAi(s) => s.is_done(),
             Inner::Anthropic(s) => s.is_done(),
             Inner::Responses(s) => s.is_done(),
+            Inner::Gemini(s) => s.is_done(),
             Inner::Bedrock(s) => s.is_done(),
         }
     }
@@ -121,6 +127,7 @@ impl StreamDecoder {
             Inner::OpenAi(s) => s.push(data, &mut route),
             Inner::Anthropic(s) => s.push(data, &mut route),
             Inner::Responses(s) => s.push(data, &mut route),
+            Inner::Gemini(s) => s.push(data, &mut route),
             Inner::Bedrock(s) => s.push(data, &mut route),
         }
     }
@@ -133,6 +140,7 @@ impl StreamDecoder {
             Inner::OpenAi(s) => s.finish()?,
             Inner::Anthropic(s) => s.finish()?,
             Inner::Responses(s) => s.finish()?,
+            Inner::Gemini(s) => s.finish()?,
             Inner::Bedrock(s) => s.finish()?,
         };
         if let Some(mut gate) = self.gate {

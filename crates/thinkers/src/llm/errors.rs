@@ -58,7 +58,8 @@ fn truncated(s: &str) -> String {
 }
 
 impl ProviderError {
-    /// Read an error object `{"type", "message", "param", "code"}`.
+    /// Read an error object `{"type", "message", "param", "code"}` (a `google.rpc` error's
+    /// `status`, such as `RESOURCE_EXHAUSTED`, stands in for a missing `type`).
     pub(crate) fn from_error_object(e: &Value) -> Self {
         let s = |k: &str| match e.get(k) {
             Some(Value::String(v)) => Some(v.clone()),
@@ -66,10 +67,11 @@ impl ProviderError {
             _ => None,
         };
         Self {
-            kind: s("type"),
+            kind: s("type").or_else(|| s("status")),
             code: s("code"),
             message: truncated(&s("message").unwrap_or_else(|| e.to_string())),
-            param: s("param"),
+            // A `google.rpc` error names the field in a `BadRequest` detail.
+            param: s("param").or_else(|| crate::llm::gemini::violated_field(e)),
         }
     }
 

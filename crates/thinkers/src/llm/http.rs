@@ -54,7 +54,15 @@ pub(crate) fn model_of(enc: &EncodedRequest) -> Option<String> {
     struct Named {
         model: Option<String>,
     }
-    serde_json::from_slice::<Named>(&enc.body).ok()?.model
+    match serde_json::from_slice::<Named>(&enc.body).ok()?.model {
+        Some(m) => Some(m),
+        // Gemini names the model in the path: `…/models/{model}:generateContent`.
+        None => {
+            let path = enc.url.split('?').next()?;
+            let (_, rest) = path.rsplit_once("/models/")?;
+            rest.split_once(':').map(|(m, _)| m.to_owned())
+        }
+    }
 }
 
 /// The request's headers: the encoded ones (secrets marked sensitive, so reqwest never shows

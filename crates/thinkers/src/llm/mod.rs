@@ -12,6 +12,8 @@
 //!   conservative profile and lenient decoding;
 //! * Anthropic Messages (`anthropic`), with thinking blocks kept verbatim;
 //! * OpenAI Responses (`responses`), with reasoning items kept verbatim, also on Azure OpenAI;
+//! * Google Gemini `generateContent` (`gemini`), with thought parts and thought signatures kept
+//!   verbatim;
 //! * Amazon Bedrock Converse (`bedrock`), requests signed with AWS Signature Version 4 and
 //!   streams read from AWS event-stream frames;
 //! * the text-based tool protocol (`text_tools`) layered on any of them for models without
@@ -30,6 +32,7 @@ pub mod client;
 mod codec;
 pub mod encoded;
 mod errors;
+mod gemini;
 mod headers;
 mod http;
 mod openai;

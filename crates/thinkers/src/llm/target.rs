@@ -44,7 +44,8 @@ pub struct WireTarget {
     /// The wire format.
     pub dialect: Dialect,
     /// The base URL: for the OpenAI family it includes the version (`…/v1`); for Anthropic it is
-    /// the host root (the dialect appends `/v1/messages`).
+    /// the host root (the dialect appends `/v1/messages`); for Gemini it includes the version
+    /// (`…/v1beta`; the dialect appends `/models/{model}:generateContent`).
     pub base_url: String,
     /// The model name sent on the wire.
     pub model: String,

@@ -67,7 +67,10 @@ pub fn starting_factor(dialect: Dialect, tokenizer: Tokenizer) -> f64 {
         (Tokenizer::Estimate, Dialect::Anthropic | Dialect::BedrockConverse) => 1.8,
         (
             Tokenizer::Estimate,
-            Dialect::OpenAi | Dialect::OpenAiCompatible | Dialect::OpenAiResponses,
+            Dialect::OpenAi
+            | Dialect::OpenAiCompatible
+            | Dialect::OpenAiResponses
+            | Dialect::Gemini,
         ) => 1.5,
     }
 }

@@ -227,5 +227,18 @@ fn the_example_catalogs_load() {
             n += 1;
         }
     }
-    assert_eq!(n, 6);
+    assert_eq!(
+        n, 7,
+        "openai, anthropic, ollama, openai-responses, azure, gemini, bedrock"
+    );
+    // The Gemini example speaks the gemini dialect with its version in the base URL.
+    let gemini = thinkers::model::Catalog::load(format!("{dir}/gemini.toml")).unwrap();
+    let provider = gemini.provider("gemini").unwrap();
+    assert_eq!(provider.dialect, thinkers::llm::Dialect::Gemini);
+    assert!(
+        provider.base_url.ends_with("/v1beta"),
+        "{}",
+        provider.base_url
+    );
+    assert_eq!(gemini.entries().len(), 3);
 }

@@ -34,11 +34,12 @@ fn runner() -> TestRunner {
     })
 }
 
-const DIALECTS: [Dialect; 5] = [
+const DIALECTS: [Dialect; 6] = [
     Dialect::OpenAi,
     Dialect::OpenAiCompatible,
     Dialect::Anthropic,
     Dialect::OpenAiResponses,
+    Dialect::Gemini,
     Dialect::BedrockConverse,
 ];
 
@@ -115,6 +116,19 @@ fn bodies() -> Vec<Value> {
         json!({"id": "msg_5", "type": "message", "content": [{"type": "text",
             "text": "{\"tool_calls\":[{\"name\":\"lookup\",\"arguments\":{\"term\":\"x\"}}]}"}],
             "stop_reason": "end_turn"}),
+        json!({"candidates": [{"content": {"role": "model", "parts": [
+                {"text": "Look it up.", "thought": true},
+                {"text": "Checking.", "thoughtSignature": "c2ln"},
+                {"functionCall": {"name": "lookup", "args": {"term": "seat"}}, "thoughtSignature": "Y2FsbA=="},
+                {"functionCall": {"id": "fc_1", "name": "lookup", "args": null}},
+                {"inlineData": {"mimeType": "image/png", "data": "AAAA"}, "thoughtSignature": "eA=="}]},
+            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "thoughtsTokenCount": 3,
+                "cachedContentTokenCount": 2, "totalTokenCount": 18},
+            "modelVersion": "gemini-x"}),
+        json!({"promptFeedback": {"blockReason": "SAFETY"}}),
+        json!({"error": {"code": 429, "message": "Resource has been exhausted", "status": "RESOURCE_EXHAUSTED",
+            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "17s"}]}}),
         // Bedrock Converse.
         json!({"output": {"message": {"role": "assistant", "content": [
                 {"reasoningContent": {"reasoningText": {"text": "Look it up.", "signature": "c2ln"}}},
@@ -242,6 +256,28 @@ fn streams() -> Vec<Vec<String>> {
         ),
         rs(json!({"type": "error", "code": "rate_limit_exceeded", "message": "slow down"})),
     ];
+    let gm = |v: Value| v.to_string();
+    let gemini = vec![
+        gm(
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Look", "thought": true}]}, "index": 0}], "modelVersion": "gemini-x"}),
+        ),
+        gm(
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": " it up.", "thought": true, "thoughtSignature": "c2ln"}]}}]}),
+        ),
+        gm(json!({"candidates": [{"content": {"parts": [{"text": "A seat"}]}}]})),
+        gm(
+            json!({"candidates": [{"content": {"parts": [{"text": "", "thoughtSignature": "eA=="}]}}]}),
+        ),
+        gm(
+            json!({"candidates": [{"content": {"parts": [{"functionCall": {"name": "lookup", "args": {"term": "seat"}}, "thoughtSignature": "Y2FsbA=="}]}}]}),
+        ),
+        gm(
+            json!({"candidates": [{"content": {"parts": [{"text": ""}]}, "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 4}}),
+        ),
+        gm(
+            json!({"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}),
+        ),
+    ];
     // Bedrock: each event-stream message as the JSON of its union member.
     let bedrock = vec![
         an(json!({"messageStart": {"role": "assistant"}})),
@@ -272,7 +308,14 @@ fn streams() -> Vec<Vec<String>> {
         an(json!({"throttlingException": {"message": "Too many tokens"}})),
         an(json!({"error": {"code": "InternalFailure", "message": null}})),
     ];
-    vec![openai_text, openai_tools, anthropic, responses, bedrock]
+    vec![
+        openai_text,
+        openai_tools,
+        anthropic,
+        responses,
+        gemini,
+        bedrock,
+    ]
 }
 
 /// JSON tokens and values worth inserting.
@@ -614,10 +657,15 @@ fn the_valid_corpus_decodes() {
     };
     let bodies = bodies();
     for (i, b) in bodies.iter().enumerate() {
+        let gemini = b.get("candidates").is_some()
+            || b.get("promptFeedback").is_some()
+            || b["error"].get("status").is_some();
         let bedrock =
             b.get("object").is_none() && (b.get("output").is_some() || b.get("message").is_some());
         let dialect = if b.get("object") == Some(&json!("response")) {
             Dialect::OpenAiResponses
+        } else if gemini {
+            Dialect::Gemini
         } else if b.get("choices").is_some() || b.get("object").is_some() || i == 4 {
             Dialect::OpenAi
         } else if bedrock {
@@ -660,9 +708,19 @@ fn the_valid_corpus_decodes() {
     assert!(d.is_done());
     let out = d.finish(&mut |_| {}).unwrap();
     assert_eq!(out.tool_calls()[0].arguments["term"], "seat");
+    let mut d = StreamDecoder::new(DecodePlan {
+        stream: true,
+        ..plan(Dialect::Gemini)
+    });
+    let events = &streams[4];
+    for e in &events[..events.len() - 1] {
+        d.push(e, &mut |_| {}).unwrap();
+    }
+    let out = d.finish(&mut |_| {}).unwrap();
+    assert_eq!((out.text().as_str(), out.tool_calls().len()), ("A seat", 1));
     // Bedrock: the stream up to its closing `metadata`, without the two error events.
     let mut d = StreamDecoder::new(plan(Dialect::BedrockConverse));
-    let events = &streams[4];
+    let events = &streams[5];
     for e in &events[..events.len() - 2] {
         d.push(e, &mut |_| {}).unwrap();
     }

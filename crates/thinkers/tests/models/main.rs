@@ -6,7 +6,8 @@
 //! any text), `waits` (4: server-requested waits), `streams` (5: idle timeout, retry before
 //! content), `naming` (6-8: one bounded wait, errors that name provider, entry and path, empty
 //! keys), `empty` (9: empty answers, unparseable bodies), `fuzz` (12: no input panics);
-//! `responses`: the OpenAI Responses dialect and Azure OpenAI (issue 33).
+//! `responses`: the OpenAI Responses dialect and Azure OpenAI (issue 33); `gemini`: the Gemini
+//! dialect's errors and answers through the dispatcher.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -21,6 +22,7 @@ mod correction;
 mod empty;
 mod faults;
 mod fuzz;
+mod gemini;
 mod naming;
 mod responses;
 mod secrets;

@@ -1,5 +1,6 @@
-//! Issue 28, point 4: a server-requested wait (`retry-after`, `retry-after-ms`) is honoured on
-//! every retryable status, and capped by the client's `max_retry_wait`.
+//! Issue 28, point 4: a server-requested wait (`retry-after`, `retry-after-ms`, or Gemini's
+//! `google.rpc.RetryInfo` in the body) is honoured on every retryable status, and capped by the
+//! client's `max_retry_wait`.
 
 use std::time::{Duration, Instant};
 
@@ -101,4 +102,41 @@ async fn a_requested_wait_above_the_cap_is_cut_to_the_cap() {
             "{m} (HTTP {status}): retried after {gap:?}; the cap is 1 s"
         );
     }
+}
+
+#[tokio::test]
+async fn a_gemini_retry_info_delay_is_honoured_like_a_header() {
+    // Gemini's 429 names no wait in a header: only its `google.rpc.RetryInfo` detail says 1 s.
+    let sim = thinkers_sim::Sim::start(
+        thinkers_sim::SimConfig::builder()
+            .log_bodies(true)
+            .model(thinkers_sim::SimModel::new("gemini-w"))
+            .build()
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    let toml = format!(
+        "[providers.g]\ndialect = \"gemini\"\nbase_url = \"{}\"\napi_key_env = \"THINKERS_SIM_KEY\"\n\n\
+         [[entries]]\nid = \"g-w\"\nprovider = \"g\"\nmodel = \"gemini-w\"\ngrade = \"small\"\n\
+         context_window = 100000\noutput_ceiling = 4096\nprice_in = 1.0\nprice_out = 2.0\n\
+         currency = \"USD\"\nnative_tools = true\n",
+        sim.gemini_base_url()
+    );
+    let rt = crate::support::runtime(&toml, &Timeouts::default(), None).await;
+    sim.inject(
+        FaultRule::new(FaultKind::RateLimit429)
+            .for_model("gemini-w")
+            .times(1),
+    );
+    let started = Instant::now();
+    rt.run(call("g-w")).await.unwrap();
+    assert_eq!(requests(&sim, "gemini-w"), 2, "one refused, one served");
+    let gap = gap(&sim, "gemini-w");
+    // The dispatcher's own throttle backoff here is 10 ms: only the RetryInfo asks for 1 s.
+    assert!(
+        gap + Duration::from_millis(20) >= Duration::from_secs(1),
+        "retried after {gap:?}; RetryInfo asked for 1 s"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
 }

@@ -1,7 +1,7 @@
 //! Thinkers end to end: the loop driven by scripted turns through the dispatcher, the
 //! answer-shape boundary, and single-objective runs over real HTTP against thinkers-sim for the
-//! OpenAI and Anthropic dialects and the text-tool fallback, for OpenAI Responses and Azure
-//! OpenAI (`responses`), and for Bedrock Converse (`bedrock`).
+//! OpenAI, Anthropic and Gemini dialects and the text-tool fallback, for OpenAI Responses and
+//! Azure OpenAI (`responses`), and for Bedrock Converse (`bedrock`).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -14,6 +14,7 @@ mod answer;
 mod approval;
 mod bedrock;
 mod e2e;
+mod gemini;
 mod pins;
 mod read_only;
 mod responses;

@@ -4,7 +4,8 @@
 //!   tool results travel in one user turn, ahead of any other block of that turn.
 //! * An assistant turn sends its thinking and redacted-thinking blocks first, unchanged and in
 //!   their order, then the rest. Thinking blocks are sent only to a target with thinking support
-//!   and only when they carry a signature (reasoning decoded from other providers has none).
+//!   and only when they carry a signature (reasoning decoded from other providers has none;
+//!   Gemini's thoughts and signatures, tagged, are never sent).
 //! * `Reasoning::Tokens(n)` on a thinking target becomes `thinking: {type: enabled,
 //!   budget_tokens}` with the budget raised to at least 1,024; thinking counts toward
 //!   `max_tokens`, so `max_tokens` is the answer budget plus the thinking budget (which keeps the
@@ -29,7 +30,7 @@ use crate::llm::encoded::{self, DecodePlan, EncodedRequest, Header, Part};
 use crate::llm::request::{ChatRequest, Reasoning, ToolChoice, ToolSpec};
 use crate::llm::strict::{self, Adaptation, Rendered};
 use crate::llm::target::WireTarget;
-use crate::llm::text_tools;
+use crate::llm::{gemini, text_tools};
 
 /// The request body, fields in the order the Messages API documents them.
 #[derive(Serialize)]
@@ -302,7 +303,9 @@ fn block<'a>(b: &'a ContentBlock, thinking: bool) -> Option<Block<'a>> {
             thinking: t,
             signature,
         },
-        ContentBlock::RedactedThinking { data } if thinking => Block::RedactedThinking { data },
+        ContentBlock::RedactedThinking { data } if thinking && !gemini::is_gemini(data) => {
+            Block::RedactedThinking { data }
+        }
         ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => return None,
         ContentBlock::ToolCall {
             id,
@@ -340,10 +343,12 @@ fn block<'a>(b: &'a ContentBlock, thinking: bool) -> Option<Block<'a>> {
     })
 }
 
-/// Whether a thinking block's signature is one this provider made: not empty, and not an OpenAI
-/// Responses reasoning item carried in the same field.
+/// Whether a thinking block's signature is one this provider made: not empty, not an OpenAI
+/// Responses reasoning item and not a Gemini thought signature carried in the same field.
 fn anthropic_signature(signature: &str) -> bool {
-    !signature.is_empty() && !crate::llm::responses::reasoning_item(signature)
+    !signature.is_empty()
+        && !crate::llm::responses::reasoning_item(signature)
+        && !gemini::is_gemini(signature)
 }
 
 /// Whether the latest assistant turn called tools without a (signed) thinking block.
@@ -357,7 +362,7 @@ fn unthought_tool_turn(history: &[Message]) -> bool {
         .any(|b| matches!(b, ContentBlock::ToolCall { .. }));
     let thought = last.content.iter().any(|b| match b {
         ContentBlock::Thinking { signature, .. } => anthropic_signature(signature),
-        ContentBlock::RedactedThinking { .. } => true,
+        ContentBlock::RedactedThinking { data } => !gemini::is_gemini(data),
         _ => false,
     });
     calls && !thought

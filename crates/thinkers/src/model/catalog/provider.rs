@@ -39,6 +39,8 @@ pub enum Dialect {
     /// carried across turns.
     #[serde(rename = "openai-responses")]
     OpenAiResponses,
+    /// The Google Gemini API, `generateContent` (`gemini`).
+    Gemini,
     /// Amazon Bedrock Converse (`bedrock-converse`): requests signed with AWS Signature
     /// Version 4 (see [`super::AwsSettings`]), or a Bedrock API key as a bearer token.
     #[serde(rename = "bedrock-converse")]
@@ -50,6 +52,7 @@ const DIALECT_NAMES: &[&str] = &[
     "anthropic",
     "openai-compatible",
     "openai-responses",
+    "gemini",
     "bedrock-converse",
 ];
 
@@ -61,6 +64,7 @@ impl Dialect {
             Self::Anthropic => "anthropic",
             Self::OpenAiCompatible => "openai-compatible",
             Self::OpenAiResponses => "openai-responses",
+            Self::Gemini => "gemini",
             Self::BedrockConverse => "bedrock-converse",
         }
     }
@@ -87,6 +91,7 @@ impl FromStr for Dialect {
             Self::Anthropic,
             Self::OpenAiCompatible,
             Self::OpenAiResponses,
+            Self::Gemini,
             Self::BedrockConverse,
         ]
         .into_iter()
@@ -242,15 +247,16 @@ mod tests {
             Dialect::Anthropic,
             Dialect::OpenAiCompatible,
             Dialect::OpenAiResponses,
+            Dialect::Gemini,
             Dialect::BedrockConverse,
         ] {
             assert_eq!(d.as_str().parse::<Dialect>().unwrap(), d);
             let json = serde_json::to_string(&d).unwrap();
             assert_eq!(json, format!("\"{d}\""));
         }
-        let err = "gemini".parse::<Dialect>().unwrap_err().to_string();
+        let err = "cohere".parse::<Dialect>().unwrap_err().to_string();
         assert!(
-            err.contains("`gemini`") && err.contains("openai-compatible"),
+            err.contains("`cohere`") && err.contains("openai-compatible"),
             "{err}"
         );
         assert!(!Dialect::OpenAiCompatible.requires_key());

@@ -112,14 +112,14 @@ fn rejects_output_ceiling_above_context_window() {
 
 #[test]
 fn rejects_unknown_dialect() {
-    let err = broken("dialect = \"openai-compatible\"", "dialect = \"gemini\"");
+    let err = broken("dialect = \"openai-compatible\"", "dialect = \"cohere\"");
     assert_invalid(
         &err,
         Problem::UnknownDialect,
         &[
             "provider `local`",
             "field `dialect`",
-            "\"gemini\"",
+            "\"cohere\"",
             "anthropic",
         ],
     );
