@@ -44,7 +44,11 @@ pub(crate) async fn bind_with(
     if !catalog.needs_sim() {
         return Ok((catalog, None));
     }
-    let sim = Sim::start(tune(sim_config(None)?))
+    // The sim serves the catalog's own entries when the catalog came from a file (their
+    // models, with any `[entries.sim]` profiles), the bundled ones otherwise.
+    let source = Path::new(catalog.source_name());
+    let from_file = source.is_file().then_some(source);
+    let sim = Sim::start(tune(sim_config(from_file)?))
         .await
         .context("starting the simulated provider")?;
     let url = sim.base_url();

@@ -36,21 +36,43 @@ fn row<'a>(stdout: &'a str, id: &str) -> Vec<&'a str> {
 
 #[test]
 fn an_entry_the_provider_does_not_serve_fails_the_check() {
-    // The sim serves the bundled models by name; this one it answers with a 404.
-    let at = BUNDLED_TOML.find("model = \"sim-xl-a\"").unwrap();
+    // The sim serves the catalog's models, at its own paths: a provider whose base URL points
+    // elsewhere on it is answered 404.
     let catalog = format!(
-        "{}model = \"sim-no-such-model\"{}",
-        &BUNDLED_TOML[..at],
-        &BUNDLED_TOML[at + "model = \"sim-xl-a\"".len()..]
+        "{BUNDLED_TOML}\n[providers.sim-nowhere]\ndialect = \"openai\"\n\
+         base_url = \"{{sim}}/nowhere/v1\"\napi_key_env = \"THINKERS_SIM_KEY\"\n\n\
+         [[entries]]\nid = \"sim-lost\"\nprovider = \"sim-nowhere\"\nmodel = \"sim-small-a\"\n\
+         grade = \"small\"\ncontext_window = 128000\noutput_ceiling = 8192\nprice_in = 1.0\n\
+         price_out = 5.0\ncurrency = \"USD\"\n"
     );
     let (ok, stdout, stderr) = check(&catalog);
     assert!(!ok, "the check passed:\n{stdout}\n{stderr}");
-    assert_eq!(row(&stdout, "sim-xl-a")[2], "NO", "{stdout}");
+    assert_eq!(row(&stdout, "sim-lost")[2], "NO", "{stdout}");
     assert_eq!(row(&stdout, "sim-xl-b")[2], "yes", "{stdout}");
     assert!(
-        stderr.contains("1 of 11 open entries are not callable: sim-xl-a"),
+        stderr.contains("1 of 12 open entries are not callable: sim-lost"),
         "{stderr}"
     );
+}
+
+/// A catalog of the sim's own making: models the bundled catalog does not name are served too
+/// (the in-process sim serves the catalog it was given), in every family the runtime speaks.
+#[test]
+fn a_catalog_mixing_every_family_over_the_sim_passes_the_check() {
+    let catalog = include_str!("fixtures/mixed-families.toml");
+    let (ok, stdout, stderr) = check(catalog);
+    assert!(ok, "{stdout}\n{stderr}");
+    for id in [
+        "mix-openai",
+        "mix-anthropic",
+        "mix-responses",
+        "mix-azure-chat",
+        "mix-azure-responses",
+        "mix-gemini",
+        "mix-bedrock",
+    ] {
+        assert_eq!(row(&stdout, id)[2], "yes", "{id}: {stdout}");
+    }
 }
 
 #[test]

@@ -86,3 +86,38 @@ fn a_failed_stage_is_reported_and_the_next_stages_still_run() {
         "{stderr}"
     );
 }
+
+/// The demo over a catalog mixing every family the runtime speaks (OpenAI Chat Completions and
+/// Responses, Azure OpenAI, Anthropic, Gemini, Bedrock Converse), all served by the in-process
+/// sim: every stage passes, and the calls went to several families.
+#[test]
+fn the_demo_runs_over_a_catalog_mixing_every_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/mixed-families.toml"
+    );
+    let out = thinkers()
+        .args(["demo", "--db"])
+        .arg(dir.path().join("demo.db"))
+        .args(["--catalog", catalog])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("failed: none"), "{stdout}");
+    let used: Vec<&str> = [
+        "mix-openai",
+        "mix-anthropic",
+        "mix-responses",
+        "mix-azure-chat",
+        "mix-azure-responses",
+        "mix-gemini",
+        "mix-bedrock",
+    ]
+    .into_iter()
+    .filter(|id| stdout.contains(&format!("| {id} ")))
+    .collect();
+    assert!(used.len() >= 3, "entries with calls: {used:?}\n{stdout}");
+}
