@@ -20,6 +20,12 @@
 //!
 //! The journal and the approvals live in the run's store ([`StepStore`], implemented by
 //! `store::SqliteSteps` and `store::PgSteps`), registered on the dispatcher as [`DurableSteps`].
+//! A chat turn journals its calls too, under its conversation ([`META_JOURNAL_RUN`]): a step that
+//! stopped for a person keeps its calls, and the decision continues the same turn.
+//!
+//! A call answered from the journal gives the model the same text as the first time; its typed
+//! output for code ([`crate::tool::ToolOutput::typed`]) is then the JSON value, not the tool's
+//! Rust type.
 //!
 //! **A place is not unique** when one job runs several children of the same class in one step
 //! (a fan-out of the same thinker): their tool calls share places and call ids. The journal
