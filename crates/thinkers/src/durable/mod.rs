@@ -5,7 +5,8 @@
 //!
 //! * every finished tool call is **journaled** under the run, its place in the trajectory (the
 //!   path of step ordinals and classes from the run's root to the calling job, see
-//!   [`crate::job::JobContext`]) and its tool-call id; when the run is replayed (a resumed
+//!   [`crate::job::JobContext`], and the index of the message holding the call in that job's
+//!   conversation) and its tool-call id; when the run is replayed (a resumed
 //!   approval, a worker that lost its lease, a restarted process) a call whose entry is in the
 //!   journal gets the journaled result without running. Model calls replay from the response
 //!   cache when one is registered (workers always register one). Only a step that was in flight
@@ -65,7 +66,8 @@ pub const META_APPROVAL: &str = "approval";
 pub struct StepKey {
     /// The run key.
     pub run: String,
-    /// The calling job's place: step ordinals and classes from the run's root, `/`-separated.
+    /// The calling job's place: step ordinals and classes from the run's root, `/`-separated,
+    /// then `#` and the index of the message holding the call in the job's conversation.
     pub place: String,
     /// The tool-call id the model gave the call.
     pub call_id: String,

@@ -66,6 +66,10 @@ pub(crate) struct Round<'a> {
     /// The run's depth, handed to the tools as their caller's.
     pub(crate) depth: Depth,
     pub(crate) max_calls: usize,
+    /// The index of the message holding the calls in the conversation: with the calling job's
+    /// place and the call id it keys a call in the journal, so a model that reuses call ids
+    /// (`call_0` every turn) never has a later call answered with an earlier one's result.
+    pub(crate) message: usize,
 }
 
 /// The outcome of a tool round: one result per call, in call order, the refusals, and the calls
@@ -107,7 +111,7 @@ pub(crate) async fn run_round(
         parent_pin: round.pin.as_deref().map(str::to_owned),
         parent_depth: Some(round.depth),
     };
-    let steps = Steps::of(round.cx);
+    let steps = Steps::of(round.cx, round.message);
     let mut slots = Vec::with_capacity(calls.len());
     let mut jobs = Vec::new();
     let mut refused = Vec::new();
@@ -216,7 +220,7 @@ struct Steps {
 }
 
 impl Steps {
-    fn of(cx: &JobContext) -> Self {
+    fn of(cx: &JobContext, message: usize) -> Self {
         let store = cx
             .services()
             .get::<DurableSteps>()
@@ -224,6 +228,7 @@ impl Steps {
         let policy = cx.services().get::<ApprovalPolicy>();
         let durable = durable::journals(cx);
         let (run, place) = durable::run_key_of(cx);
+        let place = format!("{place}#{message}");
         Self {
             store,
             policy,

@@ -414,6 +414,7 @@ async fn answer_calls<P: AnswerPhase>(
         pin: core.pin.clone(),
         depth: step.depth,
         max_calls: core.limits.max_tool_calls_per_turn,
+        message: step.before,
     };
     let obs = observer.clone();
     let mut register = move |tool: &str, out| {

@@ -275,3 +275,36 @@ async fn without_a_store_a_call_that_needs_approval_is_refused_not_run() {
     assert!(told, "the model was told why");
     w.rt.shutdown().await.unwrap();
 }
+
+/// A model that reuses a call id (`call_0` on every turn, as some OpenAI-compatible servers do)
+/// makes two identical calls in two turns of one durable run: both run. The journal keys a call
+/// by the message that holds it too, so the second is not answered with the first's result.
+#[tokio::test]
+async fn a_reused_call_id_in_a_later_turn_still_runs() {
+    let w = world(None, true).await;
+    let sent = Arc::new(AtomicUsize::new(0));
+    let turns = thinkers::thinker::ScriptedTurns::new()
+        .then_calls(&[("call_0", "send_note", json!({"to": "ops"}))])
+        .then_calls(&[("call_0", "send_note", json!({"to": "ops"}))])
+        .then_answer("sent twice", json!({"summary": "TWICE"}));
+    let thinker = SingleObjectiveThinker::<Report>::new(
+        ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
+        "You send the notes you are asked to send.",
+    )
+    .tool(SendNote {
+        sent: Arc::clone(&sent),
+        ask: false,
+    })
+    .turns(turns)
+    .class("notifier");
+    let out =
+        w.rt.run_durable(
+            "twice",
+            thinker.ask(ThinkerInput::query("Notify ops twice.")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.summary, "TWICE");
+    assert_eq!(sent.load(Ordering::SeqCst), 2, "each turn's call ran");
+    w.rt.shutdown().await.unwrap();
+}
