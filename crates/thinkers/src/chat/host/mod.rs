@@ -231,7 +231,14 @@ impl ChatHost {
             && s.thinker.observer().conversation().is_some()
             && (!self.inner.chats.is_shared() || s.turn_running())
         {
-            let approvals = self.waiting(record.conversation_id.as_deref()).await?;
+            let conversation = s.thinker.conversation_id().map(|c| c.to_string());
+            let approvals = self
+                .waiting(
+                    conversation
+                        .as_deref()
+                        .or(record.conversation_id.as_deref()),
+                )
+                .await?;
             return Ok(ChatHistory {
                 chat: record,
                 messages: s.thinker.observer().messages(),
@@ -252,7 +259,18 @@ impl ChatHost {
             }
             None => Vec::new(),
         };
-        let approvals = self.waiting(record.conversation_id.as_deref()).await?;
+        // The chat row links its conversation when a turn ends; the session knows it sooner.
+        let conversation = session
+            .as_ref()
+            .and_then(|s| s.thinker.conversation_id())
+            .map(|c| c.to_string());
+        let approvals = self
+            .waiting(
+                conversation
+                    .as_deref()
+                    .or(record.conversation_id.as_deref()),
+            )
+            .await?;
         Ok(ChatHistory {
             chat: record,
             messages,
