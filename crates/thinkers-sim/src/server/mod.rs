@@ -5,6 +5,7 @@ mod admin;
 mod azure;
 mod faulty;
 mod pipeline;
+mod render;
 mod state;
 
 use std::future::Future;

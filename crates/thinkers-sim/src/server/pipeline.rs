@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::faulty::{self, FaultCtx, Rendered};
+use super::render::render;
 use super::state::{ModelSlot, Shared, lock};
 use crate::api_error::ApiError;
 use crate::exchange::{AnswerFormat, Dialect, Exchange};
@@ -543,101 +544,5 @@ fn applies(kind: FaultKind, exchange: &Exchange) -> bool {
         | FaultKind::RateLimit429
         | FaultKind::Hang
         | FaultKind::Truncate => true,
-    }
-}
-
-/// The normal answer to `exchange`, rendered for its dialect: frames for a stream, a JSON value
-/// otherwise. `frames_cut` stops an Anthropic, Responses, Gemini or Bedrock stream's frames
-/// after that many.
-#[allow(clippy::too_many_arguments)] // One call per answer path; a struct would only rename them.
-fn render(
-    shared: &Shared,
-    slot: &ModelSlot,
-    exchange: &Exchange,
-    plan: &mut plan::Plan,
-    dialect: Dialect,
-    input: u64,
-    created: i64,
-    frames_cut: Option<usize>,
-) -> Rendered {
-    match dialect {
-        Dialect::OpenAi => {
-            let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
-            let env = openai::Envelope {
-                id: &id,
-                created,
-                model: &slot.model.name,
-                input_tokens: input,
-            };
-            if exchange.stream {
-                Rendered::Stream(openai::frames(
-                    &env,
-                    plan,
-                    exchange.include_usage,
-                    exchange.logprobs,
-                ))
-            } else {
-                Rendered::Whole(openai::completion(&env, plan, exchange.logprobs))
-            }
-        }
-        Dialect::Anthropic => {
-            let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
-            let env = anthropic::Envelope {
-                id: &id,
-                model: &slot.model.name,
-                input_tokens: input,
-                signer: &shared.signer,
-            };
-            if exchange.stream {
-                Rendered::Stream(anthropic::frames(&env, plan, frames_cut))
-            } else {
-                Rendered::Whole(anthropic::message(&env, plan))
-            }
-        }
-        Dialect::OpenAiResponses => {
-            let id = format!("resp_{}", uuid::Uuid::new_v4().simple());
-            let env = responses::Envelope {
-                id: &id,
-                created,
-                model: &slot.model.name,
-                input_tokens: input,
-                signer: &shared.signer,
-                exchange,
-            };
-            if exchange.stream {
-                Rendered::Stream(responses::frames(&env, plan, frames_cut))
-            } else {
-                Rendered::Whole(responses::whole(&env, plan))
-            }
-        }
-        Dialect::Gemini => {
-            let id = uuid::Uuid::new_v4().simple().to_string();
-            let env = gemini::Envelope {
-                response_id: &id,
-                model: &slot.model.name,
-                input_tokens: input,
-                signer: &shared.signer,
-                include_thoughts: exchange.include_thoughts,
-            };
-            if exchange.stream {
-                Rendered::Stream(gemini::frames(&env, plan, frames_cut))
-            } else {
-                Rendered::Whole(gemini::response(&env, plan))
-            }
-        }
-        Dialect::Bedrock => {
-            let env = bedrock::Envelope {
-                input_tokens: input,
-                signer: &shared.signer,
-            };
-            if exchange.stream {
-                Rendered::Stream(bedrock::frames(&env, plan, frames_cut))
-            } else {
-                let latency = u64::try_from(chrono::Utc::now().timestamp() - created)
-                    .unwrap_or(0)
-                    .saturating_mul(1000);
-                Rendered::Whole(bedrock::response(&env, plan, latency))
-            }
-        }
     }
 }
