@@ -53,7 +53,7 @@ mod postgres;
 #[cfg(feature = "sqlite")]
 mod query;
 #[cfg(feature = "sqlite")]
-mod response_cache;
+pub(crate) mod response_cache;
 #[cfg(feature = "sqlite")]
 mod select;
 #[cfg(feature = "sqlite")]

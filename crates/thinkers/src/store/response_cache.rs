@@ -11,6 +11,15 @@ use crate::Result;
 use crate::llm::{CacheKey, CacheUse, ChatResponse, ResponseCache};
 use crate::record::now_ms;
 
+/// Store an answer (the first one stored under a key wins); `$n` parameters, shared with the
+/// PostgreSQL cache.
+pub(crate) const PUT_SQL: &str = "INSERT INTO response_cache \
+     (key, entry, response, workflow, job, stored_at_ms) VALUES ($1, $2, $3, $4, $5, $6) \
+     ON CONFLICT (key) DO NOTHING";
+
+/// How many calls of a workflow were answered from the cache; shared with PostgreSQL.
+pub(crate) const HITS_SQL: &str = "SELECT COUNT(*) FROM response_cache_hits WHERE workflow = $1";
+
 /// Model answers by exact request, in a [`SqliteStore`]. Cheap to clone; clones share the pool.
 #[derive(Debug, Clone)]
 pub struct SqliteResponseCache {
@@ -27,12 +36,11 @@ impl SqliteResponseCache {
 
     /// How many calls of `workflow` were answered from the cache.
     pub async fn hits(&self, workflow: crate::job::JobId) -> Result<u64> {
-        let n: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM response_cache_hits WHERE workflow = $1")
-                .bind(workflow.to_string())
-                .fetch_one(self.store.pool())
-                .await
-                .map_err(|e| db_error("count cache hits", e))?;
+        let n: i64 = sqlx::query_scalar(HITS_SQL)
+            .bind(workflow.to_string())
+            .fetch_one(self.store.pool())
+            .await
+            .map_err(|e| db_error("count cache hits", e))?;
         u64::try_from(n).map_err(|_| corrupt("hit count", n))
     }
 }
@@ -81,19 +89,16 @@ impl ResponseCache for SqliteResponseCache {
                 crate::Error::system("response cache", "the answer did not serialize")
                     .with_source(e)
             })?;
-            sqlx::query(
-                "INSERT INTO response_cache (key, entry, response, workflow, job, stored_at_ms) \
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (key) DO NOTHING",
-            )
-            .bind(key.as_bytes().as_slice())
-            .bind(entry)
-            .bind(json)
-            .bind(by.workflow.to_string())
-            .bind(by.job.to_string())
-            .bind(now_ms())
-            .execute(self.store.pool())
-            .await
-            .map_err(|e| db_error("response cache store", e))?;
+            sqlx::query(PUT_SQL)
+                .bind(key.as_bytes().as_slice())
+                .bind(entry)
+                .bind(json)
+                .bind(by.workflow.to_string())
+                .bind(by.job.to_string())
+                .bind(now_ms())
+                .execute(self.store.pool())
+                .await
+                .map_err(|e| db_error("response cache store", e))?;
             Ok(())
         })
     }

@@ -11,14 +11,12 @@ use super::{PgStore, corrupt, pg_error};
 use crate::Result;
 use crate::llm::{CacheKey, CacheUse, ChatResponse, ResponseCache};
 use crate::record::now_ms;
+use crate::store::response_cache::{HITS_SQL, PUT_SQL};
 
 const GET_SQL: &str = "WITH hit AS (SELECT key, response FROM response_cache WHERE key = $1), \
      noted AS (INSERT INTO response_cache_hits (key, workflow, job, at_ms) \
                SELECT key, $2, $3, $4 FROM hit) \
      SELECT response FROM hit";
-
-const PUT_SQL: &str = "INSERT INTO response_cache (key, entry, response, workflow, job, stored_at_ms) \
-     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (key) DO NOTHING";
 
 /// Model answers by exact request, in a [`PgStore`]. Cheap to clone; clones share the pool.
 #[derive(Debug, Clone)]
@@ -36,12 +34,11 @@ impl PgResponseCache {
 
     /// How many calls of `workflow` were answered from the cache.
     pub async fn hits(&self, workflow: crate::job::JobId) -> Result<u64> {
-        let n: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM response_cache_hits WHERE workflow = $1")
-                .bind(workflow.to_string())
-                .fetch_one(self.store.pool())
-                .await
-                .map_err(|e| pg_error("count cache hits", e))?;
+        let n: i64 = sqlx::query_scalar(HITS_SQL)
+            .bind(workflow.to_string())
+            .fetch_one(self.store.pool())
+            .await
+            .map_err(|e| pg_error("count cache hits", e))?;
         u64::try_from(n).map_err(|_| corrupt("hit count", n))
     }
 }
