@@ -7,6 +7,19 @@ cd "$(dirname "$0")/.."
 
 log() { printf '\n==> %s\n' "$*"; }
 
+# The style is enforced, first, so a format slip or a lint fails in seconds rather than after the
+# whole suite: rustfmt's layout, and clippy with every warning an error (the workspace lints in
+# Cargo.toml deny unwrap/expect/panic in library code).
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+if ! cargo clippy --version >/dev/null 2>&1 || ! cargo fmt --version >/dev/null 2>&1; then
+    log "installing the clippy and rustfmt components"
+    rustup component add clippy rustfmt
+fi
+log "cargo fmt --all --check"
+cargo fmt --all --check
+log "cargo clippy --workspace --all-targets --all-features -- -D warnings"
+cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
+
 # Python SDKs for the wire-compatibility tests (the official openai and anthropic clients talk to
 # thinkers-sim). Installed into a project venv so nothing leaks into the system.
 setup_python() {
@@ -89,7 +102,6 @@ start_real_model() {
 }
 start_real_model
 
-export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 log "cargo check without default features"
 cargo check -p thinkers --no-default-features --locked
 log "cargo test --workspace --all-features (unit, integration and doc tests)"

@@ -79,7 +79,6 @@ impl SimConfig {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::fault::FaultKind;
 

@@ -349,7 +349,6 @@ impl SimConfigBuilder {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -400,7 +400,6 @@ impl FaultQueue {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -279,7 +279,6 @@ pub fn go_duration(d: Duration) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

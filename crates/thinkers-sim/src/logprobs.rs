@@ -135,7 +135,6 @@ fn token_logprobs(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use rand::SeedableRng;
 

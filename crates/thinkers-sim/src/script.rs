@@ -243,7 +243,6 @@ impl ScriptRunner {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn probe<'a>(last: &'a str, tool: Option<&'a str>) -> Probe<'a> {

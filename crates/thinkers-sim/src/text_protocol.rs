@@ -124,7 +124,6 @@ pub(crate) fn render_calls(calls: &[(String, Value)]) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     const SYSTEM: &str = "You are helpful.\n<tools>\n[{\"name\":\"lookup\",\"description\":\"Look up\",\"parameters\":{\"type\":\"object\",\"properties\":{\"q\":{\"type\":\"string\"}},\"required\":[\"q\"]}}]\n</tools>\nAnswer shape:\n<response_schema>\n{\"type\":\"object\"}\n</response_schema>\n";

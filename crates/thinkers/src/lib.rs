@@ -45,9 +45,8 @@
 //! ## Feature flags
 //!
 //! * `sqlite` (default) — the SQLite store and recorder through sqlx.
-//! * `openai`, `anthropic` (default) — provider dialects.
-//! * `test-utils` — test doubles for downstream crates (with `otel`, the SDK's in-memory span
-//!   exporter).
+//! * `test-utils` — test doubles for downstream tests ([`thinker::ScriptedTurns`]; with `otel`,
+//!   the SDK's in-memory span exporter).
 //! * `otel` — export the runtime's spans over OTLP ([`telemetry::otel`]).
 //! * `mcp` — the `mcp` module: MCP servers (stdio or streamable HTTP) as tool providers, through
 //!   rmcp. Part of `full`, not of the default.
@@ -90,6 +89,16 @@ pub mod tool;
 pub mod tools;
 
 pub use dispatch::{Dispatcher, JobHandle};
+/// `#[thinkers::tool]`: a tool written as an `async fn` (see [`tool`] for the trait it
+/// implements). The doc comment is the description, the parameters are the input schema.
+pub use thinkers_macros::tool;
+
+/// What `#[thinkers::tool]` expands to refers to; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use schemars;
+    pub use serde;
+}
 pub use error::{Error, ErrorKind, PendingCall, Result, RetrySignal};
 pub use runtime::{Runtime, RuntimeBuilder};
 
@@ -100,7 +109,8 @@ pub mod prelude {
     pub use crate::job::{
         Doer, Job, JobContext, Orchestrator, Requirements, Resources, ScopeGuard, doer,
     };
-    pub use crate::model::{Depth, Grade, ModelDependent, OutputSize};
+    pub use crate::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
+    pub use crate::runtime::Runtime;
     pub use crate::thinker::{
         ArtifactRef, ContentStream, ContentStreamEvent, SingleObjectiveThinker, ThinkerDeclaration,
         ThinkerInput, ThinkerOutput, Verdict,

@@ -7,7 +7,9 @@
 //! * a model call cannot be sent without a permit: the client's sends are crate-private, only
 //!   the dispatcher acquires, and nobody outside it makes the `Resources` that `converse_bound`
 //!   needs (`send_without_permit`, `acquire_outside_dispatcher`,
-//!   `resources_outside_dispatcher`).
+//!   `resources_outside_dispatcher`);
+//! * a `#[thinkers::tool]` fn without a doc comment, which is the description the model reads
+//!   (`tool_without_doc`).
 //!
 //! After a change of compiler message, regenerate with `TRYBUILD=overwrite` and read the new
 //! `.stderr` files before committing them.

@@ -381,3 +381,105 @@ async fn approval_example_waits_for_a_person_and_refunds_once() {
     // cache when the run went on) and the answer.
     assert_eq!(sim.requests().len(), 2);
 }
+
+/// A sim serving one OpenAI model named as the smallest example names it, with one tool round.
+const HELLO_SIM: &str = r#"
+[providers.openai]
+dialect = "openai"
+base_url = "{sim}/v1"
+api_key_env = "OPENAI_API_KEY"
+
+[[entries]]
+id = "gpt-4o-mini"
+provider = "openai"
+model = "gpt-4o-mini"
+grade = "small"
+context_window = 128000
+output_ceiling = 16384
+price_in = 0.15
+price_out = 0.60
+currency = "USD"
+
+[entries.sim]
+latency_ms = [1, 5]
+tool_rounds = 1
+parallel_tool_calls = 1
+quality = 0.9
+"#;
+
+/// The smallest example (a `#[thinkers::tool]` fn, a catalog built in code, a thinker) is at most
+/// 20 lines and runs as its own program the way a user runs it: `OPENAI_BASE_URL` and
+/// `OPENAI_API_KEY` from the environment, here pointed at a sim serving `gpt-4o-mini`.
+#[tokio::test]
+async fn hello_example_is_twenty_lines_and_runs_as_a_program() {
+    let source = include_str!("../examples/hello.rs");
+    assert!(
+        source.lines().count() <= 20,
+        "examples/hello.rs has {} lines",
+        source.lines().count()
+    );
+    // `cargo test` builds the examples beside the test binaries (target/<profile>/examples).
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
+    let hello = profile_dir
+        .join("examples")
+        .join(format!("hello{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        hello.exists(),
+        "{} is missing: run the whole suite, or `cargo build -p thinkers --example hello` first",
+        hello.display()
+    );
+    let config = thinkers_sim::SimConfig::from_catalog_toml(HELLO_SIM)
+        .unwrap()
+        .calm();
+    // The model's first turn calls the tool on "a b c" (a thinker at the standard depth is also
+    // offered `sub_thinker`, which a schema-driven answer might pick instead).
+    let script = thinkers_sim::Script::from_toml_str(
+        r#"
+[[rules]]
+contains = "Words in"
+on = "user"
+times = 1
+answer = { tool_calls = [{ name = "word_count", arguments = { text = "a b c" } }] }
+"#,
+    )
+    .unwrap();
+    let sim = thinkers_sim::Sim::start(thinkers_sim::SimConfig {
+        log_bodies: true,
+        script: Some(script),
+        ..config
+    })
+    .await
+    .unwrap();
+    let out = tokio::process::Command::new(&hello)
+        .env("OPENAI_BASE_URL", format!("{}/v1", sim.base_url()))
+        .env("OPENAI_API_KEY", "sk-hello-example")
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(!stdout.trim().is_empty(), "the answer is printed");
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 2, "one tool round, then the answer");
+    let first = &requests[0].raw_body;
+    // The macro made the tool: its name, the doc comment as description, the parameter.
+    assert!(first.contains("\"word_count\""), "{first}");
+    assert!(first.contains("Count the words of a text."), "{first}");
+    assert!(first.contains("\"text\""), "{first}");
+    // The second request carries the tool's result: a count of words, from the fn's body.
+    let second: serde_json::Value = serde_json::from_str(&requests[1].raw_body).unwrap();
+    let result = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap_or_else(|| panic!("no tool message in {second}"));
+    let content = result["content"].as_str().unwrap_or_default();
+    // Tool results reach the model as artifacts (`[artifact @a1] …`).
+    assert!(
+        content.trim().ends_with("] 3"),
+        "the fn's body counted three words: {content:?}"
+    );
+}

@@ -1,7 +1,5 @@
 //! Planner decisions, without HTTP.
 
-#![allow(clippy::unwrap_used, clippy::panic)]
-
 use serde_json::{Value, json};
 
 use super::*;

@@ -132,7 +132,6 @@ fn ascii_only(hir: &Hir) -> Hir {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use rand::SeedableRng;
 

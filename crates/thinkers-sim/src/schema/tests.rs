@@ -1,8 +1,6 @@
 //! Property checks: every generated value validates (Draft 2020-12, formats on), every violation
 //! does not, and generation is deterministic.
 
-#![allow(clippy::unwrap_used, clippy::panic)]
-
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use serde_json::{Value, json};

@@ -246,8 +246,6 @@ fn replace_ascii_case_insensitive(text: &str, needle: &str, with: &str) -> Strin
 }
 
 #[cfg(test)]
-// A failing test reports by panicking.
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
 

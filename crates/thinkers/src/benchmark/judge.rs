@@ -139,8 +139,6 @@ impl ModelTool for JudgeTool {
 }
 
 #[cfg(test)]
-// A failing test reports by panicking.
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
 

@@ -292,8 +292,6 @@ fn knows(ledger: &CostLedger, ids: &[JobId]) -> bool {
 }
 
 #[cfg(test)]
-// A failing test reports by panicking.
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
     use crate::record::MemoryRecorder;

@@ -216,8 +216,6 @@ pub fn open_candidates(router: &ModelRouter, grade: Grade) -> Vec<String> {
 }
 
 #[cfg(test)]
-// A failing test reports by panicking.
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
     use crate::model::catalog::BUNDLED_TOML;

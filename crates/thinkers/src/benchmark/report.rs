@@ -431,8 +431,6 @@ fn render(rows: &[Vec<String>]) -> String {
 }
 
 #[cfg(test)]
-// A failing test reports by panicking.
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
 

@@ -241,7 +241,6 @@ impl Bucket {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn secs(s: f64) -> Duration {

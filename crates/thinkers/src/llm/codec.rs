@@ -152,8 +152,6 @@ impl StreamDecoder {
 }
 
 #[cfg(test)]
-// A failing test reports by panicking.
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     //! How streams and answers end: terminal events, content delivered, empty answers, error
     //! events of OpenAI-compatible servers.

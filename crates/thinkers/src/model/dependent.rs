@@ -43,8 +43,6 @@ pub trait ModelDependent {
 }
 
 #[cfg(test)]
-// A failing test reports by panicking.
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
     use crate::dispatch::MemoryBudgets;

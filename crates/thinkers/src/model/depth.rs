@@ -92,8 +92,6 @@ impl FromStr for Depth {
 }
 
 #[cfg(test)]
-// A failing test reports by panicking.
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use proptest::prelude::*;
 

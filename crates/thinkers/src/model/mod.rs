@@ -30,9 +30,9 @@ mod picker;
 mod router;
 
 pub use catalog::{
-    Auth, AwsSettings, AzureApi, Catalog, CatalogError, Dialect, EFFORT_TOKENS, Entry, Pricing,
-    Provider, Reasoning, SIM_DEFAULT_KEY, SIM_KEY_ENV, SIM_PLACEHOLDER, StructuredOutput,
-    effort_tokens,
+    Auth, AwsSettings, AzureApi, Catalog, CatalogBuilder, CatalogError, Dialect, EFFORT_TOKENS,
+    Entry, KeySource, Pricing, Provider, Reasoning, SIM_DEFAULT_KEY, SIM_KEY_ENV, SIM_PLACEHOLDER,
+    StructuredOutput, effort_tokens,
 };
 pub use dependent::ModelDependent;
 pub use depth::Depth;

@@ -135,8 +135,6 @@ impl<'de> Deserialize<'de> for OutputSize {
 }
 
 #[cfg(test)]
-// A failing test reports by panicking.
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
 

@@ -122,8 +122,6 @@ pub fn cheaper_first(a: &Entry, b: &Entry) -> Ordering {
 }
 
 #[cfg(test)]
-// A failing test reports by panicking.
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
     use crate::dispatch::{MemoryBudgets, Reservation};

@@ -210,8 +210,6 @@ impl ModelRouter {
 }
 
 #[cfg(test)]
-// A failing test reports by panicking.
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use std::error::Error as _;
 

@@ -1,8 +1,5 @@
 //! Unit tests of the answer boundary: one conversion, refusals composed from the schema only.
 
-// A failing test reports by panicking.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

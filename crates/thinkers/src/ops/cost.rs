@@ -256,8 +256,6 @@ pub fn rollup_by_ancestor(jobs: &[JobRecord], runs: &[LlmRun], ancestor: JobId) 
 }
 
 #[cfg(test)]
-// A failing test reports by panicking.
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
     use crate::record::JobStatus;

@@ -68,8 +68,6 @@ fn invalid(value: &str, reason: &str) -> Error {
 }
 
 #[cfg(test)]
-// A failing test reports by panicking.
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
 

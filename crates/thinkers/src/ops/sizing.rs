@@ -306,8 +306,6 @@ pub(crate) fn group_digits(n: u64) -> String {
 }
 
 #[cfg(test)]
-// A failing test reports by panicking.
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
 

@@ -1,8 +1,5 @@
 //! Unit tests of the shared refusal wording: places and problems from the schema only.
 
-// A failing test reports by panicking.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;

@@ -235,13 +235,13 @@ impl DecisionThinker {
     }
 
     /// The job that chooses one option for `input` (its query says what to decide).
-    pub fn choose(&self, input: ThinkerInput) -> DecisionJob<Choice> {
-        self.job(input, Mode::Choose)
+    pub fn choose(&self, input: impl Into<ThinkerInput>) -> DecisionJob<Choice> {
+        self.job(input.into(), Mode::Choose)
     }
 
     /// The job that ranks the `k` best options for `input`, best first. `k` must be between 1
     /// and the number of options (an error names `k` and its value).
-    pub fn rank(&self, input: ThinkerInput, k: usize) -> Result<DecisionJob<Ranking>> {
+    pub fn rank(&self, input: impl Into<ThinkerInput>, k: usize) -> Result<DecisionJob<Ranking>> {
         if k == 0 || k > self.options.len() {
             return Err(Error::invalid_input(
                 "k",
@@ -252,7 +252,7 @@ impl DecisionThinker {
                 ),
             ));
         }
-        Ok(self.job(input, Mode::Rank(k)))
+        Ok(self.job(input.into(), Mode::Rank(k)))
     }
 
     fn job<T>(&self, input: ThinkerInput, mode: Mode) -> DecisionJob<T> {

@@ -100,6 +100,20 @@ fn standard_depth() -> Depth {
     Depth::Standard
 }
 
+impl From<&str> for ThinkerInput {
+    /// The same as [`ThinkerInput::query`]: a query at [`Depth::Standard`] with no artifacts.
+    fn from(query: &str) -> Self {
+        Self::query(query)
+    }
+}
+
+impl From<String> for ThinkerInput {
+    /// The same as [`ThinkerInput::query`]: a query at [`Depth::Standard`] with no artifacts.
+    fn from(query: String) -> Self {
+        Self::query(query)
+    }
+}
+
 impl ThinkerInput {
     /// A query at [`Depth::Standard`] with no artifacts.
     pub fn query(query: impl Into<String>) -> Self {

@@ -65,6 +65,8 @@ pub mod reactive;
 mod reactive_phase;
 pub mod reasoning;
 mod schema_text;
+#[cfg(any(test, feature = "test-utils"))]
+mod scripted;
 mod single;
 pub mod state;
 pub mod subthinker;
@@ -86,6 +88,8 @@ pub use events::{ContentStream, ContentStreamEvent, META_CONTENT};
 pub use guardrail::{Guardrail, Verdict};
 pub use reactive::{DEFAULT_TOOL_CALLS_PER_MESSAGE, ReactiveThinker, ReactiveTurn};
 pub use reasoning::AnalysisReasoning;
+#[cfg(any(test, feature = "test-utils"))]
+pub use scripted::ScriptedTurns;
 pub use single::{SingleObjectiveThinker, ThinkerJob, ThinkerOutput};
 pub use state::{RefusedCall, ThinkerObserver, ThinkerState, Withheld};
 pub use subthinker::{
@@ -94,5 +98,5 @@ pub use subthinker::{
 pub use toolless::{
     GuardrailRefusal, MAX_GUARDRAIL_CORRECTIONS, SystemPrompt, ToollessJob, ToollessThinker,
 };
-pub use turn::{ModelTurns, ScriptedTurns, TurnRequest, TurnSource};
+pub use turn::{ModelTurns, TurnRequest, TurnSource};
 pub use turn_loop::{DefaultHooks, ThinkerCore, ThinkerHooks, ThinkerLimits};

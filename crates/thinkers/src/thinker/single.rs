@@ -37,10 +37,11 @@ pub struct ThinkerOutput {
 /// A thinker that turns until the model gives a final answer of type `A` that fits its schema
 /// and passes the declared guardrails, or until its iteration limit.
 ///
-/// The thinker itself is a reusable description; [`SingleObjectiveThinker::ask`] makes the job of
-/// one run. Runs of one thinker continue one conversation (the objective and seeded follow-up
-/// are placed only when it is new), [`SingleObjectiveThinker::resume`] continues a saved one by
-/// id, and [`SingleObjectiveThinker::observer`] reads it after a run.
+/// The thinker is a reusable description that also holds **one conversation**:
+/// [`SingleObjectiveThinker::ask`] makes the job of a run that continues it (the objective and
+/// seeded follow-up are placed only when it is new), [`SingleObjectiveThinker::ask_fresh`] the
+/// job of a run with a conversation of its own, [`SingleObjectiveThinker::resume`] continues a
+/// saved one by id, and [`SingleObjectiveThinker::observer`] reads it after a run.
 pub struct SingleObjectiveThinker<A> {
     core: ThinkerCore,
     shape: Arc<AnswerShape<A>>,
@@ -209,9 +210,11 @@ where
         self.observer.transcript()
     }
 
-    /// The job of one run over `input`. It continues the conversation an earlier run of this
-    /// thinker left, or starts a new one.
-    pub fn ask(&self, input: ThinkerInput) -> ThinkerJob<A> {
+    /// The job of one run over `input`. **It continues the conversation an earlier run of this
+    /// thinker left** (the model sees the earlier questions and answers), or starts a new one;
+    /// [`SingleObjectiveThinker::ask_fresh`] always starts a new one.
+    pub fn ask(&self, input: impl Into<ThinkerInput>) -> ThinkerJob<A> {
+        let input = input.into();
         ThinkerJob {
             core: self.core.clone(),
             shape: self.shape.clone(),
@@ -222,10 +225,20 @@ where
         }
     }
 
+    /// The job of one run over `input` in a conversation of its own: nothing an earlier run of
+    /// this thinker said is in it, and nothing it says reaches later runs or
+    /// [`SingleObjectiveThinker::observer`] (read it from [`ThinkerJob::observer`]). Use it to
+    /// run one definition many times: a batch, a benchmark, one run per request.
+    pub fn ask_fresh(&self, input: impl Into<ThinkerInput>) -> ThinkerJob<A> {
+        let mut job = self.ask(input);
+        job.observer = ThinkerObserver::default();
+        job
+    }
+
     /// The job of one run that resumes the conversation saved under `id` (it must exist: an
     /// unknown id fails the run with an error naming it). The query arrives as the next user
     /// message; the objective stays the one the conversation began with.
-    pub fn resume(&self, id: ConversationId, input: ThinkerInput) -> ThinkerJob<A> {
+    pub fn resume(&self, id: ConversationId, input: impl Into<ThinkerInput>) -> ThinkerJob<A> {
         let mut job = self.ask(input);
         job.resume = Some(id);
         job
@@ -250,6 +263,14 @@ impl<A> std::fmt::Debug for ThinkerJob<A> {
             .field("core", &self.core)
             .field("input", &self.input)
             .finish_non_exhaustive()
+    }
+}
+
+impl<A> ThinkerJob<A> {
+    /// A shared view of this run's conversation (the thinker's own observer, except for
+    /// [`SingleObjectiveThinker::ask_fresh`]).
+    pub fn observer(&self) -> ThinkerObserver {
+        self.observer.clone()
     }
 }
 

@@ -3,9 +3,6 @@
 //! writes `null` for what it leaves out. One test per built-in tool (every optional argument
 //! `null`), and the two answer boundaries.
 
-// A failing test reports by panicking.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use std::fmt::Debug;
 
 use schemars::JsonSchema;

@@ -167,7 +167,6 @@ pub(crate) async fn read_text(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use reqwest::header::HeaderValue;
 

@@ -195,7 +195,6 @@ pub(crate) fn collapse_whitespace(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

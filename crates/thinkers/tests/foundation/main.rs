@@ -17,4 +17,5 @@ mod ordinals;
 mod retries;
 mod scope;
 mod support;
+mod tool_macro;
 mod tools;

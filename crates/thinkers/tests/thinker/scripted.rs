@@ -519,3 +519,39 @@ async fn every_turn_tells_the_model_its_depth_and_a_change_reaches_the_next_run(
         }
     }
 }
+
+/// `ask` continues the thinker's one conversation; `ask_fresh` gives each run its own, so one
+/// definition can be run many times without the runs seeing each other.
+#[tokio::test]
+async fn ask_continues_the_conversation_and_ask_fresh_starts_a_new_one() {
+    let (d, _) = dispatcher();
+    let turns = ScriptedTurns::new()
+        .then_answer("r", summary("first", &[]))
+        .then_answer("r", summary("second", &[]))
+        .then_answer("r", summary("third", &[]));
+    let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Answer.").turns(turns.clone());
+    d.run(thinker.ask("What is a seat?")).await.unwrap();
+    d.run(thinker.ask("And a grade?")).await.unwrap();
+    let fresh = thinker.ask_fresh("What is a depth?");
+    let fresh_view = fresh.observer();
+    d.run(fresh).await.unwrap();
+
+    let seen = turns.seen();
+    let text = |i: usize| serde_json::to_string(&seen[i].request.messages).unwrap();
+    // The second `ask` carries the first run; the fresh run carries neither.
+    assert!(text(1).contains("What is a seat?") && text(1).contains("And a grade?"));
+    assert!(text(2).contains("What is a depth?"), "{}", text(2));
+    assert!(!text(2).contains("What is a seat?"), "{}", text(2));
+    assert!(!text(2).contains("And a grade?"), "{}", text(2));
+    // The fresh run's conversation is read from its job; the thinker's is untouched by it.
+    assert!(
+        serde_json::to_string(&fresh_view.messages())
+            .unwrap()
+            .contains("What is a depth?")
+    );
+    assert!(
+        !serde_json::to_string(&thinker.observer().messages())
+            .unwrap()
+            .contains("What is a depth?")
+    );
+}

@@ -181,8 +181,6 @@ fn read(provider: &str, var: &str) -> Result<Option<String>> {
 }
 
 #[cfg(test)]
-// A failing test reports by panicking.
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use std::time::Duration;
 

@@ -19,8 +19,6 @@ pub(crate) mod encode;
 pub(crate) mod stream;
 
 #[cfg(test)]
-// A failing test reports by panicking.
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests;
 
 /// The `type` a carried reasoning item's JSON opens with (the provider writes `type` first).

@@ -119,6 +119,10 @@ pub enum CatalogError {
     /// A value is wrong.
     #[error("{0}")]
     Invalid(Box<InvalidValue>),
+    /// A [`super::CatalogBuilder`] was used in the wrong order (a setting before the provider or
+    /// entry it applies to).
+    #[error("catalog built in code: {0}")]
+    Built(String),
 }
 
 /// A wrong value in a catalog, with everything needed to find and fix it.
@@ -148,7 +152,7 @@ impl CatalogError {
     pub fn problem(&self) -> Option<Problem> {
         match self {
             Self::Invalid(invalid) => Some(invalid.problem),
-            Self::Io { .. } | Self::Syntax { .. } => None,
+            Self::Io { .. } | Self::Syntax { .. } | Self::Built(_) => None,
         }
     }
 
@@ -157,6 +161,7 @@ impl CatalogError {
         match self {
             Self::Io { source_name, .. } | Self::Syntax { source_name, .. } => source_name,
             Self::Invalid(invalid) => &invalid.source_name,
+            Self::Built(_) => "catalog built in code",
         }
     }
 }
@@ -172,12 +177,14 @@ impl From<CatalogError> for Error {
                 err.to_string(),
             )
             .with_source(err),
-            CatalogError::Syntax { .. } | CatalogError::Invalid(_) => Self::InvalidInput {
-                parameter: "catalog".to_owned(),
-                value: Some(err.source_name().to_owned()),
-                reason: err.to_string(),
-                source: Some(Box::new(err)),
-            },
+            CatalogError::Syntax { .. } | CatalogError::Invalid(_) | CatalogError::Built(_) => {
+                Self::InvalidInput {
+                    parameter: "catalog".to_owned(),
+                    value: Some(err.source_name().to_owned()),
+                    reason: err.to_string(),
+                    source: Some(Box::new(err)),
+                }
+            }
         }
     }
 }

@@ -34,6 +34,16 @@ pub(super) struct Loaded {
 
 /// Parse and validate a whole document.
 pub(super) fn load(text: &str, source_name: &str) -> Result<Loaded, CatalogError> {
+    load_keyed(text, source_name, &BTreeSet::new())
+}
+
+/// [`load`], where the providers named in `keyed` get their key in code (so they need no
+/// `api_key_env`).
+pub(super) fn load_keyed(
+    text: &str,
+    source_name: &str,
+    keyed: &BTreeSet<String>,
+) -> Result<Loaded, CatalogError> {
     let source = Source {
         name: source_name,
         text,
@@ -51,7 +61,7 @@ pub(super) fn load(text: &str, source_name: &str) -> Result<Loaded, CatalogError
     let mut providers = BTreeMap::new();
     for (name, table) in &doc.providers {
         let line = source.line_col(table.span().start).0;
-        let provider = read_provider(source, name, line, table.get_ref())?;
+        let provider = read_provider(source, name, line, table.get_ref(), keyed.contains(name))?;
         providers.insert(name.clone(), provider);
     }
 
@@ -70,6 +80,7 @@ fn read_provider(
     name: &str,
     line: usize,
     table: &RawTable,
+    keyed: bool,
 ) -> Result<Provider, CatalogError> {
     let location = Location::Provider {
         name: name.to_owned(),
@@ -100,7 +111,7 @@ fn read_provider(
         ));
     }
     let api_key_env = f.string("api_key_env")?.map(str::to_owned);
-    if api_key_env.is_none() && dialect.requires_key() {
+    if api_key_env.is_none() && dialect.requires_key() && !keyed {
         return Err(f.error(
             "api_key_env",
             None,
@@ -133,6 +144,7 @@ fn read_provider(
         dialect,
         base_url: base_url.to_owned(),
         api_key_env,
+        key: None,
         structured_output,
         stream_tools,
         azure,

@@ -147,6 +147,47 @@ impl FromStr for StructuredOutput {
     }
 }
 
+/// Where a provider's API key comes from when it is given in code rather than named by an
+/// environment variable: the key itself, or a function asked for it when the provider is first
+/// used (a secret manager, a file). Its `Debug` never shows the key.
+#[derive(Clone)]
+pub enum KeySource {
+    /// The key.
+    Key(crate::llm::ApiKey),
+    /// A function returning the key (`None` is an error naming the provider).
+    Fn(std::sync::Arc<dyn Fn() -> Option<String> + Send + Sync>),
+}
+
+impl KeySource {
+    fn read(&self) -> Option<String> {
+        match self {
+            Self::Key(key) => Some(key.expose_secret().to_owned()),
+            Self::Fn(source) => source(),
+        }
+    }
+}
+
+impl fmt::Debug for KeySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Key(_) => f.write_str("KeySource::Key(<redacted>)"),
+            Self::Fn(_) => f.write_str("KeySource::Fn(..)"),
+        }
+    }
+}
+
+impl PartialEq for KeySource {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Key(a), Self::Key(b)) => a == b,
+            (Self::Fn(a), Self::Fn(b)) => std::sync::Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for KeySource {}
+
 /// How to reach one provider's API.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Provider {
@@ -159,6 +200,10 @@ pub struct Provider {
     pub base_url: String,
     /// The environment variable holding the API key, if the provider needs one.
     pub api_key_env: Option<String>,
+    /// A key given in code ([`super::CatalogBuilder::api_key`]); it wins over `api_key_env`.
+    /// Never serialised, never shown by `Debug`.
+    #[serde(skip)]
+    pub key: Option<KeySource>,
     /// How structured answers are asked for (read only for `openai-compatible`).
     pub structured_output: StructuredOutput,
     /// Whether the server can stream an answer that may call a tool (`stream_tools`, default
@@ -186,6 +231,20 @@ impl Provider {
     /// `Ok(None)` when the provider names no variable. [`SIM_KEY_ENV`] falls back to
     /// [`SIM_DEFAULT_KEY`] when unset; any other unset variable is an error naming it.
     pub fn api_key(&self) -> Result<Option<String>> {
+        if let Some(source) = &self.key {
+            return match source.read() {
+                Some(key) if !key.trim().is_empty() => Ok(Some(key)),
+                _ => Err(Error::external(
+                    self.name.clone(),
+                    "authentication",
+                    format!(
+                        "the key source given in code for provider `{}` returned no key \
+                         (nothing was sent)",
+                        self.name
+                    ),
+                )),
+            };
+        }
         let Some(var) = &self.api_key_env else {
             return Ok(None);
         };
@@ -221,8 +280,6 @@ impl Provider {
 }
 
 #[cfg(test)]
-// A failing test reports by panicking.
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
 
@@ -232,6 +289,7 @@ mod tests {
             dialect: Dialect::OpenAi,
             base_url: "{sim}/v1".into(),
             api_key_env: env.map(str::to_owned),
+            key: None,
             structured_output: StructuredOutput::default(),
             stream_tools: true,
             azure: None,

@@ -190,7 +190,6 @@ pub(crate) fn spans_after_key(text: &str, key: &str, ids: &[&str]) -> Option<Vec
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::llm::{StopReason, Usage};
 

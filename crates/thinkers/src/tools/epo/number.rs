@@ -73,7 +73,6 @@ impl fmt::Display for PublicationNumber {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -319,7 +319,6 @@ impl Tool for PubmedFetch {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

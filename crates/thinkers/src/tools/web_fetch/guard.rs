@@ -191,7 +191,6 @@ pub(crate) fn refusal_in<'a>(err: &'a (dyn std::error::Error + 'static)) -> Opti
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn ip(s: &str) -> IpAddr {

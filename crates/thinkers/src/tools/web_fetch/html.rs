@@ -143,7 +143,6 @@ impl TokenSink for TitleSink {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -374,7 +374,6 @@ impl Tool for WebFetch {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
