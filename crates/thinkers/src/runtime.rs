@@ -367,6 +367,7 @@ impl RuntimeBuilder {
             None => ConversationService::new(Arc::new(MemoryConversationStore::new())),
         });
         // The caller's services last, so one of theirs replaces a default of the same type.
+        #[cfg_attr(not(feature = "sqlite"), allow(unused_mut))]
         let mut dispatcher = Dispatcher::builder()
             .budgets(budgets)
             .recorder(recorder.clone())

@@ -277,6 +277,7 @@ pub(crate) fn denial_text(reason: Option<&str>) -> String {
 }
 
 /// An error for an approval id that is not in the store.
+#[cfg(feature = "sqlite")]
 pub(crate) fn unknown_approval(id: &str) -> crate::Error {
     crate::Error::invalid_input(
         "approval",
@@ -286,6 +287,7 @@ pub(crate) fn unknown_approval(id: &str) -> crate::Error {
 }
 
 /// An error for a decision on an approval already decided the other way.
+#[cfg(feature = "sqlite")]
 pub(crate) fn already_decided(approval: &Approval) -> crate::Error {
     crate::Error::invalid_input(
         "approval",
