@@ -11,7 +11,7 @@
 //! `execute(res, cx)` to `Orchestrator::execute(cx)`. An orchestrator cannot implement `Job`
 //! itself, so it cannot take resources: the type system enforces "orchestrators hold nothing".
 //!
-//! [`Doer`] (coded orchestration) and thinkers (model-driven orchestration, in a later module)
+//! [`Doer`] (coded orchestration) and thinkers (model-driven orchestration, [`crate::thinker`])
 //! are orchestrators. A doer spawns children through [`JobContext::submit_in_step`],
 //! [`JobContext::next_step`] and [`JobContext::submit_in_current_step`], which stamp each child
 //! with its step ordinal; see [`context`] for the contract.

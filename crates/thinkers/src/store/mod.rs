@@ -5,8 +5,8 @@
 //! [`SqliteStore::open`], which applies the embedded migrations. Writing goes through
 //! [`SqliteRecorder`], a [`crate::record::Recorder`] that never blocks the dispatcher: rows are
 //! queued and a background task writes them in batches, one transaction per batch.
-//! Reading goes through [`RecordStore`], the backend-neutral query trait, so a PostgreSQL store
-//! for multi-worker deployments can be added beside SQLite without touching its callers.
+//! Reading goes through [`RecordStore`], the backend-neutral query trait, which the PostgreSQL
+//! store (feature `postgres`, below) implements too, so its callers do not know the backend.
 //! Durable conversations live in the same file through [`SqliteConversationStore`], an
 //! implementation of [`crate::conversation::ConversationStore`].
 //!
