@@ -19,7 +19,7 @@
 //! ([`ops`]): which output size each job class should declare, and what each class, entry or
 //! workflow spent.
 //!
-//! Built-in service tools live in [`tools`] (`web_fetch`, `pubmed_fetch`, `epo_claims`); with the
+//! Built-in service tools live in [`service_tools`] (`web_fetch`, `pubmed_fetch`, `epo_claims`); with the
 //! `mcp` feature, the tools of any MCP server become tool providers (module `mcp`). A deployment's
 //! tools and skills can be gathered in a [`hub::ToolHub`], from which thinkers discover tools
 //! (`request_tools`), load skills (`request_skill`) and delegate (`sub_thinker`).
@@ -80,13 +80,13 @@ pub mod queue;
 pub mod record;
 pub mod runtime;
 mod schema;
+pub mod service_tools;
 pub mod store;
 pub mod telemetry;
 #[cfg(all(test, any(feature = "postgres", feature = "redis")))]
 mod test_services;
 pub mod thinker;
 pub mod tool;
-pub mod tools;
 
 pub use dispatch::{Dispatcher, JobHandle};
 /// `#[thinkers::tool]`: a tool written as an `async fn` (see [`tool`] for the trait it

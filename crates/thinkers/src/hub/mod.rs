@@ -12,7 +12,7 @@
 //! folder reloaded): a thinker reconciles its catalogs against what the hub holds at the start
 //! of each turn.
 //!
-//! **Admission.** A request names tools (or skills); each name is admitted or refused on its
+//! **Grants.** A request names tools (or skills); each name is granted or refused on its
 //! own. A name the hub does not hold is refused; then every registered rule must admit it.
 //! [`rules::side_effects_need_axis`] is the usual tool rule: a tool with side effects needs an
 //! identity axis (such as `ticket`) bound in the requesting scope.
@@ -31,16 +31,17 @@ use crate::Result;
 use crate::job::ScopeGuard;
 use crate::tool::{Tool, ToolProvider, TypedToolProvider};
 
-/// What an admission rule decides about one tool or skill.
+/// What a grant rule decides about one tool or skill a thinker asks the hub for (distinct from
+/// `dispatch::Admission`, which admits jobs against provider limits).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Admission {
+pub enum Grant {
     /// Admitted (as far as this rule goes).
     Admit,
     /// Refused; the reason is told to the model.
     Refuse(String),
 }
 
-impl Admission {
+impl Grant {
     /// A refusal with a reason.
     pub fn refuse(reason: impl Into<String>) -> Self {
         Self::Refuse(reason.into())
@@ -48,9 +49,9 @@ impl Admission {
 }
 
 /// A rule over tools requested in a scope.
-pub type ToolRule = Arc<dyn Fn(&dyn ToolProvider, &ScopeGuard) -> Admission + Send + Sync>;
+pub type ToolRule = Arc<dyn Fn(&dyn ToolProvider, &ScopeGuard) -> Grant + Send + Sync>;
 /// A rule over skills requested in a scope.
-pub type SkillRule = Arc<dyn Fn(&Skill, &ScopeGuard) -> Admission + Send + Sync>;
+pub type SkillRule = Arc<dyn Fn(&Skill, &ScopeGuard) -> Grant + Send + Sync>;
 
 /// Which names of the hub a thinker is compatible with.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -231,7 +232,7 @@ impl ToolHub {
     /// Add a tool admission rule; every rule must admit a requested tool.
     pub fn tool_admission(
         &self,
-        rule: impl Fn(&dyn ToolProvider, &ScopeGuard) -> Admission + Send + Sync + 'static,
+        rule: impl Fn(&dyn ToolProvider, &ScopeGuard) -> Grant + Send + Sync + 'static,
     ) {
         self.write().tool_rules.push(Arc::new(rule));
     }
@@ -239,7 +240,7 @@ impl ToolHub {
     /// Add a skill admission rule; every rule must admit a requested skill.
     pub fn skill_admission(
         &self,
-        rule: impl Fn(&Skill, &ScopeGuard) -> Admission + Send + Sync + 'static,
+        rule: impl Fn(&Skill, &ScopeGuard) -> Grant + Send + Sync + 'static,
     ) {
         self.write().skill_rules.push(Arc::new(rule));
     }
@@ -325,10 +326,10 @@ impl ToolHub {
 /// The names of the built-in orchestrators, which no hub tool may take.
 const RESERVED: [&str; 3] = ["request_tools", "request_skill", "sub_thinker"];
 
-fn first_refusal(verdicts: impl Iterator<Item = Admission>) -> Option<String> {
+fn first_refusal(verdicts: impl Iterator<Item = Grant>) -> Option<String> {
     verdicts.into_iter().find_map(|v| match v {
-        Admission::Admit => None,
-        Admission::Refuse(reason) => Some(reason),
+        Grant::Admit => None,
+        Grant::Refuse(reason) => Some(reason),
     })
 }
 
@@ -404,9 +405,9 @@ mod tests {
         assert!(ticketed[1].1);
         hub.tool_admission(|t, _| {
             if t.name() == "reader" {
-                Admission::refuse("closed today")
+                Grant::refuse("closed today")
             } else {
-                Admission::Admit
+                Grant::Admit
             }
         });
         let after = hub.request_tools(&names[..1], &ScopeGuard::unbound());

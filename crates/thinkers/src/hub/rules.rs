@@ -1,6 +1,6 @@
 //! Ready-made admission rules for a [`super::ToolHub`].
 
-use super::Admission;
+use super::Grant;
 use crate::job::ScopeGuard;
 use crate::tool::ToolProvider;
 
@@ -8,13 +8,13 @@ use crate::tool::ToolProvider;
 /// the identity axis `axis` (for example `ticket`), so every side effect is attributable.
 pub fn side_effects_need_axis(
     axis: impl Into<String>,
-) -> impl Fn(&dyn ToolProvider, &ScopeGuard) -> Admission + Send + Sync + 'static {
+) -> impl Fn(&dyn ToolProvider, &ScopeGuard) -> Grant + Send + Sync + 'static {
     let axis = axis.into();
     move |tool, scope| {
         if tool.read_only() || scope.axis(&axis).is_some() {
-            Admission::Admit
+            Grant::Admit
         } else {
-            Admission::refuse(format!(
+            Grant::refuse(format!(
                 "`{}` has side effects and is admitted only in a flow bound to a `{axis}`",
                 tool.name()
             ))

@@ -15,8 +15,8 @@ use crate::benchmark::JudgeInput;
 use crate::hub::CatalogEntry;
 use crate::onecall::AnswerShape as OneCallShape;
 use crate::onecall::tools::{QuickQuestionInput, SummarizationInput, ViolationInput};
+use crate::service_tools::{EpoClaimsInput, PubmedFetchInput, WebFetchInput};
 use crate::thinker::{AnswerShape, Judgement, SubThinkerInput};
-use crate::tools::{EpoClaimsInput, PubmedFetchInput, WebFetchInput};
 
 /// The top-level properties `schema` declares but does not require.
 fn optional_properties(schema: &Value) -> Vec<String> {

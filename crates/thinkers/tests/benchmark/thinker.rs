@@ -9,8 +9,8 @@ use thinkers::benchmark::{Benchmark, OneCallSubject};
 use thinkers::job::JobId;
 use thinkers::model::{Depth, Grade, OutputSize};
 use thinkers::onecall::ModelToolProvider;
+use thinkers::service_tools::{QuickQuestion, QuickQuestionInput};
 use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
-use thinkers::tools::{QuickQuestion, QuickQuestionInput};
 
 use crate::support::{assert_row_matches_records, runs_under, setup};
 

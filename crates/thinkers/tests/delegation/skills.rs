@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use thinkers::hub::{Admission, Skill, ToolHub};
+use thinkers::hub::{Grant, Skill, ToolHub};
 use thinkers::thinker::{REQUEST_SKILL, ScriptedTurns, SingleObjectiveThinker, ThinkerInput};
 
 use crate::support::{Summary, decl, dispatcher, hub, offered, results, summary};
@@ -117,9 +117,9 @@ async fn skill_admission_rules_refuse_with_a_reason() {
     let hub = hub();
     hub.skill_admission(|skill, scope| {
         if skill.name() == "citations" && scope.axis("ticket").is_none() {
-            Admission::refuse("citations are for ticketed work")
+            Grant::refuse("citations are for ticketed work")
         } else {
-            Admission::Admit
+            Grant::Admit
         }
     });
     let turns = ScriptedTurns::new()

@@ -14,7 +14,7 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use serde_json::json;
-use thinkers::tools::{
+use thinkers::service_tools::{
     AddressPolicy, EpoClaims, EpoClaimsConfig, EpoCredentials, PubmedConfig, PubmedFetch, WebFetch,
     WebFetchConfig,
 };

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde_json::json;
 use thinkers::model::{Grade, ModelDependent, OutputSize};
 use thinkers::onecall::ModelToolProvider;
+use thinkers::service_tools::Summarization;
 use thinkers::thinker::{ScriptedTurns, SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
-use thinkers::tools::Summarization;
 
 use crate::support::setup;
 

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::EpoCredentials;
-use crate::tools::http;
+use crate::service_tools::http;
 use crate::{Error, Result};
 
 /// A token is renewed this long before the expiry the service announced.

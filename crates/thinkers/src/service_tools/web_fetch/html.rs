@@ -74,7 +74,7 @@ pub(crate) fn title(html: &str) -> Option<String> {
     tokenizer.end();
     let sink = tokenizer.sink;
     let title = sink.title.into_inner()?;
-    let title = crate::tools::xml::collapse_whitespace(&title);
+    let title = crate::service_tools::xml::collapse_whitespace(&title);
     (!title.is_empty()).then_some(title)
 }
 
