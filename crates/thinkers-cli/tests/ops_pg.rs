@@ -62,7 +62,10 @@ fn line<'a>(table: &'a str, first: &str) -> Result<&'a str> {
 
 /// The cells of a table line, trimmed.
 fn cells(line: &str) -> Vec<&str> {
-    line.split('|').map(str::trim).filter(|c| !c.is_empty()).collect()
+    line.split('|')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -103,10 +106,17 @@ async fn cost_and_sizing_show_a_run_recorded_in_postgres() -> Result<()> {
     assert_eq!(row["calls"], calls);
     assert_eq!(row["input_tokens"], input_tokens);
     assert_eq!(row["output_tokens"], output_tokens);
-    assert!((row["cost"].as_f64().context("cost")? - spend).abs() < 1e-9, "{row}");
+    assert!(
+        (row["cost"].as_f64().context("cost")? - spend).abs() < 1e-9,
+        "{row}"
+    );
     let table = run_ok(&["cost", "--db", &db]).await?;
+    println!("$ thinkers cost --db postgres://…\n{table}");
     let shown = cells(line(&table, "chain_step")?);
-    assert_eq!(shown[2..5], [calls, input_tokens, output_tokens].map(|n| n.to_string()));
+    assert_eq!(
+        shown[2..5],
+        [calls, input_tokens, output_tokens].map(|n| n.to_string())
+    );
     assert!(!table.contains("no model calls"), "{table}");
 
     // By workflow, labelled with the root job's class (read from the jobs table).
@@ -118,7 +128,10 @@ async fn cost_and_sizing_show_a_run_recorded_in_postgres() -> Result<()> {
 
     // The subtree of the root job: the workflow's jobs and calls.
     let under = run_ok(&["cost", "--db", &db, "--under", &root]).await?;
-    assert!(under.starts_with(&format!("Spend of chain {root}")), "{under}");
+    assert!(
+        under.starts_with(&format!("Spend of chain {root}")),
+        "{under}"
+    );
     let currency = row["currency"].as_str().context("currency")?;
     assert!(!currency.is_empty(), "{row}");
     let shown = cells(line(&under, currency)?);
@@ -132,8 +145,11 @@ async fn cost_and_sizing_show_a_run_recorded_in_postgres() -> Result<()> {
     assert_eq!(classes[0]["calls"], calls);
     assert_eq!(classes[0]["max_output"], max_output);
     let table = run_ok(&["sizing", "--db", &db]).await?;
+    println!("$ thinkers sizing --db postgres://…\n{table}");
     assert!(
-        table.starts_with(&format!("Sizing from {calls} model calls over 1 job classes")),
+        table.starts_with(&format!(
+            "Sizing from {calls} model calls over 1 job classes"
+        )),
         "{table}"
     );
     let shown = cells(line(&table, "chain_step")?);

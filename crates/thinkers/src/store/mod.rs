@@ -94,9 +94,9 @@ use std::collections::HashMap;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+use crate::Result;
 use crate::job::JobId;
 use crate::record::{CompactionRow, JobRecord, JobStatus, LlmRun};
-use crate::{Error, Result};
 
 /// Where the embedded store lives unless the caller names another file.
 pub const DEFAULT_DB_PATH: &str = "thinkers.db";
@@ -215,8 +215,9 @@ pub trait RecordStore: Send + Sync + 'static {
 }
 
 /// A stored value of `backend` that does not fit the record type: corrupt data or a bug.
-pub(crate) fn corrupt_in(backend: &str, what: &str, value: impl std::fmt::Display) -> Error {
-    Error::system(
+#[cfg(feature = "sqlite")]
+pub(crate) fn corrupt_in(backend: &str, what: &str, value: impl std::fmt::Display) -> crate::Error {
+    crate::Error::system(
         format!("{backend} store (decode)"),
         format!("stored {what} `{value}` is invalid"),
     )

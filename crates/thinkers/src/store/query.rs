@@ -60,7 +60,14 @@ mod sql {
 }
 
 /// A workflow's root row: id, class, status, started, ended, job count.
-type WorkflowRow = (String, Option<String>, String, Option<i64>, Option<i64>, i64);
+type WorkflowRow = (
+    String,
+    Option<String>,
+    String,
+    Option<i64>,
+    Option<i64>,
+    i64,
+);
 
 /// A `jobs` row, in the column order of `sql::job_columns`.
 type JobRow = (
@@ -220,7 +227,10 @@ macro_rules! record_queries {
             /// The earliest and latest end time of the recorded model calls at or after
             /// `since_ms` (all of them when `None`), or `None` when there is none: the window a
             /// report covers.
-            pub async fn llm_run_window(&self, since_ms: Option<i64>) -> Result<Option<(i64, i64)>> {
+            pub async fn llm_run_window(
+                &self,
+                since_ms: Option<i64>,
+            ) -> Result<Option<(i64, i64)>> {
                 let (first, last): (Option<i64>, Option<i64>) = sqlx::query_as(sql::RUN_WINDOW)
                     .bind(since_ms.unwrap_or(i64::MIN))
                     .fetch_one(self.pool())

@@ -72,14 +72,24 @@ async fn a_stored_value_that_does_not_decode_is_named(b: &Backend) -> Result<()>
     let id = JobId::parse("0190f5c2-7a1e-7cc0-9a6b-0123456789ab")?;
     let err = b.records.job(id).await.err().context("a bogus status")?;
     assert_eq!(err.kind(), ErrorKind::System);
-    let backend = if b.target.as_deref().is_some_and(|t| t.starts_with("postgres")) {
+    let backend = if b
+        .target
+        .as_deref()
+        .is_some_and(|t| t.starts_with("postgres"))
+    {
         "postgres"
     } else {
         "sqlite"
     };
     let text = err.to_string();
-    assert!(text.contains(&format!("{backend} store (decode)")), "{text}");
-    assert!(text.contains("job status") && text.contains("bogus"), "{text}");
+    assert!(
+        text.contains(&format!("{backend} store (decode)")),
+        "{text}"
+    );
+    assert!(
+        text.contains("job status") && text.contains("bogus"),
+        "{text}"
+    );
     let listed = b.records.list_workflows(5).await.err().context("listed")?;
     assert_eq!(listed.kind(), ErrorKind::System);
     Ok(())
