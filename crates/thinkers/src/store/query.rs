@@ -3,8 +3,9 @@
 //! what the operations reports ([`crate::ops`]) need beyond them (job classes, the window of the
 //! recorded calls).
 //!
-//! The statements use `$n` parameters, which both databases read; rows decode as tuples, which
-//! both decode alike, and become records in plain functions. [`record_queries!`] writes the
+//! The statements use `$n` parameters, which both databases read; rows decode by column name
+//! into private row structs (whose `FromRow` is generic over the database) and become records in
+//! plain functions. [`record_queries!`] writes the
 //! inherent methods and the [`RecordStore`] implementation of a store type from them, so
 //! [`SqliteStore`] and [`super::PgStore`] differ only in their pool and their error mapping.
 
@@ -24,14 +25,14 @@ const IDS_PER_QUERY: usize = 500;
 
 /// The statements of both backends.
 mod sql {
-    /// The job columns, in [`super::JobRow`]'s order.
+    /// The columns of a [`super::JobRow`].
     macro_rules! job_columns {
         () => {
             "SELECT id, parent, workflow, class, ordinal, status, error_kind, error, \
              started_at_ms, ended_at_ms, attempts FROM jobs"
         };
     }
-    /// `$1` limit; rows in [`super::WorkflowRow`]'s order.
+    /// `$1` limit; [`super::WorkflowRow`]s.
     pub(super) const LIST_WORKFLOWS: &str = "SELECT r.id, r.class, r.status, r.started_at_ms, \
          r.ended_at_ms, (SELECT COUNT(*) FROM jobs j WHERE j.workflow = r.id) AS job_count \
          FROM jobs r WHERE r.parent IS NULL AND r.workflow = r.id \
@@ -43,11 +44,11 @@ mod sql {
     );
     /// `$1` job id; a job whose end alone reached the store has no workflow and is skipped.
     pub(super) const JOB: &str = concat!(job_columns!(), " WHERE id = $1 AND workflow IS NOT NULL");
-    /// The start of the filtered model-call query; rows in [`super::RunRow`]'s order.
+    /// The start of the filtered model-call query; [`super::RunRow`]s.
     pub(super) const LLM_RUNS: &str = "SELECT job, workflow, class, entry, model, input_tokens, \
          output_tokens, reasoning_tokens, cached_tokens, output_budget, latency_ms, stop_reason, \
          cost, currency, at_ms, escalated FROM llm_runs WHERE 1 = 1";
-    /// `$1` workflow; rows in [`super::CompactionTuple`]'s order.
+    /// `$1` workflow; [`super::StoredCompaction`]s.
     pub(super) const COMPACTIONS: &str = "SELECT job, workflow, conversation_id, before_tokens, \
          after_tokens, summarized_messages, at_ms FROM compactions WHERE workflow = $1 \
          ORDER BY at_ms";
@@ -59,53 +60,65 @@ mod sql {
         "SELECT MIN(at_ms), MAX(at_ms) FROM llm_runs WHERE at_ms >= $1";
 }
 
-/// A workflow's root row: id, class, status, started, ended, job count.
-type WorkflowRow = (
-    String,
-    Option<String>,
-    String,
-    Option<i64>,
-    Option<i64>,
-    i64,
-);
+/// A workflow's root row, as `sql::LIST_WORKFLOWS` selects it.
+#[derive(sqlx::FromRow)]
+struct WorkflowRow {
+    id: String,
+    class: Option<String>,
+    status: String,
+    started_at_ms: Option<i64>,
+    ended_at_ms: Option<i64>,
+    job_count: i64,
+}
 
-/// A `jobs` row, in the column order of `sql::job_columns`.
-type JobRow = (
-    String,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<i64>,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<i64>,
-    Option<i64>,
-    i64,
-);
+/// A `jobs` row.
+#[derive(sqlx::FromRow)]
+struct JobRow {
+    id: String,
+    parent: Option<String>,
+    workflow: Option<String>,
+    class: Option<String>,
+    ordinal: Option<i64>,
+    status: String,
+    error_kind: Option<String>,
+    error: Option<String>,
+    started_at_ms: Option<i64>,
+    ended_at_ms: Option<i64>,
+    attempts: i64,
+}
 
-/// An `llm_runs` row, in the column order of `sql::LLM_RUNS`.
-type RunRow = (
-    String,
-    String,
-    String,
-    String,
-    String,
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
-    String,
-    f64,
-    String,
-    i64,
-    bool,
-);
+/// An `llm_runs` row.
+#[derive(sqlx::FromRow)]
+struct RunRow {
+    job: String,
+    workflow: String,
+    class: String,
+    entry: String,
+    model: String,
+    input_tokens: i64,
+    output_tokens: i64,
+    reasoning_tokens: i64,
+    cached_tokens: i64,
+    output_budget: i64,
+    latency_ms: i64,
+    stop_reason: String,
+    cost: f64,
+    currency: String,
+    at_ms: i64,
+    escalated: bool,
+}
 
-/// A `compactions` row, in the column order of `sql::COMPACTIONS`.
-type CompactionTuple = (String, String, String, i64, i64, i64, i64);
+/// A `compactions` row.
+#[derive(sqlx::FromRow)]
+struct StoredCompaction {
+    job: String,
+    workflow: String,
+    conversation_id: String,
+    before_tokens: i64,
+    after_tokens: i64,
+    summarized_messages: i64,
+    at_ms: i64,
+}
 
 /// The read queries of a store type with a `pool()` method: `$db` is its sqlx database,
 /// `$backend` its name in decode errors, `$err` maps sqlx errors. One body for both backends.
@@ -190,7 +203,7 @@ macro_rules! record_queries {
 
             /// The compactions of a workflow's conversations, oldest first.
             pub async fn compactions(&self, workflow: JobId) -> Result<Vec<CompactionRow>> {
-                let rows: Vec<CompactionTuple> = sqlx::query_as(sql::COMPACTIONS)
+                let rows: Vec<StoredCompaction> = sqlx::query_as(sql::COMPACTIONS)
                     .bind(workflow.to_string())
                     .fetch_all(self.pool())
                     .await
@@ -303,88 +316,72 @@ fn count(n: i64, column: &str, backend: &str) -> Result<u64> {
 }
 
 fn workflow_from_row(row: WorkflowRow, backend: &str) -> Result<WorkflowSummary> {
-    let (id, class, status_text, started_at_ms, ended_at_ms, job_count) = row;
     Ok(WorkflowSummary {
-        workflow: job_id(&id, backend)?,
-        root_class: class.unwrap_or_default(),
-        started_at_ms: started_at_ms.unwrap_or_default(),
-        ended_at_ms,
-        status: status(&status_text, backend)?,
-        job_count: u64::try_from(job_count).unwrap_or(0),
+        workflow: job_id(&row.id, backend)?,
+        root_class: row.class.unwrap_or_default(),
+        started_at_ms: row.started_at_ms.unwrap_or_default(),
+        ended_at_ms: row.ended_at_ms,
+        status: status(&row.status, backend)?,
+        job_count: u64::try_from(row.job_count).unwrap_or(0),
     })
 }
 
 fn job_from_row(row: JobRow, backend: &str) -> Result<JobRecord> {
-    let (id, parent, workflow, class, ordinal, status_text, error_kind, error, started, ended, n) =
-        row;
-    let id = job_id(&id, backend)?;
-    let workflow = workflow.ok_or_else(|| corrupt_in(backend, "workflow of job", id))?;
-    let ordinal = ordinal
+    let id = job_id(&row.id, backend)?;
+    let workflow = row
+        .workflow
+        .ok_or_else(|| corrupt_in(backend, "workflow of job", id))?;
+    let ordinal = row
+        .ordinal
         .map(|n| u32::try_from(n).map_err(|_| corrupt_in(backend, "ordinal", n)))
         .transpose()?;
+    let attempts = row.attempts;
     Ok(JobRecord {
         id,
-        parent: parent.as_deref().map(|p| job_id(p, backend)).transpose()?,
+        parent: row.parent.map(|p| job_id(&p, backend)).transpose()?,
         workflow: job_id(&workflow, backend)?,
-        class: class.unwrap_or_default(),
+        class: row.class.unwrap_or_default(),
         ordinal,
-        status: status(&status_text, backend)?,
-        error_kind,
-        error,
-        started_at_ms: started.unwrap_or_default(),
-        ended_at_ms: ended,
-        attempts: u32::try_from(n).map_err(|_| corrupt_in(backend, "attempts", n))?,
+        status: status(&row.status, backend)?,
+        error_kind: row.error_kind,
+        error: row.error,
+        started_at_ms: row.started_at_ms.unwrap_or_default(),
+        ended_at_ms: row.ended_at_ms,
+        attempts: u32::try_from(attempts).map_err(|_| corrupt_in(backend, "attempts", attempts))?,
     })
 }
 
 fn run_from_row(row: RunRow, backend: &str) -> Result<LlmRun> {
-    let (
-        job,
-        workflow,
-        class,
-        entry,
-        model,
-        input,
-        output,
-        reasoning,
-        cached,
-        budget,
-        latency,
-        stop_reason,
-        cost,
-        currency,
-        at_ms,
-        escalated,
-    ) = row;
+    let unsigned = |n: i64, column: &str| count(n, column, backend);
     Ok(LlmRun {
-        job: job_id(&job, backend)?,
-        workflow: job_id(&workflow, backend)?,
-        class,
-        entry,
-        model,
-        input_tokens: count(input, "input_tokens", backend)?,
-        output_tokens: count(output, "output_tokens", backend)?,
-        reasoning_tokens: count(reasoning, "reasoning_tokens", backend)?,
-        cached_tokens: count(cached, "cached_tokens", backend)?,
-        output_budget: count(budget, "output_budget", backend)?,
-        latency_ms: count(latency, "latency_ms", backend)?,
-        stop_reason,
-        cost,
-        currency,
-        at_ms,
-        escalated,
+        job: job_id(&row.job, backend)?,
+        workflow: job_id(&row.workflow, backend)?,
+        class: row.class,
+        entry: row.entry,
+        model: row.model,
+        input_tokens: unsigned(row.input_tokens, "input_tokens")?,
+        output_tokens: unsigned(row.output_tokens, "output_tokens")?,
+        reasoning_tokens: unsigned(row.reasoning_tokens, "reasoning_tokens")?,
+        cached_tokens: unsigned(row.cached_tokens, "cached_tokens")?,
+        output_budget: unsigned(row.output_budget, "output_budget")?,
+        latency_ms: unsigned(row.latency_ms, "latency_ms")?,
+        stop_reason: row.stop_reason,
+        cost: row.cost,
+        currency: row.currency,
+        at_ms: row.at_ms,
+        escalated: row.escalated,
     })
 }
 
-fn compaction_from_row(row: CompactionTuple, backend: &str) -> Result<CompactionRow> {
-    let (job, workflow, conversation, before, after, summarized, at_ms) = row;
+fn compaction_from_row(row: StoredCompaction, backend: &str) -> Result<CompactionRow> {
+    let unsigned = |n: i64, column: &str| count(n, column, backend);
     Ok(CompactionRow {
-        job: job_id(&job, backend)?,
-        workflow: job_id(&workflow, backend)?,
-        conversation,
-        before_tokens: count(before, "before_tokens", backend)?,
-        after_tokens: count(after, "after_tokens", backend)?,
-        summarized_messages: count(summarized, "summarized_messages", backend)?,
-        at_ms,
+        job: job_id(&row.job, backend)?,
+        workflow: job_id(&row.workflow, backend)?,
+        conversation: row.conversation_id,
+        before_tokens: unsigned(row.before_tokens, "before_tokens")?,
+        after_tokens: unsigned(row.after_tokens, "after_tokens")?,
+        summarized_messages: unsigned(row.summarized_messages, "summarized_messages")?,
+        at_ms: row.at_ms,
     })
 }
