@@ -13,7 +13,7 @@
 //! the messages in one transaction (on PostgreSQL a repeatable-read snapshot), so it never sees
 //! half a write.
 //!
-//! The statements use `$n` parameters, which both databases read; [`conversation_store!`]
+//! The statements use `$n` parameters, which both databases read; `conversation_store!`
 //! writes each store type's body from them.
 
 use std::sync::LazyLock;

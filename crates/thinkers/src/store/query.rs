@@ -5,7 +5,7 @@
 //!
 //! The statements use `$n` parameters, which both databases read; rows decode by column name
 //! into private row structs (whose `FromRow` is generic over the database) and become records in
-//! plain functions. [`record_queries!`] writes the
+//! plain functions. `record_queries!` writes the
 //! inherent methods and the [`RecordStore`] implementation of a store type from them, so
 //! [`SqliteStore`] and [`super::PgStore`] differ only in their pool and their error mapping.
 
