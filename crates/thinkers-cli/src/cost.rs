@@ -11,12 +11,12 @@ use thinkers::job::JobId;
 use thinkers::ops::cost::{self, CostReport, CostRow, GroupBy};
 use thinkers::ops::parse_since;
 use thinkers::record::now_ms;
-use thinkers::store::{LlmRunFilter, SqliteStore};
+use thinkers::store::{LlmRunFilter, RecordStore, Store};
 
 /// Flags of `thinkers cost`.
 #[derive(Debug, Args)]
 pub(crate) struct CostArgs {
-    /// The database file.
+    /// The database: a SQLite file or a `postgres://` URL.
     #[arg(long, default_value = "thinkers.db", env = "THINKERS_DB")]
     db: PathBuf,
     /// Only calls since then: a duration back from now (30m, 24h, 7d) or an RFC 3339 date.
@@ -34,17 +34,24 @@ pub(crate) struct CostArgs {
     json: bool,
 }
 
-/// Open the store at `db`, refusing a file that does not exist (opening would create it).
-pub(crate) async fn open_store(db: &Path) -> anyhow::Result<SqliteStore> {
-    if !db.exists() {
+/// Open the store `db` names: a `postgres://` URL, or a SQLite file, refusing one that does not
+/// exist (opening would create it).
+pub(crate) async fn open_store(db: &Path) -> anyhow::Result<Store> {
+    let target = db.to_string_lossy();
+    let postgres = target.starts_with("postgres://") || target.starts_with("postgresql://");
+    if !postgres && !db.exists() {
         bail!(
             "no database at {} (run `thinkers demo` first, or pass --db)",
             db.display()
         );
     }
-    SqliteStore::open(&db.to_string_lossy())
-        .await
-        .with_context(|| format!("opening {}", db.display()))
+    thinkers::store::open(&target).await.with_context(|| {
+        if postgres {
+            "opening the PostgreSQL database".to_owned()
+        } else {
+            format!("opening {target}")
+        }
+    })
 }
 
 /// The start of the `--since` window, if one was given.
@@ -56,22 +63,23 @@ pub(crate) fn since_filter(since: Option<&str>) -> anyhow::Result<Option<i64>> {
 
 pub(crate) async fn run(args: CostArgs) -> anyhow::Result<()> {
     let since = since_filter(args.since.as_deref())?;
-    let store = open_store(&args.db).await?;
+    let opened = open_store(&args.db).await?;
+    let store = opened.records();
     if let Some(job) = &args.under {
-        return subtree(&store, job, since, args.json).await;
+        return subtree(store.as_ref(), job, since, args.json).await;
     }
     let mut filter = LlmRunFilter::new();
     if let Some(at) = since {
         filter = filter.since_ms(at);
     }
-    let runs = store.llm_runs(&filter).await?;
+    let runs = store.llm_runs(filter).await?;
     let report = cost::report(&runs, args.by);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
     if report.rows.is_empty() {
-        println!("no model calls recorded in {}", args.db.display());
+        println!("no model calls recorded in {}", opened.location());
         return Ok(());
     }
     let labels = if args.by == GroupBy::Workflow {
@@ -95,7 +103,7 @@ pub(crate) async fn run(args: CostArgs) -> anyhow::Result<()> {
 
 /// `--under JOB`: the spend of one job's subtree.
 async fn subtree(
-    store: &SqliteStore,
+    store: &dyn RecordStore,
     job: &str,
     since: Option<i64>,
     json: bool,
@@ -109,7 +117,7 @@ async fn subtree(
     if let Some(at) = since {
         filter = filter.since_ms(at);
     }
-    let runs = store.llm_runs(&filter).await?;
+    let runs = store.llm_runs(filter).await?;
     let rollup = cost::rollup_by_ancestor(&jobs, &runs, id);
     if json {
         println!("{}", serde_json::to_string_pretty(&rollup)?);

@@ -15,7 +15,7 @@ use crate::cost::{open_store, since_filter};
 /// Flags of `thinkers sizing`.
 #[derive(Debug, Args)]
 pub(crate) struct SizingArgs {
-    /// The database file.
+    /// The database: a SQLite file or a `postgres://` URL.
     #[arg(long, default_value = "thinkers.db", env = "THINKERS_DB")]
     db: PathBuf,
     /// A catalog whose entries translate rungs to tokens (added to the bundled catalog), so
@@ -41,12 +41,12 @@ pub(crate) async fn run(args: SizingArgs) -> anyhow::Result<()> {
         filter = filter.since_ms(since);
     }
     let store = open_store(&args.db).await?;
-    let rows = store.llm_runs(&filter).await?;
+    let rows = store.records().llm_runs(filter).await?;
     let report = sizing::report_with_catalog(&rows, &catalog);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else if report.classes.is_empty() {
-        println!("no model calls recorded in {}", args.db.display());
+        println!("no model calls recorded in {}", store.location());
     } else {
         print!("{}", render(&report));
     }

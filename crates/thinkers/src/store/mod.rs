@@ -5,15 +5,20 @@
 //! [`SqliteStore::open`], which applies the embedded migrations. Writing goes through
 //! [`SqliteRecorder`], a [`crate::record::Recorder`] that never blocks the dispatcher: rows are
 //! queued and a background task writes them in batches, one transaction per batch.
-//! Reading goes through [`RecordStore`], the backend-neutral query trait, which the PostgreSQL
-//! store (feature `postgres`, below) implements too, so its callers do not know the backend.
+//! Reading goes through [`RecordStore`], the backend-neutral query trait, so its callers
+//! (`thinkers trace`, `cost`, `sizing`) run on either backend.
 //! Durable conversations live in the same file through [`SqliteConversationStore`], an
 //! implementation of [`crate::conversation::ConversationStore`].
 //!
 //! **API boundary:** nothing outside this module names sqlx; the SQLite parts are behind the
 //! `sqlite` cargo feature. With the `postgres` feature the same store exists on PostgreSQL
 //! ([`PgStore`], [`PgRecorder`], [`PgConversationStore`], [`PgChatStore`]); [`open`] picks the
-//! backend from a URL. The chat host's list of chats is [`ChatStore`] on either.
+//! backend from a URL. The chat host's list of chats is [`ChatStore`] on either. Both backends
+//! share one implementation of the recorder, the record queries, conversations, chats and
+//! durable steps: one set of `$n` statements, which both databases read, and one body written by
+//! a macro over the store type. Written per backend are only opening, error mapping, transaction
+//! modes, the response cache's lookup and the PostgreSQL-only parts (the workflow queue, chat
+//! turn locks).
 //!
 //! Guarantees of the SQLite recorder:
 //!
@@ -45,8 +50,6 @@ mod chats;
 #[cfg(feature = "sqlite")]
 mod conversations;
 #[cfg(feature = "sqlite")]
-mod ops_queries;
-#[cfg(feature = "sqlite")]
 mod owner;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -69,12 +72,12 @@ mod writer;
 
 #[cfg(feature = "sqlite")]
 pub use chats::{ChatRecord, ChatStore, ChatTurnLock, SqliteChatStore};
+#[cfg(feature = "postgres")]
+pub use conversations::PgConversationStore;
 #[cfg(feature = "sqlite")]
 pub use conversations::SqliteConversationStore;
 #[cfg(feature = "postgres")]
-pub use postgres::{
-    PgChatStore, PgConversationStore, PgRecorder, PgResponseCache, PgSteps, PgStore,
-};
+pub use postgres::{PgChatStore, PgRecorder, PgResponseCache, PgSteps, PgStore};
 #[cfg(feature = "sqlite")]
 pub use response_cache::SqliteResponseCache;
 #[cfg(feature = "sqlite")]
@@ -86,12 +89,14 @@ pub use steps::SqliteSteps;
 #[cfg(feature = "sqlite")]
 pub use writer::SqliteRecorder;
 
+use std::collections::HashMap;
+
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
 use crate::job::JobId;
-use crate::record::{JobRecord, JobStatus, LlmRun};
+use crate::record::{CompactionRow, JobRecord, JobStatus, LlmRun};
 
 /// Where the embedded store lives unless the caller names another file.
 pub const DEFAULT_DB_PATH: &str = "thinkers.db";
@@ -195,4 +200,25 @@ pub trait RecordStore: Send + Sync + 'static {
 
     /// The model calls matching `filter`, in the order they ended.
     fn llm_runs(&self, filter: LlmRunFilter) -> BoxFuture<'_, Result<Vec<LlmRun>>>;
+
+    /// The compactions of a workflow's conversations, oldest first.
+    fn compactions(&self, workflow: JobId) -> BoxFuture<'_, Result<Vec<CompactionRow>>>;
+
+    /// The class of each of `ids` whose start was recorded (what labels a by-workflow report:
+    /// a workflow's id is its root job's).
+    fn job_classes<'a>(&'a self, ids: &'a [JobId])
+    -> BoxFuture<'a, Result<HashMap<JobId, String>>>;
+
+    /// The earliest and latest end time of the model calls that ended at or after `since_ms`
+    /// (all of them when `None`), or `None` when there is none.
+    fn llm_run_window(&self, since_ms: Option<i64>) -> BoxFuture<'_, Result<Option<(i64, i64)>>>;
+}
+
+/// A stored value of `backend` that does not fit the record type: corrupt data or a bug.
+#[cfg(feature = "sqlite")]
+pub(crate) fn corrupt_in(backend: &str, what: &str, value: impl std::fmt::Display) -> crate::Error {
+    crate::Error::system(
+        format!("{backend} store (decode)"),
+        format!("stored {what} `{value}` is invalid"),
+    )
 }

@@ -94,6 +94,16 @@ impl Store {
         }
     }
 
+    /// Where the store lives, fit for messages: the SQLite path or URL it was opened with, or
+    /// the PostgreSQL URL without its password.
+    pub fn location(&self) -> String {
+        match self {
+            Self::Sqlite(s) => s.location().to_owned(),
+            #[cfg(feature = "postgres")]
+            Self::Postgres(s) => s.location(),
+        }
+    }
+
     /// The SQLite store, when this is one.
     pub fn as_sqlite(&self) -> Option<&SqliteStore> {
         match self {

@@ -176,8 +176,5 @@ pub(crate) fn is_transient(err: &sqlx::Error) -> bool {
 
 /// A stored value that does not fit the record type: corrupt data or a bug.
 pub(crate) fn corrupt(what: &str, value: impl std::fmt::Display) -> Error {
-    Error::system(
-        "sqlite store (decode)",
-        format!("stored {what} `{value}` is invalid"),
-    )
+    super::corrupt_in("sqlite", what, value)
 }

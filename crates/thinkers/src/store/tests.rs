@@ -563,3 +563,6 @@ mod ownership;
 
 /// The journal of durable steps and the approvals, on both backends.
 mod steps;
+
+/// Compactions, the report queries and undecodable rows, on both backends.
+mod reports;

@@ -4,12 +4,11 @@
 //!
 //! The migrations live in `crates/thinkers/migrations/postgres/`, numbered like the SQLite ones
 //! and differing only where the dialects do (identity column, BIGINT for small integers).
-//! Statements use `$n` parameters; everything else (row shapes, upsert rules, optimistic
-//! versioning) is the SQLite store's, so one conformance suite runs against both.
+//! The statements and bodies are the SQLite store's (the record queries in `store/query.rs` and
+//! the conversations in `store/conversations.rs` are written there for both backends, the rest
+//! here from shared macros), so one conformance suite runs against both.
 
 mod chats;
-mod conversations;
-mod query;
 mod response_cache;
 mod steps;
 #[cfg(test)]
@@ -19,7 +18,6 @@ mod writer;
 
 pub use chats::PgChatStore;
 pub(crate) use chats::PgTurnLock;
-pub use conversations::PgConversationStore;
 pub use response_cache::PgResponseCache;
 pub use steps::PgSteps;
 pub use writer::PgRecorder;
@@ -156,8 +154,5 @@ pub(crate) fn is_transient(err: &sqlx::Error) -> bool {
 
 /// A stored value that does not fit the record type: corrupt data or a bug.
 pub(crate) fn corrupt(what: &str, value: impl std::fmt::Display) -> Error {
-    Error::system(
-        "postgres store (decode)",
-        format!("stored {what} `{value}` is invalid"),
-    )
+    crate::store::corrupt_in("postgres", what, value)
 }
