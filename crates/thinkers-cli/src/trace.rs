@@ -2,35 +2,18 @@
 
 use std::path::Path;
 
-use anyhow::{Context as _, bail};
 use comfy_table::Table;
 use thinkers::job::JobId;
 use thinkers::record::trajectory::Trajectory;
 
 pub(crate) async fn run(workflow: Option<&str>, list: bool, db: &Path) -> anyhow::Result<()> {
-    let target = db.to_string_lossy().into_owned();
-    let postgres = target.starts_with("postgres://") || target.starts_with("postgresql://");
-    if !postgres && !db.exists() {
-        bail!(
-            "no database at {} (run `thinkers demo` first, or pass --db)",
-            db.display()
-        );
-    }
-    let opened = thinkers::store::open(&target).await.with_context(|| {
-        format!(
-            "opening {}",
-            if postgres {
-                "the PostgreSQL database"
-            } else {
-                target.as_str()
-            }
-        )
-    })?;
+    let opened = crate::cost::open_store(db).await?;
     let store = opened.records();
     if list || workflow.is_none() {
         let rows = store.list_workflows(20).await?;
         if rows.is_empty() {
-            println!("no workflows recorded in {}", db.display());
+            // The store's location, never the raw `--db` (a PostgreSQL URL may hold a password).
+            println!("no workflows recorded in {}", opened.location());
             return Ok(());
         }
         let mut table = Table::new();
