@@ -45,6 +45,8 @@ mod chats;
 #[cfg(feature = "sqlite")]
 mod conversations;
 #[cfg(feature = "sqlite")]
+mod explorer;
+#[cfg(feature = "sqlite")]
 mod ops_queries;
 #[cfg(feature = "sqlite")]
 mod owner;
@@ -71,6 +73,8 @@ mod writer;
 pub use chats::{ChatRecord, ChatStore, ChatTurnLock, SqliteChatStore};
 #[cfg(feature = "sqlite")]
 pub use conversations::SqliteConversationStore;
+#[cfg(feature = "sqlite")]
+pub use explorer::{StoredBenchmark, WorkflowPage, WorkflowQuery};
 #[cfg(feature = "postgres")]
 pub use postgres::{
     PgChatStore, PgConversationStore, PgRecorder, PgResponseCache, PgSteps, PgStore,

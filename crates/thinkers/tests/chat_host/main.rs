@@ -10,6 +10,7 @@
     unreachable_pub
 )]
 
+mod access;
 mod api;
 mod browser;
 #[cfg(feature = "postgres")]
