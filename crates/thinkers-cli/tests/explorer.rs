@@ -160,13 +160,15 @@ async fn the_explorer_shows_the_demo_database_in_headless_chromium() {
     let chart = browser
         .wait_for(
             "const s = document.querySelector('svg.bench-chart'); if (!s) return null; \
-             return {points: s.querySelectorAll('circle.point').length, \
-                     rows: document.querySelectorAll('.bench table tbody tr').length, \
+             return {points: document.querySelectorAll('svg.bench-chart circle.point').length, \
+                     rows: document.querySelectorAll('.bench > table tbody tr').length, \
                      width: s.getBoundingClientRect().width}",
             |v| !v.is_null(),
         )
         .await;
-    assert_eq!(chart["points"], json!(scored), "{chart}");
+    assert_eq!(chart["points"], json!(scored), "one point per judged model: {chart}");
+    let models = bench.report["means"].as_array().unwrap().len();
+    assert_eq!(chart["rows"], json!(models), "one table row per model: {chart}");
     assert!(chart["width"].as_f64().unwrap() > 100.0, "{chart}");
     let chart_png = screenshot_path("explorer-benchmark.png");
     browser.screenshot(&chart_png).await;
@@ -187,7 +189,9 @@ async fn the_explorer_shows_the_demo_database_in_headless_chromium() {
     browser.screenshot(&cost_png).await;
 
     // Live: a workflow another process runs on the same database grows in the open tree.
-    let rt = thinkers::Runtime::builder(thinkers::model::Catalog::bundled())
+    // It makes no model call; the catalog only has to be bound.
+    let catalog = thinkers::model::Catalog::bundled().with_sim_url("http://127.0.0.1:9");
+    let rt = thinkers::Runtime::builder(catalog)
         .database(db.to_str().unwrap())
         .build()
         .await
