@@ -88,7 +88,10 @@ async fn the_explorer_shows_the_demo_database_in_headless_chromium() {
         .map(|v| v.as_str().unwrap())
         .collect();
     for w in &recorded {
-        assert!(shown.contains(w.workflow.to_string().as_str()), "{w:?} missing");
+        assert!(
+            shown.contains(w.workflow.to_string().as_str()),
+            "{w:?} missing"
+        );
     }
     let first = ids[0].as_str().unwrap();
     assert_eq!(first, recorded[0].workflow.to_string(), "newest first");
@@ -100,9 +103,10 @@ async fn the_explorer_shows_the_demo_database_in_headless_chromium() {
         .click(&format!("tr.wf-row[data-id='{}']", bench.workflow))
         .await;
     browser
-        .wait_for("return document.querySelectorAll('#tree li.job').length", |v| {
-            v.as_u64() == Some(bench_jobs.len() as u64)
-        })
+        .wait_for(
+            "return document.querySelectorAll('#tree li.job').length",
+            |v| v.as_u64() == Some(bench_jobs.len() as u64),
+        )
         .await;
     browser.click("#expand-all").await;
     let judge_calls = browser
@@ -166,9 +170,17 @@ async fn the_explorer_shows_the_demo_database_in_headless_chromium() {
             |v| !v.is_null(),
         )
         .await;
-    assert_eq!(chart["points"], json!(scored), "one point per judged model: {chart}");
+    assert_eq!(
+        chart["points"],
+        json!(scored),
+        "one point per judged model: {chart}"
+    );
     let models = bench.report["means"].as_array().unwrap().len();
-    assert_eq!(chart["rows"], json!(models), "one table row per model: {chart}");
+    assert_eq!(
+        chart["rows"],
+        json!(models),
+        "one table row per model: {chart}"
+    );
     assert!(chart["width"].as_f64().unwrap() > 100.0, "{chart}");
     let chart_png = screenshot_path("explorer-benchmark.png");
     browser.screenshot(&chart_png).await;

@@ -112,8 +112,11 @@ fn with_a_token_every_route_needs_it_and_it_is_never_printed() {
     assert!(login.starts_with("HTTP/1.1 303"), "{login}");
     child.kill().unwrap();
     child.wait().unwrap();
-    let printed = std::fs::read_to_string(&out_path).unwrap()
-        + &std::fs::read_to_string(&err_path).unwrap();
+    let printed =
+        std::fs::read_to_string(&out_path).unwrap() + &std::fs::read_to_string(&err_path).unwrap();
     assert!(printed.contains("runs explorer at"), "{printed}");
-    assert!(!printed.contains(TOKEN), "the token was printed:\n{printed}");
+    assert!(
+        !printed.contains(TOKEN),
+        "the token was printed:\n{printed}"
+    );
 }

@@ -193,4 +193,3 @@ impl Browser {
         let _ = self.driver.kill().await;
     }
 }
-

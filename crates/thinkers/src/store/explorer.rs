@@ -243,7 +243,10 @@ impl Store {
         report: &crate::benchmark::BenchmarkReport,
     ) -> Result<()> {
         let text = serde_json::to_string(report).map_err(|e| {
-            Error::system("store", format!("the benchmark report does not serialise: {e}"))
+            Error::system(
+                "store",
+                format!("the benchmark report does not serialise: {e}"),
+            )
         })?;
         match self {
             Self::Sqlite(s) => on_sqlite::save_report(s.pool(), workflow, job, &text).await,

@@ -39,7 +39,12 @@ fn routes(chat: &str) -> Vec<(reqwest::Method, String)> {
     ]
 }
 
-async fn guarded() -> (tempfile::TempDir, thinkers_sim::Sim, thinkers::chat::RunningHost, ChatHost) {
+async fn guarded() -> (
+    tempfile::TempDir,
+    thinkers_sim::Sim,
+    thinkers::chat::RunningHost,
+    ChatHost,
+) {
     let sim = sim().await;
     let dir = tempfile::tempdir().unwrap();
     let rt = runtime(&sim, &dir.path().join("chat.db")).await;
@@ -64,7 +69,9 @@ async fn every_route_refuses_a_request_without_the_token() {
     for (method, path) in routes(&chat) {
         let body = r#"{"text": "hello", "decision": "approve"}"#;
         for auth in [None, Some("Bearer wrong-token"), Some("Basic czNjcmV0")] {
-            let mut req = http.request(method.clone(), format!("{url}{path}")).body(body);
+            let mut req = http
+                .request(method.clone(), format!("{url}{path}"))
+                .body(body);
             if let Some(a) = auth {
                 req = req.header("authorization", a);
             }
@@ -119,8 +126,14 @@ async fn a_browser_is_let_in_once_by_the_query_and_then_by_an_http_only_cookie()
     assert_eq!(login.status(), 303);
     assert_eq!(login.headers()["location"], "/runs");
     let cookie = login.headers()["set-cookie"].to_str().unwrap().to_owned();
-    assert!(cookie.starts_with(&format!("thinkers_token={TOKEN};")), "{cookie}");
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(
+        cookie.starts_with(&format!("thinkers_token={TOKEN};")),
+        "{cookie}"
+    );
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
     // The API does not take the token from a query: only the header or the cookie.
     let query = http
         .get(format!("{url}/api/chats?token={TOKEN}"))
@@ -159,7 +172,12 @@ async fn a_browser_is_let_in_once_by_the_query_and_then_by_an_http_only_cookie()
         .send()
         .await
         .unwrap();
-    assert!(preflight.headers().get("access-control-allow-origin").is_none());
+    assert!(
+        preflight
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
     running.shutdown().await.unwrap();
 }
 
@@ -214,7 +232,10 @@ async fn oversized_bodies_and_messages_get_413_with_a_clear_error() {
     assert_eq!(resp.status(), 413);
     let v: Value = resp.json().await.unwrap();
     assert_eq!(v["field"], "body");
-    assert!(v["error"].as_str().unwrap().contains(&max.to_string()), "{v}");
+    assert!(
+        v["error"].as_str().unwrap().contains(&max.to_string()),
+        "{v}"
+    );
 
     // The same body streamed without a length is stopped by the limit, with the same answer.
     let chunks: Vec<Result<Vec<u8>, std::io::Error>> = huge

@@ -509,9 +509,20 @@ async fn markdown_renders_and_a_script_in_it_stays_inert_in_headless_chromium() 
              .map(e => e.textContent.slice(0, 8))",
         )
         .await;
-    let folded: Vec<&str> = folded.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-    assert!(folded.iter().any(|t| t.starts_with("→ lookup")), "{folded:?}");
-    assert!(folded.iter().any(|t| t.starts_with("← lookup")), "{folded:?}");
+    let folded: Vec<&str> = folded
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        folded.iter().any(|t| t.starts_with("→ lookup")),
+        "{folded:?}"
+    );
+    assert!(
+        folded.iter().any(|t| t.starts_with("← lookup")),
+        "{folded:?}"
+    );
     let loose = browser
         .eval("return [...document.querySelectorAll('.tool')].filter(t => !t.closest('details.tools')).length")
         .await;
@@ -529,9 +540,10 @@ async fn markdown_renders_and_a_script_in_it_stays_inert_in_headless_chromium() 
     // Reloaded from the history: the same, still inert.
     browser.goto(&h.url).await;
     browser
-        .wait_for("return document.querySelectorAll('.chat-item').length", |v| {
-            v.as_u64() == Some(1)
-        })
+        .wait_for(
+            "return document.querySelectorAll('.chat-item').length",
+            |v| v.as_u64() == Some(1),
+        )
         .await;
     browser.click(".chat-item").await;
     browser

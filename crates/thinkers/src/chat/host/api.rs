@@ -6,9 +6,9 @@ use std::convert::Infallible;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::DefaultBodyLimit;
-use axum::middleware;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -105,7 +105,10 @@ async fn page() -> impl IntoResponse {
 }
 
 /// The body as a JSON object; an empty body is `{}` when `empty_ok`.
-pub(super) fn json_object(body: &Bytes, empty_ok: bool) -> Result<serde_json::Map<String, Value>, ApiError> {
+pub(super) fn json_object(
+    body: &Bytes,
+    empty_ok: bool,
+) -> Result<serde_json::Map<String, Value>, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) && empty_ok {
         return Ok(serde_json::Map::new());
     }

@@ -23,9 +23,9 @@ impl HostToken {
     pub fn new(token: impl Into<String>) -> crate::Result<Self> {
         let token = token.into();
         let bad = token.is_empty()
-            || token
-                .chars()
-                .any(|c| c.is_whitespace() || c.is_control() || matches!(c, ';' | ',' | '"' | '\\'));
+            || token.chars().any(|c| {
+                c.is_whitespace() || c.is_control() || matches!(c, ';' | ',' | '"' | '\\')
+            });
         if bad {
             return Err(crate::Error::invalid_input(
                 "token",

@@ -93,8 +93,12 @@ async fn page() -> impl IntoResponse {
 async fn asset(Path(file): Path<String>) -> Response {
     match STATIC.iter().find(|(name, _, _)| *name == file) {
         Some((_, kind, body)) => ([(header::CONTENT_TYPE, *kind)], *body).into_response(),
-        None => ApiError::new(StatusCode::NOT_FOUND, "file", format!("no static file {file}"))
-            .into_response(),
+        None => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "file",
+            format!("no static file {file}"),
+        )
+        .into_response(),
     }
 }
 
@@ -181,9 +185,10 @@ async fn workflows(
 async fn snapshot(host: &ChatHost, id: JobId) -> Result<Value, ApiError> {
     let store = host.store();
     let records = store.records();
-    let jobs = records.workflow_jobs(id).await.map_err(|e| {
-        ApiError::new(StatusCode::NOT_FOUND, "workflow", e.to_string())
-    })?;
+    let jobs = records
+        .workflow_jobs(id)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::NOT_FOUND, "workflow", e.to_string()))?;
     let runs = records.llm_runs(LlmRunFilter::new().workflow(id)).await?;
     let finished = jobs
         .iter()
@@ -213,7 +218,11 @@ async fn snapshot(host: &ChatHost, id: JobId) -> Result<Value, ApiError> {
     let wid = id.to_string();
     let mut asked = host.steps().approvals(false).await?;
     asked.retain(|a| a.workflow == wid);
-    let benchmark = store.benchmark_reports(Some(id), 1).await?.into_iter().next();
+    let benchmark = store
+        .benchmark_reports(Some(id), 1)
+        .await?
+        .into_iter()
+        .next();
     Ok(json!({
         "workflow": wid,
         "finished": finished,
@@ -244,34 +253,35 @@ async fn workflow_events(
     let first = snapshot(&host, id).await?;
     let stop = host.stopping();
     let state = (host, Some(first), String::new(), false);
-    let stream = futures::stream::unfold(state, move |(host, mut next, mut last, done)| async move {
-        if done {
-            return None;
-        }
-        loop {
-            let current = match next.take() {
-                Some(v) => v,
-                None => {
-                    tokio::time::sleep(POLL).await;
-                    match snapshot(&host, id).await {
-                        Ok(v) => v,
-                        Err(e) => {
-                            let ev = Event::default().event("error").data(e.message());
-                            return Some((ev, (host, None, last, true)));
+    let stream =
+        futures::stream::unfold(state, move |(host, mut next, mut last, done)| async move {
+            if done {
+                return None;
+            }
+            loop {
+                let current = match next.take() {
+                    Some(v) => v,
+                    None => {
+                        tokio::time::sleep(POLL).await;
+                        match snapshot(&host, id).await {
+                            Ok(v) => v,
+                            Err(e) => {
+                                let ev = Event::default().event("error").data(e.message());
+                                return Some((ev, (host, None, last, true)));
+                            }
                         }
                     }
+                };
+                let text = current.to_string();
+                if text == last {
+                    continue;
                 }
-            };
-            let text = current.to_string();
-            if text == last {
-                continue;
+                last = text.clone();
+                let finished = current["finished"] == json!(true);
+                let ev = Event::default().event("snapshot").data(text);
+                return Some((ev, (host, None, last, finished)));
             }
-            last = text.clone();
-            let finished = current["finished"] == json!(true);
-            let ev = Event::default().event("snapshot").data(text);
-            return Some((ev, (host, None, last, finished)));
-        }
-    });
+        });
     let end = futures::stream::once(async { Event::default().event("end").data("{}") });
     use futures::StreamExt as _;
     let stream = stream
@@ -342,7 +352,12 @@ async fn spend(State(host): State<ChatHost>) -> Result<Response, ApiError> {
 async fn approvals(State(host): State<ChatHost>) -> Result<Response, ApiError> {
     let mut all = host.steps().approvals(false).await?;
     // Pending first, then the latest decisions.
-    all.sort_by_key(|a| (a.status != crate::durable::ApprovalStatus::Pending, std::cmp::Reverse(a.decided_at_ms)));
+    all.sort_by_key(|a| {
+        (
+            a.status != crate::durable::ApprovalStatus::Pending,
+            std::cmp::Reverse(a.decided_at_ms),
+        )
+    });
     Ok(Json(json!({ "approvals": all })).into_response())
 }
 
@@ -388,7 +403,11 @@ async fn decide(
         }
     };
     let steps = host.steps();
-    let known = steps.approvals(false).await?.into_iter().find(|a| a.id == id.trim());
+    let known = steps
+        .approvals(false)
+        .await?
+        .into_iter()
+        .find(|a| a.id == id.trim());
     let Some(known) = known else {
         return Err(crate::durable::unknown_approval(&id).into());
     };

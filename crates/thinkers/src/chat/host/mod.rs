@@ -36,8 +36,8 @@ mod explorer;
 mod running;
 mod session;
 
-pub use running::RunningHost;
 pub use config::{HostConfig, HostToken, TOKEN_COOKIE};
+pub use running::RunningHost;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
