@@ -13,6 +13,7 @@
 mod access;
 mod api;
 mod browser;
+mod explorer_api;
 mod explorer_store;
 #[cfg(feature = "postgres")]
 #[allow(dead_code)]
