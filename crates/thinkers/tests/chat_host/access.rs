@@ -2,7 +2,7 @@
 //! the API and both event streams) refuses a request without it (401); a browser is let in
 //! once by `/?token=` and then carries an `HttpOnly` cookie; a non-loopback address without a
 //! token refuses to start; oversized bodies and messages get 413 with JSON naming the field;
-//! no CORS header is sent.
+//! no CORS header is sent, and a write from another site is refused.
 
 use std::net::SocketAddr;
 
@@ -267,5 +267,58 @@ async fn oversized_bodies_and_messages_get_413_with_a_clear_error() {
     let v: Value = resp.json().await.unwrap();
     assert_eq!(v["field"], "text");
     assert!(v["error"].as_str().unwrap().contains("at most"), "{v}");
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_write_from_another_site_is_refused_even_without_a_token() {
+    let sim = sim().await;
+    let dir = tempfile::tempdir().unwrap();
+    let rt = runtime(&sim, &dir.path().join("chat.db")).await;
+    let host = ChatHost::new(&rt, factory("sim-small-a", false), HostConfig::default()).unwrap();
+    let running = host.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let url = running.url();
+    let http = reqwest::Client::new();
+    // A form on another site posting to the local host.
+    let foreign = http
+        .post(format!("{url}/api/chats"))
+        .header("origin", "http://evil.example")
+        .header("content-type", "text/plain")
+        .body(r#"{"title": "planted"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+    assert_eq!(foreign.json::<Value>().await.unwrap()["field"], "origin");
+    assert!(
+        host.list_chats().await.unwrap().is_empty(),
+        "nothing was created"
+    );
+    // The host's own page, and clients without an Origin, may.
+    let own = http
+        .post(format!("{url}/api/chats"))
+        .header("origin", url.clone())
+        .json(&json!({"title": "mine"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(own.status(), 201);
+    let plain = http
+        .post(format!("{url}/api/chats"))
+        .json(&json!({"title": "script"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(plain.status(), 201);
+    // Reading is not a write: a cross-site GET is answered (without CORS the browser keeps
+    // the answer from the other site's script).
+    let read = http
+        .get(format!("{url}/api/chats"))
+        .header("origin", "http://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), 200);
+    assert!(read.headers().get("access-control-allow-origin").is_none());
     running.shutdown().await.unwrap();
 }

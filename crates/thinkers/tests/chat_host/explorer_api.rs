@@ -87,6 +87,39 @@ async fn a_waiting_call_is_listed_and_denied_in_the_explorer() {
     assert_eq!(snap["approvals"][0]["id"], json!(pending[0].id), "{snap}");
     assert!(snap["calls"].as_array().unwrap().len() >= 1, "{snap}");
 
+    // The list: this workflow, filtered by status and class; a bad status names its field.
+    let list = |q: &str| {
+        let http = http.clone();
+        let url = format!("{}/api/runs/workflows?{q}", h.url);
+        async move { http.get(url).send().await.unwrap() }
+    };
+    let all: Value = list("").await.json().await.unwrap();
+    assert_eq!(all["total"], 1, "{all}");
+    assert_eq!(all["workflows"][0]["workflow"], wf);
+    assert_eq!(all["workflows"][0]["usage"]["calls"], 1, "{all}");
+    assert_eq!(
+        all["classes"],
+        json!([all["workflows"][0]["root_class"]]),
+        "{all}"
+    );
+    let class = all["workflows"][0]["root_class"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let same: Value = list(&format!("class={class}&status=failed"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let status = all["workflows"][0]["status"].as_str().unwrap();
+    assert_eq!(same["total"], u64::from(status == "failed"), "{same}");
+    let none: Value = list("class=nothing-like-it").await.json().await.unwrap();
+    assert_eq!(none["total"], 0);
+    assert_eq!(none["workflows"], json!([]));
+    let bad = list("status=sleeping").await;
+    assert_eq!(bad.status(), 422);
+    assert_eq!(bad.json::<Value>().await.unwrap()["field"], "status");
+
     let url = format!("{}/api/runs/approvals/{}", h.url, pending[0].id);
     let bad = http
         .post(&url)

@@ -38,12 +38,14 @@ pub(super) fn router(host: ChatHost) -> Router {
             axum::routing::post(decide),
         )
         .merge(super::explorer::routes())
-        // Innermost first: the body limit, then the token check in front of everything.
+        // Innermost first: the body limit, cross-site writes refused, then the token check in
+        // front of everything.
         .layer(DefaultBodyLimit::max(host.config().max_body_bytes))
         .layer(middleware::from_fn_with_state(
             host.clone(),
             super::auth::limit_body,
         ))
+        .layer(middleware::from_fn(super::auth::same_origin_writes))
         .layer(middleware::from_fn_with_state(
             host.clone(),
             super::auth::require_token,
