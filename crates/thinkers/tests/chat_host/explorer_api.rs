@@ -116,6 +116,17 @@ async fn a_waiting_call_is_listed_and_denied_in_the_explorer() {
     let none: Value = list("class=nothing-like-it").await.json().await.unwrap();
     assert_eq!(none["total"], 0);
     assert_eq!(none["workflows"], json!([]));
+    let unknown = http
+        .get(format!(
+            "{}/api/runs/workflows/{}",
+            h.url,
+            thinkers::job::JobId::new()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+    assert_eq!(unknown.json::<Value>().await.unwrap()["field"], "workflow");
     let bad = list("status=sleeping").await;
     assert_eq!(bad.status(), 422);
     assert_eq!(bad.json::<Value>().await.unwrap()["field"], "status");

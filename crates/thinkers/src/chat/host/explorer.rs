@@ -185,10 +185,13 @@ async fn workflows(
 async fn snapshot(host: &ChatHost, id: JobId) -> Result<Value, ApiError> {
     let store = host.store();
     let records = store.records();
-    let jobs = records
-        .workflow_jobs(id)
-        .await
-        .map_err(|e| ApiError::new(StatusCode::NOT_FOUND, "workflow", e.to_string()))?;
+    let jobs = records.workflow_jobs(id).await.map_err(|e| match e {
+        // An unknown workflow is a 404 naming it; a store that fails is a 500.
+        crate::Error::InvalidInput { .. } => {
+            ApiError::new(StatusCode::NOT_FOUND, "workflow", e.to_string())
+        }
+        other => ApiError::from(other),
+    })?;
     let runs = records.llm_runs(LlmRunFilter::new().workflow(id)).await?;
     let finished = jobs
         .iter()
