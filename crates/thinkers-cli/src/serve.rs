@@ -3,13 +3,13 @@
 //! `thinkers serve` may serve the same chats), offline against an in-process sim unless a
 //! catalog names real providers. Also the runtime setup `thinkers chat` shares.
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context as _;
 use thinkers::Runtime;
-use thinkers::chat::{ChatHost, HostConfig};
+use thinkers::chat::{ChatHost, HostConfig, HostToken};
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, Grade, OutputSize};
 use thinkers::store::Store;
@@ -96,27 +96,69 @@ fn load(path: &Path) -> anyhow::Result<Catalog> {
 }
 
 /// Options of `thinkers serve`.
-#[derive(Debug, clap::Args)]
+#[derive(clap::Args)]
 pub(crate) struct ServeArgs {
-    /// The port to listen on (127.0.0.1); 0 picks a free one.
+    /// The port to listen on; 0 picks a free one.
     #[arg(long, default_value_t = 8080)]
     port: u16,
+    /// The address to listen on. Anything but a loopback address needs --token.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: IpAddr,
+    /// A bearer token every request must carry (`Authorization: Bearer …`; a browser opens
+    /// `/?token=…` once and keeps a cookie). Never printed or logged.
+    #[arg(long, env = "THINKERS_SERVE_TOKEN", hide_env_values = true)]
+    token: Option<String>,
     #[command(flatten)]
     setup: ChatSetup,
 }
 
+impl std::fmt::Debug for ServeArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeArgs")
+            .field("port", &self.port)
+            .field("host", &self.host)
+            .field("token", &self.token.as_ref().map(|_| "<withheld>"))
+            .field("setup", &self.setup)
+            .finish()
+    }
+}
+
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let addr = SocketAddr::new(args.host, args.port);
+    let token = args
+        .token
+        .as_deref()
+        .map(HostToken::new)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--token: {e}"))?;
+    // Refused before anything starts: a host other machines reach, open to anyone.
+    if !addr.ip().is_loopback() && token.is_none() {
+        anyhow::bail!(
+            "refusing to listen on {addr} without a token: anyone reaching it could read every \
+             chat and run turns on your API keys. Pass --token (or set THINKERS_SERVE_TOKEN), \
+             or listen on 127.0.0.1"
+        );
+    }
+    let with_token = token.is_some();
     let chat = Arc::new(chat_runtime(&args.setup).await?);
     let made = chat.clone();
     let host = ChatHost::new(
         &chat.rt,
         Arc::new(move || made.thinker()),
-        HostConfig::default(),
+        HostConfig {
+            token,
+            ..HostConfig::default()
+        },
     )?;
-    let running = host
-        .start(SocketAddr::from((Ipv4Addr::LOCALHOST, args.port)))
-        .await?;
+    let running = host.start(addr).await?;
     println!("chat host listening on {}", running.url());
+    println!("  runs explorer at {}/runs", running.url());
+    if with_token {
+        println!(
+            "  every request needs the token: open {}/?token=<your token> once in a browser",
+            running.url()
+        );
+    }
     let kept = match chat.rt.open_store() {
         Some(Store::Postgres(pg)) => pg.location(),
         _ => args.setup.db.display().to_string(),

@@ -376,7 +376,9 @@ impl RuntimeBuilder {
             .service(ledger.clone());
         #[cfg(feature = "sqlite")]
         if let Some(s) = &store {
+            // The store itself too: a benchmark keeps its report there.
             dispatcher = dispatcher
+                .service(Arc::new(s.clone()))
                 .service(Arc::new(crate::durable::DurableSteps::new(s.steps())))
                 .service(Arc::new(s.durable_response_cache()));
         }

@@ -271,6 +271,14 @@ impl<S: BenchmarkSubject> Benchmark<S> {
             Ok(json) => cx.set_metadata(REPORT, json),
             Err(e) => tracing::warn!(error = %e, "the benchmark report could not be published"),
         }
+        #[cfg(feature = "sqlite")]
+        if let Some(store) = cx.services().get::<crate::store::Store>()
+            && let Err(e) = store
+                .save_benchmark_report(cx.workflow(), cx.id(), &report)
+                .await
+        {
+            tracing::warn!(error = %e, "the benchmark report could not be stored");
+        }
         self.report.set(report);
         reference
     }

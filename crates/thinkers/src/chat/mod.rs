@@ -5,4 +5,6 @@
 
 pub mod host;
 
-pub use host::{ChatFactory, ChatHistory, ChatHost, HostConfig, RunningHost};
+pub use host::{
+    ChatFactory, ChatHistory, ChatHost, HostConfig, HostToken, RunningHost, TOKEN_COOKIE,
+};

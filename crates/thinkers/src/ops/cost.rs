@@ -44,7 +44,7 @@ impl GroupBy {
         }
     }
 
-    fn key(self, run: &LlmRun) -> String {
+    pub(crate) fn key(self, run: &LlmRun) -> String {
         match self {
             Self::Class => run.class.clone(),
             Self::Entry => run.entry.clone(),

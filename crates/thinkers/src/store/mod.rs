@@ -50,6 +50,8 @@ mod chats;
 #[cfg(feature = "sqlite")]
 mod conversations;
 #[cfg(feature = "sqlite")]
+mod explorer;
+#[cfg(feature = "sqlite")]
 mod owner;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -76,6 +78,8 @@ pub use chats::{ChatRecord, ChatStore, ChatTurnLock, SqliteChatStore};
 pub use conversations::PgConversationStore;
 #[cfg(feature = "sqlite")]
 pub use conversations::SqliteConversationStore;
+#[cfg(feature = "sqlite")]
+pub use explorer::{StoredBenchmark, WorkflowPage, WorkflowQuery};
 #[cfg(feature = "postgres")]
 pub use postgres::{PgChatStore, PgRecorder, PgResponseCache, PgSteps, PgStore};
 #[cfg(feature = "sqlite")]

@@ -435,3 +435,129 @@ async fn the_page_approves_and_denies_a_waiting_call_in_headless_chromium() {
     browser.quit().await;
     running.shutdown().await.unwrap();
 }
+
+/// The model's Markdown is rendered (a list, bold, code) and sanitised: a `<script>` and an
+/// `onerror` handler in the answer do nothing, live or reloaded from the history; a
+/// `[no answer: …]` marker shows as a failure with its reason; tool calls and their results
+/// are folded under the message that made them.
+#[tokio::test]
+async fn markdown_renders_and_a_script_in_it_stays_inert_in_headless_chromium() {
+    use thinkers_sim::{Script, ScriptAnswer, ScriptRule};
+    let (Ok(chromium), Ok(chromedriver)) = (
+        std::env::var("THINKERS_CHROMIUM"),
+        std::env::var("THINKERS_CHROMEDRIVER"),
+    ) else {
+        eprintln!("\n*** SKIPPED the Markdown browser test: THINKERS_CHROMIUM is not set ***\n");
+        return;
+    };
+    let hostile = "Here is **bold** and `code`:\n\n- one\n- two\n\n<script>window.pwned = 1</script>\
+                   <img src=x onerror=\"window.pwned = 2\"><a href=\"javascript:window.pwned=3\">link</a>";
+    let script = Script::new(vec![
+        ScriptRule::when_contains("Show markdown", ScriptAnswer::Text(hostile.into())),
+        ScriptRule::when_contains(
+            "Fail please",
+            ScriptAnswer::Text("[no answer: the provider refused the request]".into()),
+        ),
+    ]);
+    let config = thinkers_sim::SimConfig::from_catalog_toml(thinkers::model::catalog::BUNDLED_TOML)
+        .unwrap()
+        .calm();
+    let sim = thinkers_sim::Sim::start(thinkers_sim::SimConfig {
+        script: Some(script),
+        ..config
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let h = host(&sim, &dir.path().join("chat.db"), true).await;
+    let browser = Browser::start(&chromium, &chromedriver).await;
+    browser.goto(&h.url).await;
+    browser.click("#new-chat").await;
+    browser
+        .wait_for("return !document.getElementById('send').disabled", |v| {
+            v == &json!(true)
+        })
+        .await;
+    browser.type_into("#input", "Show markdown").await;
+    browser.click("#send").await;
+    let check = "const m = [...document.querySelectorAll('.msg.assistant.final')].pop(); \
+                 if (!m || !m.querySelector('strong')) return null; \
+                 return {strong: m.querySelector('strong').textContent, \
+                         items: m.querySelectorAll('li').length, \
+                         code: m.querySelector('code') && m.querySelector('code').textContent, \
+                         scripts: document.querySelectorAll('#messages script').length, \
+                         handlers: document.querySelectorAll('#messages [onerror]').length, \
+                         js_links: [...document.querySelectorAll('#messages a')] \
+                             .filter(a => (a.getAttribute('href') || '').startsWith('javascript')).length, \
+                         pwned: window.pwned === undefined ? null : window.pwned}";
+    let live = browser.wait_for(check, |v| !v.is_null()).await;
+    let inert = json!({"strong": "bold", "items": 2, "code": "code", "scripts": 0,
+                       "handlers": 0, "js_links": 0, "pwned": null});
+    assert_eq!(live, inert, "rendered live");
+    // A tool question: its calls and results are folded under the message that made them.
+    browser.type_into("#input", "What does seat mean?").await;
+    browser.click("#send").await;
+    browser
+        .wait_for(
+            "return document.querySelectorAll('.msg.assistant.final').length",
+            |v| v.as_u64() == Some(2),
+        )
+        .await;
+    let folded = browser
+        .eval(
+            "return [...document.querySelectorAll('.msg.assistant details.tools .tool')]\
+             .map(e => e.textContent.slice(0, 8))",
+        )
+        .await;
+    let folded: Vec<&str> = folded
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        folded.iter().any(|t| t.starts_with("→ lookup")),
+        "{folded:?}"
+    );
+    assert!(
+        folded.iter().any(|t| t.starts_with("← lookup")),
+        "{folded:?}"
+    );
+    let loose = browser
+        .eval("return [...document.querySelectorAll('.tool')].filter(t => !t.closest('details.tools')).length")
+        .await;
+    assert_eq!(loose, json!(0), "every tool line is folded under a message");
+    // The marker is a failure with its reason.
+    browser.type_into("#input", "Fail please").await;
+    browser.click("#send").await;
+    let failure = browser
+        .wait_for(
+            "const f = document.querySelector('.msg.failure .reason'); return f && f.textContent",
+            |v| !v.is_null(),
+        )
+        .await;
+    assert_eq!(failure, json!("the provider refused the request"));
+    // Reloaded from the history: the same, still inert.
+    browser.goto(&h.url).await;
+    browser
+        .wait_for(
+            "return document.querySelectorAll('.chat-item').length",
+            |v| v.as_u64() == Some(1),
+        )
+        .await;
+    browser.click(".chat-item").await;
+    browser
+        .wait_for(
+            "return document.querySelectorAll('.msg.failure').length",
+            |v| v.as_u64() == Some(1),
+        )
+        .await;
+    let check_first = check.replace(".pop()", "[0]");
+    let reloaded = browser.wait_for(&check_first, |v| !v.is_null()).await;
+    assert_eq!(reloaded, inert, "rendered from the history");
+    let path = screenshot_path().with_file_name("chat-markdown.png");
+    browser.screenshot(&path).await;
+    println!("screenshot saved to {}", path.display());
+    browser.quit().await;
+    h.running.shutdown().await.unwrap();
+}

@@ -10,8 +10,11 @@
     unreachable_pub
 )]
 
+mod access;
 mod api;
 mod browser;
+mod explorer_api;
+mod explorer_store;
 #[cfg(feature = "postgres")]
 #[allow(dead_code)]
 #[path = "../conversations/pg.rs"]

@@ -5,8 +5,10 @@ use std::convert::Infallible;
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::DefaultBodyLimit;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -35,24 +37,42 @@ pub(super) fn router(host: ChatHost) -> Router {
             "/api/chats/{id}/approvals/{approval}",
             axum::routing::post(decide),
         )
+        .merge(super::explorer::routes())
+        // Innermost first: the body limit, cross-site writes refused, then the token check in
+        // front of everything.
+        .layer(DefaultBodyLimit::max(host.config().max_body_bytes))
+        .layer(middleware::from_fn_with_state(
+            host.clone(),
+            super::auth::limit_body,
+        ))
+        .layer(middleware::from_fn(super::auth::same_origin_writes))
+        .layer(middleware::from_fn_with_state(
+            host.clone(),
+            super::auth::require_token,
+        ))
         .with_state(host)
 }
 
 /// A refusal: status, what was wrong, and the field it was wrong in.
 #[derive(Debug)]
-struct ApiError {
+pub(super) struct ApiError {
     status: StatusCode,
     field: String,
     message: String,
 }
 
 impl ApiError {
-    fn new(status: StatusCode, field: &str, message: impl Into<String>) -> Self {
+    pub(super) fn new(status: StatusCode, field: &str, message: impl Into<String>) -> Self {
         Self {
             status,
             field: field.to_owned(),
             message: message.into(),
         }
+    }
+
+    /// What was wrong.
+    pub(super) fn message(&self) -> &str {
+        &self.message
     }
 }
 
@@ -87,7 +107,10 @@ async fn page() -> impl IntoResponse {
 }
 
 /// The body as a JSON object; an empty body is `{}` when `empty_ok`.
-fn json_object(body: &Bytes, empty_ok: bool) -> Result<serde_json::Map<String, Value>, ApiError> {
+pub(super) fn json_object(
+    body: &Bytes,
+    empty_ok: bool,
+) -> Result<serde_json::Map<String, Value>, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) && empty_ok {
         return Ok(serde_json::Map::new());
     }

@@ -30,7 +30,14 @@
 //! when they do reach two.
 
 mod api;
+mod auth;
+mod config;
+mod explorer;
+mod running;
 mod session;
+
+pub use config::{HostConfig, HostToken, TOKEN_COOKIE};
+pub use running::RunningHost;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -58,32 +65,12 @@ pub const HOST_STOPPED_MARKER: &str =
 /// Makes the thinker of a chat; the host adds the conversation to resume and its events.
 pub type ChatFactory = Arc<dyn Fn() -> ChatThinker + Send + Sync>;
 
-/// Bounds of what the host accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HostConfig {
-    /// The longest message accepted, in bytes of UTF-8.
-    pub max_message_bytes: usize,
-    /// The longest chat title accepted, in bytes.
-    pub max_title_bytes: usize,
-    /// How long a turn waits for a turn of the same chat running on another host sharing the
-    /// database, before it is given up with an error event (PostgreSQL only).
-    pub turn_wait: Duration,
-}
-
-impl Default for HostConfig {
-    fn default() -> Self {
-        Self {
-            max_message_bytes: 16 * 1024,
-            max_title_bytes: 200,
-            turn_wait: Duration::from_secs(120),
-        }
-    }
-}
-
 pub(crate) struct HostInner {
     dispatcher: Dispatcher,
     conversations: Arc<ConversationService>,
     chats: ChatStore,
+    /// The runtime's store, which the runs explorer reads.
+    store: crate::store::Store,
     /// The approvals of the calls chats wait on (the runtime's store).
     steps: Arc<dyn crate::durable::StepStore>,
     factory: ChatFactory,
@@ -150,6 +137,7 @@ impl ChatHost {
                 dispatcher: runtime.dispatcher().clone(),
                 conversations: runtime.conversations().clone(),
                 chats: ChatStore::of(store),
+                store: store.clone(),
                 steps: store.steps(),
                 factory,
                 config,
@@ -166,8 +154,19 @@ impl ChatHost {
     }
 
     /// Serve on `addr` (port 0 picks a free one) until [`RunningHost::shutdown`], which ends
-    /// this host's event streams too (a host is started once).
+    /// this host's event streams too (a host is started once). A non-loopback address without
+    /// a [`HostConfig::token`] is refused naming `addr`: anyone reaching it could read every
+    /// chat and spend the operator's model budget.
     pub async fn start(&self, addr: SocketAddr) -> Result<RunningHost> {
+        if !addr.ip().is_loopback() && self.inner.config.token.is_none() {
+            return Err(Error::invalid_input(
+                "addr",
+                Some(addr.to_string()),
+                "a host reachable from other machines needs a token (HostConfig::token; \
+                 `thinkers serve --token` or THINKERS_SERVE_TOKEN); bind 127.0.0.1 to serve \
+                 without one",
+            ));
+        }
         let listener = TcpListener::bind(addr).await.map_err(|e| {
             Error::invalid_input(
                 "addr",
@@ -187,12 +186,7 @@ impl ChatHost {
                 .await
         });
         tracing::info!(%addr, "chat host listening");
-        Ok(RunningHost {
-            addr,
-            stop,
-            task,
-            turns: self.inner.turns.clone(),
-        })
+        Ok(RunningHost::new(addr, stop, task, self.inner.turns.clone()))
     }
 
     /// Create a chat.
@@ -539,61 +533,19 @@ impl ChatHost {
         }
     }
 
-    pub(crate) fn config(&self) -> HostConfig {
-        self.inner.config
+    pub(crate) fn config(&self) -> &HostConfig {
+        &self.inner.config
+    }
+
+    pub(crate) fn store(&self) -> &crate::store::Store {
+        &self.inner.store
+    }
+
+    pub(crate) fn steps(&self) -> &Arc<dyn crate::durable::StepStore> {
+        &self.inner.steps
     }
 
     pub(crate) fn stopping(&self) -> CancellationToken {
         self.inner.stop.clone()
-    }
-}
-
-/// A host serving on a socket.
-#[derive(Debug)]
-pub struct RunningHost {
-    addr: SocketAddr,
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<std::io::Result<()>>,
-    turns: TaskTracker,
-}
-
-impl RunningHost {
-    /// The address it listens on.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// `http://ADDR`.
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// Stop accepting connections (event streams end), then wait for the turns that are
-    /// running to finish and save, so a host started next on the same database sees them.
-    pub async fn shutdown(self) -> Result<()> {
-        self.stop.cancel();
-        let served = self.task.await;
-        self.turns.close();
-        self.turns.wait().await;
-        match served {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(Error::system("chat host", format!("server failed: {e}"))),
-            Err(e) => Err(Error::system(
-                "chat host",
-                format!("server task failed: {e}"),
-            )),
-        }
-    }
-
-    /// Wait until the server stops (it stops on its own only on failure).
-    pub async fn wait(self) -> Result<()> {
-        match self.task.await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(Error::system("chat host", format!("server failed: {e}"))),
-            Err(e) => Err(Error::system(
-                "chat host",
-                format!("server task failed: {e}"),
-            )),
-        }
     }
 }
