@@ -3,7 +3,7 @@
 //! A runtime for LLM-driven software built from three kinds of job:
 //!
 //! * **tools** — typed input, typed output; may hold resources such as a model seat
-//!   ([`tool`]);
+//!   ([`tool`](mod@tool));
 //! * **doers** — coded orchestration: Rust code that submits jobs, waits, branches and loops
 //!   ([`job::Doer`]);
 //! * **thinkers** — model-driven orchestration: a model, an objective and a palette of tools,
@@ -89,7 +89,7 @@ pub mod thinker;
 pub mod tool;
 
 pub use dispatch::{Dispatcher, JobHandle};
-/// `#[thinkers::tool]`: a tool written as an `async fn` (see [`tool`] for the trait it
+/// `#[thinkers::tool]`: a tool written as an `async fn` (see [`tool`](mod@tool) for the trait it
 /// implements). The doc comment is the description, the parameters are the input schema.
 pub use thinkers_macros::tool;
 

@@ -5,7 +5,7 @@
 //! seals the parent's [`ScopeGuard`] onto the child, stamps the step ordinal and records the start
 //! row. The job then runs on its own task (or, for a child its caller awaits at once and alone,
 //! inside the caller's task: [`crate::job::JobContext::run_in_current_step`]) through the attempt
-//! loop in [`run`]:
+//! loop in `run.rs`:
 //!
 //! 1. ask the job for its requirements (fresh each attempt);
 //! 2. wait for [`Admission`] to grant them (FIFO per budget, never over a limit);

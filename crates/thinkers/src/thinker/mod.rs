@@ -51,29 +51,29 @@ macro_rules! seat_in_core {
     };
 }
 
+// The shared vocabulary of every family.
 pub mod answer;
 pub mod artifacts;
-pub mod chat;
-mod conversing;
-pub mod decision;
 pub mod declaration;
-pub mod doors;
 pub mod events;
-mod finish;
 pub mod guardrail;
-pub mod reactive;
-mod reactive_phase;
 pub mod reasoning;
 mod schema_text;
 #[cfg(any(test, feature = "test-utils"))]
 mod scripted;
-mod single;
 pub mod state;
-pub mod subthinker;
-pub mod toolless;
-mod tools;
-pub mod turn;
+// The loop and its phases (`turn_loop/`), the families (`families/`), delegation: the doors and
+// the sub-thinker (`delegation/`).
+mod delegation;
+mod families;
 pub mod turn_loop;
+
+pub use delegation::{doors, subthinker};
+pub use families::{chat, decision, reactive, toolless};
+pub use turn_loop::turn;
+
+use families::single;
+use turn_loop::{conversing, finish, reactive_phase, tool_round};
 
 pub use answer::{AnswerShape, Judgement, REASONING_DESCRIPTION};
 pub use artifacts::{Artifact, ArtifactRef, Artifacts};

@@ -8,15 +8,15 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::answer::{AnswerShape, Judgement};
-use super::artifacts::refs_in;
-use super::events::{self, ContentStream};
-use super::guardrail::{self, Guardrail, Verdict};
-use super::state::ThinkerObserver;
-use super::turn_loop::AnswerPhase;
 use crate::conversation::{ContentBlock, Message};
 use crate::job::JobContext;
 use crate::llm::{ChatResponse, ResponseSchema};
+use crate::thinker::answer::{AnswerShape, Judgement};
+use crate::thinker::artifacts::refs_in;
+use crate::thinker::events::{self, ContentStream};
+use crate::thinker::guardrail::{self, Guardrail, Verdict};
+use crate::thinker::state::ThinkerObserver;
+use crate::thinker::turn_loop::AnswerPhase;
 use crate::{Error, Result};
 
 /// The final-answer phase of a single-objective run.

@@ -4,10 +4,6 @@
 
 use std::sync::Arc;
 
-use super::artifacts::LEGEND;
-use super::declaration::ThinkerInput;
-use super::state::ThinkerObserver;
-use super::turn_loop::ThinkerCore;
 use crate::conversation::{
     CompactionRecord, Compactor, ContentBlock, Conversation, ConversationId, ConversationService,
     MemoryConversationStore, Message, Objective, Role, Stamps, WireSizer,
@@ -18,6 +14,10 @@ use crate::llm::{ChatRequest, ModelServices, ResponseSchema, ToolSpec};
 use crate::model::Depth;
 use crate::onecall::tools::JobSummarizer;
 use crate::record::CompactionRow;
+use crate::thinker::artifacts::LEGEND;
+use crate::thinker::declaration::ThinkerInput;
+use crate::thinker::state::ThinkerObserver;
+use crate::thinker::turn_loop::ThinkerCore;
 use crate::{Error, Result};
 
 /// What the model is told about tool use once it has tools: calls cost time and tokens, so

@@ -7,21 +7,21 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::answer::AnswerShape;
-use super::artifacts::ArtifactRef;
-use super::declaration::{ThinkerDeclaration, ThinkerInput};
-use super::events::ContentStream;
-use super::finish::SingleAnswer;
-use super::guardrail::{Guardrail, Verdict};
-use super::state::ThinkerObserver;
-use super::subthinker;
-use super::turn::{TurnSource, Turns};
-use super::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, run_loop};
 use crate::Result;
 use crate::conversation::{ConversationId, ConversationService};
 use crate::hub::{Compatible, ToolHub};
 use crate::job::{JobContext, Orchestrator};
 use crate::model::{Depth, OutputSize};
+use crate::thinker::answer::AnswerShape;
+use crate::thinker::artifacts::ArtifactRef;
+use crate::thinker::declaration::{ThinkerDeclaration, ThinkerInput};
+use crate::thinker::events::ContentStream;
+use crate::thinker::finish::SingleAnswer;
+use crate::thinker::guardrail::{Guardrail, Verdict};
+use crate::thinker::state::ThinkerObserver;
+use crate::thinker::subthinker;
+use crate::thinker::turn::{TurnSource, Turns};
+use crate::thinker::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, run_loop};
 use crate::tool::{Tool, ToolProvider, TypedToolProvider};
 
 /// The fields most answers of a goal-directed thinker carry; embed them (for example with

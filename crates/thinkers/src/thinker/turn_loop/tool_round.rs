@@ -10,8 +10,6 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::artifacts::{self, Artifacts};
-use super::state::{RefusedCall, Withheld};
 use crate::PendingCall;
 use crate::conversation::ContentBlock;
 use crate::durable::{
@@ -21,6 +19,8 @@ use crate::durable::{
 use crate::job::{BoxJob, JobContext, ScopeGuard};
 use crate::llm::{ToolCallView, ToolSpec};
 use crate::model::{Depth, Grade};
+use crate::thinker::artifacts::{self, Artifacts};
+use crate::thinker::state::{RefusedCall, Withheld};
 use crate::tool::{ToolCallContext, ToolOutput, ToolProvider, ToolRegistry, admit_call};
 use crate::{Error, Result};
 

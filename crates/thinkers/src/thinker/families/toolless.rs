@@ -29,16 +29,16 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::answer::{AnswerShape, Judgement};
-use super::declaration::ThinkerDeclaration;
-use super::events::ContentStream;
-use super::guardrail::{self, Guardrail, Verdict};
-use super::state::ThinkerObserver;
-use super::turn::{TurnSource, Turns};
-use super::turn_loop::{ThinkerCore, ThinkerLimits};
 use crate::job::{JobContext, Orchestrator};
 use crate::llm::ResponseSchema;
 use crate::model::Depth;
+use crate::thinker::answer::{AnswerShape, Judgement};
+use crate::thinker::declaration::ThinkerDeclaration;
+use crate::thinker::events::ContentStream;
+use crate::thinker::guardrail::{self, Guardrail, Verdict};
+use crate::thinker::state::ThinkerObserver;
+use crate::thinker::turn::{TurnSource, Turns};
+use crate::thinker::turn_loop::{ThinkerCore, ThinkerLimits};
 use crate::tool::{Tool, ToolProvider};
 use crate::{Error, Result};
 

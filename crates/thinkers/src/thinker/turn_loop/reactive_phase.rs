@@ -1,16 +1,16 @@
-//! The answer phase of a reactive turn ([`super::reactive`]): the inbox of waiting messages,
+//! The answer phase of a reactive turn ([`crate::thinker::reactive`]): the inbox of waiting messages,
 //! draining it at each step, the per-message tool budget and its forced answer, plain-text
 //! answers that close the turn only when nothing waits, and the rollback after a failure.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::chat::{ChatArtifact, ChatEvent, ChatEvents};
-use super::events::{self, ContentStream};
-use super::state::ThinkerObserver;
-use super::turn_loop::{AnswerPhase, StepPlan};
 use crate::conversation::{ContentBlock, Message};
 use crate::job::JobContext;
 use crate::llm::{ChatResponse, ResponseSchema, ToolCallView};
+use crate::thinker::chat::{ChatArtifact, ChatEvent, ChatEvents};
+use crate::thinker::events::{self, ContentStream};
+use crate::thinker::state::ThinkerObserver;
+use crate::thinker::turn_loop::{AnswerPhase, StepPlan};
 use crate::{Error, Result};
 
 /// What the model is told when the tool budget of a message is spent.
@@ -63,7 +63,7 @@ struct InboxState {
     continues: bool,
 }
 
-/// The messages waiting for one turn. Open from [`super::ReactiveThinker::turn`] until the turn closes.
+/// The messages waiting for one turn. Open from [`crate::thinker::ReactiveThinker::turn`] until the turn closes.
 #[derive(Debug, Default)]
 pub(crate) struct Inbox {
     state: Mutex<InboxState>,

@@ -3,7 +3,7 @@
 //!
 //! It has no structured input. Messages reach it through [`ReactiveThinker::add_message`]; one
 //! run of the job from [`ReactiveThinker::turn`] (a *turn*) answers every waiting message and
-//! completes. The shared loop ([`super::turn_loop`]) does the work; the family's answer phase
+//! completes. The shared loop ([`crate::thinker::turn_loop`]) does the work; the family's answer phase
 //! (`reactive_phase.rs`) drains the inbox at the start of every step, counts tool
 //! calls against a per-message budget (forcing an answer without tools when it is spent), answers
 //! in plain text, closes the turn only when no message is waiting, and on a failed exchange rolls
@@ -12,18 +12,18 @@
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::chat::{ChatEvent, ChatEvents, StreamingTurns};
-use super::conversing;
-use super::declaration::{ThinkerDeclaration, ThinkerInput, effective_depth};
-use super::events::ContentStream;
-use super::reactive_phase::{Inbox, MAX_REASON_BYTES, ReactivePhase, clip};
-use super::state::ThinkerObserver;
-use super::turn::{TurnSource, Turns};
-use super::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, turns};
 use crate::conversation::{ConversationId, ConversationService};
 use crate::hub::ToolHub;
 use crate::job::{JobContext, Orchestrator};
 use crate::model::Depth;
+use crate::thinker::chat::{ChatEvent, ChatEvents, StreamingTurns};
+use crate::thinker::conversing;
+use crate::thinker::declaration::{ThinkerDeclaration, ThinkerInput, effective_depth};
+use crate::thinker::events::ContentStream;
+use crate::thinker::reactive_phase::{Inbox, MAX_REASON_BYTES, ReactivePhase, clip};
+use crate::thinker::state::ThinkerObserver;
+use crate::thinker::turn::{TurnSource, Turns};
+use crate::thinker::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, turns};
 use crate::tool::{Tool, ToolProvider, TypedToolProvider};
 use crate::{Error, Result};
 
@@ -45,7 +45,7 @@ pub const DEFAULT_CHAT_ITERATIONS: u32 = 40;
 /// * Tool calls are budgeted per message ([`DEFAULT_TOOL_CALLS_PER_MESSAGE`] unless set); when
 ///   the budget is spent, one more call must answer without tools and say what is unverified.
 /// * Depth is the thinker's own ([`Depth::Standard`] unless set), clamped under a calling
-///   thinker. A chat wanting the strongest served model declares [`Grade::Ceiling`].
+///   thinker. A chat wanting the strongest served model declares [`Grade::Ceiling`](crate::model::Grade::Ceiling).
 /// * A failed exchange fails the turn but loses nothing: the conversation is cut back to the
 ///   person's last message, an assistant note `[no answer: <why>]` takes the answer's place, and
 ///   the next turn's model reads it.

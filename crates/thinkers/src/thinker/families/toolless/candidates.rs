@@ -5,18 +5,18 @@
 
 use serde_json::Value;
 
-use super::super::answer::Judgement;
-use super::super::declaration::effective_depth;
-use super::super::events::publish_answer;
-use super::super::guardrail::Verdict;
-use super::super::state::ThinkerObserver;
-use super::super::turn::TurnRequest;
-use super::super::turn_loop::{ThinkerCore, native_thinking};
 use super::GuardrailRefusal;
 use crate::conversation::{ContentBlock, Conversation, Message, Objective, Stamps};
 use crate::job::JobContext;
 use crate::llm::{ChatResponse, ResponseSchema};
 use crate::model::Depth;
+use crate::thinker::answer::Judgement;
+use crate::thinker::declaration::effective_depth;
+use crate::thinker::events::publish_answer;
+use crate::thinker::guardrail::Verdict;
+use crate::thinker::state::ThinkerObserver;
+use crate::thinker::turn::TurnRequest;
+use crate::thinker::turn_loop::{ThinkerCore, native_thinking};
 use crate::tool::ToolOutput;
 use crate::{Error, Result};
 
@@ -94,7 +94,7 @@ pub(crate) async fn exchange<C: Contract>(
             // No tools and no refs: the guidance is the depth's hint.
             let stamps = *conv.stamps();
             (
-                super::super::conversing::render(conv, stamps.depth, false, false),
+                crate::thinker::conversing::render(conv, stamps.depth, false, false),
                 stamps,
             )
         };

@@ -9,7 +9,7 @@
 //! catalog (`oneOf` of `{const, description}`), or withdrawn when its catalog is empty. Then, with
 //! or without a hub, `sub_thinker` is rebuilt over this turn's palette and catalogs (empty
 //! without a hub) and handed to
-//! [`ThinkerHooks::reconcile_delegation`](super::ThinkerHooks::reconcile_delegation), which keeps
+//! [`ThinkerHooks::reconcile_delegation`](crate::thinker::ThinkerHooks::reconcile_delegation), which keeps
 //! it at or above the thinker's delegation threshold. The read-only sweep runs after all of this.
 //!
 //! A door call goes through the hub's admission rules in the caller's scope. Granted tools join
@@ -22,13 +22,13 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::state::ThinkerObserver;
-use super::subthinker::{Launch, SubThinkerDoor};
-use super::turn_loop::ThinkerCore;
 use crate::conversation::{Conversation, Objective};
 use crate::hub::{CatalogEntry, Compatible, Granted, ToolHub};
 use crate::job::{BoxJob, JobContext, Orchestrator};
 use crate::model::Depth;
+use crate::thinker::state::ThinkerObserver;
+use crate::thinker::subthinker::{Launch, SubThinkerDoor};
+use crate::thinker::turn_loop::ThinkerCore;
 use crate::tool::{ToolCallContext, ToolOutput, ToolProvider, ToolRegistry};
 use crate::{Error, Result};
 
@@ -112,7 +112,11 @@ pub(crate) fn reconcile(
 }
 
 /// The three built-in orchestrators' names.
-const DOORS: [&str; 3] = [REQUEST_TOOLS, REQUEST_SKILL, super::subthinker::SUB_THINKER];
+const DOORS: [&str; 3] = [
+    REQUEST_TOOLS,
+    REQUEST_SKILL,
+    crate::thinker::subthinker::SUB_THINKER,
+];
 
 /// Put back in the palette the hub tools this conversation was granted.
 fn restore_granted(hub: &ToolHub, registry: &mut ToolRegistry, observer: &ThinkerObserver) {

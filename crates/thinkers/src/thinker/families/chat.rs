@@ -10,18 +10,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::declaration::{ThinkerDeclaration, parent_thinker_depth};
-use super::events::ContentStream;
-use super::reactive::{ReactiveThinker, ReactiveTurn};
-use super::state::ThinkerObserver;
-use super::turn::{ModelTurns, TurnRequest, TurnSource};
-use super::turn_loop::ThinkerLimits;
 use crate::Result;
 use crate::conversation::{ConversationId, ConversationService};
 use crate::hub::ToolHub;
 use crate::job::JobContext;
 use crate::llm::{ChatResponse, LlmCall, StreamDelta};
 use crate::model::{Depth, Grade, ModelDependent};
+use crate::thinker::declaration::{ThinkerDeclaration, parent_thinker_depth};
+use crate::thinker::events::ContentStream;
+use crate::thinker::reactive::{ReactiveThinker, ReactiveTurn};
+use crate::thinker::state::ThinkerObserver;
+use crate::thinker::turn::{ModelTurns, TurnRequest, TurnSource};
+use crate::thinker::turn_loop::ThinkerLimits;
 use crate::tool::{Tool, ToolProvider};
 
 /// An artifact as a chat reports it: its ref, the tool that made it and its value as JSON.

@@ -17,8 +17,8 @@
 //! providers you get a probability per option that you can threshold (ask a person, escalate to
 //! a larger grade) instead of trusting a bare label.
 //!
-//! Use a [`super::ToollessThinker`] instead when the answer needs fields beyond the choice (an
-//! extracted value, a justification to show), and a [`super::SingleObjectiveThinker`] when the
+//! Use a [`crate::thinker::ToollessThinker`] instead when the answer needs fields beyond the choice (an
+//! extracted value, a justification to show), and a [`crate::thinker::SingleObjectiveThinker`] when the
 //! choice needs evidence first (tools to call, documents to read). The confidence is the
 //! model's own token probability: it says how sure the model was, not whether it was right.
 //! OpenAI's reasoning models refuse `logprobs`: decide at a depth where the entry does not
@@ -38,15 +38,15 @@ use serde::{Deserialize, Serialize};
 pub use self::confidence::Confidence;
 use self::confidence::{Tokens, spans_after_key};
 use self::contract::{Mode, OptionsContract};
-use super::answer::AnswerShape;
-use super::declaration::{ThinkerDeclaration, ThinkerInput};
-use super::events::ContentStream;
-use super::state::ThinkerObserver;
-use super::toolless::{Exchange, SystemPrompt, exchange, refuse_tool};
-use super::turn::{TurnSource, Turns};
-use super::turn_loop::{ThinkerCore, ThinkerLimits};
 use crate::job::{JobContext, Orchestrator};
 use crate::llm::ChatResponse;
+use crate::thinker::answer::AnswerShape;
+use crate::thinker::declaration::{ThinkerDeclaration, ThinkerInput};
+use crate::thinker::events::ContentStream;
+use crate::thinker::state::ThinkerObserver;
+use crate::thinker::toolless::{Exchange, SystemPrompt, exchange, refuse_tool};
+use crate::thinker::turn::{TurnSource, Turns};
+use crate::thinker::turn_loop::{ThinkerCore, ThinkerLimits};
 use crate::tool::{Tool, ToolProvider};
 use crate::{Error, Result};
 
