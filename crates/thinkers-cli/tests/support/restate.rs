@@ -48,6 +48,12 @@ pub fn server_binary() -> Result<Option<String>> {
 impl RestateServer {
     /// Start a server; `None` when the binary is missing and services are not required.
     pub async fn start() -> Result<Option<Self>> {
+        Self::start_with("3s").await
+    }
+
+    /// [`RestateServer::start`] with the invoker's inactivity timeout (how long an invocation
+    /// may go without a journal step before the server asks it to suspend).
+    pub async fn start_with(inactivity: &str) -> Result<Option<Self>> {
         let Some(binary) = server_binary()? else {
             return Ok(None);
         };
@@ -69,7 +75,7 @@ max-interval = "1s"
 max-attempts = 600
 
 [worker.invoker]
-inactivity-timeout = "3s"
+inactivity-timeout = "{inactivity}"
 
 [admin]
 bind-address = "127.0.0.1:{admin}"
