@@ -120,7 +120,7 @@ fn entry_json(entry: &JournalEntry) -> Value {
     })
 }
 
-fn entry_of(value: Value) -> Result<JournalEntry> {
+fn entry_of(value: &Value) -> Result<JournalEntry> {
     let bad = || Error::system("restate journal", "a journaled tool call is not an entry");
     let text = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_owned);
     let outcome: StepOutcome = value
@@ -155,7 +155,7 @@ impl StepStore for RestateSteps {
             };
             let step = tool_step(key);
             let found = ask_bridge(&tx, &key.run, |reply| Request::Lookup { step, reply }).await?;
-            found.map(entry_of).transpose()
+            found.as_ref().map(entry_of).transpose()
         }
         .boxed()
     }

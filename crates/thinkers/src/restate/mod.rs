@@ -34,11 +34,13 @@
 //! and each round notes its root job there, so `thinkers status`, `trace` and `cost` read both
 //! engines alike.
 //!
-//! Guarantees: only a step in flight when a process died can run twice; a replay that asks for
-//! its steps in another order than the journal holds them (parallel calls) still gets each
-//! step's own value. Not guaranteed: a workflow whose code takes another path on replay than it
-//! did at first (a tool whose answer is not journaled because it is not a tool call) makes
-//! Restate report a journal mismatch and retry the invocation.
+//! Guarantees: only a step in flight when a process died can run twice. A step's journal
+//! command is created when a job first asks for it, so a replay must ask in the same order: it
+//! does for sequential work and for the tool calls of one turn (the tool round looks them up in
+//! call order before any runs). Not guaranteed: model calls made in parallel (a fan-out doer,
+//! parallel sub-thinkers) are asked for in the order admission lets them go, which a replay may
+//! not repeat; Restate then reports a journal mismatch and retries the invocation instead of
+//! answering a step with another step's value.
 
 mod bridge;
 mod client;

@@ -9,10 +9,10 @@
 //! the journal. Approval answers are journaled per round, so a replay of round 1 reads
 //! "pending" as the first execution did.
 //!
-//! **Journal order.** Restate replays a journal in the order its commands were created. A step
-//! is created when a job first asks for it, and a replay answers whatever step the journal holds
-//! next: any step seen in the replayed journal is kept by name, so jobs that ask in another order
-//! during a replay (parallel calls) still get their own values.
+//! **Journal order.** Restate replays a journal in the order its commands were created, and
+//! checks each command's name (the step: `model <hash>`, `tool <place> <call id>`, `round <n>
+//! ask …`). A step is created when a job first asks for it; within one execution a step already
+//! journaled (an earlier round) is answered from memory without a new command.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
