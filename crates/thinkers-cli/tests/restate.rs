@@ -28,7 +28,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
-use futures::FutureExt as _;
+use futures::{FutureExt as _, StreamExt as _};
 use serde_json::{Value, json};
 use support::queue::{count, finish, run_ok, status, wait_for};
 use support::restate::{RestateServer, service_addr, spawn_service};
@@ -374,16 +374,30 @@ async fn three_service_processes_share_one_tpm_limit_through_redis() -> Result<(
         )?);
     }
     restate.register(&addr).await?;
-    // More work than one window admits: ~110 tokens per call settle, so ~1,400 calls fill it.
+    // More work than one window admits: ~110 tokens per call settle, so ~1,400 calls fill it
+    // (48 × 50 = 2,400 calls).
     let store = thinkers::store::PgStore::open(&db).await?;
     let queue = thinkers::queue::WorkflowQueue::new(&store);
     let ingress = thinkers::restate::RestateIngress::new(&restate.ingress);
-    for i in 0..240 {
-        let input = json!({"topic": format!("budget {i}"), "steps": 10, "entry": ENTRY});
-        ingress.submit_unchecked(&queue, "chain", input).await?;
-    }
+    // Fewer, longer workflows than the queue's test: every running invocation is journal
+    // traffic for the server, and 48 keep the budget busy.
+    let submissions = futures::stream::iter(0..48).map(|i| {
+        let input = json!({"topic": format!("budget {i}"), "steps": 50, "entry": ENTRY});
+        ingress.submit_unchecked(&queue, "chain", input)
+    });
+    let ids: Vec<_> = submissions.buffer_unordered(16).collect().await;
+    ensure!(ids.iter().all(Result::is_ok), "every submission was taken");
     wait_for("the first request", Duration::from_secs(30), || {
         std::future::ready(Ok(sim.stats().model(ENTRY).requests > 0))
+    })
+    .await?;
+    // The window opens once all 240 are running (each first sets its row `running`).
+    wait_for("every workflow to start", Duration::from_secs(60), || {
+        count(
+            &db,
+            "SELECT COUNT(*) FROM workflow_queue WHERE status = 'queued'",
+        )
+        .map(|n| Ok(n? == 0))
     })
     .await?;
     let t0 = std::time::Instant::now();

@@ -76,6 +76,9 @@ max-attempts = 600
 
 [worker.invoker]
 inactivity-timeout = "{inactivity}"
+# Few invocations per HTTP/2 connection, so the server opens several and the kernel spreads
+# them over the service processes sharing the address (SO_REUSEPORT balances connections).
+http2-streams-per-connection-limit = 4
 
 [admin]
 bind-address = "127.0.0.1:{admin}"

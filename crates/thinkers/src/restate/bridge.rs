@@ -279,3 +279,25 @@ impl ResponseCache for RestateCache {
         .boxed()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_journal_entry_survives_the_journal() {
+        for outcome in [
+            StepOutcome::Output(serde_json::json!({"done": "errand-one"})),
+            StepOutcome::Error("the ledger is gone".to_owned()),
+        ] {
+            let entry = JournalEntry {
+                tool: "do_errand".to_owned(),
+                arguments_hash: "ab12".to_owned(),
+                outcome,
+                job: "job-1".to_owned(),
+            };
+            assert_eq!(entry_of(&entry_json(&entry)).unwrap(), entry);
+        }
+        assert!(entry_of(&serde_json::json!({"tool": "x"})).is_err());
+    }
+}
