@@ -43,6 +43,10 @@ if command -v npm >/dev/null 2>&1; then
     log "MCP test server (npm: @modelcontextprotocol/server-everything)"
     THINKERS_MCP_EVERYTHING="$(bash scripts/install-mcp-test-server.sh | tail -n1)"
     export THINKERS_MCP_EVERYTHING
+    # A real Restate server (npm: @restatedev/restate-server) for the `restate` engine tests.
+    log "Restate server (npm: @restatedev/restate-server)"
+    THINKERS_RESTATE_SERVER="$(bash scripts/install-restate-server.sh | tail -n1)"
+    export THINKERS_RESTATE_SERVER
 fi
 
 # Headless Chromium and its WebDriver for the chat page's browser test

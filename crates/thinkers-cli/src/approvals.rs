@@ -35,6 +35,8 @@ pub(crate) struct ApproveArgs {
     id: String,
     #[command(flatten)]
     db: DbArg,
+    #[command(flatten)]
+    restate: crate::work::RestateArgs,
 }
 
 /// `thinkers deny`.
@@ -47,6 +49,8 @@ pub(crate) struct DenyArgs {
     reason: String,
     #[command(flatten)]
     db: DbArg,
+    #[command(flatten)]
+    restate: crate::work::RestateArgs,
 }
 
 async fn open(db: &DbArg) -> anyhow::Result<std::sync::Arc<dyn thinkers::durable::StepStore>> {
@@ -103,6 +107,7 @@ fn print_one(a: &Approval) {
 pub(crate) async fn approve(args: ApproveArgs) -> anyhow::Result<()> {
     let steps = open(&args.db).await?;
     let a = steps.decide(&args.id, &Decision::Approve).await?;
+    resume(&args.db, &args.restate, &a).await?;
     println!(
         "approved {} (tool {}); run {} goes on when it runs again (a queue worker picks it up)",
         a.id, a.tool, a.run
@@ -123,9 +128,51 @@ pub(crate) async fn deny(args: DenyArgs) -> anyhow::Result<()> {
             },
         )
         .await?;
+    resume(&args.db, &args.restate, &a).await?;
     println!(
         "denied {} (tool {}); run {} goes on without it when it runs again",
         a.id, a.tool, a.run
     );
+    Ok(())
+}
+
+/// A decided call of a workflow on Restate: resolve the durable promise it waits on (the
+/// decision is stored first, so deciding again the same way resolves it again harmlessly).
+#[cfg(feature = "restate")]
+async fn resume(
+    db: &DbArg,
+    restate: &crate::work::RestateArgs,
+    approval: &Approval,
+) -> anyhow::Result<()> {
+    let target = db.db.to_string_lossy().into_owned();
+    if !target.starts_with("postgres") {
+        return Ok(());
+    }
+    let Ok(id) = thinkers::queue::QueueId::parse(&approval.run) else {
+        return Ok(());
+    };
+    let store = thinkers::store::PgStore::open(&target)
+        .await
+        .context("opening the store (--db)")?;
+    let queue = thinkers::queue::WorkflowQueue::new(&store);
+    if queue.status(id).await.is_err()
+        || !thinkers::restate::is_restate_workflow(&queue, id).await?
+    {
+        return Ok(());
+    }
+    restate
+        .ingress()?
+        .decide(approval)
+        .await
+        .context("resolving the decision's promise on Restate")?;
+    Ok(())
+}
+
+#[cfg(not(feature = "restate"))]
+async fn resume(
+    _db: &DbArg,
+    _restate: &crate::work::RestateArgs,
+    _approval: &Approval,
+) -> anyhow::Result<()> {
     Ok(())
 }

@@ -55,6 +55,8 @@
 //! * `postgres` — the PostgreSQL store, the workflow queue (`queue`: `thinkers submit`/`worker`)
 //!   and its response cache.
 //! * `redis` — admission budgets shared across processes through Redis.
+//! * `restate` — registered workflows run as Restate workflows (`restate` module): every model
+//!   and tool call a journaled step.
 //! * `full` — everything.
 
 // Every public item of the library carries rustdoc: the workspace warns, the library refuses.
@@ -78,6 +80,8 @@ pub mod ops;
 #[cfg(feature = "postgres")]
 pub mod queue;
 pub mod record;
+#[cfg(feature = "restate")]
+pub mod restate;
 pub mod runtime;
 mod schema;
 pub mod service_tools;

@@ -2,6 +2,8 @@
 //! run by any number of worker processes.
 
 mod errands;
+#[cfg(feature = "restate")]
+mod restate;
 mod workflows;
 
 pub(crate) use workflows::registry;
@@ -50,6 +52,41 @@ impl QueueArgs {
     }
 }
 
+/// Which engine runs the workflows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub(crate) enum Engine {
+    /// The PostgreSQL lease queue (`thinkers worker` processes claim rows).
+    #[default]
+    Postgres,
+    /// A Restate server (`thinkers worker --engine restate` processes serve its workflow
+    /// service; needs the `restate` feature).
+    Restate,
+}
+
+/// Where the Restate server is, for `--engine restate`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct RestateArgs {
+    /// The Restate server's ingress URL (`http://host:8080`).
+    #[arg(long = "restate", env = "THINKERS_RESTATE_URL")]
+    pub(crate) url: Option<String>,
+}
+
+impl RestateArgs {
+    #[cfg(feature = "restate")]
+    pub(crate) fn ingress(&self) -> anyhow::Result<thinkers::restate::RestateIngress> {
+        let url = self.url.as_deref().context(
+            "the workflow runs on Restate: pass its ingress URL with --restate (or \
+             THINKERS_RESTATE_URL)",
+        )?;
+        Ok(thinkers::restate::RestateIngress::new(url))
+    }
+}
+
+#[cfg(not(feature = "restate"))]
+fn no_restate() -> anyhow::Error {
+    anyhow::anyhow!("--engine restate needs a thinkers built with the `restate` feature")
+}
+
 /// Options of `thinkers submit`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct SubmitArgs {
@@ -61,6 +98,11 @@ pub(crate) struct SubmitArgs {
     /// How many times the workflow may be claimed (a claim whose worker dies counts).
     #[arg(long, default_value_t = DEFAULT_MAX_ATTEMPTS)]
     max_attempts: u32,
+    /// The engine that runs it.
+    #[arg(long, value_enum, default_value_t = Engine::Postgres)]
+    engine: Engine,
+    #[command(flatten)]
+    restate: RestateArgs,
     #[command(flatten)]
     queue: QueueArgs,
 }
@@ -72,10 +114,23 @@ pub(crate) async fn submit(args: SubmitArgs) -> anyhow::Result<()> {
     // Name and input are checked before connecting, so a typo fails fast.
     registry.check(&args.name, &input)?;
     let (_, queue) = args.queue.open().await?;
-    let id = queue
-        .max_attempts(args.max_attempts)
-        .submit(&registry, &args.name, input)
-        .await?;
+    let id = match args.engine {
+        Engine::Postgres => {
+            queue
+                .max_attempts(args.max_attempts)
+                .submit(&registry, &args.name, input)
+                .await?
+        }
+        #[cfg(feature = "restate")]
+        Engine::Restate => {
+            args.restate
+                .ingress()?
+                .submit(&queue, &registry, &args.name, input)
+                .await?
+        }
+        #[cfg(not(feature = "restate"))]
+        Engine::Restate => return Err(no_restate()),
+    };
     println!("{id}");
     Ok(())
 }
@@ -112,6 +167,14 @@ pub(crate) struct WorkerArgs {
     /// The key prefix of the shared budgets in Redis.
     #[arg(long, default_value = "thinkers:budget")]
     redis_prefix: String,
+    /// The engine whose workflows to run: claim from the PostgreSQL queue, or serve the Restate
+    /// workflow service on --listen.
+    #[arg(long, value_enum, default_value_t = Engine::Postgres)]
+    engine: Engine,
+    /// With `--engine restate`: the address the workflow service listens on (several
+    /// processes may share it; register `http://ADDR` with the Restate server).
+    #[arg(long, default_value = "127.0.0.1:9080")]
+    listen: std::net::SocketAddr,
 }
 
 fn secs(flag: &str, s: f64) -> anyhow::Result<Duration> {
@@ -138,6 +201,19 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
         .service(Arc::new(ResponseCacheService::new(Arc::new(
             PgResponseCache::new(&store),
         ))));
+    #[cfg(feature = "restate")]
+    let engine = thinkers::restate::RestateEngine::new();
+    match args.engine {
+        Engine::Postgres => {}
+        #[cfg(feature = "restate")]
+        Engine::Restate => {
+            builder = builder
+                .service(Arc::new(engine.steps(&store)))
+                .service(Arc::new(engine.response_cache()));
+        }
+        #[cfg(not(feature = "restate"))]
+        Engine::Restate => return Err(no_restate()),
+    }
     if let Some(url) = &args.redis {
         let budgets = RedisBudgets::connect_with(
             url,
@@ -151,6 +227,15 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     // Not registered with `lifecycle`: on a stop signal the worker drains (claims nothing more
     // and lets its running workflows finish), then shuts its runtime down itself.
     let runtime = builder.build().await.context("starting the runtime")?;
+    #[cfg(feature = "restate")]
+    if args.engine == Engine::Restate {
+        restate::serve(&engine, runtime.clone(), &store, args.listen, args.name).await?;
+        runtime.shutdown().await?;
+        if let Some(sim) = sim {
+            sim.shutdown().await.ok();
+        }
+        return Ok(());
+    }
     let mut config = WorkerConfig {
         queue: args.queue.queue.clone(),
         concurrency: args.concurrency,

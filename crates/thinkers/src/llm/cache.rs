@@ -68,12 +68,15 @@ impl fmt::Debug for CacheKey {
 }
 
 /// Which job looked an answer up or stored it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheUse {
     /// The workflow (root job) of the call.
     pub workflow: JobId,
     /// The job that made the call.
     pub job: JobId,
+    /// The key of the durable run the call belongs to, if any (see [`crate::durable`]): a
+    /// cache that journals per run (the Restate engine) finds the run by it.
+    pub run: Option<std::sync::Arc<str>>,
 }
 
 /// A store of model answers by [`CacheKey`]. Implementations must be safe to share between
@@ -181,9 +184,11 @@ pub(crate) async fn send(
     let by = CacheUse {
         workflow: cx.workflow(),
         job: cx.id(),
+        run: crate::durable::is_durable(cx)
+            .then(|| std::sync::Arc::from(crate::durable::run_key_of(cx).0)),
     };
     let started = Instant::now();
-    match service.cache().get(&key, by).await {
+    match service.cache().get(&key, by.clone()).await {
         Ok(Some(response)) => {
             if let Some(sink) = stream {
                 replay_as_deltas(&response, sink);

@@ -16,7 +16,7 @@ use crate::{Error, Result};
 /// A started workflow: its root job's id and the future of its JSON output.
 pub(crate) type Started = (JobId, BoxFuture<'static, Result<Value>>);
 
-type Launch = Box<dyn FnOnce(&Dispatcher, Option<String>) -> Started + Send>;
+type Launch = Box<dyn FnOnce(&Dispatcher, Option<String>, bool) -> Started + Send>;
 type Factory = dyn Fn(Value) -> Result<Launch> + Send + Sync;
 
 /// Workflows (doers, thinkers, any job) by name. A worker runs only the names it registered;
@@ -57,25 +57,28 @@ impl WorkflowRegistry {
             let job = make(decode_input(&owner, &input)?)?;
             let owner = owner.clone();
             Ok(Box::new(
-                move |dispatcher: &Dispatcher, durable: Option<String>| {
+                move |dispatcher: &Dispatcher, durable: Option<String>, owned: bool| {
                     let handle = match durable {
                         Some(key) => dispatcher.submit(crate::durable::DurableRun::new(key, job)),
                         None => dispatcher.submit(job),
                     };
                     let id = handle.id();
-                    let output = handle
-                        .map(move |r| {
-                            r.and_then(|out| {
-                                serde_json::to_value(out).map_err(|e| {
-                                    Error::system(
-                                        format!("workflow `{owner}`"),
-                                        "its output did not serialize to JSON",
-                                    )
-                                    .with_source(e)
-                                })
+                    let output = CancelOnDrop {
+                        handle: Some(handle),
+                        owned,
+                    }
+                    .map(move |r| {
+                        r.and_then(|out| {
+                            serde_json::to_value(out).map_err(|e| {
+                                Error::system(
+                                    format!("workflow `{owner}`"),
+                                    "its output did not serialize to JSON",
+                                )
+                                .with_source(e)
                             })
                         })
-                        .boxed();
+                    })
+                    .boxed();
                     (id, output)
                 },
             ))
@@ -122,7 +125,7 @@ impl WorkflowRegistry {
         input: Value,
         dispatcher: &Dispatcher,
     ) -> Result<(JobId, BoxFuture<'static, Result<Value>>)> {
-        Ok(self.factory(name)?(input)?(dispatcher, None))
+        Ok(self.factory(name)?(input)?(dispatcher, None, false))
     }
 
     /// [`WorkflowRegistry::start`] as the durable run `key` (see [`crate::durable`]): its tool
@@ -137,6 +140,24 @@ impl WorkflowRegistry {
         Ok(self.factory(name)?(input)?(
             dispatcher,
             Some(key.to_owned()),
+            false,
+        ))
+    }
+
+    /// [`WorkflowRegistry::start_durable`] whose run is cancelled when the returned future is
+    /// dropped before it finished (an engine invocation that ended must leave nothing running).
+    #[cfg(feature = "restate")]
+    pub(crate) fn start_owned(
+        &self,
+        name: &str,
+        input: Value,
+        key: &str,
+        dispatcher: &Dispatcher,
+    ) -> Result<Started> {
+        Ok(self.factory(name)?(input)?(
+            dispatcher,
+            Some(key.to_owned()),
+            true,
         ))
     }
 
@@ -145,6 +166,41 @@ impl WorkflowRegistry {
         self.factories
             .get(name)
             .ok_or_else(|| Error::system("workflow registry", "a checked name vanished"))
+    }
+}
+
+/// A job's handle that cancels the job when dropped unfinished, if `owned`.
+struct CancelOnDrop<T> {
+    handle: Option<crate::dispatch::JobHandle<T>>,
+    owned: bool,
+}
+
+impl<T> std::future::Future for CancelOnDrop<T> {
+    type Output = Result<T>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<T>> {
+        let Some(handle) = self.handle.as_mut() else {
+            return std::task::Poll::Ready(Err(Error::system(
+                "workflow registry",
+                "a finished workflow was polled again",
+            )));
+        };
+        let out = std::pin::Pin::new(handle).poll(cx);
+        if out.is_ready() {
+            self.handle = None;
+        }
+        out
+    }
+}
+
+impl<T> Drop for CancelOnDrop<T> {
+    fn drop(&mut self) {
+        if let (true, Some(handle)) = (self.owned, &self.handle) {
+            handle.cancel();
+        }
     }
 }
 

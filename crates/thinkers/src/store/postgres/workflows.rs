@@ -155,6 +155,49 @@ impl PgStore {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Note that an engine outside the database (Restate) runs the workflow now on `worker`:
+    /// the row becomes `running` under a new attempt with no lease (the engine, not a lease,
+    /// decides who runs it), and the attempt is returned for the row's later writes. `None`
+    /// when the row is missing or already finished.
+    #[cfg(feature = "restate")]
+    pub(crate) async fn engine_claim(&self, id: QueueId, worker: &str) -> Result<Option<u32>> {
+        let row = sqlx::query(
+            "UPDATE workflow_queue SET status = 'running', worker = $2, attempt = attempt + 1, \
+             claimed_at_ms = $3, run_workflow = NULL, lease_until = NULL \
+             WHERE id = $1 AND status IN ('queued', 'running', 'awaiting_approval') \
+             RETURNING attempt",
+        )
+        .bind(id.to_string())
+        .bind(worker)
+        .bind(now_ms())
+        .fetch_optional(self.pool())
+        .await
+        .map_err(|e| pg_error("note engine run", e))?;
+        row.map(|r| {
+            let n: i64 = r
+                .try_get("attempt")
+                .map_err(|e| pg_error("note engine run", e))?;
+            u32::try_from(n).map_err(|_| corrupt("workflow_queue.attempt", n.to_string()))
+        })
+        .transpose()
+    }
+
+    /// Fail a workflow the engine never started (its submission was refused).
+    #[cfg(feature = "restate")]
+    pub(crate) async fn engine_fail(&self, id: QueueId, error: &str) -> Result<()> {
+        sqlx::query(
+            "UPDATE workflow_queue SET status = 'failed', error = $2, finished_at_ms = $3 \
+             WHERE id = $1 AND status = 'queued'",
+        )
+        .bind(id.to_string())
+        .bind(error)
+        .bind(now_ms())
+        .execute(self.pool())
+        .await
+        .map_err(|e| pg_error("fail workflow", e))?;
+        Ok(())
+    }
+
     /// Store the result of an attempt; `false` when the worker no longer holds the workflow.
     pub(crate) async fn finish_workflow(
         &self,

@@ -1,0 +1,435 @@
+//! Workflows on Restate, through the real binary: a real `restate-server` on loopback (from the
+//! npm package), `thinkers worker --engine restate` service processes sharing one deployment
+//! address, thinkers-sim over HTTP, PostgreSQL for the record and the approvals.
+//!
+//! * Crash safety: the service process running an `errands` workflow is SIGKILLed after the
+//!   second of three errands; the other process completes it. Each errand ran once (the ledger
+//!   file), the sim was paid once per model call (no body twice), the record holds both runs'
+//!   trajectories in order.
+//! * Approval: the workflow waits for a person while both service processes restart; it
+//!   completes after `thinkers approve`.
+//! * Shared limits: three service processes share one entry's TPM limit through Redis; the
+//!   sim, configured with the same limit, serves no 429 and at least 85% of it is used over
+//!   its 60 s window.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../thinkers/tests/conversations/pg.rs"]
+mod pg;
+
+#[allow(unreachable_pub, dead_code)]
+mod support {
+    pub mod queue;
+    pub mod restate;
+}
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, ensure};
+use futures::{FutureExt as _, StreamExt as _};
+use serde_json::{Value, json};
+use support::queue::{count, finish, run_ok, status, wait_for};
+use support::restate::{RestateServer, service_addr, spawn_service};
+use thinkers::model::catalog::BUNDLED_TOML;
+use thinkers_sim::{MatchOn, Script, ScriptAnswer, ScriptRule, ScriptToolCall, Sim, SimConfig};
+
+/// One test at a time: each starts a Restate server and service processes.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const ENTRY: &str = "sim-small-a";
+const QUEUE: &str = "default";
+
+/// The model's side of an errands run: one `do_errand` call per errand, in order, then a report.
+fn errands_script() -> Script {
+    let call = |errand: &str| {
+        ScriptAnswer::ToolCalls(vec![ScriptToolCall {
+            name: "do_errand".to_owned(),
+            arguments: json!({ "errand": errand }),
+        }])
+    };
+    let report = |summary: &str| {
+        ScriptAnswer::Json(json!({
+            "reasoning": "went through the errands in order",
+            "answer": { "summary": summary }
+        }))
+    };
+    let on_result =
+        |needle: &str, answer| ScriptRule::when_contains(needle, answer).on(MatchOn::ToolResult);
+    Script::new(vec![
+        on_result("denied", report("REPORT: an errand was denied")),
+        on_result("errand-three", report("REPORT: all three errands are done")),
+        on_result("errand-two", call("errand-three")),
+        on_result("errand-one", call("errand-two")),
+        ScriptRule::when_contains("Errands:", call("errand-one")).on(MatchOn::User),
+    ])
+}
+
+async fn sim() -> Result<Sim> {
+    let mut config = SimConfig::from_catalog_toml(BUNDLED_TOML)?.calm();
+    config.script = Some(errands_script());
+    config.log_bodies = true;
+    Ok(Sim::start(config).await?)
+}
+
+fn ledger_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The sim saw no request body twice: no model call was paid twice. Returns how many it saw.
+fn paid_once(sim: &Sim) -> usize {
+    let bodies: Vec<String> = sim.requests().into_iter().map(|r| r.raw_body).collect();
+    let distinct: HashSet<&String> = bodies.iter().collect();
+    assert_eq!(distinct.len(), bodies.len(), "a body was sent twice");
+    bodies.len()
+}
+
+async fn submit(db: &str, restate: &RestateServer, input: &Value) -> Result<String> {
+    run_ok(&[
+        "submit",
+        "errands",
+        "--engine",
+        "restate",
+        "--restate",
+        &restate.ingress,
+        "--input",
+        &input.to_string(),
+        "--db",
+        db,
+    ])
+    .await
+}
+
+async fn worker_of(db: &str, id: &str) -> Result<String> {
+    let s = status(db, QUEUE, id).await?;
+    Ok(s["state"]["worker"].as_str().unwrap_or_default().to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_service_process_never_repeats_a_finished_step() -> Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some(db) = pg::fresh_schema_url().await? else {
+        return Ok(());
+    };
+    let Some(restate) = RestateServer::start().await? else {
+        return Ok(());
+    };
+    let sim = sim().await?;
+    let url = sim.base_url();
+    let addr = service_addr()?;
+    let mut a = spawn_service(&db, &addr, &url, "service-a", &[])?;
+    let mut b = spawn_service(&db, &addr, &url, "service-b", &[])?;
+    restate.register(&addr).await?;
+    let dir = tempfile::tempdir()?;
+    let ledger = dir.path().join("ledger.txt");
+    // Each errand waits 1.5 s before its side effect: the kill lands inside the third.
+    let input = json!({
+        "errands": ["errand-one", "errand-two", "errand-three"],
+        "ledger": ledger, "pause_ms": 1500, "entry": ENTRY,
+    });
+    let id = submit(&db, &restate, &input).await?;
+    // Killed once two errands ran and the model asked for the third (whose answer is
+    // journaled while the third errand pauses).
+    wait_for(
+        "two errands and three model calls",
+        Duration::from_secs(60),
+        || {
+            let n = ledger_lines(&ledger).len();
+            let calls = sim.requests().len();
+            async move { Ok(n >= 2 && calls >= 3) }
+        },
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let running_on = worker_of(&db, &id).await?;
+    let (victim, survivor) = match running_on.as_str() {
+        "service-a" => (&mut a, "service-b"),
+        "service-b" => (&mut b, "service-a"),
+        other => anyhow::bail!("the workflow runs on an unknown worker `{other}`"),
+    };
+    victim.start_kill()?; // SIGKILL
+    victim.wait().await?;
+    assert_eq!(ledger_lines(&ledger), ["errand-one", "errand-two"]);
+
+    let last = finish(&db, QUEUE, &id, Duration::from_secs(90)).await?;
+    assert_eq!(last["status"], "succeeded", "{last}");
+    assert!(
+        last["state"]["output"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("all three errands are done")),
+        "{last}"
+    );
+    // Each errand ran once; the two finished ones came from the journal.
+    assert_eq!(
+        ledger_lines(&ledger),
+        ["errand-one", "errand-two", "errand-three"]
+    );
+    // Every model call was paid once: the replay read the first three from the journal.
+    assert_eq!(paid_once(&sim), 4, "three tool-call turns and the report");
+    let stats = sim.stats();
+    assert_eq!(stats.model(ENTRY).requests, 4, "the sim's own count");
+    assert_eq!(stats.totals.rate_limited, 0);
+    let row = count(
+        &db,
+        &format!("SELECT COUNT(*) FROM workflow_queue WHERE id = '{id}' AND worker = '{survivor}'"),
+    )
+    .await?;
+    assert_eq!(row, 1, "the survivor {survivor} finished it");
+
+    // The record: the killed run holds the first two errands, the finishing run the third,
+    // and the finishing run's four model calls are in the record in turn order.
+    let run_b = last["run"]
+        .as_str()
+        .context("the finishing run")?
+        .to_owned();
+    let roots = count(&db, "SELECT COUNT(*) FROM jobs WHERE parent IS NULL").await?;
+    assert!(roots >= 2, "one root per execution: {roots}");
+    let errands_a = count(
+        &db,
+        &format!(
+            "SELECT COUNT(*) FROM jobs WHERE workflow <> '{run_b}' AND class = 'do_errand' \
+             AND status = 'succeeded'"
+        ),
+    )
+    .await?;
+    assert_eq!(errands_a, 2, "the killed run ran errands one and two");
+    let tree = run_ok(&["trace", &run_b, "--db", &db]).await?;
+    assert_eq!(
+        tree.matches("do_errand").count(),
+        1,
+        "only the third ran on the survivor: {tree}"
+    );
+    let calls = count(
+        &db,
+        &format!("SELECT COUNT(*) FROM llm_runs WHERE workflow = '{run_b}'"),
+    )
+    .await?;
+    assert_eq!(calls, 4, "the replayed turns are on the record too");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_waits_through_restarts_of_every_service_process() -> Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some(db) = pg::fresh_schema_url().await? else {
+        return Ok(());
+    };
+    let Some(restate) = RestateServer::start().await? else {
+        return Ok(());
+    };
+    let sim = sim().await?;
+    let url = sim.base_url();
+    let addr = service_addr()?;
+    let a = spawn_service(&db, &addr, &url, "service-a", &[])?;
+    let b = spawn_service(&db, &addr, &url, "service-b", &[])?;
+    restate.register(&addr).await?;
+    let dir = tempfile::tempdir()?;
+    let ledger = dir.path().join("ledger.txt");
+    let input = json!({
+        "errands": ["errand-one", "errand-two", "errand-three"],
+        "ledger": ledger, "approval": true, "entry": ENTRY,
+    });
+    let id = submit(&db, &restate, &input).await?;
+
+    let parked = || async {
+        wait_for(
+            "the workflow to wait for approval",
+            Duration::from_secs(60),
+            || {
+                status(&db, QUEUE, &id).map(|s| {
+                    let s = s?;
+                    ensure!(s["status"] != "failed", "the workflow failed: {s}");
+                    Ok(s["status"] == "awaiting_approval")
+                })
+            },
+        )
+        .await?;
+        let out = run_ok(&["approvals", "--db", &db, "--json"]).await?;
+        let waiting: Vec<Value> = serde_json::from_str(&out)?;
+        ensure!(waiting.len() == 1, "one pending call: {waiting:?}");
+        anyhow::Ok(waiting[0].clone())
+    };
+    let first = parked().await?;
+    assert_eq!(first["arguments"]["errand"], "errand-one");
+    assert!(
+        ledger_lines(&ledger).is_empty(),
+        "nothing ran before approval"
+    );
+    // While it waits nothing of it runs on any process.
+    let running = count(&db, "SELECT COUNT(*) FROM jobs WHERE status = 'running'").await?;
+    assert_eq!(running, 0, "nothing of the paused workflow is running");
+
+    // Both service processes go away and come back (the server's invocation may replay on
+    // the new ones up to the promise, and wait there again).
+    for mut p in [a, b] {
+        p.start_kill()?;
+        p.wait().await?;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let _a = spawn_service(&db, &addr, &url, "service-c", &[])?;
+    let _b = spawn_service(&db, &addr, &url, "service-d", &[])?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        ledger_lines(&ledger).is_empty(),
+        "nothing ran across the restarts"
+    );
+
+    let approve = |approval: String| {
+        let (db, ingress) = (db.clone(), restate.ingress.clone());
+        async move {
+            let out = run_ok(&["approve", &approval, "--db", &db, "--restate", &ingress]).await?;
+            ensure!(out.contains("approved"), "{out}");
+            anyhow::Ok(())
+        }
+    };
+    approve(first["id"].as_str().context("id")?.to_owned()).await?;
+    for errand in ["errand-two", "errand-three"] {
+        let next = parked().await?;
+        assert_eq!(next["arguments"]["errand"], errand);
+        approve(next["id"].as_str().context("id")?.to_owned()).await?;
+    }
+    let last = finish(&db, QUEUE, &id, Duration::from_secs(60)).await?;
+    assert_eq!(last["status"], "succeeded", "{last}");
+    assert!(
+        last["state"]["output"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("all three errands are done")),
+        "{last}"
+    );
+    assert_eq!(
+        ledger_lines(&ledger),
+        ["errand-one", "errand-two", "errand-three"]
+    );
+    assert_eq!(paid_once(&sim), 4, "no model call was paid twice");
+    let all = run_ok(&["approvals", "--all", "--db", &db]).await?;
+    assert_eq!(all.matches("approved").count(), 3, "{all}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_service_processes_share_one_tpm_limit_through_redis() -> Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some(db) = pg::fresh_schema_url().await? else {
+        return Ok(());
+    };
+    let redis = std::env::var("THINKERS_TEST_REDIS_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| "redis://127.0.0.1:6379".to_owned());
+    thinkers::dispatch::RedisBudgets::connect(&redis)
+        .await
+        .with_context(|| format!("Redis at {redis}"))?;
+    // Workflows wait for admission far longer than 3 s here; the server may let them.
+    let Some(restate) = RestateServer::start_with("2m").await? else {
+        return Ok(());
+    };
+    const TPM: u64 = 150_000;
+    const WINDOW: Duration = Duration::from_secs(60);
+    let original = "tpm = 2000000";
+    ensure!(
+        BUNDLED_TOML.contains(original),
+        "the bundled catalog changed"
+    );
+    // The first entry of the bundled catalog is sim-small-a.
+    let toml = BUNDLED_TOML.replacen(original, &format!("tpm = {TPM}"), 1);
+    let dir = tempfile::tempdir()?;
+    let catalog = dir.path().join("catalog.toml");
+    std::fs::write(&catalog, &toml)?;
+    let mut config = SimConfig::from_catalog_toml(&toml)?.calm();
+    let model = config
+        .models
+        .iter_mut()
+        .find(|m| m.name == ENTRY)
+        .context("sim-small-a")?;
+    assert_eq!(model.tpm, Some(TPM));
+    model
+        .profile
+        .get_or_insert_with(thinkers_sim::Profile::default)
+        .latency_ms = [20, 60];
+    let sim = Sim::start(config).await?;
+    let url = sim.base_url();
+    let prefix = support::queue::unique("thinkers-test-budget");
+    let catalog = catalog.to_string_lossy().into_owned();
+    let addr = service_addr()?;
+    let mut services = Vec::new();
+    for w in 0..3 {
+        services.push(spawn_service(
+            &db,
+            &addr,
+            &url,
+            &format!("tpm-{w}"),
+            &[
+                "--catalog",
+                &catalog,
+                "--redis",
+                &redis,
+                "--redis-prefix",
+                &prefix,
+            ],
+        )?);
+    }
+    restate.register(&addr).await?;
+    // More work than one window admits: ~110 tokens per call settle, so ~1,400 calls fill it
+    // (48 × 50 = 2,400 calls).
+    let store = thinkers::store::PgStore::open(&db).await?;
+    let queue = thinkers::queue::WorkflowQueue::new(&store);
+    let ingress = thinkers::restate::RestateIngress::new(&restate.ingress);
+    // Fewer, longer workflows than the queue's test: every running invocation is journal
+    // traffic for the server, and 48 keep the budget busy.
+    let submissions = futures::stream::iter(0..48).map(|i| {
+        let input = json!({"topic": format!("budget {i}"), "steps": 50, "entry": ENTRY});
+        ingress.submit_unchecked(&queue, "chain", input)
+    });
+    let ids: Vec<_> = submissions.buffer_unordered(16).collect().await;
+    ensure!(ids.iter().all(Result::is_ok), "every submission was taken");
+    wait_for("the first request", Duration::from_secs(30), || {
+        std::future::ready(Ok(sim.stats().model(ENTRY).requests > 0))
+    })
+    .await?;
+    // The window opens once all 240 are running (each first sets its row `running`).
+    wait_for("every workflow to start", Duration::from_secs(60), || {
+        count(
+            &db,
+            "SELECT COUNT(*) FROM workflow_queue WHERE status = 'queued'",
+        )
+        .map(|n| Ok(n? == 0))
+    })
+    .await?;
+    let t0 = std::time::Instant::now();
+    let start = sim.stats().model(ENTRY);
+    tokio::time::sleep(WINDOW.saturating_sub(t0.elapsed())).await;
+    let end = sim.stats().model(ENTRY);
+    let took_part = count(
+        &db,
+        "SELECT COUNT(DISTINCT worker) FROM workflow_queue WHERE worker IS NOT NULL",
+    )
+    .await?;
+    for mut s in services {
+        s.start_kill()?;
+        s.wait().await?;
+    }
+    let used = (end.input_tokens + end.output_tokens) - (start.input_tokens + start.output_tokens);
+    let utilisation = used as f64 / TPM as f64;
+    eprintln!(
+        "3 Restate service processes over one {TPM} TPM entry: {} requests, {used} tokens in \
+         the window ({:.1}% of the limit), {} 429s, {took_part} processes ran workflows",
+        end.requests,
+        utilisation * 100.0,
+        end.rate_limited
+    );
+    assert_eq!(end.rate_limited, 0, "the sim served no 429");
+    assert_eq!(sim.stats().totals.rate_limited, 0);
+    assert!(used <= TPM, "never above the limit: {used} tokens");
+    assert!(
+        utilisation >= 0.85,
+        "utilisation {:.1}%",
+        utilisation * 100.0
+    );
+    assert_eq!(took_part, 3, "every service process ran workflows");
+    Ok(())
+}

@@ -1,0 +1,158 @@
+//! A real Restate server on loopback for the engine tests: the binary from the npm package
+//! `@restatedev/restate-server` (`scripts/install-restate-server.sh`, exported by
+//! `scripts/test.sh` as `THINKERS_RESTATE_SERVER`), on free ports with a temporary base
+//! directory; and the `thinkers worker --engine restate` service processes it invokes.
+
+use std::net::TcpListener as StdListener;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail};
+use tokio::process::{Child, Command};
+
+use super::queue::{thinkers, wait_for};
+
+pub struct RestateServer {
+    pub ingress: String,
+    pub admin: String,
+    _child: Child,
+    _dir: tempfile::TempDir,
+}
+
+fn free_port() -> Result<u16> {
+    Ok(StdListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// The server binary, or `None` (loudly) when it is not installed, unless
+/// `THINKERS_REQUIRE_SERVICES=1`, which makes that a failure.
+pub fn server_binary() -> Result<Option<String>> {
+    match std::env::var("THINKERS_RESTATE_SERVER")
+        .ok()
+        .filter(|p| std::path::Path::new(p).is_file())
+    {
+        Some(p) => Ok(Some(p)),
+        None if std::env::var("THINKERS_REQUIRE_SERVICES").is_ok_and(|v| v == "1") => bail!(
+            "THINKERS_RESTATE_SERVER does not name the restate-server binary \
+             (scripts/install-restate-server.sh installs it)"
+        ),
+        None => {
+            eprintln!(
+                "\n*** SKIPPED: THINKERS_RESTATE_SERVER is not set \
+                 (scripts/install-restate-server.sh) ***\n"
+            );
+            Ok(None)
+        }
+    }
+}
+
+impl RestateServer {
+    /// Start a server; `None` when the binary is missing and services are not required.
+    pub async fn start() -> Result<Option<Self>> {
+        Self::start_with("3s").await
+    }
+
+    /// [`RestateServer::start`] with the invoker's inactivity timeout (how long an invocation
+    /// may go without a journal step before the server asks it to suspend).
+    pub async fn start_with(inactivity: &str) -> Result<Option<Self>> {
+        let Some(binary) = server_binary()? else {
+            return Ok(None);
+        };
+        let dir = tempfile::tempdir()?;
+        let (fabric, admin, ingress) = (free_port()?, free_port()?, free_port()?);
+        let config = format!(
+            r#"base-dir = "{base}"
+node-name = "thinkers-test"
+bind-address = "127.0.0.1:{fabric}"
+advertised-address = "http://127.0.0.1:{fabric}"
+default-num-partitions = 2
+disable-telemetry = true
+log-filter = "warn"
+rocksdb-total-memory-size = "256 MiB"
+
+[default-retry-policy]
+initial-interval = "100ms"
+max-interval = "1s"
+max-attempts = 600
+
+[worker.invoker]
+inactivity-timeout = "{inactivity}"
+# Few invocations per HTTP/2 connection, so the server opens several and the kernel spreads
+# them over the service processes sharing the address (SO_REUSEPORT balances connections).
+http2-streams-per-connection-limit = 4
+
+[admin]
+bind-address = "127.0.0.1:{admin}"
+
+[ingress]
+bind-address = "127.0.0.1:{ingress}"
+"#,
+            base = dir.path().join("base").display()
+        );
+        let file = dir.path().join("restate.toml");
+        std::fs::write(&file, config)?;
+        let child = Command::new(&binary)
+            .arg("--config-file")
+            .arg(&file)
+            .args(["--no-logo", "--listen-mode", "tcp"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("starting {binary}"))?;
+        let server = Self {
+            ingress: format!("http://127.0.0.1:{ingress}"),
+            admin: format!("http://127.0.0.1:{admin}"),
+            _child: child,
+            _dir: dir,
+        };
+        let http = reqwest::Client::new();
+        let health = format!("{}/health", server.admin);
+        let ready = format!("{}/restate/health", server.ingress);
+        wait_for(
+            "the Restate server to answer",
+            Duration::from_secs(60),
+            || {
+                let (http, health, ready) = (http.clone(), health.clone(), ready.clone());
+                async move {
+                    let up = |r: reqwest::Result<reqwest::Response>| {
+                        r.is_ok_and(|r| r.status().is_success())
+                    };
+                    Ok(up(http.get(&health).send().await) && up(http.get(&ready).send().await))
+                }
+            },
+        )
+        .await?;
+        Ok(Some(server))
+    }
+
+    /// Register the deployment at `http://{addr}`, retrying while the service processes start.
+    pub async fn register(&self, addr: &str) -> Result<()> {
+        let uri = format!("http://{addr}");
+        let mut last = None;
+        for _ in 0..100 {
+            match thinkers::restate::register_deployment(&self.admin, &uri).await {
+                Ok(()) => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        bail!("registering {uri}: {last:?}")
+    }
+}
+
+/// A free loopback address for the service processes to share.
+pub fn service_addr() -> Result<String> {
+    Ok(format!("127.0.0.1:{}", free_port()?))
+}
+
+/// A `thinkers worker --engine restate` process serving on `addr`.
+pub fn spawn_service(db: &str, addr: &str, sim: &str, name: &str, extra: &[&str]) -> Result<Child> {
+    Ok(thinkers()
+        .args(["worker", "--engine", "restate", "--listen", addr])
+        .args(["--db", db, "--sim-url", sim, "--name", name])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()?)
+}

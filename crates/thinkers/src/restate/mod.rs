@@ -1,0 +1,131 @@
+//! Workflows on Restate (feature `restate`): a registered workflow
+//! ([`crate::queue::WorkflowRegistry`]) runs as a Restate workflow, whose journal makes every
+//! model call and every tool call a durable step.
+//!
+//! A **service process** ([`RestateEngine::serve`], `thinkers worker --engine restate`) serves
+//! the Restate workflow service [`SERVICE`] over HTTP/2; the Restate server invokes it, and any
+//! number of processes may serve the same deployment URL (they bind it with `SO_REUSEPORT`,
+//! [`reuse_port_listener`], or sit behind a load balancer). Each invocation runs the workflow on
+//! the process's [`Runtime`] — its dispatcher, budgets (Redis for shared limits) and PostgreSQL
+//! recorder — as a durable run keyed by the workflow id, with two seams pointed at the
+//! invocation ([`RestateEngine::steps`] and [`RestateEngine::response_cache`], registered on
+//! the runtime):
+//!
+//! * every **model call** is a journaled step (`ctx.run`) whose value is the provider's answer:
+//!   a replay (the process died, the invocation was suspended) is answered from the journal and
+//!   sends nothing;
+//! * every **tool call** is a journaled step whose value is the journal entry the in-process
+//!   durable run keeps (see [`crate::durable`]): a finished call never runs again. Sub-thinkers
+//!   and doers' children are jobs of the same run, so their calls are steps of the same
+//!   invocation and the trajectory's ordinals are those of an in-process run.
+//! * a tool call that **needs approval** is asked once per round in the PostgreSQL store (so
+//!   `thinkers approvals` lists it; the answer is journaled); a pending one ends the round, and
+//!   the invocation awaits a Restate durable promise named by the approval id, holding no job,
+//!   seat or permit. `thinkers approve`/`deny` decide in the store and resolve the promise
+//!   ([`RestateIngress::decide`]); the next round replays from the journal.
+//!
+//! Admission is the runtime's: a fresh step's job is admitted (Redis budgets when configured)
+//! inside the step; a tool call answered from the journal is admitted for nothing. A model call
+//! answered from the journal still passes admission for its seat, which is reconciled to zero
+//! tokens, as a response-cache hit is.
+//!
+//! The record: [`RestateIngress::submit`] puts the workflow's row in the PostgreSQL
+//! `workflow_queue` table under the queue `restate:<queue>` (no PostgreSQL worker claims it),
+//! and each round notes its root job there, so `thinkers status`, `trace` and `cost` read both
+//! engines alike.
+//!
+//! Guarantees: only a step in flight when a process died can run twice. A step's journal
+//! command is created when a job first asks for it, so a replay must ask in the same order: it
+//! does for sequential work and for the tool calls of one turn (the tool round looks them up in
+//! call order before any runs). Not guaranteed: model calls made in parallel (a fan-out doer,
+//! parallel sub-thinkers) are asked for in the order admission lets them go, which a replay may
+//! not repeat; Restate then reports a journal mismatch and retries the invocation instead of
+//! answering a step with another step's value.
+
+mod bridge;
+mod client;
+mod service;
+
+pub use client::{RestateIngress, is_restate_workflow, register_deployment, reuse_port_listener};
+
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::durable::DurableSteps;
+use crate::llm::ResponseCacheService;
+use crate::queue::WorkflowRegistry;
+use crate::runtime::Runtime;
+use crate::store::{PgSteps, PgStore};
+
+/// The Restate service's name (the path segment of its ingress URLs).
+pub const SERVICE: &str = "ThinkersWorkflow";
+
+/// The prefix of the queue name under which Restate workflows are noted in `workflow_queue`.
+pub const QUEUE_PREFIX: &str = "restate:";
+
+/// The seams a service process registers on its runtime, and the server that serves the
+/// workflow service from it.
+#[derive(Clone, Default)]
+pub struct RestateEngine {
+    bridges: Arc<bridge::Bridges>,
+}
+
+impl std::fmt::Debug for RestateEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RestateEngine").finish_non_exhaustive()
+    }
+}
+
+impl RestateEngine {
+    /// A fresh engine (one per service process).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The journal and approvals to register on the runtime: tool calls of the workflows this
+    /// process serves are journaled in their invocation; approvals live in `store`.
+    pub fn steps(&self, store: &PgStore) -> DurableSteps {
+        DurableSteps::new(Arc::new(bridge::RestateSteps {
+            bridges: Arc::clone(&self.bridges),
+            store: Arc::new(PgSteps::new(store)),
+        }))
+    }
+
+    /// The response cache to register on the runtime: model calls of the workflows this
+    /// process serves are journaled in their invocation.
+    pub fn response_cache(&self) -> ResponseCacheService {
+        ResponseCacheService::for_durable_runs(Arc::new(bridge::RestateCache {
+            bridges: Arc::clone(&self.bridges),
+        }))
+    }
+
+    /// Serve the workflow service on `listener` until `shutdown` is cancelled. `runtime` must
+    /// have [`RestateEngine::steps`] and [`RestateEngine::response_cache`] of this engine among
+    /// its services and record to `store`; `worker` names this process in `thinkers status`.
+    pub async fn serve(
+        &self,
+        runtime: Runtime,
+        registry: WorkflowRegistry,
+        store: &PgStore,
+        worker: impl Into<String>,
+        listener: TcpListener,
+        shutdown: CancellationToken,
+    ) {
+        use restate_sdk::prelude::{Endpoint, HttpServer};
+        let workflow = service::ThinkersWorkflow {
+            shared: Arc::new(service::Shared {
+                runtime,
+                registry,
+                store: store.clone(),
+                bridges: Arc::clone(&self.bridges),
+                worker: worker.into(),
+            }),
+        };
+        let endpoint = Endpoint::builder().bind(workflow).build();
+        HttpServer::new(endpoint)
+            .serve_with_cancel(listener, shutdown.cancelled_owned())
+            .await;
+    }
+}
