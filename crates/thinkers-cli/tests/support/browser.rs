@@ -1,5 +1,6 @@
 //! Headless Chromium over the W3C WebDriver protocol (chromedriver, spoken to with reqwest), for
-//! the browser tests of `thinkers serve`. `browser()` is `None` (and says so) when
+//! the browser tests of the chat page (crate `thinkers`) and of `thinkers serve`, which include
+//! this one file. `browser()` is `None` (and says so) when
 //! `THINKERS_CHROMIUM` and `THINKERS_CHROMEDRIVER` are not set; `scripts/test.sh` sets them.
 #![allow(dead_code)]
 

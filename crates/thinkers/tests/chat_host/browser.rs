@@ -6,198 +6,19 @@
 //! `scripts/test.sh` installs Debian's `chromium` and `chromium-driver` and exports
 //! `THINKERS_CHROMIUM` and `THINKERS_CHROMEDRIVER`; without them this test says so and skips.
 
-use std::path::PathBuf;
-use std::process::Stdio;
-use std::time::Duration;
-
-use base64::Engine as _;
-use serde_json::{Value, json};
-use tokio::process::{Child, Command};
+use serde_json::json;
 
 use crate::support::{PARIS, host, sim};
-
-/// The W3C key under which an element reference travels.
-const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
-
-/// A WebDriver session on a chromedriver process this test started.
-struct Browser {
-    http: reqwest::Client,
-    base: String,
-    session: String,
-    driver: Child,
-}
-
-impl Browser {
-    async fn start(chromium: &str, chromedriver: &str) -> Self {
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
-        let driver = Command::new(chromedriver)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {chromedriver}: {e}"));
-        let http = reqwest::Client::new();
-        let base = format!("http://127.0.0.1:{port}");
-        // Wait for the driver to listen (a hang guard, not a timing assertion).
-        let mut ready = false;
-        for _ in 0..100 {
-            if let Ok(r) = http.get(format!("{base}/status")).send().await
-                && let Ok(v) = r.json::<Value>().await
-                && v["value"]["ready"] == json!(true)
-            {
-                ready = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        assert!(ready, "chromedriver did not become ready on port {port}");
-        let caps = json!({"capabilities": {"alwaysMatch": {
-            "browserName": "chrome",
-            "goog:chromeOptions": {
-                "binary": chromium,
-                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-                         "--disable-dev-shm-usage", "--window-size=1200,800"]
-            }
-        }}});
-        let resp: Value = http
-            .post(format!("{base}/session"))
-            .json(&caps)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let session = resp["value"]["sessionId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no WebDriver session: {resp}"))
-            .to_owned();
-        Self {
-            http,
-            base,
-            session,
-            driver,
-        }
-    }
-
-    async fn cmd(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
-        let url = format!("{}/session/{}{path}", self.base, self.session);
-        let req = self.http.request(method, url);
-        let req = if body.is_null() { req } else { req.json(&body) };
-        let resp: Value = req.send().await.unwrap().json().await.unwrap();
-        if let Some(err) = resp["value"]["error"].as_str() {
-            panic!("WebDriver {path}: {err}: {}", resp["value"]["message"]);
-        }
-        resp["value"].clone()
-    }
-
-    async fn goto(&self, url: &str) {
-        self.cmd(reqwest::Method::POST, "/url", json!({"url": url}))
-            .await;
-    }
-
-    async fn find(&self, css: &str) -> String {
-        let v = self
-            .cmd(
-                reqwest::Method::POST,
-                "/element",
-                json!({"using": "css selector", "value": css}),
-            )
-            .await;
-        v[ELEMENT].as_str().unwrap().to_owned()
-    }
-
-    async fn click(&self, css: &str) {
-        let id = self.find(css).await;
-        self.cmd(
-            reqwest::Method::POST,
-            &format!("/element/{id}/click"),
-            json!({}),
-        )
-        .await;
-    }
-
-    async fn type_into(&self, css: &str, text: &str) {
-        let id = self.find(css).await;
-        self.cmd(
-            reqwest::Method::POST,
-            &format!("/element/{id}/value"),
-            json!({"text": text}),
-        )
-        .await;
-    }
-
-    async fn eval(&self, script: &str) -> Value {
-        self.cmd(
-            reqwest::Method::POST,
-            "/execute/sync",
-            json!({"script": script, "args": []}),
-        )
-        .await
-    }
-
-    /// Evaluate `script` until `done` accepts its value (a hang guard of 30 s).
-    async fn wait_for(&self, script: &str, done: impl Fn(&Value) -> bool) -> Value {
-        for _ in 0..300 {
-            let v = self.eval(script).await;
-            if done(&v) {
-                return v;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let v = self.eval(script).await;
-        panic!("waited 30 s for `{script}`; last value {v}");
-    }
-
-    async fn screenshot(&self, path: &PathBuf) {
-        let v = self
-            .cmd(reqwest::Method::GET, "/screenshot", Value::Null)
-            .await;
-        let png = base64::engine::general_purpose::STANDARD
-            .decode(v.as_str().unwrap())
-            .unwrap();
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, png).unwrap();
-    }
-
-    async fn quit(mut self) {
-        let _ = self
-            .http
-            .delete(format!("{}/session/{}", self.base, self.session))
-            .send()
-            .await;
-        let _ = self.driver.kill().await;
-    }
-}
-
-fn screenshot_path() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
-        PathBuf::from,
-    );
-    target.join("screenshots").join("chat.png")
-}
+use crate::webdriver::{browser, screenshot_path};
 
 #[tokio::test]
 async fn the_page_streams_an_answer_in_headless_chromium() {
-    let (Ok(chromium), Ok(chromedriver)) = (
-        std::env::var("THINKERS_CHROMIUM"),
-        std::env::var("THINKERS_CHROMEDRIVER"),
-    ) else {
-        eprintln!(
-            "\n*** SKIPPED the browser test: THINKERS_CHROMIUM and THINKERS_CHROMEDRIVER are not \
-             set. scripts/test.sh installs Debian's chromium and chromium-driver and sets them. ***\n"
-        );
+    let Some(browser) = browser("the page streams an answer").await else {
         return;
     };
     let sim = sim().await;
     let dir = tempfile::tempdir().unwrap();
     let h = host(&sim, &dir.path().join("chat.db"), true).await;
-    let browser = Browser::start(&chromium, &chromedriver).await;
 
     browser.goto(&h.url).await;
     let title = browser.eval("return document.title").await;
@@ -258,7 +79,7 @@ async fn the_page_streams_an_answer_in_headless_chromium() {
         .await;
     assert_eq!(errors, json!(0));
 
-    let path = screenshot_path();
+    let path = screenshot_path("chat.png");
     let path = std::fs::canonicalize(path.parent().unwrap().parent().unwrap())
         .map_or(path.clone(), |t| t.join("screenshots").join("chat.png"));
     browser.screenshot(&path).await;
@@ -278,11 +99,7 @@ async fn the_page_approves_and_denies_a_waiting_call_in_headless_chromium() {
     use thinkers::durable::ApprovalPolicy;
     use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall};
 
-    let (Ok(chromium), Ok(chromedriver)) = (
-        std::env::var("THINKERS_CHROMIUM"),
-        std::env::var("THINKERS_CHROMEDRIVER"),
-    ) else {
-        eprintln!("\n*** SKIPPED the approval browser test: THINKERS_CHROMIUM is not set ***\n");
+    let Some(browser) = browser("the page approves and denies").await else {
         return;
     };
     let lookup = |term: &str| {
@@ -330,7 +147,6 @@ async fn the_page_approves_and_denies_a_waiting_call_in_headless_chromium() {
     )
     .unwrap();
     let running = host.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let browser = Browser::start(&chromium, &chromedriver).await;
     browser.goto(&running.url()).await;
     browser.click("#new-chat").await;
     browser
@@ -358,7 +174,7 @@ async fn the_page_approves_and_denies_a_waiting_call_in_headless_chromium() {
         .eval("return [...document.querySelectorAll('.tool')].filter(e => e.textContent.startsWith('← lookup')).length")
         .await;
     assert_eq!(ran, json!(0), "nothing ran before the decision");
-    let path = screenshot_path().with_file_name("chat-approval.png");
+    let path = screenshot_path("chat-approval.png");
     browser.screenshot(&path).await;
     // A reload shows the waiting call again (from the chat's history).
     browser.goto(&running.url()).await;
@@ -443,11 +259,7 @@ async fn the_page_approves_and_denies_a_waiting_call_in_headless_chromium() {
 #[tokio::test]
 async fn markdown_renders_and_a_script_in_it_stays_inert_in_headless_chromium() {
     use thinkers_sim::{Script, ScriptAnswer, ScriptRule};
-    let (Ok(chromium), Ok(chromedriver)) = (
-        std::env::var("THINKERS_CHROMIUM"),
-        std::env::var("THINKERS_CHROMEDRIVER"),
-    ) else {
-        eprintln!("\n*** SKIPPED the Markdown browser test: THINKERS_CHROMIUM is not set ***\n");
+    let Some(browser) = browser("markdown renders inert").await else {
         return;
     };
     let hostile = "Here is **bold** and `code`:\n\n- one\n- two\n\n<script>window.pwned = 1</script>\
@@ -470,7 +282,6 @@ async fn markdown_renders_and_a_script_in_it_stays_inert_in_headless_chromium() 
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let h = host(&sim, &dir.path().join("chat.db"), true).await;
-    let browser = Browser::start(&chromium, &chromedriver).await;
     browser.goto(&h.url).await;
     browser.click("#new-chat").await;
     browser
@@ -555,7 +366,7 @@ async fn markdown_renders_and_a_script_in_it_stays_inert_in_headless_chromium() 
     let check_first = check.replace(".pop()", "[0]");
     let reloaded = browser.wait_for(&check_first, |v| !v.is_null()).await;
     assert_eq!(reloaded, inert, "rendered from the history");
-    let path = screenshot_path().with_file_name("chat-markdown.png");
+    let path = screenshot_path("chat-markdown.png");
     browser.screenshot(&path).await;
     println!("screenshot saved to {}", path.display());
     browser.quit().await;

@@ -13,6 +13,7 @@
 mod access;
 mod api;
 mod browser;
+// The WebDriver client the CLI's explorer test uses too (one copy for both crates).
 mod explorer_api;
 mod explorer_store;
 #[cfg(feature = "postgres")]
@@ -22,3 +23,5 @@ mod pg;
 #[cfg(feature = "postgres")]
 mod scaleout;
 mod support;
+#[path = "../../../thinkers-cli/tests/support/browser.rs"]
+mod webdriver;
