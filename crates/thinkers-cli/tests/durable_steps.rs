@@ -17,68 +17,22 @@ mod pg;
 
 #[allow(unreachable_pub, dead_code)]
 mod support {
+    pub mod errands;
     pub mod queue;
 }
 
-use std::collections::HashSet;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, ensure};
 use futures::FutureExt as _;
 use serde_json::{Value, json};
+use support::errands::{ledger_lines, paid_once, sim};
 use support::queue::{count, finish, run_ok, spawn_worker, status, unique, wait_for};
-use thinkers::model::catalog::BUNDLED_TOML;
-use thinkers_sim::{MatchOn, Script, ScriptAnswer, ScriptRule, ScriptToolCall, Sim, SimConfig};
 
 /// The tests of this file run one at a time: each starts worker processes.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const ENTRY: &str = "sim-small-a";
-
-/// The model's side of an errands run: one `do_errand` call per errand, in order, then a report;
-/// a denial is reported as such.
-fn errands_script() -> Script {
-    let call = |errand: &str| {
-        ScriptAnswer::ToolCalls(vec![ScriptToolCall {
-            name: "do_errand".to_owned(),
-            arguments: json!({ "errand": errand }),
-        }])
-    };
-    let report = |summary: &str| {
-        ScriptAnswer::Json(json!({
-            "reasoning": "went through the errands in order",
-            "answer": { "summary": summary }
-        }))
-    };
-    let on_result =
-        |needle: &str, answer| ScriptRule::when_contains(needle, answer).on(MatchOn::ToolResult);
-    Script::new(vec![
-        on_result(
-            "denied",
-            report("REPORT: an errand was denied, so it was not done"),
-        ),
-        on_result("errand-three", report("REPORT: all three errands are done")),
-        on_result("errand-two", call("errand-three")),
-        on_result("errand-one", call("errand-two")),
-        ScriptRule::when_contains("Errands:", call("errand-one")).on(MatchOn::User),
-    ])
-}
-
-async fn sim() -> Result<Sim> {
-    let mut config = SimConfig::from_catalog_toml(BUNDLED_TOML)?.calm();
-    config.script = Some(errands_script());
-    config.log_bodies = true;
-    Ok(Sim::start(config).await?)
-}
-
-fn ledger_lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
 
 fn submit_args<'a>(input: &'a str, db: &'a str, queue: &'a str) -> [&'a str; 8] {
     [
@@ -109,14 +63,6 @@ async fn parked(db: &str, queue: &str, id: &str) -> Result<Value> {
     let waiting = pending(db).await?;
     ensure!(waiting.len() == 1, "one pending call: {waiting:?}");
     Ok(waiting[0].clone())
-}
-
-/// The sim saw no request body twice: no model call was paid twice.
-fn paid_once(sim: &Sim) -> usize {
-    let bodies: Vec<String> = sim.requests().into_iter().map(|r| r.raw_body).collect();
-    let distinct: HashSet<&String> = bodies.iter().collect();
-    assert_eq!(distinct.len(), bodies.len(), "a body was sent twice");
-    bodies.len()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

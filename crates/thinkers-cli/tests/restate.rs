@@ -19,75 +19,27 @@ mod pg;
 
 #[allow(unreachable_pub, dead_code)]
 mod support {
+    pub mod errands;
     pub mod queue;
     pub mod restate;
 }
 
-use std::collections::HashSet;
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
 use futures::{FutureExt as _, StreamExt as _};
 use serde_json::{Value, json};
+use support::errands::{ledger_lines, paid_once, sim};
 use support::queue::{count, finish, run_ok, status, wait_for};
 use support::restate::{RestateServer, service_addr, spawn_service};
 use thinkers::model::catalog::BUNDLED_TOML;
-use thinkers_sim::{MatchOn, Script, ScriptAnswer, ScriptRule, ScriptToolCall, Sim, SimConfig};
+use thinkers_sim::{Sim, SimConfig};
 
 /// One test at a time: each starts a Restate server and service processes.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const ENTRY: &str = "sim-small-a";
 const QUEUE: &str = "default";
-
-/// The model's side of an errands run: one `do_errand` call per errand, in order, then a report.
-fn errands_script() -> Script {
-    let call = |errand: &str| {
-        ScriptAnswer::ToolCalls(vec![ScriptToolCall {
-            name: "do_errand".to_owned(),
-            arguments: json!({ "errand": errand }),
-        }])
-    };
-    let report = |summary: &str| {
-        ScriptAnswer::Json(json!({
-            "reasoning": "went through the errands in order",
-            "answer": { "summary": summary }
-        }))
-    };
-    let on_result =
-        |needle: &str, answer| ScriptRule::when_contains(needle, answer).on(MatchOn::ToolResult);
-    Script::new(vec![
-        on_result("denied", report("REPORT: an errand was denied")),
-        on_result("errand-three", report("REPORT: all three errands are done")),
-        on_result("errand-two", call("errand-three")),
-        on_result("errand-one", call("errand-two")),
-        ScriptRule::when_contains("Errands:", call("errand-one")).on(MatchOn::User),
-    ])
-}
-
-async fn sim() -> Result<Sim> {
-    let mut config = SimConfig::from_catalog_toml(BUNDLED_TOML)?.calm();
-    config.script = Some(errands_script());
-    config.log_bodies = true;
-    Ok(Sim::start(config).await?)
-}
-
-fn ledger_lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
-/// The sim saw no request body twice: no model call was paid twice. Returns how many it saw.
-fn paid_once(sim: &Sim) -> usize {
-    let bodies: Vec<String> = sim.requests().into_iter().map(|r| r.raw_body).collect();
-    let distinct: HashSet<&String> = bodies.iter().collect();
-    assert_eq!(distinct.len(), bodies.len(), "a body was sent twice");
-    bodies.len()
-}
 
 async fn submit(db: &str, restate: &RestateServer, input: &Value) -> Result<String> {
     run_ok(&[
