@@ -107,7 +107,7 @@ fn print_one(a: &Approval) {
 pub(crate) async fn approve(args: ApproveArgs) -> anyhow::Result<()> {
     let steps = open(&args.db).await?;
     let a = steps.decide(&args.id, &Decision::Approve).await?;
-    resume(&args.db, &args.restate, &a).await?;
+    resume(&args.db.db, &args.restate, &a).await?;
     println!(
         "approved {} (tool {}); run {} goes on when it runs again (a queue worker picks it up)",
         a.id, a.tool, a.run
@@ -128,7 +128,7 @@ pub(crate) async fn deny(args: DenyArgs) -> anyhow::Result<()> {
             },
         )
         .await?;
-    resume(&args.db, &args.restate, &a).await?;
+    resume(&args.db.db, &args.restate, &a).await?;
     println!(
         "denied {} (tool {}); run {} goes on without it when it runs again",
         a.id, a.tool, a.run
@@ -139,12 +139,12 @@ pub(crate) async fn deny(args: DenyArgs) -> anyhow::Result<()> {
 /// A decided call of a workflow on Restate: resolve the durable promise it waits on (the
 /// decision is stored first, so deciding again the same way resolves it again harmlessly).
 #[cfg(feature = "restate")]
-async fn resume(
-    db: &DbArg,
+pub(crate) async fn resume(
+    db: &std::path::Path,
     restate: &crate::work::RestateArgs,
     approval: &Approval,
 ) -> anyhow::Result<()> {
-    let target = db.db.to_string_lossy().into_owned();
+    let target = db.to_string_lossy().into_owned();
     if !target.starts_with("postgres") {
         return Ok(());
     }
@@ -169,8 +169,8 @@ async fn resume(
 }
 
 #[cfg(not(feature = "restate"))]
-async fn resume(
-    _db: &DbArg,
+pub(crate) async fn resume(
+    _db: &std::path::Path,
     _restate: &crate::work::RestateArgs,
     _approval: &Approval,
 ) -> anyhow::Result<()> {

@@ -21,7 +21,7 @@ use thinkers::benchmark::{Benchmark, BenchmarkEvent, BenchmarkReport, RunRole};
 use thinkers::llm::ModelClient;
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, Grade, OutputSize};
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
+use thinkers::thinker::{SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput};
 use thinkers_sim::{Sim, SimConfig};
 
 use crate::simctl;
@@ -402,11 +402,7 @@ pub(crate) fn print_report(report: &BenchmarkReport) {
             format!("{:.0}", m.output_tokens),
             format!("{:.0} ms", m.latency_ms),
             format!("{:.0} ms", m.wall_ms),
-            m.cost
-                .iter()
-                .map(|(currency, v)| format!("{v:.6} {currency}"))
-                .collect::<Vec<_>>()
-                .join(" + "),
+            m.cost_text(),
             m.judge_score
                 .map_or_else(|| "-".to_owned(), |s| format!("{s:.1}/10")),
             m.scorer_score

@@ -47,7 +47,10 @@ pub(crate) async fn run(args: CatalogArgs) -> anyhow::Result<()> {
                 .provider(e.provider())
                 .map(|p| p.dialect.as_str().to_owned())
                 .unwrap_or_default();
-            let p = e.pricing();
+            let prices = e.pricing().map_or_else(
+                || "unknown".to_owned(),
+                |p| format!("{:.2}/{:.2} {}", p.input, p.output, p.currency),
+            );
             table.add_row([
                 grade.as_str().to_owned(),
                 e.id().to_owned(),
@@ -55,7 +58,7 @@ pub(crate) async fn run(args: CatalogArgs) -> anyhow::Result<()> {
                 e.model().to_owned(),
                 e.context_window().to_string(),
                 e.output_ceiling().to_string(),
-                format!("{:.2}/{:.2} {}", p.input, p.output, p.currency),
+                prices,
                 e.tpm().map_or_else(|| "-".to_owned(), |t| t.to_string()),
                 if e.native_tools() { "native" } else { "text" }.to_owned(),
                 if e.thinking() { "yes" } else { "no" }.to_owned(),

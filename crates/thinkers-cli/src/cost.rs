@@ -171,7 +171,7 @@ fn cells(mut leading: Vec<String>, row: &CostRow) -> Vec<String> {
         row.latency.p50.to_string(),
         row.latency.p95.to_string(),
         row.latency.p99.to_string(),
-        format!("{:.4}", row.cost),
+        row.cost_text(),
     ]);
     leading
 }

@@ -110,6 +110,10 @@ pub(crate) struct ServeArgs {
     token: Option<String>,
     #[command(flatten)]
     setup: ChatSetup,
+    /// Where the workflows the runs explorer decides on run, when on Restate: a decision then
+    /// resolves the promise the workflow waits on, as `thinkers approve --restate` does.
+    #[command(flatten)]
+    restate: crate::work::RestateArgs,
 }
 
 impl std::fmt::Debug for ServeArgs {
@@ -119,6 +123,7 @@ impl std::fmt::Debug for ServeArgs {
             .field("host", &self.host)
             .field("token", &self.token.as_ref().map(|_| "<withheld>"))
             .field("setup", &self.setup)
+            .field("restate", &self.restate)
             .finish()
     }
 }
@@ -150,6 +155,17 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             ..HostConfig::default()
         },
     )?;
+    // A decision in the runs explorer reaches the engine a workflow runs on (Restate: its
+    // promise), as `thinkers approve` does.
+    let (db, restate) = (args.setup.db.clone(), args.restate.clone());
+    host.on_decided(Arc::new(move |approval| {
+        let (db, restate) = (db.clone(), restate.clone());
+        Box::pin(async move {
+            crate::approvals::resume(&db, &restate, &approval)
+                .await
+                .map_err(|e| thinkers::Error::external("restate", "decide", format!("{e:#}")))
+        })
+    }));
     let running = host.start(addr).await?;
     println!("chat host listening on {}", running.url());
     println!("  runs explorer at {}/runs", running.url());

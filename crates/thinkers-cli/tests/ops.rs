@@ -61,7 +61,7 @@ fn call(
         output_budget: budget,
         latency_ms: 300 + output / 4,
         stop_reason: "end_turn".to_owned(),
-        cost,
+        cost: Some(cost),
         currency: currency.to_owned(),
         at_ms,
         escalated: false,
@@ -378,6 +378,66 @@ async fn cost_groups_per_currency_and_rolls_up_workflows_and_subtrees() {
     assert!(stdout.contains("Spend of sub_thinker"), "{stdout}");
     let usd = row(&stdout, "USD", None);
     assert_eq!((usd[1].as_str(), usd[9].as_str()), ("8", "0.3200"));
+}
+
+#[tokio::test]
+async fn cost_shows_the_calls_of_an_entry_without_prices_as_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("unpriced.db");
+    let store = SqliteStore::open(db.to_str().unwrap()).await.unwrap();
+    let recorder = SqliteRecorder::new(&store).unwrap();
+    let (root, now) = (JobId::new(), now_ms());
+    recorder.llm_run(call(
+        root,
+        root,
+        "answer",
+        "gpt-4o-mini",
+        100,
+        1_024,
+        0.25,
+        "USD",
+        now,
+    ));
+    for _ in 0..2 {
+        recorder.llm_run(LlmRun {
+            cost: None,
+            currency: String::new(),
+            ..call(
+                root,
+                root,
+                "answer",
+                "local-llama",
+                100,
+                1_024,
+                0.0,
+                "",
+                now,
+            )
+        });
+    }
+    recorder.flush().await.unwrap();
+    store.close().await;
+
+    let (out, stdout, stderr) = run(thinkers().args(["cost", "--by", "entry", "--db"]).arg(&db));
+    assert!(out.status.success(), "{stderr}");
+    println!("$ thinkers cost --by entry\n{stdout}");
+    let unpriced = row(&stdout, "local-llama", None);
+    assert_eq!((unpriced[1].as_str(), unpriced[2].as_str()), ("-", "2"));
+    assert_eq!(unpriced.last().unwrap(), "unknown", "{stdout}");
+    assert_eq!(row(&stdout, "gpt-4o-mini", Some("USD"))[10], "0.2500");
+    // The totals: the known spend, and the unknown beside it, never added as 0.
+    assert_eq!(row(&stdout, "TOTAL", Some("USD"))[10], "0.2500");
+    assert_eq!(row(&stdout, "TOTAL", Some("-"))[10], "unknown");
+
+    let (out, stdout, _) = run(thinkers()
+        .args(["cost", "--by", "entry", "--json", "--db"])
+        .arg(&db));
+    assert!(out.status.success());
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let rows = json["rows"].as_array().unwrap();
+    let local = rows.iter().find(|r| r["group"] == "local-llama").unwrap();
+    assert!(local["cost"].is_null(), "{local}");
+    assert_eq!(local["unpriced_calls"], 2);
 }
 
 #[tokio::test]

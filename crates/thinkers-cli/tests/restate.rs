@@ -11,7 +11,11 @@
 //! * Shared limits: three service processes share one entry's TPM limit through Redis; the
 //!   sim, configured with the same limit, serves no 429 and at least 85% of it is used over
 //!   its 60 s window.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+//! * Parallel replay: a fan-out of twelve calls whose process dies with some journaled and
+//!   some in flight completes on the other process; only calls in flight are sent again.
+//! * The runs explorer's Deny resolves the workflow's promise; deciding again the other way is
+//!   refused, the same way again is harmless.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 #[allow(dead_code, unreachable_pub)]
 #[path = "../../thinkers/tests/conversations/pg.rs"]
@@ -20,6 +24,7 @@ mod pg;
 #[allow(unreachable_pub, dead_code)]
 mod support {
     pub mod errands;
+    pub mod host;
     pub mod queue;
     pub mod restate;
 }
@@ -57,6 +62,84 @@ async fn submit(db: &str, restate: &RestateServer, input: &Value) -> Result<Stri
     .await
 }
 
+/// A fresh PostgreSQL schema and a Restate server; `None` when either is missing and the
+/// services are not required.
+async fn database_and_server() -> Result<Option<(String, RestateServer)>> {
+    let Some(db) = pg::fresh_schema_url().await? else {
+        return Ok(None);
+    };
+    Ok(RestateServer::start().await?.map(|server| (db, server)))
+}
+
+/// The errands sim, and the `thinkers worker --engine restate` processes `names` sharing one
+/// address registered with `restate`.
+async fn errand_services(
+    db: &str,
+    restate: &RestateServer,
+    names: &[&str],
+) -> Result<(Sim, String, Vec<tokio::process::Child>)> {
+    let sim = sim().await?;
+    let addr = service_addr()?;
+    let services = names
+        .iter()
+        .map(|name| spawn_service(db, &addr, &sim.base_url(), name, &[]))
+        .collect::<Result<Vec<_>>>()?;
+    restate.register(&addr).await?;
+    Ok((sim, addr, services))
+}
+
+/// Three errands, each waiting for a person's approval.
+fn approved_errands(ledger: &std::path::Path) -> Value {
+    json!({
+        "errands": ["errand-one", "errand-two", "errand-three"],
+        "ledger": ledger, "approval": true, "entry": ENTRY,
+    })
+}
+
+/// Wait until workflow `id` waits for approval, and return the one call it waits on.
+async fn pending_approval(db: &str, id: &str) -> Result<Value> {
+    wait_for(
+        "the workflow to wait for approval",
+        Duration::from_secs(60),
+        || {
+            status(db, QUEUE, id).map(|s| {
+                let s = s?;
+                ensure!(s["status"] != "failed", "the workflow failed: {s}");
+                Ok(s["status"] == "awaiting_approval")
+            })
+        },
+    )
+    .await?;
+    let out = run_ok(&["approvals", "--db", db, "--json"]).await?;
+    let waiting: Vec<Value> = serde_json::from_str(&out)?;
+    ensure!(waiting.len() == 1, "one pending call: {waiting:?}");
+    Ok(waiting[0].clone())
+}
+
+/// Wait for workflow `id` to succeed with every errand done, each once (the ledger); its last
+/// status.
+async fn all_errands_done(
+    db: &str,
+    id: &str,
+    ledger: &std::path::Path,
+    timeout: Duration,
+) -> Result<Value> {
+    let last = finish(db, QUEUE, id, timeout).await?;
+    ensure!(last["status"] == "succeeded", "{last}");
+    ensure!(
+        last["state"]["output"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("all three errands are done")),
+        "{last}"
+    );
+    let done = ledger_lines(ledger);
+    ensure!(
+        done == ["errand-one", "errand-two", "errand-three"],
+        "each errand once, in order: {done:?}"
+    );
+    Ok(last)
+}
+
 async fn worker_of(db: &str, id: &str) -> Result<String> {
     let s = status(db, QUEUE, id).await?;
     Ok(s["state"]["worker"].as_str().unwrap_or_default().to_owned())
@@ -65,18 +148,11 @@ async fn worker_of(db: &str, id: &str) -> Result<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_service_process_never_repeats_a_finished_step() -> Result<()> {
     let _serial = ONE_AT_A_TIME.lock().await;
-    let Some(db) = pg::fresh_schema_url().await? else {
+    let Some((db, restate)) = database_and_server().await? else {
         return Ok(());
     };
-    let Some(restate) = RestateServer::start().await? else {
-        return Ok(());
-    };
-    let sim = sim().await?;
-    let url = sim.base_url();
-    let addr = service_addr()?;
-    let mut a = spawn_service(&db, &addr, &url, "service-a", &[])?;
-    let mut b = spawn_service(&db, &addr, &url, "service-b", &[])?;
-    restate.register(&addr).await?;
+    let (sim, _, mut services) =
+        errand_services(&db, &restate, &["service-a", "service-b"]).await?;
     let dir = tempfile::tempdir()?;
     let ledger = dir.path().join("ledger.txt");
     // Each errand waits 1.5 s before its side effect: the kill lands inside the third.
@@ -100,27 +176,16 @@ async fn a_killed_service_process_never_repeats_a_finished_step() -> Result<()> 
     tokio::time::sleep(Duration::from_millis(500)).await;
     let running_on = worker_of(&db, &id).await?;
     let (victim, survivor) = match running_on.as_str() {
-        "service-a" => (&mut a, "service-b"),
-        "service-b" => (&mut b, "service-a"),
+        "service-a" => (&mut services[0], "service-b"),
+        "service-b" => (&mut services[1], "service-a"),
         other => anyhow::bail!("the workflow runs on an unknown worker `{other}`"),
     };
     victim.start_kill()?; // SIGKILL
     victim.wait().await?;
     assert_eq!(ledger_lines(&ledger), ["errand-one", "errand-two"]);
 
-    let last = finish(&db, QUEUE, &id, Duration::from_secs(90)).await?;
-    assert_eq!(last["status"], "succeeded", "{last}");
-    assert!(
-        last["state"]["output"]["summary"]
-            .as_str()
-            .is_some_and(|s| s.contains("all three errands are done")),
-        "{last}"
-    );
     // Each errand ran once; the two finished ones came from the journal.
-    assert_eq!(
-        ledger_lines(&ledger),
-        ["errand-one", "errand-two", "errand-three"]
-    );
+    let last = all_errands_done(&db, &id, &ledger, Duration::from_secs(90)).await?;
     // Every model call was paid once: the replay read the first three from the journal.
     assert_eq!(paid_once(&sim), 4, "three tool-call turns and the report");
     let stats = sim.stats();
@@ -168,44 +233,16 @@ async fn a_killed_service_process_never_repeats_a_finished_step() -> Result<()> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_waits_through_restarts_of_every_service_process() -> Result<()> {
     let _serial = ONE_AT_A_TIME.lock().await;
-    let Some(db) = pg::fresh_schema_url().await? else {
+    let Some((db, restate)) = database_and_server().await? else {
         return Ok(());
     };
-    let Some(restate) = RestateServer::start().await? else {
-        return Ok(());
-    };
-    let sim = sim().await?;
+    let (sim, addr, services) = errand_services(&db, &restate, &["service-a", "service-b"]).await?;
     let url = sim.base_url();
-    let addr = service_addr()?;
-    let a = spawn_service(&db, &addr, &url, "service-a", &[])?;
-    let b = spawn_service(&db, &addr, &url, "service-b", &[])?;
-    restate.register(&addr).await?;
     let dir = tempfile::tempdir()?;
     let ledger = dir.path().join("ledger.txt");
-    let input = json!({
-        "errands": ["errand-one", "errand-two", "errand-three"],
-        "ledger": ledger, "approval": true, "entry": ENTRY,
-    });
-    let id = submit(&db, &restate, &input).await?;
+    let id = submit(&db, &restate, &approved_errands(&ledger)).await?;
 
-    let parked = || async {
-        wait_for(
-            "the workflow to wait for approval",
-            Duration::from_secs(60),
-            || {
-                status(&db, QUEUE, &id).map(|s| {
-                    let s = s?;
-                    ensure!(s["status"] != "failed", "the workflow failed: {s}");
-                    Ok(s["status"] == "awaiting_approval")
-                })
-            },
-        )
-        .await?;
-        let out = run_ok(&["approvals", "--db", &db, "--json"]).await?;
-        let waiting: Vec<Value> = serde_json::from_str(&out)?;
-        ensure!(waiting.len() == 1, "one pending call: {waiting:?}");
-        anyhow::Ok(waiting[0].clone())
-    };
+    let parked = || pending_approval(&db, &id);
     let first = parked().await?;
     assert_eq!(first["arguments"]["errand"], "errand-one");
     assert!(
@@ -218,7 +255,7 @@ async fn an_approval_waits_through_restarts_of_every_service_process() -> Result
 
     // Both service processes go away and come back (the server's invocation may replay on
     // the new ones up to the promise, and wait there again).
-    for mut p in [a, b] {
+    for mut p in services {
         p.start_kill()?;
         p.wait().await?;
     }
@@ -245,18 +282,7 @@ async fn an_approval_waits_through_restarts_of_every_service_process() -> Result
         assert_eq!(next["arguments"]["errand"], errand);
         approve(next["id"].as_str().context("id")?.to_owned()).await?;
     }
-    let last = finish(&db, QUEUE, &id, Duration::from_secs(60)).await?;
-    assert_eq!(last["status"], "succeeded", "{last}");
-    assert!(
-        last["state"]["output"]["summary"]
-            .as_str()
-            .is_some_and(|s| s.contains("all three errands are done")),
-        "{last}"
-    );
-    assert_eq!(
-        ledger_lines(&ledger),
-        ["errand-one", "errand-two", "errand-three"]
-    );
+    all_errands_done(&db, &id, &ledger, Duration::from_secs(60)).await?;
     assert_eq!(paid_once(&sim), 4, "no model call was paid twice");
     let all = run_ok(&["approvals", "--all", "--db", &db]).await?;
     assert_eq!(all.matches("approved").count(), 3, "{all}");
@@ -383,5 +409,189 @@ async fn three_service_processes_share_one_tpm_limit_through_redis() -> Result<(
         utilisation * 100.0
     );
     assert_eq!(took_part, 3, "every service process ran workflows");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fan_out_killed_mid_flight_replays_its_journaled_calls_in_any_order() -> Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some((db, restate)) = database_and_server().await? else {
+        return Ok(());
+    };
+    // Answers spread over 0.2 to 9 s, so when the process dies some calls are journaled and
+    // some still in flight, and the journal holds them in the order they came back.
+    let mut config = SimConfig::from_catalog_toml(BUNDLED_TOML)?.calm();
+    config.log_bodies = true;
+    config
+        .models
+        .iter_mut()
+        .find(|m| m.name == ENTRY)
+        .context("sim-small-a")?
+        .profile
+        .get_or_insert_with(thinkers_sim::Profile::default)
+        .latency_ms = [200, 9000];
+    let sim = Sim::start(config).await?;
+    let url = sim.base_url();
+    let addr = service_addr()?;
+    let mut a = spawn_service(&db, &addr, &url, "service-a", &[])?;
+    let mut b = spawn_service(&db, &addr, &url, "service-b", &[])?;
+    restate.register(&addr).await?;
+    const CALLS: usize = 12;
+    let input = json!({"topic": "tides", "calls": CALLS, "entries": [ENTRY]});
+    let id = run_ok(&[
+        "submit",
+        "fanout",
+        "--engine",
+        "restate",
+        "--restate",
+        &restate.ingress,
+        "--input",
+        &input.to_string(),
+        "--db",
+        &db,
+    ])
+    .await?;
+    let recorded = || count(&db, "SELECT COUNT(*) FROM llm_runs");
+    wait_for("three answers journaled", Duration::from_secs(60), || {
+        recorded().map(|n| Ok(n? >= 3))
+    })
+    .await?;
+    let running_on = worker_of(&db, &id).await?;
+    let victim = match running_on.as_str() {
+        "service-a" => &mut a,
+        "service-b" => &mut b,
+        other => anyhow::bail!("the workflow runs on an unknown worker `{other}`"),
+    };
+    victim.start_kill()?; // SIGKILL
+    victim.wait().await?;
+    // A recorded call was journaled first (the record is written after the journal holds it).
+    let journaled = usize::try_from(recorded().await?)?;
+    let sent = sim.requests().len();
+    assert_eq!(sent, CALLS, "every call was sent before the kill");
+    assert!(
+        journaled < CALLS,
+        "some calls were in flight at the kill: {journaled}"
+    );
+
+    let last = finish(&db, QUEUE, &id, Duration::from_secs(90)).await?;
+    assert_eq!(last["status"], "succeeded", "{last}");
+    let answers = last["state"]["output"]["answers"]
+        .as_array()
+        .context("answers")?;
+    assert_eq!(answers.len(), CALLS, "{last}");
+    // Only calls in flight at the kill were sent again.
+    let bodies: Vec<String> = sim.requests().into_iter().map(|r| r.raw_body).collect();
+    let distinct: std::collections::HashSet<&String> = bodies.iter().collect();
+    assert_eq!(distinct.len(), CALLS);
+    let again = bodies.len() - CALLS;
+    assert!(
+        again <= CALLS - journaled,
+        "{again} calls sent again, but only {} were not journaled",
+        CALLS - journaled
+    );
+    assert_eq!(sim.stats().totals.rate_limited, 0);
+    // The finishing run's trajectory is the in-process one: the twelve calls, in one step
+    // (they ran in parallel), each recorded, the journaled ones too.
+    let run = last["run"].as_str().context("the finishing run")?;
+    let steps = count(
+        &db,
+        &format!(
+            "SELECT COUNT(*) FROM jobs WHERE workflow = '{run}' AND class = 'fanout_call' \
+             AND status = 'succeeded' AND ordinal = 1"
+        ),
+    )
+    .await?;
+    assert_eq!(
+        steps, CALLS as i64,
+        "every call in step 1 of the finishing run"
+    );
+    let recorded_calls = count(
+        &db,
+        &format!("SELECT COUNT(*) FROM llm_runs WHERE workflow = '{run}'"),
+    )
+    .await?;
+    assert_eq!(recorded_calls, CALLS as i64, "each call on the record once");
+    eprintln!(
+        "fan-out of {CALLS} killed with {journaled} calls journaled: {again} sent again, \
+         the rest answered from the journal"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denial_from_the_runs_explorer_resolves_the_restate_promise_once() -> Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some((db, restate)) = database_and_server().await? else {
+        return Ok(());
+    };
+    let (sim, _, _services) = errand_services(&db, &restate, &["service-a"]).await?;
+    let url = sim.base_url();
+    let dir = tempfile::tempdir()?;
+    let ledger = dir.path().join("ledger.txt");
+    let id = submit(&db, &restate, &approved_errands(&ledger)).await?;
+    let first = pending_approval(&db, &id).await?;
+    let approval = first["id"].as_str().context("id")?.to_owned();
+
+    // The runs explorer's Deny button posts this; the host resolves the promise on Restate.
+    let host = support::host::serve(&db, &["--restate", &restate.ingress, "--sim-url", &url]);
+    let path = format!("/api/runs/approvals/{approval}");
+    let deny = r#"{"decision": "deny", "reason": "not today"}"#;
+    let (status_line, body) = support::host::http(&host.addr, "POST", &path, deny);
+    assert!(status_line.contains("200"), "{status_line} {body}");
+    let last = finish(&db, QUEUE, &id, Duration::from_secs(60)).await?;
+    assert_eq!(last["status"], "succeeded", "{last}");
+    assert!(
+        last["state"]["output"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("denied")),
+        "the model read the denial: {last}"
+    );
+    assert!(
+        ledger_lines(&ledger).is_empty(),
+        "the denied errand never ran"
+    );
+
+    // Deciding it again the other way is refused and changes nothing; the same way again
+    // (a retry) is harmless.
+    let approve = r#"{"decision": "approve"}"#;
+    let (status_line, body) = support::host::http(&host.addr, "POST", &path, approve);
+    assert!(!status_line.contains("200"), "{status_line} {body}");
+    assert!(
+        body.contains(&approval),
+        "the refusal names the call: {body}"
+    );
+    let refused = support::queue::thinkers()
+        .args([
+            "approve",
+            &approval,
+            "--db",
+            &db,
+            "--restate",
+            &restate.ingress,
+        ])
+        .output()
+        .await?;
+    assert!(!refused.status.success(), "approving a denied call");
+    let (status_line, body) = support::host::http(&host.addr, "POST", &path, deny);
+    assert!(status_line.contains("200"), "{status_line} {body}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = status(&db, QUEUE, &id).await?;
+    assert_eq!(after["status"], "succeeded", "{after}");
+    assert_eq!(
+        after["max_attempts"],
+        Value::Null,
+        "no attempt limit of ours"
+    );
+    let text = run_ok(&["status", &id, "--db", &db]).await?;
+    assert!(
+        text.contains("Restate retries the invocation until it ends"),
+        "{text}"
+    );
+    assert!(ledger_lines(&ledger).is_empty());
+    assert_eq!(
+        paid_once(&sim),
+        2,
+        "the first turn and the report, once each"
+    );
     Ok(())
 }

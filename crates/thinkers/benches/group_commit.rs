@@ -26,7 +26,7 @@ fn run(job: JobId) -> LlmRun {
         output_budget: 1_024,
         latency_ms: 400,
         stop_reason: "end_turn".to_owned(),
-        cost: 0.001,
+        cost: Some(0.001),
         currency: "USD".to_owned(),
         at_ms: now_ms(),
         ..LlmRun::default()

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 use thinkers::JobHandle;
 use thinkers::model::Grade;
-use thinkers::thinker::ThinkerInput;
+use thinkers::thinker::{ThinkerBuilder, ThinkerInput};
 
 #[path = "common/mod.rs"]
 mod common;

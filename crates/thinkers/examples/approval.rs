@@ -17,7 +17,10 @@ use serde::Deserialize;
 use serde_json::json;
 use thinkers::durable::ApprovalPolicy;
 use thinkers::model::{Catalog, Grade, ModelDependent as _, OutputSize};
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput, ThinkerJob};
+use thinkers::thinker::{
+    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
+    ThinkerJob,
+};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers::{Error, Runtime};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall, SimConfig};

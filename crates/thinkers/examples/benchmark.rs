@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use thinkers::Runtime;
 use thinkers::benchmark::{Benchmark, BenchmarkReport};
 use thinkers::model::{Grade, OutputSize};
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
+use thinkers::thinker::{SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput};
 
 #[path = "support/mod.rs"]
 mod support;

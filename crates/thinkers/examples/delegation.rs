@@ -16,7 +16,9 @@ use serde_json::json;
 use thinkers::Runtime;
 use thinkers::hub::{Skill, ToolHub, rules};
 use thinkers::model::{Grade, OutputSize};
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
+use thinkers::thinker::{
+    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
+};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall, SimConfig};
 

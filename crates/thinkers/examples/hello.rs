@@ -8,9 +8,7 @@ async fn word_count(text: String) -> Result<usize> {
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let catalog = Catalog::openai("gpt-4o-mini", Grade::Small)
-        .prices(0.15, 0.6, "USD")
-        .build()?;
+    let catalog = Catalog::openai("gpt-4o-mini", Grade::Small).build()?;
     let rt = Runtime::builder(catalog).build().await?;
     let seat = ThinkerDeclaration::new(Grade::Small, OutputSize::Compact);
     let thinker = SingleObjectiveThinker::<String>::new(seat, "Count words with the tool.");

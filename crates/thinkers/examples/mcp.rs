@@ -14,7 +14,9 @@ use anyhow::{Context, Result};
 use thinkers::Runtime;
 use thinkers::mcp::{McpServer, McpToolset};
 use thinkers::model::{Depth, Grade, OutputSize};
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
+use thinkers::thinker::{
+    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
+};
 
 #[path = "support/mod.rs"]
 mod support;

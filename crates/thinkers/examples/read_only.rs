@@ -16,7 +16,10 @@ use serde_json::json;
 use thinkers::Runtime;
 use thinkers::job::ScopeGuard;
 use thinkers::model::{Grade, OutputSize};
-use thinkers::thinker::{RefusedCall, SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
+use thinkers::thinker::{
+    LoopThinkerBuilder, RefusedCall, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration,
+    ThinkerInput,
+};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall, SimConfig};
 

@@ -12,7 +12,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use thinkers::Runtime;
 use thinkers::model::{Depth, Grade, OutputSize};
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput, Verdict};
+use thinkers::thinker::{
+    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
+    Verdict,
+};
 use thinkers::tool::{Tool, ToolContext};
 
 #[path = "support/mod.rs"]

@@ -84,6 +84,7 @@ pub mod record;
 pub mod restate;
 pub mod runtime;
 mod schema;
+mod seat;
 pub mod service_tools;
 pub mod store;
 pub mod telemetry;
@@ -116,7 +117,7 @@ pub mod prelude {
     pub use crate::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
     pub use crate::runtime::Runtime;
     pub use crate::thinker::{
-        ArtifactRef, ContentStream, ContentStreamEvent, SingleObjectiveThinker, ThinkerDeclaration,
-        ThinkerInput, ThinkerOutput, Verdict,
+        ArtifactRef, ContentStream, ContentStreamEvent, LoopThinkerBuilder, SingleObjectiveThinker,
+        ThinkerBuilder, ThinkerDeclaration, ThinkerInput, ThinkerOutput, Verdict,
     };
 }

@@ -28,6 +28,23 @@ fn text(span: &SpanData, key: &str) -> String {
     attr(span, key).map(Value::to_string).unwrap_or_default()
 }
 
+/// An in-memory exporter of the runtime's spans, its provider, and the guard that keeps the
+/// subscriber feeding it as this thread's default.
+fn capture() -> (
+    InMemorySpanExporter,
+    SdkTracerProvider,
+    tracing::subscriber::DefaultGuard,
+) {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(otel::layer(&provider).with_filter(otel::runtime_spans()));
+    let guard = tracing::subscriber::set_default(subscriber);
+    (exporter, provider, guard)
+}
+
 fn jobs<'a>(spans: &'a [SpanData], class: &str) -> Vec<&'a SpanData> {
     let mut found: Vec<&SpanData> = spans
         .iter()
@@ -39,14 +56,8 @@ fn jobs<'a>(spans: &'a [SpanData], class: &str) -> Vec<&'a SpanData> {
 
 #[tokio::test]
 async fn job_and_model_call_spans_form_the_job_tree() -> Result<()> {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(otel::layer(&provider).with_filter(otel::runtime_spans()));
     // The test runtime is single-threaded, so every job's task runs under this subscriber.
-    let guard = tracing::subscriber::set_default(subscriber);
+    let (exporter, provider, guard) = capture();
 
     let dispatcher = Dispatcher::builder().build();
     let mut tries = 0;
@@ -68,7 +79,7 @@ async fn job_and_model_call_spans_form_the_job_tree() -> Result<()> {
                             reasoning_tokens: 0,
                             cached_tokens: 1_000,
                             finish_reason: "end_turn",
-                            cost: 0.0125,
+                            cost: Some(0.0125),
                             currency: "USD",
                         },
                     );
@@ -156,13 +167,7 @@ async fn job_and_model_call_spans_form_the_job_tree() -> Result<()> {
 
 #[tokio::test]
 async fn a_failed_attempt_marks_its_span_as_an_error() -> Result<()> {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(otel::layer(&provider).with_filter(otel::runtime_spans()));
-    let guard = tracing::subscriber::set_default(subscriber);
+    let (exporter, provider, guard) = capture();
     let dispatcher = Dispatcher::builder().build();
     let failed = dispatcher
         .run(doer("broken", |_| async {
@@ -191,5 +196,37 @@ async fn a_failed_attempt_marks_its_span_as_an_error() -> Result<()> {
         .context("call span")?;
     assert_eq!(text(call, "error.type"), "external_service");
     assert!(matches!(call.status, Status::Error { .. }));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_call_of_unknown_cost_carries_no_cost_but_says_it_is_unknown() -> Result<()> {
+    let (exporter, provider, guard) = capture();
+    let span = telemetry::model_call_span("local-llama", "llama", "openai", 1_024);
+    telemetry::record_usage(
+        &span,
+        &ModelUsage {
+            response_model: "llama",
+            input_tokens: 10,
+            output_tokens: 5,
+            reasoning_tokens: 0,
+            cached_tokens: 0,
+            finish_reason: "end_turn",
+            cost: None,
+            currency: "",
+        },
+    );
+    drop(span);
+    drop(guard);
+    provider.force_flush()?;
+    let spans = exporter.get_finished_spans()?;
+    let call = spans
+        .iter()
+        .find(|s| s.name == "chat llama")
+        .context("call span")?;
+    assert_eq!(text(call, "thinkers.cost_unknown"), "true");
+    assert_eq!(attr(call, "thinkers.cost"), None, "never a cost of 0");
+    assert_eq!(attr(call, "thinkers.currency"), None);
+    assert_eq!(text(call, "gen_ai.usage.output_tokens"), "5");
     Ok(())
 }

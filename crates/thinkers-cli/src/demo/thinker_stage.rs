@@ -18,7 +18,10 @@ use thinkers::conversation::ConversationId;
 use thinkers::hub::{Skill, ToolHub};
 use thinkers::job::{JobId, doer};
 use thinkers::model::{Grade, OutputSize};
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput, ThinkerLimits};
+use thinkers::thinker::{
+    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
+    ThinkerLimits,
+};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall};
 

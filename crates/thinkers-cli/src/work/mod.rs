@@ -63,6 +63,16 @@ pub(crate) enum Engine {
     Restate,
 }
 
+/// The queue prefix of workflows on Restate (`thinkers::restate::QUEUE_PREFIX`, which only a
+/// build with the `restate` feature has; a build without it still reads their rows).
+const RESTATE_QUEUE_PREFIX: &str = "restate:";
+
+#[cfg(all(test, feature = "restate"))]
+#[test]
+fn the_restate_prefix_is_the_engines() {
+    assert_eq!(RESTATE_QUEUE_PREFIX, thinkers::restate::QUEUE_PREFIX);
+}
+
 /// Where the Restate server is, for `--engine restate`.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct RestateArgs {
@@ -175,6 +185,11 @@ pub(crate) struct WorkerArgs {
     /// processes may share it; register `http://ADDR` with the Restate server).
     #[arg(long, default_value = "127.0.0.1:9080")]
     listen: std::net::SocketAddr,
+    /// With `--engine restate`: write a journal entry whenever a running workflow has written
+    /// none for this many seconds, so the server does not ask it to suspend (keep it well below
+    /// the server's `inactivity-timeout`, 60 s by default).
+    #[arg(long, default_value_t = 20.0)]
+    heartbeat_secs: f64,
 }
 
 fn secs(flag: &str, s: f64) -> anyhow::Result<Duration> {
@@ -202,7 +217,8 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
             PgResponseCache::new(&store),
         ))));
     #[cfg(feature = "restate")]
-    let engine = thinkers::restate::RestateEngine::new();
+    let engine = thinkers::restate::RestateEngine::new()
+        .heartbeat(secs("--heartbeat-secs", args.heartbeat_secs)?);
     match args.engine {
         Engine::Postgres => {}
         #[cfg(feature = "restate")]
@@ -298,6 +314,8 @@ pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<()> {
         }
         None => (0, 0),
     };
+    // Restate retries an invocation until it ends: its rows carry no attempt limit of ours.
+    let on_restate = s.queue.starts_with(RESTATE_QUEUE_PREFIX);
     if args.json {
         let state = match &s.state {
             WorkflowState::Queued => serde_json::json!({}),
@@ -314,7 +332,7 @@ pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<()> {
         };
         let row = serde_json::json!({
             "id": s.id.to_string(), "name": s.name, "queue": s.queue, "status": s.state.name(),
-            "attempt": s.attempt, "max_attempts": s.max_attempts,
+            "attempt": s.attempt, "max_attempts": (!on_restate).then_some(s.max_attempts),
             "run": s.run.map(|r| r.to_string()), "model_calls": calls, "cache_hits": hits,
             "submitted_at_ms": s.submitted_at_ms, "finished_at_ms": s.finished_at_ms,
             "state": state,
@@ -354,7 +372,14 @@ pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<()> {
             println!("  waiting: {waiting}");
         }
     }
-    println!("  attempt: {} of {}", s.attempt, s.max_attempts);
+    if on_restate {
+        println!(
+            "  attempt: {} (Restate retries the invocation until it ends)",
+            s.attempt
+        );
+    } else {
+        println!("  attempt: {} of {}", s.attempt, s.max_attempts);
+    }
     if let Some(run) = s.run {
         println!("  run:     {run} ({calls} model calls, {hits} answered from the cache)");
         println!("           thinkers trace {run} --db <the same database>");

@@ -145,11 +145,19 @@ pub fn service_addr() -> Result<String> {
     Ok(format!("127.0.0.1:{}", free_port()?))
 }
 
-/// A `thinkers worker --engine restate` process serving on `addr`.
+/// A `thinkers worker --engine restate` process serving on `addr`, writing a journal entry
+/// after 1 s without one (the servers of [`RestateServer::start`] ask an invocation silent for
+/// 3 s to suspend) unless `extra` sets `--heartbeat-secs`.
 pub fn spawn_service(db: &str, addr: &str, sim: &str, name: &str, extra: &[&str]) -> Result<Child> {
+    let beat: &[&str] = if extra.contains(&"--heartbeat-secs") {
+        &[]
+    } else {
+        &["--heartbeat-secs", "1"]
+    };
     Ok(thinkers()
         .args(["worker", "--engine", "restate", "--listen", addr])
         .args(["--db", db, "--sim-url", sim, "--name", name])
+        .args(beat)
         .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())

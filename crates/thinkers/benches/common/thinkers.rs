@@ -16,7 +16,8 @@ use thinkers::llm::ChatResponse;
 use thinkers::model::{Catalog, Grade, ModelDependent, OutputSize};
 use thinkers::record::MemoryRecorder;
 use thinkers::thinker::{
-    SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput, TurnRequest, TurnSource,
+    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
+    TurnRequest, TurnSource,
 };
 use thinkers::tool::{Tool, ToolContext};
 

@@ -31,8 +31,12 @@ pub struct SubtreeTotals {
     pub output_tokens: u64,
     /// Summed call latency in milliseconds.
     pub latency_ms: u64,
-    /// Cost per currency (ISO code → amount).
+    /// Cost per currency (ISO code → amount) of the calls whose cost is known.
     pub cost: BTreeMap<String, f64>,
+    /// Calls whose cost is unknown (their entry has no prices); not in [`Self::cost`], so with
+    /// any of them the cost is at least that amount.
+    #[serde(default)]
+    pub unpriced_calls: u64,
     /// Calls per catalog entry that served them.
     pub entries: BTreeMap<String, u64>,
 }
@@ -43,7 +47,10 @@ impl SubtreeTotals {
         self.input_tokens += run.input_tokens;
         self.output_tokens += run.output_tokens;
         self.latency_ms += run.latency_ms;
-        *self.cost.entry(run.currency.clone()).or_insert(0.0) += run.cost;
+        match run.cost {
+            Some(cost) => *self.cost.entry(run.currency.clone()).or_insert(0.0) += cost,
+            None => self.unpriced_calls += 1,
+        }
         *self.entries.entry(run.entry.clone()).or_insert(0) += 1;
     }
 
@@ -315,7 +322,7 @@ mod tests {
             input_tokens: 10,
             output_tokens: 5,
             latency_ms: 7,
-            cost,
+            cost: Some(cost),
             currency: currency.into(),
             ..LlmRun::default()
         }
@@ -344,6 +351,11 @@ mod tests {
         rec.llm_run(run(a_sub, wf, "x", 2.0, "USD"));
         rec.llm_run(run(a_tool, wf, "y", 0.5, "EUR"));
         rec.llm_run(run(b, wf, "y", 4.0, "EUR"));
+        // A call to an entry without prices: counted, its cost unknown, never added as 0.
+        rec.llm_run(LlmRun {
+            cost: None,
+            ..run(b, wf, "unpriced", 0.0, "")
+        });
         assert!(knows(&ledger, &[bench, a, a_tool, a_sub, b]));
 
         let ta = ledger.subtree(a);
@@ -353,13 +365,14 @@ mod tests {
         assert_eq!(ta.latency_ms, 21);
         assert_eq!(ta.cost["USD"], 3.0);
         assert_eq!(ta.cost["EUR"], 0.5);
-        assert_eq!(ta.main_entry(), Some("x"));
+        assert_eq!((ta.main_entry(), ta.unpriced_calls), (Some("x"), 0));
         let tb = ledger.subtree(b);
-        assert_eq!((tb.calls, tb.cost["EUR"]), (1, 4.0));
-        assert_eq!(ledger.subtree(bench).calls, 4);
+        assert_eq!((tb.calls, tb.cost["EUR"], tb.unpriced_calls), (2, 4.0, 1));
+        assert_eq!(tb.cost.len(), 1, "{tb:?}");
+        assert_eq!(ledger.subtree(bench).calls, 5);
         // Everything reached the wrapped recorder too.
         assert_eq!(inner.jobs().len(), 5);
-        assert_eq!(inner.llm_runs().len(), 4);
+        assert_eq!(inner.llm_runs().len(), 5);
 
         drop(guard);
         assert!(!ledger.is_watching(wf));

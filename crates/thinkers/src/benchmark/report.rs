@@ -45,8 +45,13 @@ pub struct RunRow {
     pub latency_ms: u64,
     /// Wall time from submission to the end of the run, milliseconds.
     pub wall_ms: u64,
-    /// Cost per currency; a run pinned to one entry costs in that entry's currency.
+    /// Cost per currency of the calls whose cost is known; a run pinned to one entry costs in
+    /// that entry's currency.
     pub cost: BTreeMap<String, f64>,
+    /// Calls whose cost is unknown (their entry has no prices): with any, the cost is at least
+    /// [`Self::cost`], shown as "≥ … + unknown" or "unknown".
+    #[serde(default)]
+    pub unpriced_calls: u64,
     /// Submission time, milliseconds since the Unix epoch.
     pub started_at_ms: i64,
     /// When the run's result reached the benchmark, milliseconds since the Unix epoch.
@@ -70,9 +75,10 @@ pub struct RunRow {
 }
 
 impl RunRow {
-    /// The cost as text: `0.000123 USD`, several currencies joined with ` + `.
+    /// The cost as text: `0.000123 USD`, several currencies joined with ` + `; "unknown" or
+    /// "≥ … + unknown" when some calls' cost is unknown.
     pub fn cost_text(&self) -> String {
-        cost_text(&self.cost)
+        cost_text(&self.cost, self.unpriced_calls)
     }
 }
 
@@ -97,14 +103,25 @@ pub struct ModelMeans {
     pub latency_ms: f64,
     /// Mean wall time, milliseconds.
     pub wall_ms: f64,
-    /// Mean cost per currency.
+    /// Mean cost per currency over the calls whose cost is known.
     pub cost: BTreeMap<String, f64>,
+    /// Calls of the successful runs whose cost is unknown: with any, the mean cost is a lower
+    /// bound.
+    #[serde(default)]
+    pub unpriced_calls: u64,
     /// Mean judge score over the judged runs.
     pub judge_score: Option<f64>,
     /// How many runs were judged.
     pub judged: u32,
     /// Mean scorer score over the scored runs.
     pub scorer_score: Option<f64>,
+}
+
+impl ModelMeans {
+    /// The mean cost as text, as [`RunRow::cost_text`] shows a run's.
+    pub fn cost_text(&self) -> String {
+        cost_text(&self.cost, self.unpriced_calls)
+    }
 }
 
 /// What a benchmark found: rows, means per model, and the failures that concern the whole run.
@@ -207,6 +224,7 @@ impl BenchmarkReport {
                 r.judge_reason.clone().unwrap_or_default(),
                 r.unjudged.clone().unwrap_or_default(),
                 r.scorer_score.map(|s| format!("{s}")).unwrap_or_default(),
+                r.unpriced_calls.to_string(),
             ];
             let line: Vec<String> = cells.iter().map(|c| csv_field(c)).collect();
             out.push_str(&line.join(","));
@@ -217,7 +235,9 @@ impl BenchmarkReport {
 }
 
 /// The CSV columns of [`BenchmarkReport::rows_csv`].
-pub const CSV_HEADER: [&str; 20] = [
+/// `cost` and `currency` cover the calls whose cost is known; `unpriced_calls` counts the others
+/// (entries without prices), so a row with any has a cost of at least `cost`.
+pub const CSV_HEADER: [&str; 21] = [
     "role",
     "model",
     "run",
@@ -238,6 +258,7 @@ pub const CSV_HEADER: [&str; 20] = [
     "judge_reason",
     "unjudged",
     "scorer_score",
+    "unpriced_calls",
 ];
 
 const ROW_HEADER: [&str; 12] = [
@@ -302,7 +323,7 @@ fn means_cells(m: &ModelMeans) -> Vec<String> {
         format!("{:.0}", m.output_tokens),
         format!("{:.0} ms", m.latency_ms),
         format!("{:.0} ms", m.wall_ms),
-        cost_text(&m.cost),
+        m.cost_text(),
         m.judge_score
             .map_or_else(|| "-".to_owned(), |s| format!("{s:.1}/10 ({})", m.judged)),
     ]
@@ -353,6 +374,7 @@ fn means(rows: &[RunRow]) -> Vec<ModelMeans> {
                 latency_ms: mean(&|r| r.latency_ms as f64),
                 wall_ms: mean(&|r| r.wall_ms as f64),
                 cost,
+                unpriced_calls: ok.iter().map(|r| r.unpriced_calls).sum(),
                 judge_score: average(&judged),
                 judged: u32::try_from(judged.len()).unwrap_or(u32::MAX),
                 scorer_score: average(&scored),
@@ -366,14 +388,14 @@ fn average(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
-fn cost_text(cost: &BTreeMap<String, f64>) -> String {
-    if cost.is_empty() {
-        return "-".to_owned();
-    }
-    cost.iter()
-        .map(|(cur, v)| format!("{v:.6} {cur}"))
-        .collect::<Vec<_>>()
-        .join(" + ")
+fn cost_text(cost: &BTreeMap<String, f64>, unpriced_calls: u64) -> String {
+    let known = (!cost.is_empty()).then(|| {
+        cost.iter()
+            .map(|(cur, v)| format!("{v:.6} {cur}"))
+            .collect::<Vec<_>>()
+            .join(" + ")
+    });
+    crate::ops::cost::spend_text(known.as_deref(), unpriced_calls)
 }
 
 fn amount(cost: &BTreeMap<String, f64>) -> String {
@@ -449,6 +471,7 @@ mod tests {
             latency_ms: 30,
             wall_ms: 40,
             cost: BTreeMap::from([("USD".to_owned(), cost)]),
+            unpriced_calls: 0,
             started_at_ms: 0,
             ended_at_ms: 40,
             judge_score: judge,
@@ -501,5 +524,27 @@ mod tests {
         assert_eq!(lines.len(), 5);
         assert_eq!(lines[0], CSV_HEADER.join(","));
         assert!(lines[3].contains("\"boom, \"\"quoted\"\"\""), "{csv}");
+    }
+
+    #[test]
+    fn a_run_with_unpriced_calls_shows_its_cost_as_unknown_never_zero() {
+        let mixed = RunRow {
+            unpriced_calls: 1,
+            ..row("a", 1, true, None, 0.25)
+        };
+        let unknown = RunRow {
+            cost: BTreeMap::new(),
+            unpriced_calls: 2,
+            ..row("b", 1, true, None, 0.0)
+        };
+        assert_eq!(mixed.cost_text(), "≥ 0.250000 USD + unknown");
+        assert_eq!(unknown.cost_text(), "unknown");
+        let report = BenchmarkReport::new(Grade::Small, 1, vec![mixed, unknown], None, None);
+        assert_eq!(report.means_of("b").unwrap().unpriced_calls, 2);
+        let table = report.table();
+        assert!(table.contains("≥ 0.250000 USD + unknown"), "{table}");
+        assert!(table.contains("unknown"), "{table}");
+        let csv = report.rows_csv();
+        assert!(csv.lines().nth(2).unwrap().ends_with(",2"), "{csv}");
     }
 }

@@ -316,6 +316,7 @@ fn blank_row(role: RunRole, model: &str, run: u32) -> RunRow {
         latency_ms: 0,
         wall_ms: 0,
         cost: BTreeMap::new(),
+        unpriced_calls: 0,
         started_at_ms: now_ms(),
         ended_at_ms: 0,
         judge_score: None,
@@ -346,6 +347,7 @@ fn settle<O>(
     row.output_tokens = totals.output_tokens;
     row.latency_ms = totals.latency_ms;
     row.cost = totals.cost;
+    row.unpriced_calls = totals.unpriced_calls;
     match out {
         Ok(_) => row.succeeded = true,
         Err(e) => {

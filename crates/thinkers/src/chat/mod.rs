@@ -6,5 +6,6 @@
 pub mod host;
 
 pub use host::{
-    ChatFactory, ChatHistory, ChatHost, HostConfig, HostToken, RunningHost, TOKEN_COOKIE,
+    ChatFactory, ChatHistory, ChatHost, DecisionHook, HostConfig, HostToken, RunningHost,
+    TOKEN_COOKIE,
 };

@@ -17,7 +17,9 @@
 //! A call answered from the cache is still recorded as a model call (its usage as the provider
 //! reported it when it was paid, its cost zero), and the cache notes the hit with the job that
 //! made it, so a trajectory stays complete and shows what was not paid for. A hit does not
-//! consume provider budget: its reservation is reconciled to zero.
+//! consume provider budget: its reservation is reconciled to zero. A cache that already holds
+//! the answer when the call asks for admission ([`ResponseCache::holds`], the Restate journal)
+//! answers it without any seat at all.
 
 use std::fmt;
 use std::sync::Arc;
@@ -98,6 +100,13 @@ pub trait ResponseCache: Send + Sync + 'static {
         response: &'a ChatResponse,
         by: CacheUse,
     ) -> BoxFuture<'a, Result<()>>;
+
+    /// Whether the answer under `key` is at hand now, without waiting (a journal already read):
+    /// such a call takes no admission seat, and [`ResponseCache::get`] must then answer it. The
+    /// default is `false`: the call takes its seat, which a hit reconciles to zero tokens.
+    fn holds(&self, _key: &CacheKey, _by: &CacheUse) -> bool {
+        false
+    }
 }
 
 /// The response cache as a dispatcher service: register it with
@@ -142,6 +151,14 @@ impl ResponseCacheService {
     }
 }
 
+fn lost_answer() -> crate::Error {
+    crate::Error::system(
+        "response cache",
+        "the cache held this call's answer when it was admitted without a seat, and no longer \
+         answers it; nothing was sent",
+    )
+}
+
 /// What [`send`] returns: the outcome, and whether it came from the cache.
 #[derive(Debug)]
 pub(crate) struct CachedSend {
@@ -151,26 +168,50 @@ pub(crate) struct CachedSend {
     pub(crate) from_cache: bool,
 }
 
+/// The job's response cache, if its dispatcher has one that serves this job.
+fn service_for(cx: &JobContext) -> Option<std::sync::Arc<ResponseCacheService>> {
+    cx.services()
+        .get::<ResponseCacheService>()
+        .filter(|s| !s.durable_only || crate::durable::is_durable(cx))
+}
+
+fn cache_use(cx: &JobContext) -> CacheUse {
+    CacheUse {
+        workflow: cx.workflow(),
+        job: cx.id(),
+        run: crate::durable::is_durable(cx)
+            .then(|| std::sync::Arc::from(crate::durable::run_key_of(cx).0)),
+    }
+}
+
+/// Whether the job's response cache holds the answer to `request` already
+/// ([`ResponseCache::holds`]): the call is then answered from it without a seat.
+pub(crate) fn holds_answer(request: &EncodedRequest, cx: &JobContext) -> bool {
+    service_for(cx).is_some_and(|s| s.cache().holds(&CacheKey::of(request), &cache_use(cx)))
+}
+
 /// Send `request` through the job's response cache, if the dispatcher has one: answer from the
 /// cache on a hit, else send and store the answer before returning it. Cache failures are
 /// logged and never fail the call (the provider is asked instead; an unstored answer is only a
-/// lost saving).
+/// lost saving) — except for a call admitted without a seat because the cache held its answer
+/// (`held`): nothing is sent for it, and a cache that no longer answers is an error.
 ///
 /// Crate-private: it sends without asking for a permit, so only `converse_bound`, which spends
-/// the attempt's admitted seat first, calls it.
+/// the attempt's admitted seat first (or has none to spend when `held`), calls it.
 pub(crate) async fn send(
     client: &ModelClient,
     request: &EncodedRequest,
     options: &SendOptions,
     stream: Option<&mut (dyn FnMut(StreamDelta) + Send)>,
+    held: bool,
     cx: &JobContext,
 ) -> Result<CachedSend> {
     let entry = options.entry.as_deref().unwrap_or_default();
-    let service = cx
-        .services()
-        .get::<ResponseCacheService>()
-        .filter(|s| !s.durable_only || crate::durable::is_durable(cx));
+    let service = service_for(cx);
     let Some(service) = service else {
+        if held {
+            return Err(lost_answer());
+        }
         let outcome = match stream {
             Some(sink) => client.send_with(request, options, sink).await?,
             None => client.send_with(request, options, &mut |_| {}).await?,
@@ -181,12 +222,7 @@ pub(crate) async fn send(
         });
     };
     let key = CacheKey::of(request);
-    let by = CacheUse {
-        workflow: cx.workflow(),
-        job: cx.id(),
-        run: crate::durable::is_durable(cx)
-            .then(|| std::sync::Arc::from(crate::durable::run_key_of(cx).0)),
-    };
+    let by = cache_use(cx);
     let started = Instant::now();
     match service.cache().get(&key, by.clone()).await {
         Ok(Some(response)) => {
@@ -203,6 +239,8 @@ pub(crate) async fn send(
                 from_cache: true,
             });
         }
+        Ok(None) if held => return Err(lost_answer()),
+        Err(e) if held => return Err(e),
         Ok(None) => {}
         Err(e) => tracing::warn!(error = %e, "response cache lookup failed; asking the provider"),
     }

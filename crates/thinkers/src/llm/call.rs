@@ -48,9 +48,9 @@ pub struct LlmOutcome {
     pub entry: Arc<str>,
     /// The provider's model name.
     pub model: Arc<str>,
-    /// Cost in `currency`.
-    pub cost: f64,
-    /// The entry's currency.
+    /// Cost in `currency`; `None` when the entry has no prices (unknown, not zero).
+    pub cost: Option<f64>,
+    /// The entry's currency; empty for an entry without prices.
     pub currency: Arc<str>,
     /// Whether this was the truncation-escalation attempt (output budget at the ceiling).
     pub escalated: bool,
@@ -64,8 +64,11 @@ pub struct LlmOutcome {
 pub type DeltaSink = Box<dyn FnMut(StreamDelta) + Send>;
 
 struct Bound {
-    /// The seat asked of admission for this body; the call spends it.
+    /// The seat priced for this body: asked of admission and spent by the call, unless `held`.
     seat: Seat,
+    /// The response cache held the answer when the seat was asked for (a journaled step being
+    /// replayed): no seat was asked, and the call is answered from the cache or fails.
+    held: bool,
     entry: Arc<str>,
     provider: Arc<str>,
     budget: Arc<str>,
@@ -252,6 +255,8 @@ pub fn reasoning_for(entry: &Entry, depth: Depth) -> (Reasoning, u32) {
 
 /// Bind a request to an entry for one attempt and ask admission for its seat: the shared
 /// `require_seat` of every model-dependent job. Returns the encoded body and its local count.
+/// A request whose answer the job's response cache already holds
+/// ([`super::ResponseCache::holds`]) asks for no seat: it is answered from the cache.
 pub fn require_seat(
     seat: &dyn ModelDependent,
     depth: Depth,
@@ -289,9 +294,14 @@ pub fn require_seat(
         output_tokens: u64::from(output_tokens),
         reasoning_tokens: u64::from(reasoning_tokens),
     };
-    req.seat(seat.clone());
+    // An answer the response cache already holds (a replayed journal step) takes no seat.
+    let held = super::cache::holds_answer(&encoded, cx);
+    if !held {
+        req.seat(seat.clone());
+    }
     Ok(BoundSeat(Bound {
         seat,
+        held,
         entry: entry.shared_id(),
         provider: Arc::from(entry.provider()),
         budget,
@@ -332,7 +342,8 @@ impl BoundSeat {
 /// This is the only public way to a model, and it needs the attempt's [`Resources`], which only
 /// the dispatcher makes: the call spends the seat `bound` was priced for, which must be among
 /// the seats admitted for the attempt and not spent yet (else an [`Error::System`] and nothing
-/// is sent).
+/// is sent). A request bound without a seat (its answer was held) is answered from the cache
+/// and never sent.
 pub async fn converse_bound(
     bound: BoundSeat,
     class: &str,
@@ -341,7 +352,9 @@ pub async fn converse_bound(
     cx: &JobContext,
 ) -> Result<LlmOutcome> {
     let b = bound.0;
-    res.spend_seat(&b.seat)?;
+    if !b.held {
+        res.spend_seat(&b.seat)?;
+    }
     let services = cx.services().require::<ModelServices>()?;
     let span = crate::telemetry::model_call_span(
         &b.entry,
@@ -358,7 +371,7 @@ pub async fn converse_bound(
     };
     let started = std::time::Instant::now();
     // Through the response cache when the dispatcher has one (`super::cache`).
-    let sent = super::cache::send(services.client(), &b.encoded, &options, stream, cx)
+    let sent = super::cache::send(services.client(), &b.encoded, &options, stream, b.held, cx)
         .instrument(span.clone())
         .await;
     let (outcome, from_cache) = match sent {
@@ -390,12 +403,13 @@ pub async fn converse_bound(
         .calibrate(&b.entry, b.counted, usage.input);
     let entry = services.router().catalog().entry(&b.entry)?;
     let cached = usage.cached.min(usage.input);
+    // A cached answer paid nothing; an entry without prices costs an unknown amount.
     let cost = if from_cache {
-        0.0
+        Some(0.0)
     } else {
         entry.cost(usage.input - cached, cached, usage.output)
     };
-    let currency = Arc::clone(&entry.pricing().currency);
+    let currency = entry.currency().map_or_else(|| Arc::from(""), Arc::clone);
     // The row is built only for a recorder that keeps it or a span that carries its usage.
     let recorder = cx.dispatcher().recorder();
     if recorder.keeps_rows() || !span.is_disabled() {

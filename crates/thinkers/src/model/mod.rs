@@ -21,24 +21,17 @@
 
 pub mod catalog;
 mod dependent;
-mod depth;
 mod envelope;
-mod grade;
-mod output;
-mod parse;
 mod picker;
 mod router;
 
+pub use crate::seat::{Depth, Grade, OutputSize, ParseNameError};
 pub use catalog::{
     Auth, AwsSettings, AzureApi, Catalog, CatalogBuilder, CatalogError, Dialect, EFFORT_TOKENS,
     Entry, KeySource, Pricing, Provider, Reasoning, SIM_DEFAULT_KEY, SIM_KEY_ENV, SIM_PLACEHOLDER,
     StructuredOutput, effort_tokens,
 };
 pub use dependent::ModelDependent;
-pub use depth::Depth;
 pub use envelope::{Envelope, EnvelopeRule, EnvelopeViolation};
-pub use grade::Grade;
-pub use output::OutputSize;
-pub use parse::ParseNameError;
 pub use picker::{HeadroomPicker, Picker, cheaper_first, resolve_ceiling};
 pub use router::{ModelRouter, RouteError};

@@ -114,10 +114,15 @@ impl Picker for HeadroomPicker {
 }
 
 /// The tie-break order of [`HeadroomPicker`]: lower input plus output price first, then the
-/// smaller id. Exposed for pickers that want the same tie-breaks.
+/// smaller id. An entry without prices comes after every priced one (its cost is unknown, so it
+/// is never taken for the cheaper). Exposed for pickers that want the same tie-breaks.
 pub fn cheaper_first(a: &Entry, b: &Entry) -> Ordering {
-    a.list_price()
-        .total_cmp(&b.list_price())
+    let price = |e: &Entry| (e.list_price().is_none(), e.list_price().unwrap_or(0.0));
+    let (a_unknown, a_price) = price(a);
+    let (b_unknown, b_price) = price(b);
+    a_unknown
+        .cmp(&b_unknown)
+        .then_with(|| a_price.total_cmp(&b_price))
         .then_with(|| a.id().cmp(b.id()))
 }
 

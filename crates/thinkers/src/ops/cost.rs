@@ -4,6 +4,12 @@
 //! **per currency**: amounts in different currencies are never added, so a group whose calls
 //! went to a USD entry and a EUR entry has two rows. Totals follow the same rule.
 //!
+//! A call to a catalog entry without prices has an unknown cost ([`LlmRun::cost`] is `None`,
+//! its currency empty). Such calls form rows of their own (currency empty) whose
+//! [`CostRow::cost`] is `None`, shown as "unknown" ([`spend_text`]): an unpriced call is never
+//! counted as free, and a total over priced and unpriced calls reads "X USD" plus an "unknown"
+//! row, that is at least X.
+//!
 //! Spend rolls up into the workflow that caused it: every model call row carries the workflow of
 //! the job that made it (the root job's id, set at the submission door), so the calls of
 //! sub-thinkers and tools deep in a workflow land in the workflow's row of a
@@ -94,7 +100,8 @@ pub struct Latency {
 pub struct CostRow {
     /// The group: a class, an entry id, a workflow id, or `total`.
     pub group: String,
-    /// The currency of [`CostRow::cost`] (ISO code as the catalog entry states it).
+    /// The currency of [`CostRow::cost`] (ISO code as the catalog entry states it); empty for
+    /// the calls of entries without prices.
     pub currency: String,
     /// Model calls.
     pub calls: u64,
@@ -106,8 +113,11 @@ pub struct CostRow {
     pub reasoning_tokens: u64,
     /// Cached input tokens.
     pub cached_tokens: u64,
-    /// Spend, in [`CostRow::currency`].
-    pub cost: f64,
+    /// Spend, in [`CostRow::currency`]; `None` (unknown) when the cost of any of the calls is
+    /// unknown (their entry has no prices).
+    pub cost: Option<f64>,
+    /// Calls whose cost is unknown.
+    pub unpriced_calls: u64,
     /// Latency percentiles.
     pub latency: Latency,
 }
@@ -126,12 +136,33 @@ impl CostRow {
             reasoning_tokens: runs.iter().map(|r| r.reasoning_tokens).sum(),
             cached_tokens: runs.iter().map(|r| r.cached_tokens).sum(),
             cost: runs.iter().map(|r| r.cost).sum(),
+            unpriced_calls: runs.iter().filter(|r| r.cost.is_none()).count() as u64,
             latency: Latency {
                 p50: percentile_sorted(&latencies, 50.0),
                 p95: percentile_sorted(&latencies, 95.0),
                 p99: percentile_sorted(&latencies, 99.0),
             },
         }
+    }
+}
+
+impl CostRow {
+    /// The spend as text: the amount to four decimals, or "unknown" (see [`spend_text`]).
+    pub fn cost_text(&self) -> String {
+        let known = self.cost.map(|c| format!("{c:.4}"));
+        spend_text(known.as_deref(), self.unpriced_calls)
+    }
+}
+
+/// How a spend is shown: `known` (the amount of the priced calls, `None` when there were none)
+/// alone when no call's cost is unknown, "unknown" when nothing is known, and
+/// "≥ {known} + unknown" when some calls are priced and `unpriced_calls` are not.
+pub fn spend_text(known: Option<&str>, unpriced_calls: u64) -> String {
+    match (known, unpriced_calls) {
+        (Some(known), 0) => known.to_owned(),
+        (None, 0) => "-".to_owned(),
+        (None, _) => "unknown".to_owned(),
+        (Some(known), _) => format!("≥ {known} + unknown"),
     }
 }
 
@@ -287,7 +318,7 @@ mod tests {
             reasoning_tokens: 2,
             cached_tokens: 50,
             latency_ms: 100,
-            cost,
+            cost: Some(cost),
             currency: currency.to_owned(),
             ..LlmRun::default()
         }
@@ -306,13 +337,38 @@ mod tests {
         assert_eq!(r.rows.len(), 3);
         assert_eq!(r.group("a").len(), 2);
         let a_usd = r.row("a", "USD").unwrap();
-        assert_eq!((a_usd.calls, a_usd.cost, a_usd.input_tokens), (2, 1.5, 200));
-        assert_eq!(r.row("a", "EUR").unwrap().cost, 2.0);
-        assert_eq!(r.total("USD").unwrap().cost, 1.5);
-        assert_eq!(r.total("EUR").unwrap().cost, 6.0);
+        assert_eq!(
+            (a_usd.calls, a_usd.cost, a_usd.input_tokens),
+            (2, Some(1.5), 200)
+        );
+        assert_eq!(r.row("a", "EUR").unwrap().cost, Some(2.0));
+        assert_eq!(r.total("USD").unwrap().cost, Some(1.5));
+        assert_eq!(r.total("EUR").unwrap().cost, Some(6.0));
         assert_eq!(r.total("EUR").unwrap().calls, 2);
         let by_entry = report(&runs, GroupBy::Entry);
         assert_eq!(by_entry.row("USD-entry", "USD").unwrap().calls, 2);
+    }
+
+    #[test]
+    fn an_unpriced_call_is_unknown_never_free() {
+        let w = JobId::new();
+        let unpriced = LlmRun {
+            cost: None,
+            ..run(w, w, "a", 0.0, "")
+        };
+        let runs = [run(w, w, "a", 1.5, "USD"), unpriced.clone(), unpriced];
+        let r = report(&runs, GroupBy::Class);
+        let known = r.row("a", "USD").unwrap();
+        assert_eq!((known.cost, known.unpriced_calls), (Some(1.5), 0));
+        assert_eq!(known.cost_text(), "1.5000");
+        let unknown = r.row("a", "").unwrap();
+        assert_eq!((unknown.calls, unknown.cost), (2, None));
+        assert_eq!(unknown.unpriced_calls, 2);
+        assert_eq!(unknown.cost_text(), "unknown");
+        assert_eq!(r.total("").unwrap().cost, None);
+        assert_eq!(r.total("USD").unwrap().cost, Some(1.5));
+        assert_eq!(spend_text(Some("1.5 USD"), 2), "≥ 1.5 USD + unknown");
+        assert_eq!(spend_text(None, 0), "-");
     }
 
     #[test]
@@ -357,18 +413,18 @@ mod tests {
         ];
         let s = rollup_by_ancestor(&jobs, &runs, sub);
         assert_eq!(s.jobs, [sub, tool]);
-        assert_eq!(s.in_currency("USD").unwrap().cost, 6.0);
-        assert_eq!(s.in_currency("EUR").unwrap().cost, 3.0);
+        assert_eq!(s.in_currency("USD").unwrap().cost, Some(6.0));
+        assert_eq!(s.in_currency("EUR").unwrap().cost, Some(3.0));
         assert_eq!(s.in_currency("USD").unwrap().group, sub.to_string());
         let all = rollup_by_ancestor(&jobs, &runs, root);
         assert_eq!(all.jobs.len(), 4);
-        assert_eq!(all.in_currency("USD").unwrap().cost, 15.0);
+        assert_eq!(all.in_currency("USD").unwrap().cost, Some(15.0));
         assert_eq!(all.in_currency("USD").unwrap().calls, 4);
         // The by-workflow report is the same roll-up.
         let by_workflow = report(&runs, GroupBy::Workflow);
         assert_eq!(
             by_workflow.row(&root.to_string(), "USD").unwrap().cost,
-            15.0
+            Some(15.0)
         );
     }
 

@@ -131,9 +131,10 @@ pub struct LlmRun {
     pub latency_ms: u64,
     /// The provider's stop reason, normalised (`end_turn`, `tool_use`, `max_tokens`, …).
     pub stop_reason: String,
-    /// Cost in the entry's currency.
-    pub cost: f64,
-    /// The entry's currency (ISO code).
+    /// Cost in the entry's currency; `None` when the entry has no prices (the cost is unknown,
+    /// never taken as zero). A call answered from the response cache costs `Some(0.0)`.
+    pub cost: Option<f64>,
+    /// The entry's currency (ISO code); empty for an entry without prices.
     pub currency: String,
     /// When the call ended, milliseconds since the Unix epoch.
     pub at_ms: i64,

@@ -20,8 +20,8 @@ use crate::{Error, Result};
 
 /// What a job asks of its workflow's invocation.
 pub(crate) enum Request {
-    /// Is step `step` journaled? `Some(value)` when it is (a replay); `None` when it must run,
-    /// in which case a journaled step is open for it until [`Request::Complete`].
+    /// Is step `step` journaled? `Some(value)` when it is (a replay); `None` when the job must
+    /// run it (and then send [`Request::Complete`]).
     Lookup {
         step: String,
         reply: oneshot::Sender<Option<Value>>,
@@ -32,8 +32,8 @@ pub(crate) enum Request {
         value: Value,
         done: oneshot::Sender<()>,
     },
-    /// Run `compute` as journaled step `step` of the current round (a replay answers from the
-    /// journal without running it).
+    /// The value of step `step` of the current round: from the journal, or computed by
+    /// `compute` and journaled.
     Record {
         step: String,
         compute: BoxFuture<'static, Result<Value>>,
@@ -41,10 +41,19 @@ pub(crate) enum Request {
     },
 }
 
+/// The steps an invocation has read from (or written to) its journal, by step name: shared
+/// with the seams so a model call can see, without waiting, that its answer is journaled.
+pub(crate) type Known = Arc<Mutex<HashMap<String, Value>>>;
+
+struct Served {
+    tx: mpsc::UnboundedSender<Request>,
+    known: Known,
+}
+
 /// The invocations this process serves, by run key.
 #[derive(Default)]
 pub(crate) struct Bridges {
-    runs: Mutex<HashMap<String, mpsc::UnboundedSender<Request>>>,
+    runs: Mutex<HashMap<String, Served>>,
 }
 
 impl Bridges {
@@ -53,19 +62,36 @@ impl Bridges {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(run)
-            .cloned()
+            .map(|s| s.tx.clone())
     }
 
-    /// Serve `run` from the caller's invocation until the guard drops.
+    /// Whether the invocation serving `run` has step `step` journaled and read already.
+    fn holds(&self, run: &str, step: &str) -> bool {
+        let known = self
+            .runs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(run)
+            .map(|s| Arc::clone(&s.known));
+        known.is_some_and(|k| {
+            k.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .contains_key(step)
+        })
+    }
+
+    /// Serve `run` from the caller's invocation until the guard drops; `known` is the
+    /// invocation's map of journaled steps.
     pub(crate) fn open(
         self: &Arc<Self>,
         run: &str,
+        known: Known,
     ) -> (BridgeGuard, mpsc::UnboundedReceiver<Request>) {
         let (tx, rx) = mpsc::unbounded_channel();
         self.runs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(run.to_owned(), tx);
+            .insert(run.to_owned(), Served { tx, known });
         (
             BridgeGuard {
                 bridges: Arc::clone(self),
@@ -221,6 +247,10 @@ impl StepStore for RestateSteps {
     }
 }
 
+fn model_step(key: &CacheKey) -> String {
+    format!("model {}", key.to_hex())
+}
+
 /// The model answers of a Restate service process: a model call of a workflow this process
 /// runs is a journaled step of its invocation (its value is the provider's answer), so a replay
 /// never sends a finished call again. Calls outside such a workflow are never answered from it.
@@ -242,7 +272,7 @@ impl ResponseCache for RestateCache {
             else {
                 return Ok(None);
             };
-            let step = format!("model {}", key.to_hex());
+            let step = model_step(key);
             let found = ask_bridge(&tx, &run, |reply| Request::Lookup { step, reply }).await?;
             found.map(serde_json::from_value).transpose().map_err(|e| {
                 Error::system(
@@ -273,10 +303,16 @@ impl ResponseCache for RestateCache {
             let value = serde_json::to_value(response).map_err(|e| {
                 Error::system("restate journal", "a model answer did not serialize").with_source(e)
             })?;
-            let step = format!("model {}", key.to_hex());
+            let step = model_step(key);
             ask_bridge(&tx, &run, |done| Request::Complete { step, value, done }).await
         }
         .boxed()
+    }
+
+    fn holds(&self, key: &CacheKey, by: &CacheUse) -> bool {
+        by.run
+            .as_deref()
+            .is_some_and(|run| self.bridges.holds(run, &model_step(key)))
     }
 }
 

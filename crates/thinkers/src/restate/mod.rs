@@ -25,25 +25,22 @@
 //!   ([`RestateIngress::decide`]); the next round replays from the journal.
 //!
 //! Admission is the runtime's: a fresh step's job is admitted (Redis budgets when configured)
-//! inside the step; a tool call answered from the journal is admitted for nothing. A model call
-//! answered from the journal still passes admission for its seat, which is reconciled to zero
-//! tokens, as a response-cache hit is.
+//! before it runs; a step answered from the journal takes no permit. A round's journaled steps
+//! are read before any of its jobs runs, so a replayed model call knows at admission that its
+//! answer is journaled and asks for no seat ([`crate::llm::ResponseCache::holds`]).
 //!
 //! The record: [`RestateIngress::submit`] puts the workflow's row in the PostgreSQL
 //! `workflow_queue` table under the queue `restate:<queue>` (no PostgreSQL worker claims it),
 //! and each round notes its root job there, so `thinkers status`, `trace` and `cost` read both
 //! engines alike.
 //!
-//! Guarantees: only a step in flight when a process died can run twice. A step's journal
-//! command is created when a job first asks for it, so a replay must ask in the same order: it
-//! does for sequential work and for the tool calls of one turn (the tool round looks them up in
-//! call order before any runs). Not guaranteed: model calls made in parallel (a fan-out doer,
-//! parallel sub-thinkers) are asked for in the order admission lets them go, which a replay may
-//! not repeat; Restate then reports a journal mismatch and retries the invocation instead of
-//! answering a step with another step's value.
+//! Guarantees: only a step in flight when a process died can run twice. Steps are journaled as
+//! entries of one log that names them (see `journal.rs`), so a replay answers each job by its
+//! step whatever order parallel jobs (a fan-out doer, parallel sub-thinkers) ask in.
 
 mod bridge;
 mod client;
+mod journal;
 mod service;
 
 pub use client::{RestateIngress, is_restate_workflow, register_deployment, reuse_port_listener};
@@ -67,14 +64,30 @@ pub const QUEUE_PREFIX: &str = "restate:";
 
 /// The seams a service process registers on its runtime, and the server that serves the
 /// workflow service from it.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct RestateEngine {
     bridges: Arc<bridge::Bridges>,
+    heartbeat: std::time::Duration,
+}
+
+/// How long a live round goes without a journal command before it writes one, by default: a
+/// third of the Restate server's default inactivity timeout (1 minute).
+pub const DEFAULT_HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(20);
+
+impl Default for RestateEngine {
+    fn default() -> Self {
+        Self {
+            bridges: Arc::default(),
+            heartbeat: DEFAULT_HEARTBEAT,
+        }
+    }
 }
 
 impl std::fmt::Debug for RestateEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RestateEngine").finish_non_exhaustive()
+        f.debug_struct("RestateEngine")
+            .field("heartbeat", &self.heartbeat)
+            .finish_non_exhaustive()
     }
 }
 
@@ -82,6 +95,16 @@ impl RestateEngine {
     /// A fresh engine (one per service process).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Write a journal entry whenever a live round has written none for `every` (default
+    /// [`DEFAULT_HEARTBEAT`]). The Restate server asks an invocation that sends nothing for its
+    /// inactivity timeout (`[worker.invoker] inactivity-timeout`, 1 minute by default) to
+    /// suspend, which cancels the model calls it has in flight (they are sent again when it
+    /// resumes); keep `every` well below that timeout.
+    pub fn heartbeat(mut self, every: std::time::Duration) -> Self {
+        self.heartbeat = every.max(std::time::Duration::from_millis(100));
+        self
     }
 
     /// The journal and approvals to register on the runtime: tool calls of the workflows this
@@ -121,6 +144,7 @@ impl RestateEngine {
                 store: store.clone(),
                 bridges: Arc::clone(&self.bridges),
                 worker: worker.into(),
+                heartbeat: self.heartbeat,
             }),
         };
         let endpoint = Endpoint::builder().bind(workflow).build();

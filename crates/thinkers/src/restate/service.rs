@@ -9,23 +9,20 @@
 //! the journal. Approval answers are journaled per round, so a replay of round 1 reads
 //! "pending" as the first execution did.
 //!
-//! **Journal order.** Restate replays a journal in the order its commands were created, and
-//! checks each command's name (the step: `model <hash>`, `tool <place> <call id>`, `round <n>
-//! ask …`). A step is created when a job first asks for it; within one execution a step already
-//! journaled (an earlier round) is answered from memory without a new command.
+//! **Journal order.** Every step is an entry of the invocation's step log (`journal.rs`), read
+//! back by name whatever order the jobs ask in; the handler reads a round's entries before the
+//! round runs and writes its end before awaiting its approvals.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
-use futures::StreamExt as _;
 use futures::future::BoxFuture;
-use futures::stream::FuturesUnordered;
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use super::bridge::{Bridges, Request};
+use super::journal::{self, Journal};
 use crate::Error;
 use crate::queue::{QueueId, WorkflowRegistry};
 use crate::runtime::Runtime;
@@ -56,6 +53,9 @@ pub(crate) struct Shared {
     pub(crate) store: PgStore,
     pub(crate) bridges: Arc<Bridges>,
     pub(crate) worker: String,
+    /// How long a live round may go without a journal command before it writes one (below
+    /// the server's inactivity timeout).
+    pub(crate) heartbeat: std::time::Duration,
 }
 
 /// The workflow service.
@@ -95,152 +95,6 @@ mod generated {
     }
 }
 
-/// How a fresh step's body gets its value: from the job that runs it, or computed here.
-enum Body {
-    Await(oneshot::Receiver<Option<Value>>),
-    Compute(BoxFuture<'static, crate::Result<Value>>),
-}
-
-/// Who waits for a step's journal entry.
-enum Waiter {
-    /// A lookup: answered `None` by the step's body when it runs fresh (the slot is then
-    /// empty), or the journaled value when the step is replayed.
-    Lookup(Arc<Mutex<Option<oneshot::Sender<Option<Value>>>>>),
-    /// A completion: told once the entry is journaled.
-    Done(oneshot::Sender<()>),
-    /// A recorded step's caller: gets the value.
-    Record(oneshot::Sender<Value>),
-}
-
-type Finished = (String, Result<Json<Option<Value>>, TerminalError>);
-
-/// The journaled steps of one invocation.
-struct Journal<'c> {
-    runs: FuturesUnordered<BoxFuture<'c, Finished>>,
-    /// Fresh steps waiting for their job's value.
-    open: HashMap<String, oneshot::Sender<Option<Value>>>,
-    waiters: HashMap<String, Vec<Waiter>>,
-    /// Every journaled value seen by this execution (`None`: the step was abandoned).
-    known: HashMap<String, Option<Value>>,
-}
-
-impl<'c> Journal<'c> {
-    fn new() -> Self {
-        Self {
-            runs: FuturesUnordered::new(),
-            open: HashMap::new(),
-            waiters: HashMap::new(),
-            known: HashMap::new(),
-        }
-    }
-
-    fn start(&mut self, ctx: &'c WorkflowContext<'_>, step: String, body: Body, first: Waiter) {
-        let slot = match &first {
-            Waiter::Lookup(slot) => Some(Arc::clone(slot)),
-            _ => None,
-        };
-        self.waiters.entry(step.clone()).or_default().push(first);
-        let run = ctx
-            .run(move || async move {
-                // Running the body means the journal does not hold the step: a lookup is told
-                // to run it.
-                if let Some(reply) =
-                    slot.and_then(|s| s.lock().unwrap_or_else(PoisonError::into_inner).take())
-                {
-                    let _ = reply.send(None);
-                }
-                match body {
-                    Body::Await(value) => Ok(Json(value.await.ok().flatten())),
-                    Body::Compute(compute) => Ok(Json(Some(compute.await?))),
-                }
-            })
-            .name(step.clone());
-        self.runs.push(Box::pin(async move { (step, run.await) }));
-    }
-
-    fn handle(&mut self, ctx: &'c WorkflowContext<'_>, request: Request, round: u32) {
-        match request {
-            Request::Lookup { step, reply } => {
-                if let Some(Some(value)) = self.known.get(&step) {
-                    let _ = reply.send(Some(value.clone()));
-                } else if self.open.contains_key(&step) {
-                    // Its job retries (a failed attempt): the open step waits for its value.
-                    let _ = reply.send(None);
-                } else {
-                    let (tx, rx) = oneshot::channel();
-                    self.open.insert(step.clone(), tx);
-                    let slot = Arc::new(Mutex::new(Some(reply)));
-                    self.start(ctx, step, Body::Await(rx), Waiter::Lookup(slot));
-                }
-            }
-            Request::Complete { step, value, done } => {
-                if let Some(tx) = self.open.remove(&step) {
-                    let _ = tx.send(Some(value));
-                    self.waiters
-                        .entry(step)
-                        .or_default()
-                        .push(Waiter::Done(done));
-                } else if let Some(Some(_)) = self.known.get(&step) {
-                    let _ = done.send(());
-                } else {
-                    let compute = Box::pin(async move { Ok(value) });
-                    self.start(ctx, step, Body::Compute(compute), Waiter::Done(done));
-                }
-            }
-            Request::Record {
-                step,
-                compute,
-                reply,
-            } => {
-                let step = format!("round {round} {step}");
-                if let Some(Some(value)) = self.known.get(&step) {
-                    let _ = reply.send(value.clone());
-                } else {
-                    self.start(ctx, step, Body::Compute(compute), Waiter::Record(reply));
-                }
-            }
-        }
-    }
-
-    fn finished(&mut self, (step, result): Finished) -> Result<(), HandlerError> {
-        let value = result?.into_inner();
-        self.open.remove(&step);
-        for waiter in self.waiters.remove(&step).unwrap_or_default() {
-            match waiter {
-                Waiter::Lookup(slot) => {
-                    // Still there: the body did not run, so the journal answered (a replay).
-                    if let Some(reply) = slot.lock().unwrap_or_else(PoisonError::into_inner).take()
-                    {
-                        let _ = reply.send(value.clone());
-                    }
-                }
-                Waiter::Done(done) => {
-                    let _ = done.send(());
-                }
-                Waiter::Record(reply) => {
-                    if let Some(v) = &value {
-                        let _ = reply.send(v.clone());
-                    }
-                }
-            }
-        }
-        self.known.insert(step, value);
-        Ok(())
-    }
-
-    /// End the round: steps still open (their job was cancelled or never ran) are journaled
-    /// as abandoned, and every step is awaited, so the journal is the same on every replay.
-    async fn settle(&mut self) -> Result<(), HandlerError> {
-        for (_, tx) in self.open.drain() {
-            let _ = tx.send(None);
-        }
-        while let Some(done) = self.runs.next().await {
-            self.finished(done)?;
-        }
-        Ok(())
-    }
-}
-
 /// Run the workflow to its output, round after round while it waits for approvals.
 async fn run_workflow(
     shared: &Shared,
@@ -249,11 +103,17 @@ async fn run_workflow(
 ) -> Result<Value, HandlerError> {
     let key = ctx.key().to_owned();
     let id = QueueId::parse(&key).map_err(|e| TerminalError::new(e.to_string()))?;
-    let (_guard, mut requests) = shared.bridges.open(&key);
     let mut journal = Journal::new();
+    let (_guard, mut requests) = shared.bridges.open(&key, journal.known());
     let mut round = 0u32;
     loop {
         round += 1;
+        journal.begin_round(ctx, round).await?;
+        let known = journal::summary(&journal.known());
+        if !known.is_empty() {
+            tracing::info!(workflow = %key, round, journaled = ?known,
+                "replaying: these steps are answered from the journal");
+        }
         let attempt = match shared.store.engine_claim(id, &shared.worker).await {
             Ok(a) => a,
             Err(e) => {
@@ -280,8 +140,16 @@ async fn run_workflow(
         {
             tracing::warn!(workflow = %key, error = %e, "noting the run failed");
         }
-        let ended = drive(ctx, output, &mut requests, &mut journal, round).await?;
-        journal.settle().await?;
+        let ended = drive(
+            ctx,
+            output,
+            &mut requests,
+            &mut journal,
+            round,
+            shared.heartbeat,
+        )
+        .await?;
+        journal.end_round(ctx, round).await?;
         if let Err(e) = shared.runtime.flush().await {
             tracing::warn!(workflow = %key, error = %e, "flushing the run's records failed");
         }
@@ -331,20 +199,20 @@ async fn run_workflow(
 }
 
 /// Serve the round's journal requests until its root ends.
-async fn drive<'c>(
-    ctx: &'c WorkflowContext<'_>,
+async fn drive(
+    ctx: &WorkflowContext<'_>,
     mut output: BoxFuture<'static, crate::Result<Value>>,
     requests: &mut mpsc::UnboundedReceiver<Request>,
-    journal: &mut Journal<'c>,
+    journal: &mut Journal,
     round: u32,
+    heartbeat: std::time::Duration,
 ) -> Result<crate::Result<Value>, HandlerError> {
     loop {
+        let beat = journal.next_beat(heartbeat);
         tokio::select! {
             ended = &mut output => return Ok(ended),
-            Some(request) = requests.recv() => journal.handle(ctx, request, round),
-            Some(done) = journal.runs.next(), if !journal.runs.is_empty() => {
-                journal.finished(done)?;
-            }
+            Some(request) = requests.recv() => journal.handle(ctx, request, round).await?,
+            () = tokio::time::sleep_until(beat) => journal.beat(ctx).await?,
         }
     }
 }

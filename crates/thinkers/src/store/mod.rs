@@ -129,6 +129,8 @@ pub struct WorkflowSummary {
 pub struct LlmRunFilter {
     /// Only calls made within this workflow.
     pub workflow: Option<JobId>,
+    /// Only calls made within one of these workflows (none when empty).
+    pub workflows: Option<Vec<JobId>>,
     /// Only calls made by this job.
     pub job: Option<JobId>,
     /// Only calls made by jobs of this class.
@@ -151,6 +153,13 @@ impl LlmRunFilter {
     #[must_use]
     pub fn workflow(mut self, workflow: JobId) -> Self {
         self.workflow = Some(workflow);
+        self
+    }
+
+    /// Only calls made within one of `workflows` (one query for a page of workflows).
+    #[must_use]
+    pub fn workflows(mut self, workflows: impl IntoIterator<Item = JobId>) -> Self {
+        self.workflows = Some(workflows.into_iter().collect());
         self
     }
 

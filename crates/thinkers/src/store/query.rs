@@ -47,7 +47,7 @@ mod sql {
     /// The start of the filtered model-call query; [`super::RunRow`]s.
     pub(super) const LLM_RUNS: &str = "SELECT job, workflow, class, entry, model, input_tokens, \
          output_tokens, reasoning_tokens, cached_tokens, output_budget, latency_ms, stop_reason, \
-         cost, currency, at_ms, escalated FROM llm_runs WHERE 1 = 1";
+         cost, currency, at_ms, escalated, priced FROM llm_runs WHERE 1 = 1";
     /// `$1` workflow; [`super::StoredCompaction`]s.
     pub(super) const COMPACTIONS: &str = "SELECT job, workflow, conversation_id, before_tokens, \
          after_tokens, summarized_messages, at_ms FROM compactions WHERE workflow = $1 \
@@ -106,6 +106,8 @@ struct RunRow {
     currency: String,
     at_ms: i64,
     escalated: bool,
+    /// False when the cost is unknown (`cost` is then a placeholder 0).
+    priced: bool,
 }
 
 /// A `compactions` row.
@@ -174,6 +176,17 @@ macro_rules! record_queries {
                 let mut q: QueryBuilder<$db> = QueryBuilder::new(sql::LLM_RUNS);
                 if let Some(w) = filter.workflow {
                     q.push(" AND workflow = ").push_bind(w.to_string());
+                }
+                if let Some(ws) = &filter.workflows {
+                    if ws.is_empty() {
+                        return Ok(Vec::new());
+                    }
+                    q.push(" AND workflow IN (");
+                    let mut list = q.separated(", ");
+                    for w in ws {
+                        list.push_bind(w.to_string());
+                    }
+                    list.push_unseparated(")");
                 }
                 if let Some(j) = filter.job {
                     q.push(" AND job = ").push_bind(j.to_string());
@@ -366,7 +379,7 @@ fn run_from_row(row: RunRow, backend: &str) -> Result<LlmRun> {
         output_budget: unsigned(row.output_budget, "output_budget")?,
         latency_ms: unsigned(row.latency_ms, "latency_ms")?,
         stop_reason: row.stop_reason,
-        cost: row.cost,
+        cost: row.priced.then_some(row.cost),
         currency: row.currency,
         at_ms: row.at_ms,
         escalated: row.escalated,

@@ -192,10 +192,12 @@ macro_rules! batch_sink {
                                     .bind(count(r.output_budget))
                                     .bind(count(r.latency_ms))
                                     .bind(r.stop_reason.as_str())
-                                    .bind(r.cost)
+                                    // An unknown cost is stored as 0 with `priced` false.
+                                    .bind(r.cost.unwrap_or(0.0))
                                     .bind(r.currency.as_str())
                                     .bind(r.at_ms)
                                     .bind(r.escalated)
+                                    .bind(r.cost.is_some())
                             },
                         );
                         q.execute(&mut *tx).await?;

@@ -170,7 +170,7 @@ fn run(job: JobId, workflow: JobId, class: &str, entry: &str, at: i64) -> LlmRun
         output_budget: 4_096,
         latency_ms: 850,
         stop_reason: "end_turn".to_owned(),
-        cost: 0.0125,
+        cost: Some(0.0125),
         currency: "USD".to_owned(),
         at_ms: at,
         escalated: false,
@@ -509,6 +509,15 @@ async fn llm_runs_round_trip_and_filter(b: &Backend) -> Result<()> {
         [10, 20, 30]
     );
     assert_eq!(at(of(LlmRunFilter::new().job(w2)).await?), [40]);
+    assert_eq!(
+        at(of(LlmRunFilter::new().workflows([w2, w1])).await?),
+        [10, 20, 30, 40]
+    );
+    assert_eq!(
+        at(of(LlmRunFilter::new().workflows([w2, JobId::new()])).await?),
+        [40]
+    );
+    assert!(of(LlmRunFilter::new().workflows([])).await?.is_empty());
     assert_eq!(
         at(of(LlmRunFilter::new().class("planner")).await?),
         [10, 20, 40]

@@ -14,7 +14,8 @@
 //!   [`record_usage`] when the answer arrives, `gen_ai.response.model`,
 //!   `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`,
 //!   `gen_ai.response.finish_reasons`) plus `thinkers.entry`, `thinkers.cost` and
-//!   `thinkers.currency`. Exported through OpenTelemetry its name is `chat {model}` and its
+//!   `thinkers.currency` (for a call to an entry without prices, whose cost is unknown, neither
+//!   is set and `thinkers.cost_unknown` is `true`: an absent cost is never a cost of 0). Exported through OpenTelemetry its name is `chat {model}` and its
 //!   kind `client`.
 //!
 //! With no subscriber interested, opening a span is tracing's disabled fast path: no field is
@@ -132,6 +133,7 @@ pub fn model_call_span(entry: &str, model: &str, provider: &str, max_tokens: u64
         thinkers.usage.cached_tokens = Empty,
         thinkers.cost = Empty,
         thinkers.currency = Empty,
+        thinkers.cost_unknown = Empty,
         "error.type" = Empty,
     ))
 }
@@ -151,9 +153,9 @@ pub struct ModelUsage<'a> {
     pub cached_tokens: u64,
     /// The normalised stop reason (`end_turn`, `tool_use`, `max_tokens`, …).
     pub finish_reason: &'a str,
-    /// The call's cost in `currency`.
-    pub cost: f64,
-    /// The entry's currency.
+    /// The call's cost in `currency`; `None` when unknown (the entry has no prices).
+    pub cost: Option<f64>,
+    /// The entry's currency; empty when the cost is unknown.
     pub currency: &'a str,
 }
 
@@ -184,8 +186,15 @@ pub fn record_usage(span: &Span, usage: &ModelUsage<'_>) {
     span.record("gen_ai.response.finish_reasons", usage.finish_reason);
     span.record("thinkers.usage.reasoning_tokens", usage.reasoning_tokens);
     span.record("thinkers.usage.cached_tokens", usage.cached_tokens);
-    span.record("thinkers.cost", usage.cost);
-    span.record("thinkers.currency", usage.currency);
+    match usage.cost {
+        Some(cost) => {
+            span.record("thinkers.cost", cost);
+            span.record("thinkers.currency", usage.currency);
+        }
+        None => {
+            span.record("thinkers.cost_unknown", true);
+        }
+    }
 }
 
 /// Mark a model call's span as failed: `error.type` is the error kind and the OpenTelemetry

@@ -119,6 +119,15 @@ impl Artifacts {
         self.items.iter()
     }
 
+    /// The refs held, comma-separated, or `none yet`: what an error about an unknown ref lists.
+    pub(crate) fn known_refs(&self) -> String {
+        if self.items.is_empty() {
+            return "none yet".to_owned();
+        }
+        let refs: Vec<&str> = self.items.iter().map(|a| a.reference.0.as_str()).collect();
+        refs.join(", ")
+    }
+
     /// How many are registered.
     pub fn len(&self) -> usize {
         self.items.len()

@@ -5,7 +5,8 @@
 //! phase: reconcile hook → read-only sweep → render → one model turn through the [`TurnSource`]
 //! seam → tool round (admission check, validation, parallel calls in the turn's step, one batch
 //! of results) → final answer (the answer-shape boundary in [`answer`], artifact refs,
-//! [`guardrail`]s). Families differ by hooks and answer phase, not by copies of the loop.
+//! [`guardrail`]s). Families differ by hooks and answer phase, not by copies of the loop, and
+//! share their setters ([`ThinkerBuilder`], [`LoopThinkerBuilder`], in the prelude).
 //!
 //! * [`ThinkerDeclaration`] — grade and output size, required by every constructor.
 //! * [`SingleObjectiveThinker`] — works toward one typed answer; [`ThinkerInput`] carries the
@@ -54,6 +55,7 @@ macro_rules! seat_in_core {
 // The shared vocabulary of every family.
 pub mod answer;
 pub mod artifacts;
+pub mod builder;
 pub mod declaration;
 pub mod events;
 pub mod guardrail;
@@ -77,6 +79,7 @@ use turn_loop::{conversing, finish, reactive_phase, tool_round};
 
 pub use answer::{AnswerShape, Judgement, REASONING_DESCRIPTION};
 pub use artifacts::{Artifact, ArtifactRef, Artifacts};
+pub use builder::{LoopThinkerBuilder, ThinkerBuilder};
 pub use chat::{ChatArtifact, ChatEvent, ChatEvents, ChatThinker};
 pub use conversing::TOOL_GUIDANCE;
 pub use decision::{

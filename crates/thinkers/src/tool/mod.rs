@@ -17,6 +17,7 @@
 
 mod provider;
 mod registry;
+mod spec;
 
 #[cfg(test)]
 mod null_tests;
@@ -24,6 +25,7 @@ mod null_tests;
 pub(crate) use provider::decode_arguments;
 pub use provider::{ToolCallContext, ToolOutput, ToolProvider, TypedToolProvider, admit_call};
 pub use registry::ToolRegistry;
+pub use spec::ToolSpec;
 
 use std::borrow::Cow;
 use std::future::Future;

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::ToolSpec;
 use super::{Tool, ToolJob};
 use crate::job::{BoxJob, Job, JobContext, Requirements, Resources, ScopeGuard};
-use crate::llm::ToolSpec;
 use crate::{Error, Result};
 
 /// A tool call's result: the JSON the model sees and the typed value for code (artifacts).
@@ -40,17 +40,17 @@ impl ToolOutput {
 #[non_exhaustive]
 pub struct ToolCallContext {
     /// The caller's grade, inherited by a model-dependent tool that declares none of its own.
-    pub parent_grade: Option<crate::model::Grade>,
+    pub parent_grade: Option<crate::seat::Grade>,
     /// The caller's pin, if the caller is pinned to one catalog entry.
     pub parent_pin: Option<String>,
     /// The caller's depth: a model-dependent tool works at it, lowered to the depth the tool
     /// allows, never raised.
-    pub parent_depth: Option<crate::model::Depth>,
+    pub parent_depth: Option<crate::seat::Depth>,
 }
 
 impl ToolCallContext {
     /// A context whose caller works at `grade`.
-    pub fn with_grade(grade: crate::model::Grade) -> Self {
+    pub fn with_grade(grade: crate::seat::Grade) -> Self {
         Self {
             parent_grade: Some(grade),
             ..Self::default()

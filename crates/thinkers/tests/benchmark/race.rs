@@ -48,7 +48,12 @@ async fn a_job_raced_across_its_grade_returns_the_reference_and_reports_every_ru
             [1, 2],
             "{entry}"
         );
-        let currency = &catalog.entry(entry).unwrap().pricing().currency.to_string();
+        let currency = &catalog
+            .entry(entry)
+            .unwrap()
+            .currency()
+            .unwrap()
+            .to_string();
         for row in rows {
             assert!(row.succeeded, "{row:?}");
             assert_eq!(row.error, None);

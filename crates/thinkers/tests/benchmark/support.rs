@@ -213,7 +213,7 @@ pub fn assert_row_matches_records(report: &BenchmarkReport, rec: &MemoryRecorder
         );
         let mut cost: HashMap<String, f64> = HashMap::new();
         for r in &runs {
-            *cost.entry(r.currency.clone()).or_default() += r.cost;
+            *cost.entry(r.currency.clone()).or_default() += r.cost.unwrap();
         }
         assert_eq!(row.cost.len(), cost.len(), "currencies of {row:?}");
         for (cur, v) in &row.cost {

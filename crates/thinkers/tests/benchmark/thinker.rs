@@ -10,7 +10,9 @@ use thinkers::job::JobId;
 use thinkers::model::{Depth, Grade, OutputSize};
 use thinkers::onecall::ModelToolProvider;
 use thinkers::service_tools::{QuickQuestion, QuickQuestionInput};
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
+use thinkers::thinker::{
+    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
+};
 
 use crate::support::{assert_row_matches_records, runs_under, setup};
 

@@ -4,7 +4,9 @@
 
 use thinkers::conversation::{Message, Role};
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
-use thinkers::thinker::{ChatEvent, ChatThinker, ContentStream, ThinkerDeclaration};
+use thinkers::thinker::{
+    ChatEvent, ChatThinker, ContentStream, LoopThinkerBuilder, ThinkerBuilder, ThinkerDeclaration,
+};
 use thinkers_sim::{FaultKind, FaultRule};
 
 use crate::support::{Collected, Lookup, setup_with};

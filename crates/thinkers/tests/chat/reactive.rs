@@ -9,7 +9,8 @@ use thinkers::conversation::{ContentBlock, Message, Role};
 use thinkers::llm::ToolChoice;
 use thinkers::model::{Depth, Grade, OutputSize};
 use thinkers::thinker::{
-    DEFAULT_TOOL_CALLS_PER_MESSAGE, ReactiveThinker, ScriptedTurns, ThinkerDeclaration,
+    DEFAULT_TOOL_CALLS_PER_MESSAGE, LoopThinkerBuilder, ReactiveThinker, ScriptedTurns,
+    ThinkerBuilder, ThinkerDeclaration,
 };
 
 use crate::support::{Collected, Lookup, Steered, dispatcher};
@@ -86,6 +87,32 @@ async fn a_message_sent_while_the_model_works_is_read_at_the_next_step() {
         events.names(),
         vec!["message", "tool_call", "tool_result", "message", "answer"]
     );
+}
+
+/// A turn source set with `turns` answers the turns whether `events` (which otherwise asks for
+/// streamed model turns) came before or after it; the events still arrive.
+#[tokio::test]
+async fn a_turn_source_wins_over_streaming_whichever_is_set_first() {
+    let (d, _) = dispatcher();
+    for events_first in [true, false] {
+        let script = ScriptedTurns::new().then_text("Hi.");
+        let events = Collected::default();
+        let thinker = ReactiveThinker::new(decl(), "Chat.");
+        let thinker = if events_first {
+            thinker.events(events.sink()).turns(script.clone())
+        } else {
+            thinker.turns(script.clone()).events(events.sink())
+        };
+        let turn = thinker.turn();
+        assert!(thinker.add_message("Hello"));
+        assert_eq!(
+            d.run(turn).await.unwrap(),
+            "Hi.",
+            "events first: {events_first}"
+        );
+        assert_eq!(script.seen().len(), 1, "events first: {events_first}");
+        assert_eq!(events.names(), vec!["message", "answer"]);
+    }
 }
 
 #[tokio::test]

@@ -5,7 +5,10 @@
 use serde_json::{Value, json};
 use thinkers::durable::ApprovalPolicy;
 use thinkers::model::{Catalog, Grade, ModelDependent as _, OutputSize};
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput, ThinkerJob};
+use thinkers::thinker::{
+    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
+    ThinkerJob,
+};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall, SimConfig};
 
 use crate::support::{Lookup, host_with};

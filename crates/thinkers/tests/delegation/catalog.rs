@@ -9,7 +9,8 @@ use serde_json::json;
 use thinkers::hub::{ToolHub, rules};
 use thinkers::job::ScopeGuard;
 use thinkers::thinker::{
-    REQUEST_SKILL, REQUEST_TOOLS, ScriptedTurns, SingleObjectiveThinker, ThinkerInput,
+    LoopThinkerBuilder, REQUEST_SKILL, REQUEST_TOOLS, ScriptedTurns, SingleObjectiveThinker,
+    ThinkerBuilder, ThinkerInput,
 };
 
 use crate::support::{Delete, Lookup, Summary, decl, dispatcher, hub, offered, results, summary};

@@ -15,7 +15,7 @@ use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, ModelDependent};
 use thinkers::record::trajectory::Trajectory;
 use thinkers::store::SqliteStore;
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerInput};
+use thinkers::thinker::{LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerInput};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall, Sim, SimConfig};
 
 use crate::support::{Definition, Delete, Lookup, Summary, decl};

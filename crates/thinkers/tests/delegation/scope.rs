@@ -9,7 +9,8 @@ use serde_json::json;
 use thinkers::job::{ScopeGuard, doer};
 use thinkers::model::Depth;
 use thinkers::thinker::{
-    REQUEST_SKILL, REQUEST_TOOLS, SUB_THINKER, ScriptedTurns, SingleObjectiveThinker, ThinkerInput,
+    LoopThinkerBuilder, REQUEST_SKILL, REQUEST_TOOLS, SUB_THINKER, ScriptedTurns,
+    SingleObjectiveThinker, ThinkerBuilder, ThinkerInput,
 };
 use thinkers::tool::ToolCallContext;
 

@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 use serde_json::json;
 use thinkers::hub::{Grant, Skill, ToolHub};
-use thinkers::thinker::{REQUEST_SKILL, ScriptedTurns, SingleObjectiveThinker, ThinkerInput};
+use thinkers::thinker::{
+    LoopThinkerBuilder, REQUEST_SKILL, ScriptedTurns, SingleObjectiveThinker, ThinkerBuilder,
+    ThinkerInput,
+};
 
 use crate::support::{Summary, decl, dispatcher, hub, offered, results, summary};
 

@@ -9,8 +9,8 @@ use thinkers::ErrorKind;
 use thinkers::job::doer;
 use thinkers::model::{Depth, Grade, OutputSize};
 use thinkers::thinker::{
-    SUB_THINKER, ScriptedTurns, SingleObjectiveThinker, SubThinkerOutput, ThinkerDeclaration,
-    ThinkerHooks, ThinkerInput,
+    LoopThinkerBuilder, SUB_THINKER, ScriptedTurns, SingleObjectiveThinker, SubThinkerOutput,
+    ThinkerBuilder, ThinkerDeclaration, ThinkerHooks, ThinkerInput,
 };
 use thinkers::tool::{ToolCallContext, ToolRegistry, TypedToolProvider};
 

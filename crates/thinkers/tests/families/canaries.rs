@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
 use thinkers::onecall::{ModelTool, ModelToolJob};
 use thinkers::thinker::{
-    DecisionThinker, SingleObjectiveThinker, SystemPrompt, ThinkerDeclaration, ThinkerInput,
-    ToollessThinker,
+    DecisionThinker, LoopThinkerBuilder, SingleObjectiveThinker, SystemPrompt, ThinkerDeclaration,
+    ThinkerInput, ToollessThinker,
 };
 use thinkers::tool::{Tool, ToolCallContext, ToolContext, ToolProvider, TypedToolProvider};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall};

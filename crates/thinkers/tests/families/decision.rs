@@ -6,7 +6,8 @@ use serde_json::json;
 use thinkers::Error;
 use thinkers::record::JobStatus;
 use thinkers::thinker::{
-    Confidence, DecisionOption, DecisionThinker, ScriptedTurns, SystemPrompt, ThinkerInput,
+    Confidence, DecisionOption, DecisionThinker, ScriptedTurns, SystemPrompt, ThinkerBuilder,
+    ThinkerInput,
 };
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule};
 

@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use thinkers::model::{Grade, ModelDependent, OutputSize};
 use thinkers::record::JobRow;
 use thinkers::thinker::{
-    DecisionOption, DecisionThinker, SystemPrompt, ThinkerDeclaration, ToollessThinker,
+    DecisionOption, DecisionThinker, SystemPrompt, ThinkerBuilder, ThinkerDeclaration,
+    ToollessThinker,
 };
 use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::{Script, SimConfig};

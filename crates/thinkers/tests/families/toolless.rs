@@ -13,8 +13,8 @@ use thinkers::job::ScopeGuard;
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
 use thinkers::record::JobStatus;
 use thinkers::thinker::{
-    ContentStream, GuardrailRefusal, MAX_GUARDRAIL_CORRECTIONS, SystemPrompt, ThinkerDeclaration,
-    ToollessThinker, Verdict,
+    ContentStream, GuardrailRefusal, MAX_GUARDRAIL_CORRECTIONS, SystemPrompt, ThinkerBuilder,
+    ThinkerDeclaration, ToollessThinker, Verdict,
 };
 use thinkers::tool::TypedToolProvider;
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule};

@@ -28,7 +28,7 @@ fn spend(cx: &JobContext, entry: &str, cost: f64, currency: &str) {
         output_budget: 4_096,
         latency_ms: 250,
         stop_reason: "end_turn".to_owned(),
-        cost,
+        cost: Some(cost),
         currency: currency.to_owned(),
         at_ms: now_ms(),
         escalated: false,
@@ -102,14 +102,14 @@ async fn spend_rolls_up_per_workflow_and_per_ancestor() -> Result<()> {
         let usd = by_workflow.row(&w.to_string(), "USD").unwrap();
         let eur = by_workflow.row(&w.to_string(), "EUR").unwrap();
         // 1.00 + 0.25 + 0.50 + 0.50 in USD, 2.00 + 0.75 in EUR: never one sum of both.
-        assert!((usd.cost - 2.25).abs() < 1e-9, "{usd:?}");
-        assert!((eur.cost - 2.75).abs() < 1e-9, "{eur:?}");
+        assert!((usd.cost.unwrap() - 2.25).abs() < 1e-9, "{usd:?}");
+        assert!((eur.cost.unwrap() - 2.75).abs() < 1e-9, "{eur:?}");
         assert_eq!((usd.calls, eur.calls), (4, 2));
         assert_eq!(usd.input_tokens, 4_000);
         assert_eq!(by_workflow.group(&w.to_string()).len(), 2);
     }
-    assert!((by_workflow.total("USD").unwrap().cost - 4.5).abs() < 1e-9);
-    assert!((by_workflow.total("EUR").unwrap().cost - 5.5).abs() < 1e-9);
+    assert!((by_workflow.total("USD").unwrap().cost.unwrap() - 4.5).abs() < 1e-9);
+    assert!((by_workflow.total("EUR").unwrap().cost.unwrap() - 5.5).abs() < 1e-9);
 
     // The sub-thinker's subtree: its own call and both tool calls, nothing of its parent.
     let jobs = db.store.workflow_jobs(first.root).await?;
@@ -121,8 +121,8 @@ async fn spend_rolls_up_per_workflow_and_per_ancestor() -> Result<()> {
     let sub = cost::rollup_by_ancestor(&jobs, &workflow_runs, first.sub);
     assert_eq!(sub.jobs.len(), 3);
     assert_eq!(sub.jobs[0], first.sub);
-    assert!((sub.in_currency("USD").unwrap().cost - 1.0).abs() < 1e-9);
-    assert!((sub.in_currency("EUR").unwrap().cost - 2.75).abs() < 1e-9);
+    assert!((sub.in_currency("USD").unwrap().cost.unwrap() - 1.0).abs() < 1e-9);
+    assert!((sub.in_currency("EUR").unwrap().cost.unwrap() - 2.75).abs() < 1e-9);
     // A leaf is its own subtree.
     let leaf = cost::rollup_by_ancestor(&jobs, &workflow_runs, first.tool);
     assert_eq!(leaf.jobs, [first.tool]);

@@ -52,7 +52,7 @@ pub fn call(class: &str, entry: &str, output: u64, budget: u64, at_ms: i64) -> L
         output_budget: budget,
         latency_ms: 400 + output / 10,
         stop_reason: "end_turn".to_owned(),
-        cost: 0.001,
+        cost: Some(0.001),
         currency: "USD".to_owned(),
         at_ms,
         escalated: false,

@@ -6,7 +6,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use thinkers::error::ErrorKind;
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput, ThinkerLimits};
+use thinkers::thinker::{
+    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
+    ThinkerLimits,
+};
 
 use crate::support::{Lookup, NATIVE, TEXT, assert_calls_paired_with_results, server};
 

@@ -10,7 +10,9 @@ use thinkers::job::ScopeGuard;
 use thinkers::mcp::{McpServer, McpToolset};
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
 use thinkers::record::JobStatus;
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
+use thinkers::thinker::{
+    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
+};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall};
 
 use crate::mcp::everything;

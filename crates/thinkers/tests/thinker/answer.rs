@@ -11,8 +11,8 @@ use thinkers::conversation::ContentBlock;
 use thinkers::llm::{ChatResponse, StopReason, Usage};
 use thinkers::model::{Grade, OutputSize};
 use thinkers::thinker::{
-    AnswerShape, ArtifactRef, Judgement, REASONING_DESCRIPTION, ScriptedTurns,
-    SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput,
+    AnswerShape, ArtifactRef, Judgement, LoopThinkerBuilder, REASONING_DESCRIPTION, ScriptedTurns,
+    SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
 };
 
 use crate::support::{LogCapture, dispatcher};

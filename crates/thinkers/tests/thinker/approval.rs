@@ -13,7 +13,9 @@ use serde_json::json;
 use thinkers::durable::{ApprovalPolicy, ApprovalStatus};
 use thinkers::model::{Catalog, Grade, ModelDependent as _, OutputSize};
 use thinkers::record::JobStatus;
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
+use thinkers::thinker::{
+    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
+};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers::{Error, ErrorKind, Runtime};
 use thinkers_sim::{MatchOn, Script, ScriptAnswer, ScriptRule, ScriptToolCall, Sim, SimConfig};

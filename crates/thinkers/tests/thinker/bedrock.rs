@@ -13,7 +13,9 @@ use thinkers::dispatch::DispatchConfig;
 use thinkers::llm::{ChatRequest, LlmCall, StreamDelta};
 use thinkers::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
 use thinkers::record::MemoryRecorder;
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
+use thinkers::thinker::{
+    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
+};
 use thinkers_sim::{FaultKind, FaultRule, Sim, SimConfig};
 
 use crate::e2e::Brief;

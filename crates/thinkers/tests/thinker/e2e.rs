@@ -9,7 +9,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
 use thinkers::record::JobStatus;
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
+use thinkers::thinker::{
+    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
+};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::{FaultKind, FaultRule, Script, ScriptAnswer, ScriptRule};
 

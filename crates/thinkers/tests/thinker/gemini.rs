@@ -13,7 +13,9 @@ use thinkers::llm::ModelClient;
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
 use thinkers::record::{JobStatus, MemoryRecorder};
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
+use thinkers::thinker::{
+    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
+};
 use thinkers_sim::{Sim, SimConfig};
 
 use crate::e2e::Brief;

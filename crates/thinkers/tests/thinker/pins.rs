@@ -10,7 +10,10 @@ use serde_json::json;
 use thinkers::model::{Grade, ModelDependent, OutputSize};
 use thinkers::onecall::ModelToolProvider;
 use thinkers::service_tools::Summarization;
-use thinkers::thinker::{ScriptedTurns, SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
+use thinkers::thinker::{
+    LoopThinkerBuilder, ScriptedTurns, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration,
+    ThinkerInput,
+};
 
 use crate::support::setup;
 

@@ -13,7 +13,8 @@ use thinkers::conversation::ContentBlock;
 use thinkers::job::ScopeGuard;
 use thinkers::model::{Grade, OutputSize};
 use thinkers::thinker::{
-    ScriptedTurns, SingleObjectiveThinker, ThinkerDeclaration, ThinkerHooks, ThinkerInput,
+    LoopThinkerBuilder, ScriptedTurns, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration,
+    ThinkerHooks, ThinkerInput,
 };
 use thinkers::tool::{Tool, ToolContext, ToolRegistry, TypedToolProvider};
 

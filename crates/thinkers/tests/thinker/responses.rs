@@ -10,7 +10,9 @@ use thinkers::Runtime;
 use thinkers::dispatch::DispatchConfig;
 use thinkers::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
 use thinkers::record::MemoryRecorder;
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
+use thinkers::thinker::{
+    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
+};
 use thinkers_sim::{Sim, SimConfig};
 
 use crate::e2e::Brief;

@@ -16,7 +16,8 @@ use thinkers::error::ErrorKind;
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, Grade, ModelDependent, OutputSize};
 use thinkers::thinker::{
-    SingleObjectiveThinker, ThinkerDeclaration, ThinkerHooks, ThinkerInput, ThinkerOutput,
+    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerHooks,
+    ThinkerInput, ThinkerOutput,
 };
 use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::{MatchOn, Script, ScriptAnswer, ScriptRule, Sim, SimConfig};

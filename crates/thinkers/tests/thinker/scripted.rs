@@ -13,8 +13,9 @@ use thinkers::ErrorKind;
 use thinkers::conversation::{ContentBlock, Role};
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
 use thinkers::thinker::{
-    ArtifactRef, ContentStream, META_THINKER_DEPTH, ScriptedTurns, SingleObjectiveThinker,
-    ThinkerDeclaration, ThinkerHooks, ThinkerInput, ThinkerLimits, Verdict,
+    ArtifactRef, ContentStream, LoopThinkerBuilder, META_THINKER_DEPTH, ScriptedTurns,
+    SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerHooks, ThinkerInput,
+    ThinkerLimits, Verdict,
 };
 use thinkers::tool::{Tool, ToolContext};
 

@@ -13,7 +13,8 @@ use thinkers::conversation::{
 };
 use thinkers::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
 use thinkers::thinker::{
-    ReactiveThinker, ScriptedTurns, SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput,
+    LoopThinkerBuilder, ReactiveThinker, ScriptedTurns, SingleObjectiveThinker, ThinkerBuilder,
+    ThinkerDeclaration, ThinkerInput,
 };
 
 use crate::support::dispatcher;

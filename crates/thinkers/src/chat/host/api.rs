@@ -229,7 +229,18 @@ async fn decide(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     host.session(&id).await?;
-    let map = json_object(&body, false)?;
+    let decision = decision_of(&body, host.config())?;
+    let decided = host.decide(&id, &approval, &decision).await?;
+    Ok(decided_json(&decided))
+}
+
+/// The decision a body asks for: `{"decision": "approve"}` or `{"decision": "deny", "reason":
+/// "…"}` (a reason longer than a message is refused with 413, naming `reason`).
+pub(super) fn decision_of(
+    body: &Bytes,
+    config: &super::HostConfig,
+) -> Result<crate::durable::Decision, ApiError> {
+    let map = json_object(body, false)?;
     let reason = match map.get("reason") {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(r)) => r.clone(),
@@ -241,35 +252,36 @@ async fn decide(
             ));
         }
     };
-    if reason.len() > host.config().max_message_bytes {
+    if reason.len() > config.max_message_bytes {
         return Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "reason",
             format!(
                 "the reason is {} bytes; at most {} are accepted",
                 reason.len(),
-                host.config().max_message_bytes
+                config.max_message_bytes
             ),
         ));
     }
-    let decision = match map.get("decision").and_then(Value::as_str) {
-        Some("approve") => crate::durable::Decision::Approve,
-        Some("deny") => crate::durable::Decision::Deny { reason },
-        _ => {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "decision",
-                "decision must be \"approve\" or \"deny\"",
-            ));
-        }
-    };
-    let decided = host.decide(&id, &approval, &decision).await?;
-    Ok(axum::Json(json!({
+    match map.get("decision").and_then(Value::as_str) {
+        Some("approve") => Ok(crate::durable::Decision::Approve),
+        Some("deny") => Ok(crate::durable::Decision::Deny { reason }),
+        _ => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "decision",
+            "decision must be \"approve\" or \"deny\"",
+        )),
+    }
+}
+
+/// What a decision answers: the approval's id, new status and tool.
+pub(super) fn decided_json(decided: &crate::durable::Approval) -> Response {
+    axum::Json(json!({
         "id": decided.id,
         "status": decided.status.as_str(),
         "tool": decided.tool,
     }))
-    .into_response())
+    .into_response()
 }
 
 #[derive(Debug, Deserialize)]

@@ -12,7 +12,7 @@
 //! | `GET /api/runs/benchmarks` | stored benchmark reports, newest first |
 //! | `GET /api/runs/cost` | spend per entry and per class, cumulative over time, and sizing per class |
 //! | `GET /api/runs/approvals` | every approval, pending ones first |
-//! | `POST /api/runs/approvals/{id}` | `{"decision": "approve"}` or `{"decision": "deny", "reason": …}` |
+//! | `POST /api/runs/approvals/{id}` | `{"decision": "approve"}` or `{"decision": "deny", "reason": …}`; then the host's [`super::DecisionHook`], if any |
 //!
 //! The record keeps no request or response bodies of model calls; the call view says so. API
 //! keys are never recorded, so none can be shown.
@@ -32,7 +32,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::ChatHost;
-use super::api::{ApiError, json_object};
+use super::api::ApiError;
 use crate::job::JobId;
 use crate::ops::cost::{self, GroupBy};
 use crate::record::trajectory::Trajectory;
@@ -120,11 +120,14 @@ fn workflow_id(id: &str) -> Result<JobId, ApiError> {
     })
 }
 
-/// Calls, tokens and cost per currency of `runs`.
+/// Calls, tokens and cost per currency of `runs`; the calls whose cost is unknown (entries
+/// without prices) are counted in `unpriced_calls`, not in `cost`.
 fn totals(runs: &[LlmRun]) -> Value {
     let mut cost: BTreeMap<&str, f64> = BTreeMap::new();
     for r in runs {
-        *cost.entry(r.currency.as_str()).or_default() += r.cost;
+        if let Some(c) = r.cost {
+            *cost.entry(r.currency.as_str()).or_default() += c;
+        }
     }
     json!({
         "calls": runs.len(),
@@ -133,6 +136,7 @@ fn totals(runs: &[LlmRun]) -> Value {
         "reasoning_tokens": runs.iter().map(|r| r.reasoning_tokens).sum::<u64>(),
         "cached_tokens": runs.iter().map(|r| r.cached_tokens).sum::<u64>(),
         "cost": cost,
+        "unpriced_calls": runs.iter().filter(|r| r.cost.is_none()).count(),
     })
 }
 
@@ -160,12 +164,19 @@ async fn workflows(
     };
     let store = host.store();
     let found = store.workflow_page(&query).await?;
-    let records = store.records();
+    // The model calls of the whole page in one query, then per workflow.
+    let ids = found.workflows.iter().map(|w| w.workflow);
+    let mut calls: std::collections::HashMap<JobId, Vec<LlmRun>> = std::collections::HashMap::new();
+    for run in store
+        .records()
+        .llm_runs(LlmRunFilter::new().workflows(ids))
+        .await?
+    {
+        calls.entry(run.workflow).or_default().push(run);
+    }
     let mut rows = Vec::with_capacity(found.workflows.len());
     for w in found.workflows {
-        let runs = records
-            .llm_runs(LlmRunFilter::new().workflow(w.workflow))
-            .await?;
+        let runs = calls.remove(&w.workflow).unwrap_or_default();
         let mut row = serde_json::to_value(&w).unwrap_or_default();
         row["duration_ms"] = json!(w.ended_at_ms.map(|e| e - w.started_at_ms));
         row["usage"] = totals(&runs);
@@ -302,7 +313,8 @@ async fn benchmarks(State(host): State<ChatHost>) -> Result<Response, ApiError> 
 }
 
 /// Cumulative cost over time of each (group, currency), sampled at `points` instants spread
-/// over the window of the calls.
+/// over the window of the calls. Calls whose cost is unknown draw no line (the tables show them
+/// as unknown); they are never drawn as free.
 fn series(runs: &[LlmRun], by: GroupBy, points: usize) -> Value {
     let (Some(first), Some(last)) = (
         runs.iter().map(|r| r.at_ms).min(),
@@ -316,10 +328,12 @@ fn series(runs: &[LlmRun], by: GroupBy, points: usize) -> Value {
         .collect();
     let mut groups: BTreeMap<(String, String), Vec<(i64, f64)>> = BTreeMap::new();
     for r in runs {
-        groups
-            .entry((by.key(r), r.currency.clone()))
-            .or_default()
-            .push((r.at_ms, r.cost));
+        if let Some(cost) = r.cost {
+            groups
+                .entry((by.key(r), r.currency.clone()))
+                .or_default()
+                .push((r.at_ms, cost));
+        }
     }
     let lines: Vec<Value> = groups
         .into_iter()
@@ -371,40 +385,7 @@ async fn decide(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let map = json_object(&body, false)?;
-    let reason = match map.get("reason") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(r)) if r.len() > host.config().max_message_bytes => {
-            return Err(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "reason",
-                format!(
-                    "the reason is {} bytes; at most {} are accepted",
-                    r.len(),
-                    host.config().max_message_bytes
-                ),
-            ));
-        }
-        Some(Value::String(r)) => r.clone(),
-        Some(_) => {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "reason",
-                "reason must be a string",
-            ));
-        }
-    };
-    let decision = match map.get("decision").and_then(Value::as_str) {
-        Some("approve") => crate::durable::Decision::Approve,
-        Some("deny") => crate::durable::Decision::Deny { reason },
-        _ => {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "decision",
-                "decision must be \"approve\" or \"deny\"",
-            ));
-        }
-    };
+    let decision = super::api::decision_of(&body, host.config())?;
     let steps = host.steps();
     let known = steps
         .approvals(false)
@@ -422,10 +403,53 @@ async fn decide(
         ));
     }
     let decided = steps.decide(&known.id, &decision).await?;
-    Ok(Json(json!({
-        "id": decided.id,
-        "status": decided.status.as_str(),
-        "tool": decided.tool,
-    }))
-    .into_response())
+    if let Some(hook) = host.decision_hook() {
+        hook(decided.clone()).await.map_err(|e| {
+            ApiError::new(
+                StatusCode::BAD_GATEWAY,
+                "approval",
+                format!(
+                    "the decision is stored, but the workflow's engine was not told: {e}; \
+                     deciding again the same way retries"
+                ),
+            )
+        })?;
+    }
+    Ok(super::api::decided_json(&decided))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(entry: &str, cost: Option<f64>, currency: &str, at_ms: i64) -> LlmRun {
+        LlmRun {
+            entry: entry.to_owned(),
+            cost,
+            currency: currency.to_owned(),
+            at_ms,
+            ..LlmRun::default()
+        }
+    }
+
+    #[test]
+    fn calls_of_unknown_cost_are_counted_apart_and_never_drawn_as_free() {
+        let runs = [
+            call("gpt", Some(0.5), "USD", 1),
+            call("local", None, "", 2),
+            call("local", None, "", 3),
+        ];
+        let usage = totals(&runs);
+        assert_eq!(usage["calls"], 3);
+        assert_eq!(usage["cost"], json!({"USD": 0.5}), "{usage}");
+        assert_eq!(usage["unpriced_calls"], 2, "{usage}");
+        let lines = series(&runs, GroupBy::Entry, 4);
+        let groups: Vec<&str> = lines
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["group"].as_str().unwrap())
+            .collect();
+        assert_eq!(groups, ["gpt"], "{lines}");
+    }
 }

@@ -65,6 +65,15 @@ pub const HOST_STOPPED_MARKER: &str =
 /// Makes the thinker of a chat; the host adds the conversation to resume and its events.
 pub type ChatFactory = Arc<dyn Fn() -> ChatThinker + Send + Sync>;
 
+/// Runs after a person decides a workflow's call in the runs explorer, with the decided
+/// approval: tells the engine that runs the workflow (the CLI's `thinkers serve --restate`
+/// resolves the Restate promise it waits on). See [`ChatHost::on_decided`].
+pub type DecisionHook = Arc<
+    dyn Fn(crate::durable::Approval) -> futures::future::BoxFuture<'static, Result<()>>
+        + Send
+        + Sync,
+>;
+
 pub(crate) struct HostInner {
     dispatcher: Dispatcher,
     conversations: Arc<ConversationService>,
@@ -79,6 +88,8 @@ pub(crate) struct HostInner {
     stop: CancellationToken,
     /// The running turns, which a shutdown lets finish (and save).
     turns: TaskTracker,
+    /// Runs after a workflow's call is decided (see [`ChatHost::on_decided`]).
+    on_decided: std::sync::Mutex<Option<DecisionHook>>,
     sessions: tokio::sync::Mutex<HashMap<String, Arc<Session>>>,
 }
 
@@ -143,6 +154,7 @@ impl ChatHost {
                 config,
                 stop: CancellationToken::new(),
                 turns: TaskTracker::new(),
+                on_decided: std::sync::Mutex::new(None),
                 sessions: tokio::sync::Mutex::new(HashMap::new()),
             }),
         })
@@ -539,6 +551,26 @@ impl ChatHost {
 
     pub(crate) fn store(&self) -> &crate::store::Store {
         &self.inner.store
+    }
+
+    /// Run `hook` after each decision of a workflow's call made in the runs explorer (the
+    /// decision is stored first; a hook that fails is reported to the person, who may decide
+    /// again the same way to retry it). Replaces an earlier hook.
+    pub fn on_decided(&self, hook: DecisionHook) -> &Self {
+        *self
+            .inner
+            .on_decided
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(hook);
+        self
+    }
+
+    pub(crate) fn decision_hook(&self) -> Option<DecisionHook> {
+        self.inner
+            .on_decided
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     pub(crate) fn steps(&self) -> &Arc<dyn crate::durable::StepStore> {

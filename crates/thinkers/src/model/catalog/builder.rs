@@ -28,9 +28,11 @@ pub const DEFAULT_OUTPUT_CEILING: u32 = 16_384;
 /// Builds a [`Catalog`] in code. Provider settings apply to the provider added last, entry
 /// settings to the entry added last.
 ///
-/// Every entry must say what it costs: [`CatalogBuilder::prices`], or [`CatalogBuilder::free`]
-/// for a model that really costs nothing (a local server). An entry with neither is refused by
-/// [`CatalogBuilder::build`], naming it, so no report shows a cost of zero that nobody declared.
+/// Prices are optional: [`CatalogBuilder::prices`] states them, [`CatalogBuilder::free`] says
+/// a model really costs nothing (a local server), and an entry with neither has no prices. The
+/// calls of such an entry are recorded with their cost unknown, and every report (`thinkers
+/// cost`, benchmark reports, the runs explorer, the call's span) says "unknown" for them rather
+/// than counting them as free.
 ///
 /// ```
 /// use thinkers::model::{Catalog, Grade};
@@ -134,7 +136,8 @@ impl CatalogBuilder {
     }
 
     /// The last entry costs nothing (a model on your own machine): its calls are recorded at a
-    /// cost of 0 USD.
+    /// cost of 0 USD. Without this or [`Self::prices`] the entry has no prices and the cost of
+    /// its calls is recorded as unknown.
     #[must_use]
     pub fn free(self) -> Self {
         self.prices(0.0, 0.0, "USD")
@@ -250,8 +253,8 @@ impl Catalog {
 
     /// One OpenAI model: provider `openai` at `OPENAI_BASE_URL` (or
     /// `https://api.openai.com/v1`), key from `OPENAI_API_KEY`, as the official SDK reads them.
-    /// Chain [`CatalogBuilder::prices`] (or [`CatalogBuilder::free`]) and
-    /// [`CatalogBuilder::build`].
+    /// Chain [`CatalogBuilder::prices`] (or [`CatalogBuilder::free`]; without either the cost
+    /// of its calls is unknown) and [`CatalogBuilder::build`].
     pub fn openai(model: &str, grade: Grade) -> CatalogBuilder {
         let base = std::env::var("OPENAI_BASE_URL")
             .ok()
@@ -265,7 +268,7 @@ impl Catalog {
 
     /// One Anthropic model: provider `anthropic` at `ANTHROPIC_BASE_URL` (or
     /// `https://api.anthropic.com`), key from `ANTHROPIC_API_KEY`, as the official SDK reads
-    /// them. Chain [`CatalogBuilder::prices`] and [`CatalogBuilder::build`].
+    /// them. Chain [`CatalogBuilder::prices`] (optional) and [`CatalogBuilder::build`].
     pub fn anthropic(model: &str, grade: Grade) -> CatalogBuilder {
         let base = std::env::var("ANTHROPIC_BASE_URL")
             .ok()
@@ -299,7 +302,7 @@ mod tests {
             .unwrap();
         let entry = catalog.entry("smol").unwrap();
         assert_eq!(entry.context_window(), 8_192);
-        assert_eq!(entry.pricing().input, 0.0);
+        assert_eq!(entry.pricing().unwrap().input, 0.0);
         assert_eq!(catalog.source_name(), SOURCE);
         assert_eq!(entry.tokenizer(), crate::llm::Tokenizer::Estimate);
         let exact = Catalog::openai("gpt-4o-mini", Grade::Small)
@@ -313,17 +316,48 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_without_prices_is_refused_naming_it_and_the_field() {
-        let err = Catalog::builder()
+    fn an_entry_without_prices_is_accepted_and_its_cost_is_unknown() {
+        let catalog = Catalog::builder()
             .provider("openai", Dialect::OpenAi, "https://api.openai.com/v1")
             .api_key_env("OPENAI_API_KEY")
             .model("gpt-4o-mini", Grade::Small)
             .build()
+            .unwrap();
+        let entry = catalog.entry("gpt-4o-mini").unwrap();
+        assert!(!entry.priced());
+        assert_eq!(entry.pricing(), None);
+        assert_eq!(entry.currency(), None);
+        assert_eq!(entry.cost(1_000, 0, 1_000), None);
+        assert_eq!(entry.list_price(), None);
+        let free = Catalog::openai("gpt-4o-mini", Grade::Small)
+            .free()
+            .build()
+            .unwrap();
+        let entry = free.entry("gpt-4o-mini").unwrap();
+        assert!(entry.priced());
+        assert_eq!(entry.cost(1_000, 0, 1_000), Some(0.0));
+    }
+
+    #[test]
+    fn half_given_prices_are_refused_naming_the_entry_and_the_missing_field() {
+        let err = Catalog::openai("gpt-4o-mini", Grade::Small)
+            .cached_price(0.075)
+            .build()
             .unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("gpt-4o-mini"), "{text}");
-        assert!(text.contains("price_in"), "{text}");
+        assert!(text.contains("entry `gpt-4o-mini`"), "{text}");
+        assert!(text.contains("field `price_in`"), "{text}");
         assert!(matches!(err.problem(), Some(Problem::Missing)), "{err:?}");
+        let err = Catalog::openai("gpt-4o-mini", Grade::Small)
+            .prices(-1.0, 0.6, "USD")
+            .build()
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("gpt-4o-mini") && text.contains("`price_in`"),
+            "{text}"
+        );
+        assert!(matches!(err.problem(), Some(Problem::BadPrice)), "{err:?}");
     }
 
     #[test]

@@ -10,7 +10,9 @@ use crate::dispatch::{Limits, Rate};
 use crate::llm::Tokenizer;
 use crate::model::{Depth, Grade, OutputSize};
 
-/// Prices of one entry, per million tokens, in `currency`.
+/// Prices of one entry, per million tokens, in `currency`. An entry whose catalog gives no
+/// prices has none ([`Entry::pricing`] is `None`): what its calls cost is unknown, and every
+/// report says so instead of counting them as free.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Pricing {
     /// Per million uncached input tokens.
@@ -87,7 +89,8 @@ pub enum Reasoning {
 /// Entries are built only by the catalog loader, which validates them, so the invariants below
 /// hold for every entry a program sees: the id is non-empty and unique in its catalog, the
 /// provider exists, the grade is a rung, the context window is positive and at least the output
-/// ceiling, prices are finite and non-negative, and limits are positive when present.
+/// ceiling, prices (when given) are finite and non-negative with a currency, and limits are
+/// positive when present.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Entry {
     // The id, budget name and model are shared (`Arc<str>`) with every seat and outcome made for
@@ -105,7 +108,8 @@ pub struct Entry {
     /// The burst the provider accepts, as a stretch of `tpm`/`rpm` (`burst_seconds`).
     pub(super) burst: Option<std::time::Duration>,
     pub(super) concurrency: Option<u32>,
-    pub(super) pricing: Pricing,
+    /// `None` when the catalog gives no prices: the cost of its calls is unknown.
+    pub(super) pricing: Option<Pricing>,
     pub(super) reasoning: Reasoning,
     pub(super) thinking: bool,
     pub(super) native_tools: bool,
@@ -175,9 +179,20 @@ impl Entry {
         self.concurrency
     }
 
-    /// Its prices.
-    pub fn pricing(&self) -> &Pricing {
-        &self.pricing
+    /// Its prices; `None` when the catalog gives none (the cost of its calls is unknown, never
+    /// taken as zero; a free entry states prices of 0).
+    pub fn pricing(&self) -> Option<&Pricing> {
+        self.pricing.as_ref()
+    }
+
+    /// Whether the catalog gives its prices.
+    pub fn priced(&self) -> bool {
+        self.pricing.is_some()
+    }
+
+    /// The currency its calls cost in; `None` for an entry without prices.
+    pub fn currency(&self) -> Option<&Arc<str>> {
+        self.pricing.as_ref().map(|p| &p.currency)
     }
 
     /// How it turns depth into reasoning.
@@ -285,13 +300,15 @@ impl Entry {
         }
     }
 
-    /// The cost of one call in the entry's currency; see [`Pricing::cost`].
-    pub fn cost(&self, input: u64, cached: u64, output: u64) -> f64 {
-        self.pricing.cost(input, cached, output)
+    /// The cost of one call in the entry's currency (see [`Pricing::cost`]); `None` (unknown)
+    /// for an entry without prices.
+    pub fn cost(&self, input: u64, cached: u64, output: u64) -> Option<f64> {
+        self.pricing.as_ref().map(|p| p.cost(input, cached, output))
     }
 
-    /// Input plus output price per million tokens: the picker's cost tie-break.
-    pub fn list_price(&self) -> f64 {
-        self.pricing.input + self.pricing.output
+    /// Input plus output price per million tokens: the picker's cost tie-break; `None` for an
+    /// entry without prices.
+    pub fn list_price(&self) -> Option<f64> {
+        self.pricing.as_ref().map(|p| p.input + p.output)
     }
 }

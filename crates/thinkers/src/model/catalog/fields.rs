@@ -188,7 +188,6 @@ impl<'a> Fields<'a> {
         }
     }
 
-    /// A required price.
     /// A number of seconds from 0 to `max`, fractions allowed.
     pub(super) fn seconds(
         &mut self,
@@ -211,11 +210,6 @@ impl<'a> Fields<'a> {
                 format!("must be a number of seconds from 0 to {max}"),
             ))
         }
-    }
-
-    pub(super) fn required_price(&mut self, field: &'a str) -> Result<f64, CatalogError> {
-        let value = self.price(field)?;
-        self.required(field, value)
     }
 
     /// An optional boolean.

@@ -413,11 +413,30 @@ fn read_grade(f: &mut Fields<'_>) -> Result<Grade, CatalogError> {
     }
 }
 
-fn read_pricing(f: &mut Fields<'_>) -> Result<Pricing, CatalogError> {
-    let input = f.required_price("price_in")?;
-    let output = f.required_price("price_out")?;
+/// The price fields of an entry: none of them (the entry has no prices, its cost is unknown),
+/// or `price_in`, `price_out` and `currency` together (`price_cached` optional).
+fn read_pricing(f: &mut Fields<'_>) -> Result<Option<Pricing>, CatalogError> {
+    const FIELDS: [&str; 4] = ["price_in", "price_out", "price_cached", "currency"];
+    if FIELDS.iter().all(|field| f.value_of(field).is_none()) {
+        return Ok(None);
+    }
+    let missing = |f: &Fields<'_>, field: &str| {
+        f.error(
+            field,
+            None,
+            Problem::Missing,
+            "an entry with prices needs price_in, price_out and currency; leave every price \
+             field out for an entry whose cost is unknown",
+        )
+    };
+    let input = f.price("price_in")?.ok_or_else(|| missing(f, "price_in"))?;
+    let output = f
+        .price("price_out")?
+        .ok_or_else(|| missing(f, "price_out"))?;
     let cached = f.price("price_cached")?.unwrap_or(input);
-    let currency = f.required_string("currency")?;
+    let currency = f
+        .string("currency")?
+        .ok_or_else(|| missing(f, "currency"))?;
     if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_uppercase()) {
         return Err(f.error(
             "currency",
@@ -426,12 +445,12 @@ fn read_pricing(f: &mut Fields<'_>) -> Result<Pricing, CatalogError> {
             "a currency is an ISO 4217 code of three upper-case letters, for example USD",
         ));
     }
-    Ok(Pricing {
+    Ok(Some(Pricing {
         input,
         output,
         cached,
         currency: currency.into(),
-    })
+    }))
 }
 
 fn read_reasoning(f: &mut Fields<'_>) -> Result<Reasoning, CatalogError> {

@@ -7,7 +7,8 @@ use anyhow::{Context as _, Result};
 use super::{Backend, end, run, start};
 use crate::error::ErrorKind;
 use crate::job::JobId;
-use crate::record::{CompactionRow, JobStatus};
+use crate::record::{CompactionRow, JobStatus, LlmRun};
+use crate::store::LlmRunFilter;
 
 fn compaction(job: JobId, workflow: JobId, at_ms: i64) -> CompactionRow {
     CompactionRow {
@@ -92,5 +93,48 @@ async fn a_stored_value_that_does_not_decode_is_named(b: &Backend) -> Result<()>
     );
     let listed = b.records.list_workflows(5).await.err().context("listed")?;
     assert_eq!(listed.kind(), ErrorKind::System);
+    Ok(())
+}
+
+both!(an_unpriced_call_is_stored_and_read_back_as_unknown);
+/// A call to an entry without prices reads back with its cost unknown (`None`), not 0; a
+/// priced call beside it keeps its cost; a row written before the `priced` column existed
+/// (migration 0009) reads back as priced.
+async fn an_unpriced_call_is_stored_and_read_back_as_unknown(b: &Backend) -> Result<()> {
+    let (records, recorder) = (&b.records, &b.recorder);
+    let root = JobId::new();
+    let priced = run(root, root, "lookup", "sim-small", 10);
+    let unpriced = LlmRun {
+        cost: None,
+        currency: String::new(),
+        ..run(root, root, "lookup", "local-model", 20)
+    };
+    recorder.llm_run(priced.clone());
+    recorder.llm_run(unpriced.clone());
+    recorder.flush().await?;
+    let back = records.llm_runs(LlmRunFilter::new().workflow(root)).await?;
+    assert_eq!(
+        back,
+        vec![priced, unpriced],
+        "the cost and its absence round-trip"
+    );
+    assert_eq!(
+        b.scalar("SELECT COUNT(*) FROM llm_runs WHERE NOT priced")
+            .await?,
+        1
+    );
+
+    // As an older runtime wrote it: no `priced` column in the statement.
+    b.execute(
+        "INSERT INTO llm_runs (job, workflow, class, entry, model, input_tokens, output_tokens, \
+         reasoning_tokens, cached_tokens, output_budget, latency_ms, stop_reason, cost, \
+         currency, at_ms, escalated) VALUES ('0190f5c2-7a1e-7cc0-9a6b-0123456789ac', \
+         '0190f5c2-7a1e-7cc0-9a6b-0123456789ac', 'old', 'sim-small', 'm', 1, 1, 0, 0, 1, 1, \
+         'end_turn', 0.5, 'USD', 30, FALSE)",
+    )
+    .await?;
+    let old = records.llm_runs(LlmRunFilter::new().class("old")).await?;
+    assert_eq!(old.len(), 1);
+    assert_eq!(old[0].cost, Some(0.5));
     Ok(())
 }

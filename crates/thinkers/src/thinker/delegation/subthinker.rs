@@ -236,16 +236,7 @@ impl ToolProvider for SubThinkerDoor {
                 .iter()
                 .position(|r| st.artifacts.get(r).is_none())
             {
-                let known: Vec<String> = st
-                    .artifacts
-                    .iter()
-                    .map(|a| a.reference.to_string())
-                    .collect();
-                let known = if known.is_empty() {
-                    "none yet".to_owned()
-                } else {
-                    known.join(", ")
-                };
+                let known = st.artifacts.known_refs();
                 // Named by its position: the ref the model wrote is not repeated.
                 return Err(Error::invalid_input(
                     format!("artifact_refs[{unknown}]"),

@@ -11,18 +11,17 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::Result;
-use crate::conversation::{ConversationId, ConversationService};
-use crate::hub::ToolHub;
+use crate::conversation::ConversationId;
 use crate::job::JobContext;
 use crate::llm::{ChatResponse, LlmCall, StreamDelta};
 use crate::model::{Depth, Grade, ModelDependent};
+use crate::thinker::builder::sealed::HasCore;
+use crate::thinker::builder::{LoopThinkerBuilder, ThinkerBuilder};
 use crate::thinker::declaration::{ThinkerDeclaration, parent_thinker_depth};
-use crate::thinker::events::ContentStream;
 use crate::thinker::reactive::{ReactiveThinker, ReactiveTurn};
 use crate::thinker::state::ThinkerObserver;
 use crate::thinker::turn::{ModelTurns, TurnRequest, TurnSource};
-use crate::thinker::turn_loop::ThinkerLimits;
-use crate::tool::{Tool, ToolProvider};
+use crate::thinker::turn_loop::ThinkerCore;
 
 /// An artifact as a chat reports it: its ref, the tool that made it and its value as JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -193,8 +192,9 @@ impl TurnSource for StreamingTurns {
 }
 
 /// The ready-made chat: a [`ReactiveThinker`] with a durable conversation, recorded under the
-/// job class `chat`. Give it [`ChatEvents`] to stream answers and tool activity; resume a saved
-/// chat with [`ChatThinker::resume`].
+/// job class `chat` (unless [`ThinkerBuilder::class`] sets another). Give it [`ChatEvents`] to
+/// stream answers and tool activity; resume a saved chat with [`ChatThinker::resume`]. Tools,
+/// bounds and the other shared setters come from [`ThinkerBuilder`] and [`LoopThinkerBuilder`].
 #[derive(Debug)]
 pub struct ChatThinker {
     inner: ReactiveThinker,
@@ -225,27 +225,6 @@ impl ChatThinker {
         self
     }
 
-    /// Declare a typed tool.
-    #[must_use]
-    pub fn tool<T: Tool>(mut self, tool: T) -> Self {
-        self.inner = self.inner.tool(tool);
-        self
-    }
-
-    /// Declare a tool provider.
-    #[must_use]
-    pub fn provider(mut self, provider: Arc<dyn ToolProvider>) -> Self {
-        self.inner = self.inner.provider(provider);
-        self
-    }
-
-    /// Answer turns from this source instead of the model.
-    #[must_use]
-    pub fn turns(mut self, source: impl TurnSource) -> Self {
-        self.inner = self.inner.turns(source);
-        self
-    }
-
     /// The effort of every turn ([`Depth::Standard`] unless set).
     #[must_use]
     pub fn depth(mut self, depth: Depth) -> Self {
@@ -257,35 +236,6 @@ impl ChatThinker {
     #[must_use]
     pub fn max_tool_calls_per_message(mut self, budget: u32) -> Self {
         self.inner = self.inner.max_tool_calls_per_message(budget);
-        self
-    }
-
-    /// Replace the bounds of a turn.
-    #[must_use]
-    pub fn limits(mut self, limits: ThinkerLimits) -> Self {
-        self.inner = self.inner.limits(limits);
-        self
-    }
-
-    /// Use this conversation service instead of the one registered on the dispatcher.
-    #[must_use]
-    pub fn conversations(mut self, service: ConversationService) -> Self {
-        self.inner = self.inner.conversations(service);
-        self
-    }
-
-    /// Publish answers to this content stream (otherwise to a registered one, if any).
-    #[must_use]
-    pub fn content_stream(mut self, stream: ContentStream) -> Self {
-        self.inner = self.inner.content_stream(stream);
-        self
-    }
-
-    /// Use this hub for the catalog doors (`request_tools`, `request_skill`) and the catalogs a
-    /// `sub_thinker` inherits, instead of the one registered on the dispatcher.
-    #[must_use]
-    pub fn hub(mut self, hub: Arc<ToolHub>) -> Self {
-        self.inner = self.inner.hub(hub);
         self
     }
 
@@ -326,6 +276,14 @@ impl ChatThinker {
         &self.inner
     }
 }
+
+impl HasCore for ChatThinker {
+    fn core_mut(&mut self) -> &mut ThinkerCore {
+        self.inner.core_mut()
+    }
+}
+impl ThinkerBuilder for ChatThinker {}
+impl LoopThinkerBuilder for ChatThinker {}
 
 impl ModelDependent for ChatThinker {
     fn grade(&self) -> Grade {

@@ -41,11 +41,11 @@ use self::contract::{Mode, OptionsContract};
 use crate::job::{JobContext, Orchestrator};
 use crate::llm::ChatResponse;
 use crate::thinker::answer::AnswerShape;
+use crate::thinker::builder::ThinkerBuilder;
+use crate::thinker::builder::sealed::HasCore;
 use crate::thinker::declaration::{ThinkerDeclaration, ThinkerInput};
-use crate::thinker::events::ContentStream;
 use crate::thinker::state::ThinkerObserver;
 use crate::thinker::toolless::{Exchange, SystemPrompt, exchange, refuse_tool};
-use crate::thinker::turn::{TurnSource, Turns};
 use crate::thinker::turn_loop::{ThinkerCore, ThinkerLimits};
 use crate::tool::{Tool, ToolProvider};
 use crate::{Error, Result};
@@ -207,28 +207,6 @@ impl DecisionThinker {
         self
     }
 
-    /// Answer calls from this source instead of the model (tests drive the thinker this way).
-    #[must_use]
-    pub fn turns(mut self, source: impl TurnSource) -> Self {
-        self.core.turns = Turns::from_source(source);
-        self
-    }
-
-    /// The job class recorded for runs (model calls are recorded as `<class>.call`).
-    #[must_use]
-    pub fn class(mut self, class: impl Into<String>) -> Self {
-        self.core.class = class.into();
-        self
-    }
-
-    /// Publish accepted answers of direct runs to this stream (otherwise to a [`ContentStream`]
-    /// registered as a dispatcher service, if any).
-    #[must_use]
-    pub fn content_stream(mut self, stream: ContentStream) -> Self {
-        self.core.content = Some(stream);
-        self
-    }
-
     /// A shared view of the last run's conversation.
     pub fn observer(&self) -> ThinkerObserver {
         self.observer.clone()
@@ -296,6 +274,13 @@ impl<T> fmt::Debug for DecisionJob<T> {
 seat_in_core!(impl<T> for DecisionJob<T>);
 
 seat_in_core!(impl for DecisionThinker);
+
+impl HasCore for DecisionThinker {
+    fn core_mut(&mut self) -> &mut ThinkerCore {
+        &mut self.core
+    }
+}
+impl ThinkerBuilder for DecisionThinker {}
 
 impl<T> DecisionJob<T> {
     /// Run the exchange: the ids the model picked and the response that carried them.

@@ -12,19 +12,18 @@
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::conversation::{ConversationId, ConversationService};
-use crate::hub::ToolHub;
+use crate::conversation::ConversationId;
 use crate::job::{JobContext, Orchestrator};
 use crate::model::Depth;
+use crate::thinker::builder::sealed::HasCore;
+use crate::thinker::builder::{LoopThinkerBuilder, ThinkerBuilder};
 use crate::thinker::chat::{ChatEvent, ChatEvents, StreamingTurns};
 use crate::thinker::conversing;
 use crate::thinker::declaration::{ThinkerDeclaration, ThinkerInput, effective_depth};
-use crate::thinker::events::ContentStream;
 use crate::thinker::reactive_phase::{Inbox, MAX_REASON_BYTES, ReactivePhase, clip};
 use crate::thinker::state::ThinkerObserver;
-use crate::thinker::turn::{TurnSource, Turns};
-use crate::thinker::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, turns};
-use crate::tool::{Tool, ToolProvider, TypedToolProvider};
+use crate::thinker::turn::Turns;
+use crate::thinker::turn_loop::{ThinkerCore, turns};
 use crate::{Error, Result};
 
 /// Tool calls one message may cause unless the thinker sets another budget.
@@ -57,7 +56,9 @@ pub struct ReactiveThinker {
     budget: u32,
     resume: Option<ConversationId>,
     events: Option<ChatEvents>,
-    custom_turns: bool,
+    /// The streamed turns [`ReactiveThinker::events`] asks for: a turn takes them unless
+    /// [`ThinkerBuilder::turns`] set a source (in either order).
+    streaming: Option<Turns>,
     /// Messages that arrived while a turn stopped for a person: the turn that goes on reads
     /// them.
     carried: Arc<Mutex<Vec<String>>>,
@@ -88,51 +89,9 @@ impl ReactiveThinker {
             budget: DEFAULT_TOOL_CALLS_PER_MESSAGE,
             resume: None,
             events: None,
-            custom_turns: false,
+            streaming: None,
             carried: Arc::default(),
         }
-    }
-
-    /// Declare a typed tool.
-    #[must_use]
-    pub fn tool<T: Tool>(self, tool: T) -> Self {
-        self.provider(Arc::new(TypedToolProvider::new(tool)))
-    }
-
-    /// Declare a tool provider.
-    #[must_use]
-    pub fn provider(mut self, provider: Arc<dyn ToolProvider>) -> Self {
-        self.core.registry.register(provider);
-        self
-    }
-
-    /// Answer turns from this source instead of the model (tests drive the loop this way).
-    #[must_use]
-    pub fn turns(mut self, source: impl TurnSource) -> Self {
-        self.core.turns = Turns::from_source(source);
-        self.custom_turns = true;
-        self
-    }
-
-    /// Use these hooks.
-    #[must_use]
-    pub fn hooks(mut self, hooks: impl ThinkerHooks) -> Self {
-        self.core.hooks = Arc::new(hooks);
-        self
-    }
-
-    /// Replace the bounds of a run (model turns per run, tool calls per turn).
-    #[must_use]
-    pub fn limits(mut self, limits: ThinkerLimits) -> Self {
-        self.core.limits = limits;
-        self
-    }
-
-    /// The job class recorded for turns (model calls are recorded as `<class>.turn`).
-    #[must_use]
-    pub fn class(mut self, class: impl Into<String>) -> Self {
-        self.core.class = class.into();
-        self
     }
 
     /// The effort of every turn ([`Depth::Standard`] unless set).
@@ -154,13 +113,6 @@ impl ReactiveThinker {
         self
     }
 
-    /// Keep new conversations durable (saved after every step, resumable by id after a restart).
-    #[must_use]
-    pub fn durable(mut self) -> Self {
-        self.core.durable = true;
-        self
-    }
-
     /// Continue the conversation saved under `id` (an unknown id fails the first turn with an
     /// error naming it).
     #[must_use]
@@ -169,37 +121,12 @@ impl ReactiveThinker {
         self
     }
 
-    /// Use this conversation service instead of the one registered on the dispatcher.
-    #[must_use]
-    pub fn conversations(mut self, service: ConversationService) -> Self {
-        self.core.conversations = Some(service);
-        self
-    }
-
-    /// Use this hub for the catalog doors (`request_tools`, `request_skill`) and the catalogs a
-    /// `sub_thinker` inherits, instead of the one registered on the dispatcher (with neither,
-    /// the chat has no doors; it keeps `sub_thinker`).
-    #[must_use]
-    pub fn hub(mut self, hub: Arc<ToolHub>) -> Self {
-        self.core.orchestration.hub = Some(hub);
-        self
-    }
-
-    /// Publish answers of direct runs to this stream (otherwise to a registered one, if any).
-    #[must_use]
-    pub fn content_stream(mut self, stream: ContentStream) -> Self {
-        self.core.content = Some(stream);
-        self
-    }
-
     /// Report what happens in each turn (messages read, answer tokens, tool activity, answers,
     /// failures) to `events`. Unless a turn source was set, answers are then requested as
     /// streams so their text arrives token by token.
     #[must_use]
     pub fn events(mut self, events: ChatEvents) -> Self {
-        if !self.custom_turns {
-            self.core.turns = Turns::from_source(StreamingTurns::new(events.clone()));
-        }
+        self.streaming = Some(Turns::from_source(StreamingTurns::new(events.clone())));
         self.events = Some(events);
         self
     }
@@ -252,8 +179,12 @@ impl ReactiveThinker {
     }
 
     fn turn_with(&self, inbox: Arc<Inbox>) -> ReactiveTurn {
+        let mut core = self.core.clone();
+        if let (Turns::Model, Some(streaming)) = (&core.turns, &self.streaming) {
+            core.turns = streaming.clone();
+        }
         ReactiveTurn {
-            core: self.core.clone(),
+            core,
             observer: self.observer.clone(),
             inbox,
             depth: self.depth,
@@ -299,6 +230,14 @@ impl ReactiveThinker {
 }
 
 seat_in_core!(impl for ReactiveThinker);
+
+impl HasCore for ReactiveThinker {
+    fn core_mut(&mut self) -> &mut ThinkerCore {
+        &mut self.core
+    }
+}
+impl ThinkerBuilder for ReactiveThinker {}
+impl LoopThinkerBuilder for ReactiveThinker {}
 
 /// One turn of a [`ReactiveThinker`]: an orchestrator whose output is the last answer's text.
 pub struct ReactiveTurn {

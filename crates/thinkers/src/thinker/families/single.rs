@@ -8,21 +8,21 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
-use crate::conversation::{ConversationId, ConversationService};
-use crate::hub::{Compatible, ToolHub};
+use crate::conversation::ConversationId;
+use crate::hub::Compatible;
 use crate::job::{JobContext, Orchestrator};
 use crate::model::{Depth, OutputSize};
 use crate::thinker::answer::AnswerShape;
 use crate::thinker::artifacts::ArtifactRef;
+use crate::thinker::builder::sealed::HasCore;
+use crate::thinker::builder::{LoopThinkerBuilder, ThinkerBuilder};
 use crate::thinker::declaration::{ThinkerDeclaration, ThinkerInput};
-use crate::thinker::events::ContentStream;
 use crate::thinker::finish::SingleAnswer;
 use crate::thinker::guardrail::{Guardrail, Verdict};
 use crate::thinker::state::ThinkerObserver;
 use crate::thinker::subthinker;
-use crate::thinker::turn::{TurnSource, Turns};
-use crate::thinker::turn_loop::{ThinkerCore, ThinkerHooks, ThinkerLimits, run_loop};
-use crate::tool::{Tool, ToolProvider, TypedToolProvider};
+use crate::thinker::turn_loop::{ThinkerCore, run_loop};
+use crate::tool::ToolProvider;
 
 /// The fields most answers of a goal-directed thinker carry; embed them (for example with
 /// `#[serde(flatten)]`) or copy them into an answer type.
@@ -71,85 +71,10 @@ where
         }
     }
 
-    /// Declare a typed tool.
-    #[must_use]
-    pub fn tool<T: Tool>(self, tool: T) -> Self {
-        self.provider(Arc::new(TypedToolProvider::new(tool)))
-    }
-
-    /// Declare a tool provider (an MCP tool, a wrapper, a dynamic tool).
-    #[must_use]
-    pub fn provider(mut self, provider: Arc<dyn ToolProvider>) -> Self {
-        self.core.registry.register(provider);
-        self
-    }
-
     /// Declare a validation guardrail on the final answer.
     #[must_use]
     pub fn guardrail(mut self, check: impl Fn(&A) -> Verdict + Send + Sync + 'static) -> Self {
         self.guardrails.push(Arc::new(check));
-        self
-    }
-
-    /// Answer turns from this source instead of the model (tests drive the loop this way).
-    #[must_use]
-    pub fn turns(mut self, source: impl TurnSource) -> Self {
-        self.core.turns = Turns::from_source(source);
-        self
-    }
-
-    /// Use these hooks.
-    #[must_use]
-    pub fn hooks(mut self, hooks: impl ThinkerHooks) -> Self {
-        self.core.hooks = Arc::new(hooks);
-        self
-    }
-
-    /// Replace the bounds of a run.
-    #[must_use]
-    pub fn limits(mut self, limits: ThinkerLimits) -> Self {
-        self.core.limits = limits;
-        self
-    }
-
-    /// The job class recorded for runs (turns are recorded as `<class>.turn`).
-    #[must_use]
-    pub fn class(mut self, class: impl Into<String>) -> Self {
-        self.core.class = class.into();
-        self
-    }
-
-    /// Publish accepted answers of direct runs to this stream (otherwise to a [`ContentStream`]
-    /// registered as a dispatcher service, if any).
-    #[must_use]
-    pub fn content_stream(mut self, stream: ContentStream) -> Self {
-        self.core.content = Some(stream);
-        self
-    }
-
-    /// Keep this thinker's new conversations durable: saved to the conversation store after every
-    /// turn, resumable by id from another process. Temporary (the default) conversations stay
-    /// with the thinker and are resumable only through it.
-    #[must_use]
-    pub fn durable(mut self) -> Self {
-        self.core.durable = true;
-        self
-    }
-
-    /// Use this conversation service instead of the one registered on the dispatcher (the
-    /// runtime registers one over its store).
-    #[must_use]
-    pub fn conversations(mut self, service: ConversationService) -> Self {
-        self.core.conversations = Some(service);
-        self
-    }
-
-    /// Use this hub for the built-in orchestrators instead of the one registered on the
-    /// dispatcher (with neither, the thinker has no `request_tools` or `request_skill`; it keeps
-    /// `sub_thinker`, whose delegate then has no doors either).
-    #[must_use]
-    pub fn hub(mut self, hub: Arc<ToolHub>) -> Self {
-        self.core.orchestration.hub = Some(hub);
         self
     }
 
@@ -246,6 +171,14 @@ where
 }
 
 seat_in_core!(impl<A> for SingleObjectiveThinker<A>);
+
+impl<A> HasCore for SingleObjectiveThinker<A> {
+    fn core_mut(&mut self) -> &mut ThinkerCore {
+        &mut self.core
+    }
+}
+impl<A> ThinkerBuilder for SingleObjectiveThinker<A> {}
+impl<A> LoopThinkerBuilder for SingleObjectiveThinker<A> {}
 
 /// One run of a [`SingleObjectiveThinker`]: an orchestrator whose output is the typed answer.
 pub struct ThinkerJob<A> {

@@ -33,11 +33,11 @@ use crate::job::{JobContext, Orchestrator};
 use crate::llm::ResponseSchema;
 use crate::model::Depth;
 use crate::thinker::answer::{AnswerShape, Judgement};
+use crate::thinker::builder::ThinkerBuilder;
+use crate::thinker::builder::sealed::HasCore;
 use crate::thinker::declaration::ThinkerDeclaration;
-use crate::thinker::events::ContentStream;
 use crate::thinker::guardrail::{self, Guardrail, Verdict};
 use crate::thinker::state::ThinkerObserver;
-use crate::thinker::turn::{TurnSource, Turns};
 use crate::thinker::turn_loop::{ThinkerCore, ThinkerLimits};
 use crate::tool::{Tool, ToolProvider};
 use crate::{Error, Result};
@@ -266,28 +266,6 @@ where
         self
     }
 
-    /// Answer calls from this source instead of the model (tests drive the thinker this way).
-    #[must_use]
-    pub fn turns(mut self, source: impl TurnSource) -> Self {
-        self.core.turns = Turns::from_source(source);
-        self
-    }
-
-    /// The job class recorded for runs (model calls are recorded as `<class>.call`).
-    #[must_use]
-    pub fn class(mut self, class: impl Into<String>) -> Self {
-        self.core.class = class.into();
-        self
-    }
-
-    /// Publish accepted answers of direct runs to this stream (otherwise to a [`ContentStream`]
-    /// registered as a dispatcher service, if any).
-    #[must_use]
-    pub fn content_stream(mut self, stream: ContentStream) -> Self {
-        self.core.content = Some(stream);
-        self
-    }
-
     /// The declaration in force.
     pub fn declaration(&self) -> &ThinkerDeclaration {
         &self.core.declaration
@@ -327,6 +305,13 @@ where
 
 seat_in_core!(impl<I, O> for ToollessThinker<I, O>);
 seat_in_core!(impl<I, O> for ToollessJob<I, O>);
+
+impl<I, O> HasCore for ToollessThinker<I, O> {
+    fn core_mut(&mut self) -> &mut ThinkerCore {
+        &mut self.core
+    }
+}
+impl<I, O> ThinkerBuilder for ToollessThinker<I, O> {}
 
 /// The answer type's own shape and the declared guardrails.
 struct ShapeContract<O> {

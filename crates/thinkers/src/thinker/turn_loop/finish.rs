@@ -116,17 +116,7 @@ where
                 .count()
         };
         if unknown > 0 {
-            let known: Vec<String> = observer
-                .lock()
-                .artifacts
-                .iter()
-                .map(|a| a.reference.to_string())
-                .collect();
-            let known = if known.is_empty() {
-                "none yet".to_owned()
-            } else {
-                known.join(", ")
-            };
+            let known = observer.lock().artifacts.known_refs();
             let refusal = Error::invalid_input(
                 "answer.artifacts",
                 None,

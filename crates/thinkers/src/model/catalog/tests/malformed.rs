@@ -66,6 +66,37 @@ fn rejects_unknown_provider() {
 }
 
 #[test]
+fn an_entry_without_any_price_field_loads_with_its_cost_unknown() {
+    let text = VALID.replacen("price_in = 0\nprice_out = 0\ncurrency = \"EUR\"\n", "", 1);
+    assert_ne!(text, VALID, "fixture lacks local-large's prices");
+    let catalog = Catalog::from_toml_str(&text, "unpriced.toml").unwrap();
+    let e = catalog.entry("local-large").unwrap();
+    assert!(!e.priced());
+    assert_eq!(e.cost(1_000, 0, 1_000), None);
+    assert!(catalog.entry("acme-small").unwrap().priced());
+}
+
+#[test]
+fn rejects_prices_without_a_currency_or_an_output_price() {
+    let err = broken("currency = \"EUR\"\n", "");
+    assert_invalid(
+        &err,
+        Problem::Missing,
+        &[
+            "entry `local-large`",
+            "field `currency`",
+            "leave every price field out",
+        ],
+    );
+    let err = broken("price_out = 0\n", "");
+    assert_invalid(
+        &err,
+        Problem::Missing,
+        &["entry `local-large`", "field `price_out`"],
+    );
+}
+
+#[test]
 fn rejects_negative_price() {
     let err = broken("price_out = 2\n", "price_out = -2\n");
     assert_invalid(

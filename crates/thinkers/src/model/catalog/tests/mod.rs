@@ -100,12 +100,12 @@ fn a_valid_catalog_loads_every_field() {
     );
     assert_eq!(
         e.pricing(),
-        &Pricing {
+        Some(&Pricing {
             input: 0.5,
             output: 2.0,
             cached: 0.25,
             currency: "USD".into()
-        }
+        })
     );
     assert!(!e.thinking() && e.native_tools() && e.is_open());
     assert_eq!(e.tag("region"), Some("eu"));
@@ -129,7 +129,8 @@ fn absent_optional_fields_take_their_documented_defaults() {
     let e = e.entry("local-large").unwrap();
     assert_eq!((e.tpm(), e.rpm(), e.concurrency()), (None, None, None));
     assert_eq!(e.limits(), crate::dispatch::Limits::default());
-    assert_eq!(e.pricing().cached, e.pricing().input);
+    let pricing = e.pricing().unwrap();
+    assert_eq!(pricing.cached, pricing.input);
     assert!(!e.thinking() && e.native_tools() && e.is_open());
     assert!(e.compliance().is_empty());
 }
@@ -154,10 +155,10 @@ fn limits_budget_and_cost() {
     assert_eq!(limits.requests, Some(Rate::per_minute(600)));
     assert_eq!(limits.concurrency, Some(8));
     // 1M uncached in at 0.5, 2M cached at 0.25, 0.5M out at 2.
-    let cost = e.cost(1_000_000, 2_000_000, 500_000);
+    let cost = e.cost(1_000_000, 2_000_000, 500_000).unwrap();
     assert!((cost - (0.5 + 0.5 + 1.0)).abs() < 1e-9, "{cost}");
-    assert_eq!(e.cost(0, 0, 0), 0.0);
-    assert!((e.list_price() - 2.5).abs() < 1e-12);
+    assert_eq!(e.cost(0, 0, 0), Some(0.0));
+    assert!((e.list_price().unwrap() - 2.5).abs() < 1e-12);
 }
 
 #[test]
@@ -293,7 +294,7 @@ fn the_bundled_catalog_covers_every_rung_and_both_dialects() {
         assert!(open.len() >= 2, "{grade} has {} open entries", open.len());
         let prices: std::collections::BTreeSet<u64> = open
             .iter()
-            .map(|e| (e.list_price() * 1000.0) as u64)
+            .map(|e| (e.list_price().unwrap() * 1000.0) as u64)
             .collect();
         assert_eq!(prices.len(), open.len(), "{grade} entries share a price");
     }
@@ -307,8 +308,11 @@ fn the_bundled_catalog_covers_every_rung_and_both_dialects() {
     assert!(c.entries().iter().any(|e| {
         dialect(e) == Dialect::OpenAi && e.reasoning_effort(Depth::Thorough).is_some()
     }));
-    let currencies: std::collections::BTreeSet<&str> =
-        c.entries().iter().map(|e| &*e.pricing().currency).collect();
+    let currencies: std::collections::BTreeSet<&str> = c
+        .entries()
+        .iter()
+        .map(|e| &*e.pricing().unwrap().currency)
+        .collect();
     assert!(currencies.contains("USD") && currencies.contains("EUR"));
     for (tag, value) in [
         ("region", "eu"),
