@@ -62,7 +62,7 @@ fn main() {
 }
 
 /// Cancel every thinker and wait until each has ended.
-async fn cancel_all<T>(handles: Vec<JobHandle<T>>) {
+async fn cancel_all<T: 'static>(handles: Vec<JobHandle<T>>) {
     for h in &handles {
         h.cancel();
     }

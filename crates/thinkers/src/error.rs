@@ -406,23 +406,6 @@ impl ServiceFailure for std::io::Error {
     }
 }
 
-impl ServiceFailure for reqwest::Error {
-    fn class(&self) -> FailureClass {
-        if self.is_timeout() || self.is_connect() || self.is_request() && self.status().is_none() {
-            return FailureClass::Io;
-        }
-        match self.status() {
-            Some(s) if s.as_u16() == 408 || s.as_u16() == 429 => FailureClass::Uncorrectable,
-            Some(s) if s.is_client_error() && s.as_u16() != 401 && s.as_u16() != 403 => {
-                FailureClass::Correctable
-            }
-            Some(_) => FailureClass::Uncorrectable,
-            None if self.is_body() || self.is_decode() => FailureClass::Io,
-            None => FailureClass::Uncorrectable,
-        }
-    }
-}
-
 /// A failure a service tool classified itself: a status code plus a message.
 #[derive(Debug, thiserror::Error)]
 #[error("HTTP {status}: {message}")]

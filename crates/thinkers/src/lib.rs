@@ -70,6 +70,7 @@ pub mod dispatch;
 pub mod durable;
 pub mod error;
 pub mod hub;
+mod id;
 pub mod job;
 pub mod llm;
 #[cfg(feature = "mcp")]
@@ -109,7 +110,7 @@ pub use runtime::{Runtime, RuntimeBuilder};
 
 /// The names most programs need.
 pub mod prelude {
-    pub use crate::dispatch::{Dispatcher, JobHandle, Limits, Rate};
+    pub use crate::dispatch::{ContextDispatcher, Dispatcher, JobHandle, Limits, Rate};
     pub use crate::error::{Error, Result};
     pub use crate::job::{
         Doer, Job, JobContext, Orchestrator, Requirements, Resources, ScopeGuard, doer,

@@ -389,6 +389,16 @@ impl Permit {
     }
 }
 
+impl crate::job::Grant for Permit {
+    fn requirements(&self) -> &[Requirement] {
+        &self.requirements
+    }
+
+    fn settle(self: Box<Self>, seat_used: Option<u64>) {
+        Permit::settle(*self, seat_used);
+    }
+}
+
 impl Drop for Permit {
     fn drop(&mut self) {
         if let Some(adm) = &self.admission {
@@ -408,7 +418,8 @@ mod tests {
     use futures::task::ArcWake;
 
     use super::*;
-    use crate::dispatch::budget::{Limits, MemoryBudgets};
+    use crate::dispatch::budget::MemoryBudgets;
+    use crate::job::Limits;
     use crate::job::Requirement;
 
     const BUDGET: &str = "service:one";

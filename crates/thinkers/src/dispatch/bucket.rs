@@ -38,7 +38,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::budget::Rate;
+use crate::job::Rate;
 
 /// The shortest window a provider is assumed to enforce a figure over, unless a header says
 /// shorter or the catalog gives an explicit burst.

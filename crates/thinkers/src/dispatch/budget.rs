@@ -13,64 +13,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize};
+
 use tokio::time::Instant;
 
 use super::bucket::Bucket;
 use crate::Result;
-use crate::job::Ask;
-
-/// An amount per period, spent as a rate with a bounded burst (see [`super::bucket`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Rate {
-    /// How much may be used per period.
-    pub amount: u64,
-    /// The period.
-    pub per: Duration,
-    /// The burst the provider accepts, as a stretch of the rate (`Some(10 s)`: ten seconds'
-    /// worth at once); the bucket then refills at the whole rate. `None`: the conservative
-    /// default, 4 % of a 10-second window's worth, paid for by refilling at 96 % of the rate.
-    #[serde(default)]
-    pub burst: Option<Duration>,
-}
-
-impl Rate {
-    /// `amount` per minute.
-    pub fn per_minute(amount: u64) -> Self {
-        Self {
-            amount,
-            per: Duration::from_secs(60),
-            burst: None,
-        }
-    }
-    /// `amount` per second.
-    pub fn per_second(amount: u64) -> Self {
-        Self {
-            amount,
-            per: Duration::from_secs(1),
-            burst: None,
-        }
-    }
-    /// The same rate with an explicit burst: `burst` worth of the rate at once.
-    #[must_use]
-    pub fn with_burst(self, burst: Duration) -> Self {
-        Self {
-            burst: Some(burst),
-            ..self
-        }
-    }
-}
-
-/// The limits of one budget. `None` means unlimited on that axis.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Limits {
-    /// Tokens per period.
-    pub tokens: Option<Rate>,
-    /// Requests per period.
-    pub requests: Option<Rate>,
-    /// Jobs holding the budget at once.
-    pub concurrency: Option<u32>,
-}
+use crate::job::{Ask, Limits, Rate};
 
 /// A granted reservation on one budget.
 #[derive(Debug, Clone, PartialEq, Eq)]

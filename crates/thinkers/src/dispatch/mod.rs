@@ -26,28 +26,31 @@
 mod admission;
 pub mod bucket;
 mod budget;
-mod handle;
+
 #[cfg(feature = "redis")]
 mod redis_budgets;
 mod run;
-mod services;
+
 
 pub use admission::{Admission, Permit};
-pub use budget::{BudgetStore, Lease, Limits, MemoryBudgets, Rate, RateObservation, Reservation};
-pub use handle::JobHandle;
+pub use budget::{BudgetStore, Lease, MemoryBudgets, RateObservation, Reservation};
+pub use crate::job::{JobHandle, Limits, Rate, Services};
 #[cfg(feature = "redis")]
 pub use redis_budgets::{DEFAULT_LEASE_TTL, RedisBudgets};
-pub use services::Services;
+
 
 use std::borrow::Cow;
+use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use futures::future::BoxFuture;
+
 use crate::job::context::JobNode;
-use crate::job::{Job, JobContext, ScopeGuard};
+use crate::job::{AnyOutput, BoxJob, Job, JobContext, ScopeGuard, Submitter};
 use crate::record::{JobStart, NoopRecorder, Recorder};
 
 /// The largest job future spawned as it is; a larger one is boxed first (see
@@ -291,18 +294,22 @@ impl Dispatcher {
     /// [`JobContext::run_in_current_step`]): the same record, lineage, scope and attempt loop as
     /// [`Self::spawn`], without a task of its own. Dropping the future cancels the child, and its
     /// end is recorded as cancelled.
-    pub(crate) async fn run_here<J: Job>(
+    pub(crate) fn run_here<J: Job>(
         &self,
         job: J,
         parent: &JobContext,
         ordinal: Option<u32>,
-    ) -> crate::Result<J::Output> {
-        // Its token is made only if something needs it (see `JobNode::cancel_token`).
+    ) -> impl Future<Output = crate::Result<J::Output>> + Send + 'static {
+        // Its token is made only if something needs it (see `JobNode::cancel_token`). The start
+        // is recorded now, so the guard that records a drop as cancelled is armed now too: a
+        // future dropped before its first poll still ends its row.
         let cx = self.admit_job(job.class(), Some(parent), ordinal, None, None);
         let mut unfinished = run::Unfinished::new(cx.clone());
-        let out = run::run(job, cx, run::Watch::Caller).await;
-        unfinished.disarm();
-        out
+        async move {
+            let out = run::run(job, cx, run::Watch::Caller).await;
+            unfinished.disarm();
+            out
+        }
     }
 
     /// Assign the id, link the parent and workflow, seal the scope, stamp the ordinal and record
@@ -323,7 +330,7 @@ impl Dispatcher {
             parent,
             ordinal,
             scope,
-            self.clone(),
+            Arc::clone(&self.inner) as Arc<dyn Submitter>,
             cancel,
         ));
         if self.inner.recorder.keeps_rows() {
@@ -338,4 +345,78 @@ impl Dispatcher {
         }
         JobContext { node }
     }
+}
+
+/// The dispatcher behind the job contract's door: a job's children go through it, and
+/// [`ContextDispatcher::dispatcher`] finds it again.
+impl Submitter for DispatcherInner {
+    fn spawn(
+        self: Arc<Self>,
+        job: BoxJob<AnyOutput>,
+        parent: &JobContext,
+        ordinal: Option<u32>,
+        scope: Option<Arc<ScopeGuard>>,
+    ) -> JobHandle<AnyOutput> {
+        Dispatcher { inner: self }.spawn(job, Some(parent), ordinal, scope)
+    }
+
+    fn run_here<'a>(
+        self: Arc<Self>,
+        job: BoxJob<AnyOutput>,
+        parent: &'a JobContext,
+        ordinal: Option<u32>,
+    ) -> BoxFuture<'a, crate::Result<AnyOutput>> {
+        Box::pin(Dispatcher { inner: self }.run_here(job, parent, ordinal))
+    }
+
+    fn services(&self) -> &Services {
+        &self.services
+    }
+
+    fn recorder(&self) -> &Arc<dyn Recorder> {
+        &self.recorder
+    }
+
+    fn stop_reason(&self) -> Option<Arc<str>> {
+        self.stop_reason.get().cloned()
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
+}
+
+/// The dispatcher running a job, found from its context: for the runtime's own jobs, which reach
+/// admission's budgets and the recorder through it.
+pub trait ContextDispatcher {
+    /// The dispatcher that runs this job; a system error for a context some other
+    /// [`Submitter`] made.
+    fn dispatcher(&self) -> crate::Result<Dispatcher>;
+}
+
+impl ContextDispatcher for JobContext {
+    fn dispatcher(&self) -> crate::Result<Dispatcher> {
+        dispatcher_of(self)
+    }
+}
+
+/// The budget store of the dispatcher running `cx`.
+pub(crate) fn budgets_of(cx: &JobContext) -> crate::Result<Arc<dyn BudgetStore>> {
+    Ok(dispatcher_of(cx)?.admission().store().clone())
+}
+
+pub(crate) fn dispatcher_of(cx: &JobContext) -> crate::Result<Dispatcher> {
+    Arc::clone(cx.submitter())
+        .into_any()
+        .downcast::<DispatcherInner>()
+        .map(|inner| Dispatcher { inner })
+        .map_err(|_| {
+            crate::Error::system(
+                "job context",
+                format!(
+                    "job `{}` runs under a submitter that is not a thinkers dispatcher",
+                    cx.class()
+                ),
+            )
+        })
 }

@@ -41,7 +41,7 @@ impl Drop for Unfinished {
                 |r| r.to_string(),
             );
             cx.node.cancel_token().cancel();
-            cx.dispatcher().recorder().job_finished(JobEnd {
+            cx.recorder().job_finished(JobEnd {
                 id: cx.id(),
                 status: JobStatus::Cancelled,
                 error_kind: Some("cancelled".to_owned()),
@@ -110,7 +110,7 @@ pub(crate) async fn run<J: Job>(mut job: J, cx: JobContext, watch: Watch) -> Res
     if let Some(msg) = &message {
         tracing::debug!(job = %cx.id(), class = cx.class(), error = %msg, "job ended without output");
     }
-    cx.dispatcher().recorder().job_finished(JobEnd {
+    cx.recorder().job_finished(JobEnd {
         id: cx.id(),
         status,
         error_kind: kind.map(str::to_owned),
@@ -210,7 +210,7 @@ async fn attempts<J: Job>(
     cx: &JobContext,
     attempt: &mut AttemptInfo,
 ) -> Result<J::Output> {
-    let dispatcher = cx.dispatcher().clone();
+    let dispatcher = super::dispatcher_of(cx)?;
     let config = dispatcher.config();
     let salt = cx.id().0.as_u128();
     loop {
@@ -235,7 +235,7 @@ async fn attempts<J: Job>(
             }
         }
         let permit = dispatcher.admission().acquire(req.into_items()).await?;
-        let res = Resources::new(permit, *attempt);
+        let res = Resources::new(Box::new(permit), *attempt);
         let timeout = job.timeout();
         let attempt_started = tokio::time::Instant::now();
         let span = telemetry::begin_attempt(cx, attempt.number);

@@ -24,9 +24,11 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Job, JobId, ScopeGuard};
+use super::handle::output_as;
+use super::submit::erase;
+use super::{Job, JobHandle, JobId, ScopeGuard, Services, Submitter};
 use crate::Result;
-use crate::dispatch::{Dispatcher, JobHandle, Services};
+use crate::record::Recorder;
 
 /// The metadata key under which a child's step ordinal is stored.
 pub const META_ITERATION: &str = "iteration";
@@ -46,7 +48,8 @@ pub(crate) struct JobNode {
     cancel: OnceLock<CancellationToken>,
     /// Why its subtree was cancelled, when this job cancelled it (see [`Self::cancel_reason`]).
     cancel_reason: OnceLock<Arc<str>>,
-    pub(crate) dispatcher: Dispatcher,
+    /// What runs its children: the dispatcher that admitted it.
+    pub(crate) submitter: Arc<dyn Submitter>,
     /// The span this job's attempt spans hang under: the parent's attempt span that submitted
     /// it, or for a root the span current at submission (see [`crate::telemetry`]).
     pub(crate) parent_span: tracing::Span,
@@ -64,7 +67,7 @@ impl JobNode {
         parent: Option<&JobContext>,
         ordinal: Option<u32>,
         scope: Arc<ScopeGuard>,
-        dispatcher: Dispatcher,
+        submitter: Arc<dyn Submitter>,
         cancel: Option<CancellationToken>,
     ) -> Self {
         let id = JobId::new();
@@ -78,7 +81,7 @@ impl JobNode {
             scope,
             cancel: cancel.map_or_else(OnceLock::new, OnceLock::from),
             cancel_reason: OnceLock::new(),
-            dispatcher,
+            submitter,
             parent_span: parent.map_or_else(tracing::Span::current, |p| p.node.span_for_child()),
             attempt_span: Mutex::new(tracing::Span::none()),
             step: AtomicU32::new(0),
@@ -121,10 +124,8 @@ impl JobNode {
             }
             node = n.parent_node.as_deref();
         }
-        self.dispatcher
-            .inner
-            .stop_reason
-            .get()
+        self.submitter
+            .stop_reason()
             .map(|r| Arc::from(format!("cancelled because {r}")))
     }
 
@@ -225,14 +226,19 @@ impl JobContext {
         &self.node.scope
     }
 
-    /// The dispatcher running this job.
-    pub fn dispatcher(&self) -> &Dispatcher {
-        &self.node.dispatcher
+    /// What runs this job and its children: the dispatcher, behind the object-safe door.
+    pub fn submitter(&self) -> &Arc<dyn Submitter> {
+        &self.node.submitter
     }
 
     /// Shared services registered with the dispatcher (catalog, model clients, stores…).
     pub fn services(&self) -> &Services {
-        self.node.dispatcher.services()
+        self.node.submitter.services()
+    }
+
+    /// Where this job's start and end, its children and its model calls are recorded.
+    pub fn recorder(&self) -> &Arc<dyn Recorder> {
+        self.node.submitter.recorder()
     }
 
     /// Whether this job (or an ancestor) was cancelled.
@@ -315,15 +321,27 @@ impl JobContext {
     /// Submit a child as the next sequential step: claims a new ordinal and stamps it.
     pub fn submit_in_step<J: Job>(&self, job: J) -> JobHandle<J::Output> {
         let n = self.next_step();
-        self.dispatcher().spawn(job, Some(self), Some(n), None)
+        self.spawn(job, Some(n), None)
+    }
+
+    /// Every submission: the child crosses the submitter with its type erased, and its handle
+    /// reads the output back as `J::Output`.
+    fn spawn<J: Job>(
+        &self,
+        job: J,
+        ordinal: Option<u32>,
+        scope: Option<Arc<ScopeGuard>>,
+    ) -> JobHandle<J::Output> {
+        Arc::clone(&self.node.submitter)
+            .spawn(erase(job), self, ordinal, scope)
+            .downcast()
     }
 
     /// Submit a child in the step last claimed with [`JobContext::next_step`]: every child
     /// submitted this way until the next claim shares the ordinal, meaning they ran in parallel.
     /// If no step was claimed yet, the first one is claimed.
     pub fn submit_in_current_step<J: Job>(&self, job: J) -> JobHandle<J::Output> {
-        self.dispatcher()
-            .spawn(job, Some(self), Some(self.step_for_child()), None)
+        self.spawn(job, Some(self.step_for_child()), None)
     }
 
     /// The step a child submitted now joins: the current one, or the first if none was claimed.
@@ -341,20 +359,24 @@ impl JobContext {
     /// the future cancels it (recorded as cancelled), where a submitted child would run on.
     ///
     /// The child's step is claimed when this is called, as [`Self::submit_in_current_step`]
-    /// claims it. The future is the child's own run, not wrapped in another: a run future holds
-    /// the whole call (several KiB for a model call), and every wrapper copies it once more.
+    /// claims it.
     pub fn run_in_current_step<J: Job>(
         &self,
         job: J,
     ) -> impl Future<Output = crate::Result<J::Output>> + '_ {
-        self.dispatcher()
-            .run_here(job, self, Some(self.step_for_child()))
+        let class = job.class();
+        let run = Arc::clone(&self.node.submitter).run_here(
+            erase(job),
+            self,
+            Some(self.step_for_child()),
+        );
+        async move { output_as(run.await?, &class) }
     }
 
     /// Submit a child with no ordinal. The child has no place in the trajectory; doers use
     /// [`JobContext::submit_in_step`] or [`JobContext::submit_in_current_step`] instead.
     pub fn submit<J: Job>(&self, job: J) -> JobHandle<J::Output> {
-        self.dispatcher().spawn(job, Some(self), None, None)
+        self.spawn(job, None, None)
     }
 
     /// Submit a child in the current step under a narrower scope (an added axis, read-only on).
@@ -366,8 +388,6 @@ impl JobContext {
     ) -> Result<JobHandle<J::Output>> {
         let scope = self.scope().narrow_to(scope)?;
         let n = self.step_for_child();
-        Ok(self
-            .dispatcher()
-            .spawn(job, Some(self), Some(n), Some(Arc::new(scope))))
+        Ok(self.spawn(job, Some(n), Some(Arc::new(scope))))
     }
 }

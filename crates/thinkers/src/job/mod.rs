@@ -18,12 +18,21 @@
 
 pub mod context;
 mod dynjob;
+mod handle;
+mod limits;
 mod requirements;
 pub mod scope;
+mod services;
+mod submit;
 
 pub use context::{JobContext, META_ITERATION};
+pub use crate::id::JobId;
 pub use dynjob::{BoxJob, DynJob};
-pub use requirements::{Ask, AttemptInfo, Requirement, Requirements, Resources, Seat};
+pub use handle::JobHandle;
+pub use limits::{Limits, Rate};
+pub use requirements::{Ask, AttemptInfo, Grant, Requirement, Requirements, Resources, Seat};
+pub use services::Services;
+pub use submit::{AnyOutput, Submitter, erase};
 pub use scope::ScopeGuard;
 
 use std::borrow::Cow;
@@ -31,49 +40,11 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 
 use crate::Result;
 
 /// How many corrections the dispatcher allows a job unless it says otherwise.
 pub const DEFAULT_MAX_CORRECTIONS: u32 = 3;
-
-/// A job's identity: a time-ordered UUID (v7), unique across processes.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct JobId(pub uuid::Uuid);
-
-impl JobId {
-    /// A fresh id.
-    pub fn new() -> Self {
-        Self(uuid::Uuid::now_v7())
-    }
-
-    /// Parse the text form.
-    pub fn parse(s: &str) -> Result<Self> {
-        uuid::Uuid::parse_str(s.trim())
-            .map(Self)
-            .map_err(|e| crate::Error::invalid_input("job id", Some(s.to_owned()), e.to_string()))
-    }
-}
-
-impl Default for JobId {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl fmt::Display for JobId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
-    }
-}
-
-impl fmt::Debug for JobId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "JobId({})", self.0)
-    }
-}
 
 /// One unit of work the dispatcher runs.
 pub trait Job: Send + 'static {

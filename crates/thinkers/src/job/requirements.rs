@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::dispatch::{Limits, Permit};
+use super::Limits;
 
 /// Where an attempt stands in its retry budgets. Handed to `requirements` and `execute`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -161,16 +161,27 @@ impl Requirements {
     }
 }
 
-/// What one attempt was granted: the admission permit and the attempt's place in its retry
+/// An admitted reservation, as the job contract sees it: what was admitted, and the one way to
+/// give it back. The dispatcher's admission implements it; dropping one releases what it holds.
+pub trait Grant: Send + Sync + std::fmt::Debug {
+    /// What was admitted, in the order it was asked.
+    fn requirements(&self) -> &[Requirement];
+
+    /// Reconcile the seat's reservation with the tokens it really used (when reported), then
+    /// release everything.
+    fn settle(self: Box<Self>, seat_used: Option<u64>);
+}
+
+/// What one attempt was granted: the admission's [`Grant`] and the attempt's place in its retry
 /// budgets. Dropping it releases the reservation.
 ///
-/// Only the dispatcher makes one (from the [`Permit`] admission minted for the attempt), and a
+/// Only the dispatcher makes one (from the grant admission minted for the attempt), and a
 /// model call is sent only against a seat it holds: [`crate::llm::converse_bound`] spends the
 /// seat its request was priced for, once. So a job cannot reach a model with a seat it was not
 /// admitted for, nor twice on one admission.
 #[derive(Debug)]
 pub struct Resources {
-    permit: Permit,
+    permit: Box<dyn Grant>,
     attempt: AttemptInfo,
     seat_usage: AtomicU64,
     /// The permit's seats already spent by a model call: bit `i` for requirement `i`.
@@ -180,7 +191,9 @@ pub struct Resources {
 const UNREPORTED: u64 = u64::MAX;
 
 impl Resources {
-    pub(crate) fn new(permit: Permit, attempt: AttemptInfo) -> Self {
+    /// The resources of an attempt admitted under `permit`. Made by the dispatcher only.
+    #[doc(hidden)]
+    pub fn new(permit: Box<dyn Grant>, attempt: AttemptInfo) -> Self {
         Self {
             permit,
             attempt,

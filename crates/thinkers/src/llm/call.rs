@@ -266,7 +266,7 @@ pub fn require_seat(
     cx: &JobContext,
 ) -> Result<BoundSeat> {
     let services = cx.services().require::<ModelServices>()?;
-    let budgets = cx.dispatcher().admission().store().clone();
+    let budgets = crate::dispatch::budgets_of(cx)?;
     let entry = seat.resolve_entry(services.router(), budgets.as_ref())?;
     let escalated = req.attempt().escalated;
     let output_tokens = output_budget(entry, output, escalated);
@@ -388,7 +388,7 @@ pub async fn converse_bound(
             return Err(failed.settle(e, cx));
         }
     };
-    let store = cx.dispatcher().admission().store();
+    let store = crate::dispatch::budgets_of(cx)?;
     if let Some(obs) = outcome.rate {
         store.observe(&b.budget, obs);
     }
@@ -411,7 +411,7 @@ pub async fn converse_bound(
     };
     let currency = entry.currency().map_or_else(|| Arc::from(""), Arc::clone);
     // The row is built only for a recorder that keeps it or a span that carries its usage.
-    let recorder = cx.dispatcher().recorder();
+    let recorder = cx.recorder();
     if recorder.keeps_rows() || !span.is_disabled() {
         let run = LlmRun {
             job: cx.id(),
@@ -505,7 +505,9 @@ impl Failed<'_> {
                     "the provider asked for a longer wait than the client's cap; the entry's \
                      budget is paused for the cap"
                 );
-                cx.dispatcher().admission().store().pause(self.budget, cap);
+                if let Ok(store) = crate::dispatch::budgets_of(cx) {
+                    store.pause(self.budget, cap);
+                }
                 Some(cap)
             }
             w => w,

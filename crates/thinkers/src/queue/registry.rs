@@ -175,7 +175,7 @@ struct CancelOnDrop<T> {
     owned: bool,
 }
 
-impl<T> std::future::Future for CancelOnDrop<T> {
+impl<T: 'static> std::future::Future for CancelOnDrop<T> {
     type Output = Result<T>;
 
     fn poll(

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{CompactionRow, JobEnd, JobStart, JobStatus, LlmRun, Recorder};
-use crate::job::JobId;
+use crate::id::JobId;
 
 /// A stored job row: the start row merged with its end row.
 #[derive(Debug, Clone, PartialEq)]

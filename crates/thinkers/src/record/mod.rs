@@ -17,7 +17,7 @@ pub use trajectory::{JobRecord, Trajectory, TrajectoryEntry};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-use crate::job::JobId;
+use crate::id::JobId;
 
 /// How a job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

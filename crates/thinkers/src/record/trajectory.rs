@@ -25,7 +25,7 @@ use std::fmt::{self, Write as _};
 use serde::{Deserialize, Serialize};
 
 use super::{JobRow, JobStatus, MemoryRecorder};
-use crate::job::JobId;
+use crate::id::JobId;
 
 /// The longest error text [`Trajectory::render`] shows, in characters.
 const ERROR_WIDTH: usize = 160;

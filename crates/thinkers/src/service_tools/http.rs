@@ -12,8 +12,33 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Response, StatusCode};
 
-use crate::error::{ServiceStep, StatusFailure};
+use crate::error::{FailureClass, ServiceFailure, ServiceStep, StatusFailure};
 use crate::{Error, Result};
+
+/// A transport or status failure of reqwest, classified for [`ServiceStep`]: a timeout, a refused
+/// connection or a body cut short is I/O; a 4xx other than 401, 403, 408 and 429 is correctable;
+/// anything else is the service's.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub(crate) struct HttpFailure(pub(crate) reqwest::Error);
+
+impl ServiceFailure for HttpFailure {
+    fn class(&self) -> FailureClass {
+        let e = &self.0;
+        if e.is_timeout() || e.is_connect() || e.is_request() && e.status().is_none() {
+            return FailureClass::Io;
+        }
+        match e.status() {
+            Some(s) if s.as_u16() == 408 || s.as_u16() == 429 => FailureClass::Uncorrectable,
+            Some(s) if s.is_client_error() && s.as_u16() != 401 && s.as_u16() != 403 => {
+                FailureClass::Correctable
+            }
+            Some(_) => FailureClass::Uncorrectable,
+            None if e.is_body() || e.is_decode() => FailureClass::Io,
+            None => FailureClass::Uncorrectable,
+        }
+    }
+}
 
 /// The user agent the service tools send.
 pub(crate) const USER_AGENT: &str = concat!("thinkers/", env!("CARGO_PKG_VERSION"));
@@ -134,7 +159,7 @@ pub(crate) async fn read_capped(
     cap: usize,
 ) -> Result<(Vec<u8>, bool)> {
     let mut body = Vec::new();
-    while let Some(chunk) = step.wrap(resp.chunk().await)? {
+    while let Some(chunk) = step.wrap(resp.chunk().await.map_err(HttpFailure))? {
         let room = cap - body.len();
         if chunk.len() > room {
             body.extend_from_slice(&chunk[..room]);

@@ -15,7 +15,7 @@ use crate::support::TempStore;
 
 /// Record one model call made by the job running in `cx`.
 fn spend(cx: &JobContext, entry: &str, cost: f64, currency: &str) {
-    cx.dispatcher().recorder().llm_run(LlmRun {
+    cx.recorder().llm_run(LlmRun {
         job: cx.id(),
         workflow: cx.workflow(),
         class: cx.class().to_owned(),

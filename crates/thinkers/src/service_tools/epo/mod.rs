@@ -213,7 +213,7 @@ impl EpoClaims {
                 .header(reqwest::header::ACCEPT, "application/xml")
                 .send()
                 .await;
-            let resp = step.wrap(sent)?;
+            let resp = step.wrap(sent.map_err(http::HttpFailure))?;
             if resp.status() == StatusCode::UNAUTHORIZED && !renewed {
                 self.tokens.invalidate(&token).await;
                 renewed = true;

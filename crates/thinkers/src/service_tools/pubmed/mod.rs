@@ -287,7 +287,7 @@ impl Tool for PubmedFetch {
             .header(reqwest::header::ACCEPT, "application/xml")
             .send()
             .await;
-        let resp = step.wrap(sent)?;
+        let resp = step.wrap(sent.map_err(http::HttpFailure))?;
         let resp = http::check_status(&step, Some(PUBMED_BUDGET), resp).await?;
         let body = http::read_text(&step, resp, MAX_BODY).await?;
         let found = parse::articles(&body).map_err(|e| {

@@ -143,7 +143,7 @@ impl WebFetch {
                 Err(e) => {
                     return Err(match guard::refusal_in(&e) {
                         Some(r) => refused(&input.url, hop, r),
-                        None => step.classify(e),
+                        None => step.classify(http::HttpFailure(e)),
                     });
                 }
             };

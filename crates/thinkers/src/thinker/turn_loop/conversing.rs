@@ -167,12 +167,12 @@ pub(crate) async fn compact_if_needed(
     let Some(models) = cx.services().get::<ModelServices>() else {
         return Ok(None);
     };
+    let budgets = crate::dispatch::budgets_of(cx)?;
     let Some(mut conv) = observer.lock().conversation.take() else {
         return Err(Error::system("thinker loop", "no conversation is open"));
     };
     // The entry that will serve the turn: the conversation's stamped grade (or the pin), as the
     // turn's own call resolves it.
-    let budgets = cx.dispatcher().admission().store().clone();
     let Ok(entry) =
         models
             .router()
@@ -207,7 +207,7 @@ pub(crate) async fn compact_if_needed(
     observer.lock().conversation = Some(conv);
     let record = outcome?;
     if let Some(r) = &record {
-        cx.dispatcher().recorder().compaction(CompactionRow {
+        cx.recorder().compaction(CompactionRow {
             job: cx.id(),
             workflow: cx.workflow(),
             conversation: r.conversation.to_string(),
