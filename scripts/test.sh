@@ -20,6 +20,16 @@ cargo fmt --all --check
 log "cargo clippy --workspace --all-targets --all-features -- -D warnings"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 
+# The architecture as a Cargo fact: the contracts crate depends on no HTTP, SQL or server crate,
+# and neither crate has an import cycle between its top-level modules.
+log "thinkers-core depends on no HTTP, SQL or server crate (cargo tree)"
+if cargo tree -p thinkers-core -e normal --prefix none --locked | grep -E '^(reqwest|hyper|sqlx|axum)[ -]'; then
+    echo "ERROR: thinkers-core depends on the crate(s) above" >&2
+    exit 1
+fi
+log "no import cycle between top-level modules (scripts/module-cycles.py)"
+python3 scripts/module-cycles.py
+
 # Python SDKs for the wire-compatibility tests (the official openai and anthropic clients talk to
 # thinkers-sim). Installed into a project venv so nothing leaks into the system.
 setup_python() {

@@ -68,10 +68,7 @@ pub mod chat;
 pub mod conversation;
 pub mod dispatch;
 pub mod durable;
-pub mod error;
 pub mod hub;
-mod id;
-pub mod job;
 pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
@@ -80,19 +77,23 @@ pub mod onecall;
 pub mod ops;
 #[cfg(feature = "postgres")]
 pub mod queue;
-pub mod record;
 #[cfg(feature = "restate")]
 pub mod restate;
 pub mod runtime;
-mod schema;
-mod seat;
 pub mod service_tools;
 pub mod store;
 pub mod telemetry;
 #[cfg(all(test, any(feature = "postgres", feature = "redis")))]
 mod test_services;
 pub mod thinker;
-pub mod tool;
+
+/// The job and tool contracts, errors, scope and the record rows, from the `thinkers-core` crate
+/// (which depends on no HTTP, SQL or server crate): their paths here are the ones to use.
+pub use thinkers_core::{error, job, record, tool};
+pub(crate) use thinkers_core::{schema, seat};
+
+#[cfg(test)]
+mod tool_null_tests;
 
 pub use dispatch::{Dispatcher, JobHandle};
 /// `#[thinkers::tool]`: a tool written as an `async fn` (see [`tool`](mod@tool) for the trait it

@@ -272,11 +272,7 @@ where
         );
         lock(&self.log).prompt = prompt;
         let log = self.log.clone();
-        let caller = ToolCallContext {
-            parent_grade: Some(self.grade),
-            parent_pin: self.pin.clone(),
-            parent_depth: None,
-        };
+        let caller = ToolCallContext::of_caller(self.grade, self.pin.clone(), None);
         let mut job = ModelToolJob::for_call(self.tool.clone(), input, &caller)?.on_exchange(
             Arc::new(move |exchange| {
                 if let Some(outcome) = exchange.outcome {

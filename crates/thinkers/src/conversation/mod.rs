@@ -21,7 +21,6 @@ mod compaction;
 mod data;
 mod id;
 mod memory;
-pub mod message;
 mod objective;
 mod service;
 mod sizing;
@@ -30,6 +29,10 @@ mod store;
 mod summarizer;
 pub mod transcript;
 
+/// The messages of a conversation and their content blocks (defined with the model client, which
+/// puts them on the wire).
+pub use crate::llm::message;
+pub use crate::llm::message::{ContentBlock, MediaSource, Message, Role};
 pub use compaction::{
     CompactionRecord, Compactor, DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, SUMMARY_HEADER,
     cut_points, summary_message,
@@ -37,7 +40,6 @@ pub use compaction::{
 pub use data::{Conversation, ConversationState};
 pub use id::{ConversationId, MAX_ID_LEN};
 pub use memory::MemoryConversationStore;
-pub use message::{ContentBlock, MediaSource, Message, Role};
 pub use objective::{Objective, Slot};
 pub use service::{CompactionSink, ConversationService};
 pub use sizing::{RequestSizer, WireSizer};

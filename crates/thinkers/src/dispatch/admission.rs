@@ -395,8 +395,27 @@ impl crate::job::Grant for Permit {
     }
 
     fn settle(self: Box<Self>, seat_used: Option<u64>) {
-        Permit::settle(*self, seat_used);
+        Self::settle(*self, seat_used);
     }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// Whether `res` holds a permit admission minted: the resources of an attempt the dispatcher
+/// admitted, not ones made around another grant. A system error names the job otherwise.
+pub(crate) fn check_admitted(res: &crate::job::Resources, class: &str) -> Result<()> {
+    if res.grant().as_any().is::<Permit>() {
+        return Ok(());
+    }
+    Err(Error::system(
+        "model call",
+        format!(
+            "`{class}` holds resources no admission granted: a model call is sent only under \
+             a permit the dispatcher's admission minted"
+        ),
+    ))
 }
 
 impl Drop for Permit {

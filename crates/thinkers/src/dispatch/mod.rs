@@ -31,13 +31,12 @@ mod budget;
 mod redis_budgets;
 mod run;
 
-
+pub use crate::job::{JobHandle, Limits, Rate, Services};
+pub(crate) use admission::check_admitted;
 pub use admission::{Admission, Permit};
 pub use budget::{BudgetStore, Lease, MemoryBudgets, RateObservation, Reservation};
-pub use crate::job::{JobHandle, Limits, Rate, Services};
 #[cfg(feature = "redis")]
 pub use redis_budgets::{DEFAULT_LEASE_TTL, RedisBudgets};
-
 
 use std::borrow::Cow;
 use std::future::Future;

@@ -329,6 +329,13 @@ async fn attempts<J: Job>(
                     return Err(Error::external(service, "response", detail));
                 }
             }
+            // A signal of a later thinkers-core this loop does not know: not retried blindly.
+            other => {
+                return Err(Error::system(
+                    format!("retry loop of {}", cx.class()),
+                    format!("no retry rule for the signal `{other}`"),
+                ));
+            }
         }
     }
 }

@@ -33,9 +33,9 @@ use super::{
 };
 use crate::error::RetrySignal;
 use crate::job::{Job, JobContext, Requirements, Resources, Seat};
+use crate::llm::correction::{Corrector, MAX_CORRECTIONS};
+use crate::llm::shape::AnswerShape;
 use crate::model::{Depth, Entry, Grade, ModelDependent, OutputSize, Reasoning as EntryReasoning};
-use crate::onecall::correction::Corrector;
-use crate::onecall::{AnswerShape, MAX_CORRECTIONS};
 use crate::record::{LlmRun, now_ms};
 use crate::{Error, Result};
 
@@ -339,8 +339,8 @@ impl BoundSeat {
 /// the LLM-run row. Returns the outcome; a truncated first attempt becomes a
 /// [`RetrySignal::TruncationEscalation`].
 ///
-/// This is the only public way to a model, and it needs the attempt's [`Resources`], which only
-/// the dispatcher makes: the call spends the seat `bound` was priced for, which must be among
+/// This is the only public way to a model, and it needs the attempt's [`Resources`] around a
+/// permit the dispatcher's admission minted (others are refused): the call spends the seat `bound` was priced for, which must be among
 /// the seats admitted for the attempt and not spent yet (else an [`Error::System`] and nothing
 /// is sent). A request bound without a seat (its answer was held) is answered from the cache
 /// and never sent.
@@ -352,6 +352,7 @@ pub async fn converse_bound(
     cx: &JobContext,
 ) -> Result<LlmOutcome> {
     let b = bound.0;
+    crate::dispatch::check_admitted(res, class)?;
     if !b.held {
         res.spend_seat(&b.seat)?;
     }
@@ -537,7 +538,7 @@ impl Job for LlmCall {
     fn requirements(&mut self, req: &mut Requirements, cx: &JobContext) -> Result<()> {
         // The request is bound while `self` answers for the seat (grade and pin).
         // A placeholder that allocates nothing stands in for it meanwhile.
-        static NO_MESSAGES: std::sync::LazyLock<Arc<Vec<crate::conversation::Message>>> =
+        static NO_MESSAGES: std::sync::LazyLock<Arc<Vec<crate::llm::message::Message>>> =
             std::sync::LazyLock::new(|| Arc::new(Vec::new()));
         let placeholder = ChatRequest::new(String::new(), Arc::clone(&NO_MESSAGES));
         let mut request = std::mem::replace(&mut self.request, placeholder);

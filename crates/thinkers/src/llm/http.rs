@@ -3,8 +3,8 @@
 
 use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
 
-use crate::conversation::ContentBlock;
 use crate::llm::encoded::EncodedRequest;
+use crate::llm::message::ContentBlock;
 use crate::llm::response::{ChatResponse, StreamDelta};
 use crate::{Error, Result};
 

@@ -1,6 +1,6 @@
 //! Talking to model providers.
 //!
-//! A [`ChatRequest`] (provider-agnostic: system content, [`crate::conversation::Message`]s, tools,
+//! A [`ChatRequest`] (provider-agnostic: system content, [`crate::llm::message::Message`]s, tools,
 //! an answer shape, budgets) is rendered for a [`WireTarget`] by its dialect into an
 //! [`EncodedRequest`] — the exact bytes — which [`ModelClient`] sends; the answer comes back as a
 //! [`ChatResponse`] of the same shape whichever dialect ran.
@@ -30,17 +30,20 @@ pub mod cache;
 pub mod call;
 pub mod client;
 mod codec;
+pub(crate) mod correction;
 pub mod encoded;
 mod errors;
 mod gemini;
 mod headers;
 mod http;
+pub mod message;
 mod openai;
 mod redact;
 pub mod request;
 pub mod response;
 mod responses;
 mod services;
+pub(crate) mod shape;
 pub mod strict;
 pub mod target;
 mod text_tools;

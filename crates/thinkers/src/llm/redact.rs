@@ -4,9 +4,9 @@
 
 use std::borrow::Cow;
 
+use crate::Error;
 use crate::error::BoxError;
 use crate::llm::encoded::EncodedRequest;
-use crate::{Error, RetrySignal};
 
 /// The replacement of a secret in any text.
 pub(crate) const REDACTED: &str = "<redacted>";
@@ -74,60 +74,7 @@ impl Redactor {
         if self.secrets.is_empty() {
             return e;
         }
-        match &mut e {
-            Error::InvalidInput {
-                parameter,
-                value,
-                reason,
-                source,
-            } => {
-                self.owned(parameter);
-                if let Some(v) = value {
-                    self.owned(v);
-                }
-                self.owned(reason);
-                self.source(source);
-            }
-            Error::ExternalService {
-                service,
-                step,
-                detail,
-                source,
-            } => {
-                self.owned(service);
-                self.owned(step);
-                self.owned(detail);
-                self.source(source);
-            }
-            Error::System {
-                context,
-                detail,
-                source,
-            } => {
-                self.owned(context);
-                self.owned(detail);
-                self.source(source);
-            }
-            Error::Unadmittable { reason, .. } => self.owned(reason),
-            Error::AttemptsExhausted { last, .. } => self.owned(last),
-            Error::Retry(signal) => match signal {
-                RetrySignal::Transient {
-                    service, detail, ..
-                }
-                | RetrySignal::UnreadableAnswer { service, detail } => {
-                    self.owned(service);
-                    self.owned(detail);
-                }
-                RetrySignal::Correction { reason } => self.owned(reason),
-                RetrySignal::Throttled { budget, .. } => {
-                    if let Some(b) = budget {
-                        self.owned(b);
-                    }
-                }
-                RetrySignal::TruncationEscalation => {}
-            },
-            Error::Timeout(_) | Error::Cancelled | Error::AwaitingApproval { .. } => {}
-        }
+        e.visit_texts(&mut |t| self.owned(t), &mut |s| self.source(s));
         e
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::conversation::{ContentBlock, Message};
+use crate::llm::message::{ContentBlock, Message};
 pub use crate::tool::ToolSpec;
 
 /// Whether and which tools the model must call.

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::conversation::{ContentBlock, Message, Role};
+use crate::llm::message::{ContentBlock, Message, Role};
 
 /// Why the model stopped.
 ///

@@ -3,40 +3,11 @@
 //! [`WireTarget`] is deliberately small and independent of the catalog: whoever picks a catalog
 //! entry builds one from it.
 
-use std::fmt;
 use std::sync::Arc;
 
-pub use crate::model::{Auth, AzureApi, Dialect, StructuredOutput};
+pub use crate::model::{ApiKey, Auth, AzureApi, Dialect, StructuredOutput};
 
 use crate::llm::encoded::Header;
-
-/// A provider API key. Its `Debug` and `Display` never show the secret.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// Wrap a secret.
-    pub fn new(secret: impl Into<String>) -> Self {
-        Self(secret.into())
-    }
-
-    /// The secret itself, for the one place that puts it in a header.
-    pub fn expose_secret(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
-    }
-}
-
-impl fmt::Display for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
 
 /// Everything the client needs to reach one model.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,7 +27,7 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::conversation::{ContentBlock, Message, Role};
+use crate::llm::message::{ContentBlock, Message, Role};
 use crate::llm::request::{ChatRequest, ResponseSchema, ToolChoice, ToolSpec};
 use crate::llm::response::StreamDelta;
 

@@ -22,6 +22,8 @@
 
 use std::sync::{Mutex, PoisonError};
 
+pub use crate::model::Tokenizer;
+
 use crate::llm::encoded::EncodedRequest;
 use crate::llm::target::Dialect;
 
@@ -34,21 +36,7 @@ pub const CALIBRATION_WEIGHT: f64 = 0.2;
 /// Bytes per token of the length estimate, before calibration.
 pub const BYTES_PER_TOKEN: usize = 4;
 
-/// How an entry's requests are counted before calibration.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Tokenizer {
-    /// `⌈bytes / 4⌉` of the body, calibrated against the provider's reports (the default).
-    #[default]
-    Estimate,
-    /// tiktoken's `o200k_base`, exact for current OpenAI models' text.
-    O200kBase,
-}
-
 impl Tokenizer {
-    /// The catalog names: `estimate`, `o200k_base`.
-    pub const NAMES: &[&str] = &["estimate", "o200k_base"];
-
     /// Load what this tokenizer counts with now rather than on the first model call that needs
     /// it: for [`Tokenizer::O200kBase`], tiktoken's table (about 0.1–0.2 s of CPU, loaded once
     /// per process); [`Tokenizer::Estimate`] has nothing to load. Call it at start-up (for
@@ -57,15 +45,6 @@ impl Tokenizer {
     pub fn preload(self) {
         if self == Self::O200kBase {
             let _ = o200k_count(b"");
-        }
-    }
-
-    /// The tokenizer a catalog name stands for.
-    pub fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "estimate" => Some(Self::Estimate),
-            "o200k_base" => Some(Self::O200kBase),
-            _ => None,
         }
     }
 }
@@ -199,7 +178,7 @@ fn o200k_count(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conversation::Message;
+    use crate::llm::message::Message;
     use crate::llm::{ChatRequest, WireTarget, encode};
 
     #[test]

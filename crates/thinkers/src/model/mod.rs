@@ -24,14 +24,17 @@ mod dependent;
 mod envelope;
 mod picker;
 mod router;
+mod thinker_depth;
 
 pub use crate::seat::{Depth, Grade, OutputSize, ParseNameError};
 pub use catalog::{
-    Auth, AwsSettings, AzureApi, Catalog, CatalogBuilder, CatalogError, Dialect, EFFORT_TOKENS,
-    Entry, KeySource, Pricing, Provider, Reasoning, SIM_DEFAULT_KEY, SIM_KEY_ENV, SIM_PLACEHOLDER,
-    StructuredOutput, effort_tokens,
+    ApiKey, Auth, AwsSettings, AzureApi, Catalog, CatalogBuilder, CatalogError, Dialect,
+    EFFORT_TOKENS, Entry, KeySource, Pricing, Provider, Reasoning, SIM_DEFAULT_KEY, SIM_KEY_ENV,
+    SIM_PLACEHOLDER, StructuredOutput, Tokenizer, effort_tokens,
 };
 pub use dependent::ModelDependent;
 pub use envelope::{Envelope, EnvelopeRule, EnvelopeViolation};
 pub use picker::{HeadroomPicker, Picker, cheaper_first, resolve_ceiling};
 pub use router::{ModelRouter, RouteError};
+pub use thinker_depth::META_THINKER_DEPTH;
+pub(crate) use thinker_depth::{effective_depth, parent_thinker_depth};

@@ -4,12 +4,12 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::correction::Corrector;
 use super::seam::{AnswerRequest, Answerer, Exchange, ExchangeHook};
 use super::{AnswerShape, MAX_CORRECTIONS, ModelTool};
 use crate::conversation::Message;
 use crate::error::{BoxError, RetrySignal, unwrap_error};
 use crate::job::{Job, JobContext, Requirements, Resources};
+use crate::llm::correction::Corrector;
 use crate::llm::{
     BoundSeat, ChatRequest, ChatResponse, ResponseSchema, StopReason, converse_bound, require_seat,
 };
@@ -150,7 +150,7 @@ impl<T: ModelTool> ModelToolJob<T> {
     /// thinker's above `cx`) clamped to the tool's, or the tool's without a caller.
     pub fn depth_in(&self, cx: &JobContext) -> Depth {
         self.caller
-            .or_else(|| crate::thinker::declaration::parent_thinker_depth(cx))
+            .or_else(|| crate::model::parent_thinker_depth(cx))
             .map_or(self.allowed, |caller| caller.clamp_to(self.allowed))
     }
 

@@ -35,17 +35,16 @@
 //! The built-in tools of this kind are in [`tools`]: `quick_llm_question`, `summarization` and
 //! `analyze_violation`.
 
-pub(crate) mod correction;
 mod job;
 mod provider;
 mod seam;
-mod shape;
 pub mod tools;
 
+pub use crate::llm::correction::MAX_CORRECTIONS;
+pub use crate::llm::shape::{ANSWER_PARAMETER, AnswerRefusal, AnswerShape};
 pub use job::ModelToolJob;
 pub use provider::ModelToolProvider;
 pub use seam::{AnswerRequest, Answerer, Exchange, ExchangeHook};
-pub use shape::{ANSWER_PARAMETER, AnswerRefusal, AnswerShape};
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -57,10 +56,6 @@ use serde::de::DeserializeOwned;
 use crate::conversation::Message;
 use crate::model::{Depth, Grade, OutputSize};
 use crate::{Error, Result};
-
-/// How many correction turns a one-call tool puts to the model before it stops asking: the
-/// dispatcher re-runs the instance at most this many times for a correction.
-pub const MAX_CORRECTIONS: u32 = 3;
 
 /// A tool whose work is one exchange with a model (see the module docs).
 pub trait ModelTool: Send + Sync + 'static {

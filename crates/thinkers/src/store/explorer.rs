@@ -54,7 +54,7 @@ pub struct StoredBenchmark {
     pub workflow: String,
     /// When the report was stored, milliseconds since the Unix epoch.
     pub at_ms: i64,
-    /// The [`crate::benchmark::BenchmarkReport`] as JSON.
+    /// The benchmark report (`thinkers::benchmark::BenchmarkReport`) as JSON.
     pub report: serde_json::Value,
 }
 
@@ -240,7 +240,7 @@ impl Store {
         &self,
         workflow: JobId,
         job: JobId,
-        report: &crate::benchmark::BenchmarkReport,
+        report: &impl serde::Serialize,
     ) -> Result<()> {
         let text = serde_json::to_string(report).map_err(|e| {
             Error::system(

@@ -54,7 +54,7 @@ mod explorer;
 #[cfg(feature = "sqlite")]
 mod owner;
 #[cfg(feature = "postgres")]
-mod postgres;
+pub(crate) mod postgres;
 #[cfg(feature = "sqlite")]
 mod query;
 #[cfg(feature = "sqlite")]

@@ -5,11 +5,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::artifacts::ArtifactRef;
-use crate::job::JobContext;
 use crate::model::{Depth, Grade, OutputSize};
 
-/// The metadata key under which a running thinker publishes its effective depth.
-pub const META_THINKER_DEPTH: &str = "thinker.depth";
+pub use crate::model::META_THINKER_DEPTH;
+pub(crate) use crate::model::{effective_depth, parent_thinker_depth};
 
 /// The seat words every thinker must state: the grade its work needs and the output size of its
 /// largest turn, plus optional context-comfort overrides.
@@ -130,25 +129,4 @@ impl ThinkerInput {
         self.depth = depth;
         self
     }
-}
-
-/// The depth of the nearest thinker this job runs under (its parent, or a tool job of a thinker,
-/// or any further ancestor), read from what that thinker published under
-/// [`META_THINKER_DEPTH`]. `None` when no thinker is above this job.
-pub(crate) fn parent_thinker_depth(cx: &JobContext) -> Option<Depth> {
-    cx.ancestor_metadata(META_THINKER_DEPTH)?
-        .as_str()?
-        .parse()
-        .ok()
-}
-
-/// The effective depth of a run: the input's, clamped to the calling thinker's, published on the
-/// job's metadata under [`META_THINKER_DEPTH`] so thinkers started below read it.
-pub(crate) fn effective_depth(requested: Depth, cx: &JobContext) -> Depth {
-    let depth = match parent_thinker_depth(cx) {
-        Some(parent) => requested.clamp_to(parent),
-        None => requested,
-    };
-    cx.set_metadata(META_THINKER_DEPTH, serde_json::Value::from(depth.as_str()));
-    depth
 }

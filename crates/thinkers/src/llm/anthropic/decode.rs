@@ -9,9 +9,9 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::conversation::ContentBlock;
 use crate::llm::encoded::DecodePlan;
 use crate::llm::errors::ProviderError;
+use crate::llm::message::ContentBlock;
 use crate::llm::response::{ChatResponse, Usage, settle_stop};
 use crate::{Error, Result, RetrySignal};
 

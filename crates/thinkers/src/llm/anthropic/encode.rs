@@ -25,8 +25,8 @@ use serde_json::{Value, json};
 
 use super::{API_VERSION, MIN_THINKING_BUDGET};
 use crate::Result;
-use crate::conversation::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::encoded::{self, DecodePlan, EncodedRequest, Header, Part};
+use crate::llm::message::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::request::{ChatRequest, Reasoning, ToolChoice, ToolSpec};
 use crate::llm::strict::{self, Adaptation, Rendered};
 use crate::llm::target::WireTarget;

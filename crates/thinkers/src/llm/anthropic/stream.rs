@@ -16,9 +16,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::decode::{WireBlock, WireUsage, input_value, to_block};
-use crate::conversation::ContentBlock;
 use crate::llm::encoded::DecodePlan;
 use crate::llm::errors::{ProviderError, in_stream};
+use crate::llm::message::ContentBlock;
 use crate::llm::response::{ChatResponse, StreamDelta, settle_stop};
 use crate::{Error, Result};
 

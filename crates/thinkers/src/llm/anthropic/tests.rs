@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::conversation::{ContentBlock, MediaSource, Message, Role};
+use crate::llm::message::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::tests::fixtures::{self, CANARY_KEY, decode_sse, plan};
 use crate::llm::{
     ChatRequest, DecodePlan, Dialect, Reasoning, StopReason, StreamDelta, ToolChoice, decode,

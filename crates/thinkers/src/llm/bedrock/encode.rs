@@ -28,9 +28,9 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::Result;
-use crate::conversation::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::anthropic::MIN_THINKING_BUDGET;
 use crate::llm::encoded::{self, DecodePlan, EncodedRequest, Header, Part};
+use crate::llm::message::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::request::{ChatRequest, Reasoning, ToolChoice, ToolSpec};
 use crate::llm::strict::{self, Adaptation, Rendered};
 use crate::llm::target::WireTarget;

@@ -9,7 +9,7 @@ use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
 use super::AwsSigning;
-use crate::conversation::{ContentBlock, Message};
+use crate::llm::message::{ContentBlock, Message};
 use crate::llm::tests::fixtures::{self, plan};
 use crate::llm::{
     ApiKey, ChatRequest, DecodePlan, Dialect, Reasoning, StopReason, StreamDecoder, StreamDelta,

@@ -12,9 +12,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::conversation::ContentBlock;
 use crate::llm::encoded::DecodePlan;
 use crate::llm::errors::ProviderError;
+use crate::llm::message::ContentBlock;
 use crate::llm::response::{ChatResponse, StopReason, Usage, settle_stop};
 use crate::llm::target::Dialect;
 use crate::{Error, Result, RetrySignal};

@@ -28,8 +28,8 @@ use serde_json::{Map, Value};
 
 use super::{KEY_HEADER, is_minted, untagged};
 use crate::Result;
-use crate::conversation::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::encoded::{self, DecodePlan, EncodedRequest, Header, Part};
+use crate::llm::message::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::request::{ChatRequest, Reasoning, ToolChoice, ToolSpec};
 use crate::llm::strict::{self, Adaptation};
 use crate::llm::target::WireTarget;

@@ -28,8 +28,8 @@
 //! same body for the response cache). Minted ids are never sent back on the wire: Gemini pairs a
 //! `functionResponse` with its call by name and order when no id is given.
 //!
-//! [`ContentBlock::Thinking`]: crate::conversation::ContentBlock::Thinking
-//! [`ContentBlock::RedactedThinking`]: crate::conversation::ContentBlock::RedactedThinking
+//! [`ContentBlock::Thinking`]: crate::llm::message::ContentBlock::Thinking
+//! [`ContentBlock::RedactedThinking`]: crate::llm::message::ContentBlock::RedactedThinking
 
 pub(crate) mod decode;
 pub(crate) mod encode;

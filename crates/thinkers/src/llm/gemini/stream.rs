@@ -13,8 +13,8 @@
 use serde_json::Value;
 
 use super::decode::{Piece, WireResponse, WireUsage, carry, error_in_body};
-use crate::conversation::ContentBlock;
 use crate::llm::encoded::DecodePlan;
+use crate::llm::message::ContentBlock;
 use crate::llm::response::{ChatResponse, StopReason, StreamDelta, settle_stop};
 use crate::{Error, Result};
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::conversation::{ContentBlock, MediaSource, Message, Role};
+use crate::llm::message::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::tests::fixtures::{self, CANARY_KEY, decode_sse, plan};
 use crate::llm::{
     ChatRequest, ChatResponse, DecodePlan, Dialect, Reasoning, StopReason, StreamDelta, ToolChoice,

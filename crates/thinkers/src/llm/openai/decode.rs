@@ -6,8 +6,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::conversation::ContentBlock;
 use crate::llm::encoded::DecodePlan;
+use crate::llm::message::ContentBlock;
 use crate::llm::response::{ChatResponse, StopReason, TokenLogprob, Usage, settle_stop};
 use crate::{Error, Result};
 

@@ -17,9 +17,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::decode::{WireFunction, WireLogprobs, WireToolCall, WireUsage, normalise_arguments};
-use crate::conversation::ContentBlock;
 use crate::llm::encoded::DecodePlan;
 use crate::llm::errors::{self, ProviderError, in_stream};
+use crate::llm::message::ContentBlock;
 use crate::llm::response::{ChatResponse, StopReason, StreamDelta, TokenLogprob, settle_stop};
 use crate::{Error, Result};
 

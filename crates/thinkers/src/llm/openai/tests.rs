@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::conversation::ContentBlock;
+use crate::llm::message::ContentBlock;
 use crate::llm::tests::fixtures::{self, CANARY_KEY, decode_sse, plan};
 use crate::llm::{
     ChatRequest, DecodePlan, Dialect, EncodedRequest, Reasoning, StopReason, StreamDelta,
@@ -437,7 +437,7 @@ fn a_file_by_url_is_refused_naming_the_messages() {
         .push(ContentBlock::File {
             media_type: "application/pdf".into(),
             name: None,
-            source: crate::conversation::MediaSource::Url("https://x.invalid/a.pdf".into()),
+            source: crate::llm::message::MediaSource::Url("https://x.invalid/a.pdf".into()),
         });
     let err = encode(&fixtures::target(Dialect::OpenAi), &req).err();
     assert!(

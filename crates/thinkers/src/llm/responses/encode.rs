@@ -22,8 +22,8 @@ use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::conversation::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::encoded::{self, DecodePlan, EncodedRequest, Header, Part};
+use crate::llm::message::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::request::{ChatRequest, Reasoning, ToolChoice, ToolSpec};
 use crate::llm::strict::{self, Adaptation, Rendered};
 use crate::llm::target::WireTarget;

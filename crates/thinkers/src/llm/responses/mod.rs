@@ -9,7 +9,7 @@
 //! matched by `call_id`), the system content as `instructions`. A reasoning model's reasoning
 //! items come back with `encrypted_content` (asked for with `include`) and must be sent back
 //! unchanged on the next turn. They are carried like Anthropic's signed thinking blocks: a
-//! [`crate::conversation::ContentBlock::Thinking`] whose `thinking` is the readable summary and
+//! [`crate::llm::message::ContentBlock::Thinking`] whose `thinking` is the readable summary and
 //! whose `signature` is the reasoning item's JSON exactly as the provider sent it, which the
 //! encoder puts back into the input byte for byte ([`reasoning_item`] recognises such a
 //! signature, so other dialects never send it to their provider).

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::conversation::{ContentBlock, Message};
+use crate::llm::message::{ContentBlock, Message};
 use crate::llm::tests::fixtures::{self, CANARY_KEY, decode_sse, plan};
 use crate::llm::{
     ApiKey, Auth, AzureApi, ChatRequest, DecodePlan, Dialect, EncodedRequest, Reasoning,

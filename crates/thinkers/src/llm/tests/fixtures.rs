@@ -4,7 +4,7 @@ use futures::StreamExt;
 use serde_json::json;
 
 use crate::Result;
-use crate::conversation::{ContentBlock, Message};
+use crate::llm::message::{ContentBlock, Message};
 use crate::llm::{
     ApiKey, ChatRequest, ChatResponse, DecodePlan, Dialect, Reasoning, ResponseSchema,
     StreamDecoder, StreamDelta, ToolChoice, ToolSpec, WireTarget,
@@ -55,7 +55,7 @@ pub(crate) fn plain() -> ChatRequest {
 /// A user turn with text and every kind of media OpenAI takes inline, then an assistant turn
 /// of two texts and calls whose arguments did not parse or were absent.
 pub(crate) fn media() -> ChatRequest {
-    use crate::conversation::{ContentBlock, MediaSource, Role};
+    use crate::llm::message::{ContentBlock, MediaSource, Role};
     ChatRequest::new(
         "You are terse.",
         vec![
@@ -132,7 +132,7 @@ pub(crate) fn silent_tool_round() -> ChatRequest {
     let mut r = tool_round();
     let messages = std::sync::Arc::make_mut(&mut r.messages);
     for m in messages.iter_mut() {
-        if m.role == crate::conversation::Role::Assistant {
+        if m.role == crate::llm::message::Role::Assistant {
             m.content
                 .retain(|b| matches!(b, ContentBlock::ToolCall { .. }));
         }

@@ -14,7 +14,7 @@ use super::Catalog;
 use super::error::CatalogError;
 use super::load::load_keyed;
 use super::provider::{Dialect, KeySource};
-use crate::llm::ApiKey;
+use crate::model::ApiKey;
 use crate::model::Grade;
 
 /// The source name errors of a built catalog report.
@@ -167,10 +167,10 @@ impl CatalogBuilder {
     /// How the last entry's requests are counted for admission (the default is the length
     /// estimate; `Tokenizer::O200kBase` counts exactly for current OpenAI models).
     #[must_use]
-    pub fn tokenizer(self, tokenizer: crate::llm::Tokenizer) -> Self {
+    pub fn tokenizer(self, tokenizer: crate::model::Tokenizer) -> Self {
         let name = match tokenizer {
-            crate::llm::Tokenizer::Estimate => "estimate",
-            crate::llm::Tokenizer::O200kBase => "o200k_base",
+            crate::model::Tokenizer::Estimate => "estimate",
+            crate::model::Tokenizer::O200kBase => "o200k_base",
         };
         self.entry_field("tokenizer", Value::from(name))
     }
@@ -304,14 +304,14 @@ mod tests {
         assert_eq!(entry.context_window(), 8_192);
         assert_eq!(entry.pricing().unwrap().input, 0.0);
         assert_eq!(catalog.source_name(), SOURCE);
-        assert_eq!(entry.tokenizer(), crate::llm::Tokenizer::Estimate);
+        assert_eq!(entry.tokenizer(), crate::model::Tokenizer::Estimate);
         let exact = Catalog::openai("gpt-4o-mini", Grade::Small)
             .prices(0.15, 0.6, "USD")
-            .tokenizer(crate::llm::Tokenizer::O200kBase)
+            .tokenizer(crate::model::Tokenizer::O200kBase)
             .build()
             .unwrap();
         let entry = exact.entry("gpt-4o-mini").unwrap();
-        assert_eq!(entry.tokenizer(), crate::llm::Tokenizer::O200kBase);
+        assert_eq!(entry.tokenizer(), crate::model::Tokenizer::O200kBase);
         entry.tokenizer().preload();
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::dispatch::{Limits, Rate};
-use crate::llm::Tokenizer;
+use crate::model::Tokenizer;
 use crate::model::{Depth, Grade, OutputSize};
 
 /// Prices of one entry, per million tokens, in `currency`. An entry whose catalog gives no

@@ -12,7 +12,7 @@ use super::error::{CatalogError, Location, Problem};
 use super::fields::{Fields, RawTable, Source};
 use super::provider::{Dialect, Provider, SIM_PLACEHOLDER, StructuredOutput};
 use crate::job::Seat;
-use crate::llm::Tokenizer;
+use crate::model::Tokenizer;
 use crate::model::{Depth, Grade, OutputSize};
 
 /// The document's top level. Providers and entries are kept as tables so each field can be

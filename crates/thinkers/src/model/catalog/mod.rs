@@ -17,10 +17,12 @@ mod builder;
 mod entry;
 mod error;
 mod fields;
+mod keys;
 mod load;
 mod provider;
 #[cfg(test)]
 mod tests;
+mod tokenizer;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -30,9 +32,11 @@ pub use azure::{Auth, AzureApi};
 pub use builder::{CatalogBuilder, DEFAULT_CONTEXT_WINDOW, DEFAULT_OUTPUT_CEILING};
 pub use entry::{EFFORT_TOKENS, Entry, Pricing, Reasoning, effort_tokens};
 pub use error::{CatalogError, InvalidValue, Location, Problem};
+pub use keys::ApiKey;
 pub use provider::{
     Dialect, KeySource, Provider, SIM_DEFAULT_KEY, SIM_KEY_ENV, SIM_PLACEHOLDER, StructuredOutput,
 };
+pub use tokenizer::Tokenizer;
 
 use crate::Result;
 use crate::error::Error;

@@ -153,7 +153,7 @@ impl FromStr for StructuredOutput {
 #[derive(Clone)]
 pub enum KeySource {
     /// The key.
-    Key(crate::llm::ApiKey),
+    Key(crate::model::ApiKey),
     /// A function returning the key (`None` is an error naming the provider).
     Fn(std::sync::Arc<dyn Fn() -> Option<String> + Send + Sync>),
 }

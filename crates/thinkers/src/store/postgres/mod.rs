@@ -9,6 +9,7 @@
 //! here from shared macros), so one conformance suite runs against both.
 
 mod chats;
+pub(crate) mod queue_rows;
 mod response_cache;
 mod steps;
 #[cfg(test)]

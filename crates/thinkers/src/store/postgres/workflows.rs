@@ -10,10 +10,10 @@ use std::time::Duration;
 use sqlx::Row as _;
 use sqlx::postgres::PgRow;
 
+use super::queue_rows::{Claim, QueueCounts, QueueId, WorkflowState, WorkflowStatus};
 use super::{PgStore, corrupt, pg_error};
 use crate::Result;
 use crate::job::JobId;
-use crate::queue::{Claim, QueueCounts, QueueId, WorkflowState, WorkflowStatus};
 use crate::record::now_ms;
 
 const CLAIM_SQL: &str = "UPDATE workflow_queue w SET status = 'running', worker = $2, \

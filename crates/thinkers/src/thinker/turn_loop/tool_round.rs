@@ -106,11 +106,11 @@ pub(crate) async fn run_round(
     calls: &[ToolCallView<'_>],
     register: &mut (dyn FnMut(&str, ToolOutput) -> String + Send),
 ) -> RoundOutcome {
-    let tcx = ToolCallContext {
-        parent_grade: Some(round.grade),
-        parent_pin: round.pin.as_deref().map(str::to_owned),
-        parent_depth: Some(round.depth),
-    };
+    let tcx = ToolCallContext::of_caller(
+        round.grade,
+        round.pin.as_deref().map(str::to_owned),
+        Some(round.depth),
+    );
     let steps = Steps::of(round.cx, round.message);
     let mut slots = Vec::with_capacity(calls.len());
     let mut jobs = Vec::new();

@@ -11,7 +11,7 @@ use super::ParseNameError;
 /// of its admission reservation.
 ///
 /// A seat names a rung sized to its largest turn; the catalog entry serving the call turns the
-/// rung into tokens (see [`crate::model::Entry::output_tokens`]). The framework table is
+/// rung into tokens (see `thinkers::model::Entry::output_tokens`). The framework table is
 /// Verdict 1,024 / Compact 4,096 / Standard 16,384 / Extended 32,768 tokens, each capped at the
 /// entry's output ceiling, and an entry may override any rung. [`OutputSize::Max`] is the
 /// entry's ceiling itself. [`OutputSize::Tokens`] is the documented exception for a seat whose

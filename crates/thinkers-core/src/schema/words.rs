@@ -19,7 +19,7 @@ const MAX_HOPS: usize = 16;
 
 /// A schema, read in words. `root` is the document its `$ref`s point into.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct SchemaWords<'a> {
+pub struct SchemaWords<'a> {
     root: &'a Value,
 }
 
@@ -38,13 +38,13 @@ enum Step<'s> {
 
 impl<'a> SchemaWords<'a> {
     /// The words of the schema document `root`.
-    pub(crate) fn new(root: &'a Value) -> Self {
+    pub fn new(root: &'a Value) -> Self {
         Self { root }
     }
 
     /// Where and why a decoder refused a value of this schema. The decoder's message is read
     /// only for the name of a missing field, which is a name the type declares.
-    pub(crate) fn misfit(&self, e: &serde_path_to_error::Error<serde_json::Error>) -> Misfit {
+    pub fn misfit(&self, e: &serde_path_to_error::Error<serde_json::Error>) -> Misfit {
         let steps = e.path().iter().filter_map(|seg| match seg {
             Segment::Map { key } => Some(Step::Key(key)),
             Segment::Seq { index } => Some(Step::Index(*index)),
@@ -171,7 +171,7 @@ impl<'a> SchemaWords<'a> {
 
     /// The declared shape of the whole document in words, for a type called `type_name`: for
     /// example ``a JSON object of type `Verdict` with the fields `ok` (true or false)``.
-    pub(crate) fn describe(&self, type_name: &str) -> String {
+    pub fn describe(&self, type_name: &str) -> String {
         let root = self.resolve(self.root);
         if is_object(root) {
             let fields = self.field_list(root, 0);
@@ -189,7 +189,7 @@ impl<'a> SchemaWords<'a> {
     }
 
     /// The required fields of `object_schema` that `object` lacks, each in backticks.
-    pub(crate) fn missing_required(
+    pub fn missing_required(
         &self,
         object_schema: &Value,
         object: &serde_json::Map<String, Value>,
@@ -202,7 +202,7 @@ impl<'a> SchemaWords<'a> {
     }
 
     /// Follow `$ref`s (any JSON pointer into the root, a bounded number of hops).
-    pub(crate) fn resolve<'n>(&self, mut node: &'n Value) -> &'n Value
+    pub fn resolve<'n>(&self, mut node: &'n Value) -> &'n Value
     where
         'a: 'n,
     {
@@ -282,7 +282,7 @@ impl<'a> SchemaWords<'a> {
     }
 
     /// A schema node in words, singular (`a string`) or plural (`strings`).
-    pub(crate) fn phrase(&self, node: &Value, plural: bool, depth: usize) -> String {
+    pub fn phrase(&self, node: &Value, plural: bool, depth: usize) -> String {
         let title = node
             .get("$ref")
             .and_then(Value::as_str)
@@ -415,7 +415,7 @@ fn join(path: &str, name: &str) -> String {
 }
 
 /// Whether a schema node is an object type (and not nullable).
-pub(crate) fn is_object(node: &Value) -> bool {
+pub fn is_object(node: &Value) -> bool {
     match node.get("type") {
         Some(Value::String(t)) => t == "object",
         Some(Value::Array(ts)) => {
@@ -471,7 +471,7 @@ fn enum_values(node: &Value) -> Option<Vec<String>> {
 }
 
 /// `a`, `a and b`, `a, b and c`.
-pub(crate) fn join_and(items: &[String]) -> String {
+pub fn join_and(items: &[String]) -> String {
     match items {
         [] => String::new(),
         [one] => one.clone(),
@@ -482,7 +482,7 @@ pub(crate) fn join_and(items: &[String]) -> String {
 mod misfit;
 mod violations;
 
-pub(crate) use misfit::{Misfit, What};
+pub use misfit::{Misfit, What};
 
 #[cfg(test)]
 #[path = "words_tests.rs"]

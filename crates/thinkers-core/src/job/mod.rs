@@ -11,7 +11,7 @@
 //! `execute(res, cx)` to `Orchestrator::execute(cx)`. An orchestrator cannot implement `Job`
 //! itself, so it cannot take resources: the type system enforces "orchestrators hold nothing".
 //!
-//! [`Doer`] (coded orchestration) and thinkers (model-driven orchestration, [`crate::thinker`])
+//! [`Doer`] (coded orchestration) and thinkers (model-driven orchestration, `thinkers::thinker`)
 //! are orchestrators. A doer spawns children through [`JobContext::submit_in_step`],
 //! [`JobContext::next_step`] and [`JobContext::submit_in_current_step`], which stamp each child
 //! with its step ordinal; see [`context`] for the contract.
@@ -25,21 +25,20 @@ pub mod scope;
 mod services;
 mod submit;
 
-pub use context::{JobContext, META_ITERATION};
 pub use crate::id::JobId;
+pub use context::{JobContext, META_ITERATION};
 pub use dynjob::{BoxJob, DynJob};
 pub use handle::JobHandle;
 pub use limits::{Limits, Rate};
 pub use requirements::{Ask, AttemptInfo, Grant, Requirement, Requirements, Resources, Seat};
+pub use scope::ScopeGuard;
 pub use services::Services;
 pub use submit::{AnyOutput, Submitter, erase};
-pub use scope::ScopeGuard;
 
 use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::time::Duration;
-
 
 use crate::Result;
 
@@ -146,17 +145,17 @@ impl<F> fmt::Debug for FnDoer<F> {
 
 /// Make a doer from a closure that receives the doer's context.
 ///
-/// ```no_run
-/// # async fn demo(d: thinkers::Dispatcher) -> thinkers::Result<()> {
-/// use thinkers::job::doer;
+/// ```
+/// use thinkers_core::job::{Orchestrator, doer};
 /// let fan_out = doer("fan_out", |cx| async move {
 ///     cx.next_step();
 ///     let a = cx.submit_in_current_step(doer("a", |_| async { Ok(1) }));
 ///     let b = cx.submit_in_current_step(doer("b", |_| async { Ok(2) }));
 ///     Ok(a.await? + b.await?)
 /// });
-/// assert_eq!(d.run(fan_out).await?, 3);
-/// # Ok(()) }
+/// assert_eq!(Orchestrator::class(&fan_out), "fan_out");
+/// // A dispatcher runs it: `thinkers::Dispatcher::run(fan_out)` gives 3 (the crate-level docs of
+/// // `thinkers` run a doer end to end).
 /// ```
 pub fn doer<F, Fut, O>(class: impl Into<Cow<'static, str>>, body: F) -> FnDoer<F>
 where

@@ -43,4 +43,3 @@ impl fmt::Debug for JobId {
         write!(f, "JobId({})", self.0)
     }
 }
-

@@ -12,7 +12,7 @@ use super::ParseNameError;
 ///
 /// A child never works deeper than its parent: its depth is clamped to the parent's with
 /// [`Depth::clamp_to`]. The catalog entry serving a call translates the depth into a reasoning
-/// budget or a provider effort level (see [`crate::model::Entry::reasoning_tokens`]).
+/// budget or a provider effort level (see `thinkers::model::Entry::reasoning_tokens`).
 ///
 /// On the wire and in catalogs a depth is its lower-case name.
 #[derive(

@@ -6,7 +6,7 @@
 //! batches on its own task. [`Recorder::flush`] waits until everything queued so far is durable.
 //!
 //! Implementations: [`NoopRecorder`] (recording off), [`MemoryRecorder`] (tests, in-process
-//! inspection) and the SQLite recorder in [`crate::store`].
+//! inspection) and the SQLite recorder in `thinkers::store`.
 
 mod memory;
 pub mod trajectory;
@@ -36,7 +36,7 @@ pub enum JobStatus {
     /// The process running it stopped without recording an end (killed, crashed, lost power);
     /// a later process opening the same store found its owner dead and closed the row.
     Interrupted,
-    /// Stopped to wait for a person's decision on a tool call (see [`crate::durable`]); holds
+    /// Stopped to wait for a person's decision on a tool call (see `thinkers::durable`); holds
     /// nothing while it waits. A decision lets a replay of its run go on.
     AwaitingApproval,
 }

@@ -12,7 +12,8 @@ pub struct ParseNameError {
 }
 
 impl ParseNameError {
-    pub(crate) fn new(what: &'static str, value: &str, accepted: &'static [&'static str]) -> Self {
+    #[doc(hidden)]
+    pub fn new(what: &'static str, value: &str, accepted: &'static [&'static str]) -> Self {
         Self {
             what,
             value: value.to_owned(),

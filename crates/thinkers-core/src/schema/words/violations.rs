@@ -9,7 +9,7 @@ impl SchemaWords<'_> {
     /// Where `value` breaks this schema as a JSON Schema validator finds it, at most `limit`
     /// places, in the schema's terms. Empty when the value fits — or when the schema does not
     /// compile, in which case nothing beyond the caller's own decoding is checked (logged).
-    pub(crate) fn violations(&self, value: &Value, limit: usize) -> Vec<Misfit> {
+    pub fn violations(&self, value: &Value, limit: usize) -> Vec<Misfit> {
         let validator = match jsonschema::validator_for(self.root) {
             Ok(v) => v,
             Err(e) => {

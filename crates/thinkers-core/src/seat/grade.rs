@@ -12,8 +12,8 @@ use super::ParseNameError;
 /// `Small < Medium < Large < Xl < Mega`, or [`Grade::Ceiling`].
 ///
 /// `Ceiling` is not a rung. It stands for the strongest rung the deployment serves and is
-/// resolved to that rung (see [`crate::model::resolve_ceiling`]) before any picker sees the seat,
-/// so a [`crate::model::Picker`] is never asked for it. For ordering purposes it compares above
+/// resolved to that rung (see `thinkers::model::resolve_ceiling`) before any picker sees the seat,
+/// so a `thinkers::model::Picker` is never asked for it. For ordering purposes it compares above
 /// every rung, because it is at least as strong as any of them.
 ///
 /// On the wire and in catalogs a grade is its lower-case name: `small`, `medium`, `large`, `xl`,

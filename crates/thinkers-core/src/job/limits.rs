@@ -57,4 +57,3 @@ pub struct Limits {
     /// Jobs holding the budget at once.
     pub concurrency: Option<u32>,
 }
-

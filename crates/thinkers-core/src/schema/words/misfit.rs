@@ -4,18 +4,18 @@
 /// Where a decoded value did not fit its schema, and what was wrong there, composed from the
 /// schema only.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Misfit {
+pub struct Misfit {
     /// The place as the schema names it: declared field names joined by `.`, indexes as `[n]`,
     /// and `entry` for a map entry, whose key the model chose (`counts entry`, or `an entry` for
     /// an entry of the root). Empty at the root.
-    pub(crate) at: String,
+    pub at: String,
     /// What was wrong there.
-    pub(crate) what: What,
+    pub what: What,
 }
 
 /// What was wrong at a [`Misfit`]'s place.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum What {
+pub enum What {
     /// A required field is missing; the place names the field. `expected` is its declared
     /// shape in words, when the schema declares it.
     Missing {
@@ -48,7 +48,7 @@ pub(crate) enum What {
 impl Misfit {
     /// The place with `root` in front (`root` alone at the root). Without a root the place may
     /// be empty.
-    pub(crate) fn name(&self, root: Option<&str>) -> String {
+    pub fn name(&self, root: Option<&str>) -> String {
         let Some(r) = root else {
             return self.at.clone();
         };
@@ -65,13 +65,13 @@ impl Misfit {
 
     /// Whether the value breaks the schema's structure (a kind, a required field, an enum, an
     /// undeclared field) rather than one of its constraints on a well-kinded value.
-    pub(crate) fn is_structural(&self) -> bool {
+    pub fn is_structural(&self) -> bool {
         !matches!(self.what, What::Breaks { .. })
     }
 
     /// The misfit in one sentence, the place written with `root` in front. A misfit at an
     /// unnamed root speaks of "the answer".
-    pub(crate) fn sentence(&self, root: Option<&str>) -> String {
+    pub fn sentence(&self, root: Option<&str>) -> String {
         let name = self.name(root);
         match (&self.what, name.is_empty()) {
             (What::Missing { expected: Some(e) }, _) => {
@@ -86,7 +86,7 @@ impl Misfit {
     }
 
     /// What is wrong, without the place: `must be an integer`, `is required and missing; …`.
-    pub(crate) fn predicate(&self) -> String {
+    pub fn predicate(&self) -> String {
         match &self.what {
             What::Missing { expected: Some(e) } => {
                 format!("is required and missing; it must be {e}")

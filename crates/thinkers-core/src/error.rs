@@ -215,7 +215,7 @@ pub enum Error {
     /// A retry signal. Consumed by the dispatcher; never a recorded failure.
     #[error("retry signal: {0:?}")]
     Retry(RetrySignal),
-    /// A tool call waits for a person's decision (see [`crate::durable`]): the run stopped and
+    /// A tool call waits for a person's decision (see `thinkers::durable`): the run stopped and
     /// holds nothing; once every listed call is decided, running it again (a queue worker does
     /// this by itself) goes on from where it stopped. Recorded as `awaiting_approval`, not as a
     /// failure.
@@ -249,6 +249,73 @@ fn value_suffix(value: Option<&str>) -> String {
     match value {
         Some(v) => format!(" (value {v:?})"),
         None => String::new(),
+    }
+}
+
+impl Error {
+    /// Hand every text this error carries to `text` (parameter, value, reason, service, step,
+    /// detail, budget…) and its source chain to `source`, for a redactor to clean them. Every
+    /// variant is visited: a new one is added here, where the match is exhaustive.
+    #[doc(hidden)]
+    pub fn visit_texts(
+        &mut self,
+        text: &mut dyn FnMut(&mut String),
+        source: &mut dyn FnMut(&mut Option<BoxError>),
+    ) {
+        match self {
+            Self::InvalidInput {
+                parameter,
+                value,
+                reason,
+                source: s,
+            } => {
+                text(parameter);
+                if let Some(v) = value {
+                    text(v);
+                }
+                text(reason);
+                source(s);
+            }
+            Self::ExternalService {
+                service,
+                step,
+                detail,
+                source: s,
+            } => {
+                text(service);
+                text(step);
+                text(detail);
+                source(s);
+            }
+            Self::System {
+                context,
+                detail,
+                source: s,
+            } => {
+                text(context);
+                text(detail);
+                source(s);
+            }
+            Self::Unadmittable { reason, .. } => text(reason),
+            Self::AttemptsExhausted { last, .. } => text(last),
+            Self::Retry(signal) => match signal {
+                RetrySignal::Transient {
+                    service, detail, ..
+                }
+                | RetrySignal::UnreadableAnswer { service, detail } => {
+                    text(service);
+                    text(detail);
+                }
+                RetrySignal::Correction { reason } => text(reason),
+                RetrySignal::Throttled { budget, .. } => {
+                    if let Some(b) = budget {
+                        text(b);
+                    }
+                }
+                RetrySignal::TruncationEscalation => {}
+            },
+            Self::Timeout(_) | Self::Cancelled | Self::AwaitingApproval { .. } => {}
+        }
     }
 }
 

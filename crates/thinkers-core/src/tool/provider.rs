@@ -56,6 +56,19 @@ impl ToolCallContext {
             ..Self::default()
         }
     }
+
+    /// A context whose caller works at `grade`, pinned to `pin` (if any), at `depth` (if known).
+    pub fn of_caller(
+        grade: crate::seat::Grade,
+        pin: Option<String>,
+        depth: Option<crate::seat::Depth>,
+    ) -> Self {
+        Self {
+            parent_grade: Some(grade),
+            parent_pin: pin,
+            parent_depth: depth,
+        }
+    }
 }
 
 /// A source of one tool, at the registry boundary: describes it and turns JSON arguments into a
@@ -89,7 +102,7 @@ pub trait ToolProvider: Send + Sync + 'static {
         false
     }
     /// Whether a call with these arguments must wait for a person's approval (see
-    /// [`crate::durable`]). Defaults to `false`; a wrapping provider forwards it.
+    /// `thinkers::durable`). Defaults to `false`; a wrapping provider forwards it.
     fn needs_approval(&self, arguments: &Value) -> bool {
         let _ = arguments;
         false
@@ -177,7 +190,8 @@ impl<T: Tool> TypedToolProvider<T> {
 /// decoder's own complaint stays on the error's source. A `null` for a property the input type's
 /// schema does not require means the property is absent (a model answering in OpenAI strict mode
 /// sends `null` for what it leaves out; see [`crate::schema::drop_optional_nulls`]).
-pub(crate) fn decode_arguments<I>(arguments: &Value) -> Result<I>
+#[doc(hidden)]
+pub fn decode_arguments<I>(arguments: &Value) -> Result<I>
 where
     I: serde::de::DeserializeOwned + schemars::JsonSchema + 'static,
 {

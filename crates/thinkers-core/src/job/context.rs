@@ -33,26 +33,27 @@ use crate::record::Recorder;
 /// The metadata key under which a child's step ordinal is stored.
 pub const META_ITERATION: &str = "iteration";
 
-pub(crate) struct JobNode {
-    pub(crate) id: JobId,
-    pub(crate) parent: Option<JobId>,
+#[doc(hidden)]
+pub struct JobNode {
+    pub id: JobId,
+    pub parent: Option<JobId>,
     /// The parent's node, so a job can read what its ancestors published (see
     /// [`JobContext::ancestor_metadata`]).
     parent_node: Option<Arc<Self>>,
-    pub(crate) workflow: JobId,
-    pub(crate) class: Cow<'static, str>,
-    pub(crate) ordinal: Option<u32>,
-    pub(crate) scope: Arc<ScopeGuard>,
+    pub workflow: JobId,
+    pub class: Cow<'static, str>,
+    pub ordinal: Option<u32>,
+    pub scope: Arc<ScopeGuard>,
     /// Its cancellation token (see [`Self::cancel_token`]): made at admission for a job on a task
     /// of its own, on first use for one run in its caller's task.
     cancel: OnceLock<CancellationToken>,
     /// Why its subtree was cancelled, when this job cancelled it (see [`Self::cancel_reason`]).
     cancel_reason: OnceLock<Arc<str>>,
     /// What runs its children: the dispatcher that admitted it.
-    pub(crate) submitter: Arc<dyn Submitter>,
+    pub submitter: Arc<dyn Submitter>,
     /// The span this job's attempt spans hang under: the parent's attempt span that submitted
-    /// it, or for a root the span current at submission (see [`crate::telemetry`]).
-    pub(crate) parent_span: tracing::Span,
+    /// it, or for a root the span current at submission (see `thinkers::telemetry`).
+    pub parent_span: tracing::Span,
     /// The span of the attempt running now (none between attempts), handed to children.
     attempt_span: Mutex<tracing::Span>,
     step: AtomicU32,
@@ -62,7 +63,7 @@ pub(crate) struct JobNode {
 }
 
 impl JobNode {
-    pub(crate) fn new(
+    pub fn new(
         class: Cow<'static, str>,
         parent: Option<&JobContext>,
         ordinal: Option<u32>,
@@ -93,7 +94,7 @@ impl JobNode {
     /// thinker's model call, every turn) makes it only when something needs it: a child on a task
     /// of its own, a wait for cancellation, or its caller dropping it. Until then it is cancelled
     /// exactly when an ancestor is, which is what [`Self::is_cancelled`] reads.
-    pub(crate) fn cancel_token(&self) -> &CancellationToken {
+    pub fn cancel_token(&self) -> &CancellationToken {
         self.cancel.get_or_init(|| match &self.parent_node {
             Some(parent) => parent.cancel_token().child_token(),
             None => CancellationToken::new(),
@@ -103,7 +104,7 @@ impl JobNode {
     /// Cancel whatever still runs under this job, saying `reason`, unless it (or an ancestor)
     /// was cancelled already: the first cause is the one its descendants report. A job with no
     /// token yet has no child on a task of its own, so there is nothing to cancel.
-    pub(crate) fn cancel_subtree(&self, reason: impl FnOnce() -> String) {
+    pub fn cancel_subtree(&self, reason: impl FnOnce() -> String) {
         if self.is_cancelled() {
             return;
         }
@@ -116,7 +117,7 @@ impl JobNode {
     /// Why this job was cancelled: the reason of the nearest job at or above it that cancelled
     /// its subtree, else the dispatcher's shutdown reason; `None` for a cancellation through a
     /// handle.
-    pub(crate) fn cancel_reason(&self) -> Option<Arc<str>> {
+    pub fn cancel_reason(&self) -> Option<Arc<str>> {
         let mut node = Some(self);
         while let Some(n) = node {
             if let Some(r) = n.cancel_reason.get() {
@@ -130,7 +131,7 @@ impl JobNode {
     }
 
     /// Whether it (or an ancestor) was cancelled, without making its token.
-    pub(crate) fn is_cancelled(&self) -> bool {
+    pub fn is_cancelled(&self) -> bool {
         match (self.cancel.get(), &self.parent_node) {
             (Some(token), _) => token.is_cancelled(),
             (None, Some(parent)) => parent.is_cancelled(),
@@ -169,7 +170,7 @@ impl JobNode {
     }
 
     /// Record the span of the attempt that starts (or [`tracing::Span::none`] when it ends).
-    pub(crate) fn set_attempt_span(&self, span: &tracing::Span) {
+    pub fn set_attempt_span(&self, span: &tracing::Span) {
         let mut slot = self
             .attempt_span
             .lock()
@@ -182,7 +183,8 @@ impl JobNode {
 /// which it submits children. Cheap to clone.
 #[derive(Clone)]
 pub struct JobContext {
-    pub(crate) node: Arc<JobNode>,
+    #[doc(hidden)]
+    pub node: Arc<JobNode>,
 }
 
 impl std::fmt::Debug for JobContext {
@@ -284,7 +286,8 @@ impl JobContext {
     /// job's place below that job (or below the root when none did): the step ordinal and class
     /// of each job from there down to this one, `/`-separated (`-` for a job without an
     /// ordinal), e.g. `-:errands/3:errands.turn`. Deterministic for a replay of the same run.
-    pub(crate) fn place_under(&self, key: &str) -> (Option<serde_json::Value>, String) {
+    #[doc(hidden)]
+    pub fn place_under(&self, key: &str) -> (Option<serde_json::Value>, String) {
         let mut segments = Vec::new();
         let mut node = Some(&self.node);
         let mut found = None;

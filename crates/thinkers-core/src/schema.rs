@@ -6,7 +6,7 @@
 //! type never changes within a process, so it is generated on first use and handed out as an
 //! [`Arc`] from then on; the trees are shared, not copied, into every request that carries them.
 
-pub(crate) mod words;
+pub mod words;
 
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
@@ -22,7 +22,7 @@ static CACHE: LazyLock<RwLock<HashMap<TypeId, Shared>>> = LazyLock::new(Default:
 
 /// The value `build` makes for the key type `K`, built once per process and shared. Distinct
 /// value types under one key type are distinct entries.
-pub(crate) fn per_type<K: ?Sized + 'static, V: Send + Sync + 'static>(
+pub fn per_type<K: ?Sized + 'static, V: Send + Sync + 'static>(
     build: impl FnOnce() -> V,
 ) -> Arc<V> {
     let key = TypeId::of::<(fn() -> Box<K>, V)>();
@@ -44,14 +44,14 @@ pub(crate) fn per_type<K: ?Sized + 'static, V: Send + Sync + 'static>(
 }
 
 /// The JSON Schema of `T` (`schemars` defaults), generated once per process.
-pub(crate) fn of<T: JsonSchema + ?Sized + 'static>() -> Arc<Value> {
+pub fn of<T: JsonSchema + ?Sized + 'static>() -> Arc<Value> {
     per_type::<T, Value>(|| serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null))
 }
 
 /// Decode a value into `T`, reading it in place. Only when that fails is it decoded again with
 /// the path of every field tracked, so the error can name where it failed: the path costs an
 /// allocation per field, which a value that fits (nearly every one) does not pay.
-pub(crate) fn decode_tracked<T: serde::de::DeserializeOwned>(
+pub fn decode_tracked<T: serde::de::DeserializeOwned>(
     value: &Value,
 ) -> Result<T, serde_path_to_error::Error<serde_json::Error>> {
     match T::deserialize(value) {
@@ -66,7 +66,7 @@ const MAX_SCHEMA_HOPS: usize = 32;
 
 /// `value` with its optional `null` properties removed (see [`drop_optional_nulls`]); borrowed,
 /// not copied, when it holds no `null` property at all (nearly always).
-pub(crate) fn nulls_as_absent<'v>(value: &'v Value, schema: &Value) -> Cow<'v, Value> {
+pub fn nulls_as_absent<'v>(value: &'v Value, schema: &Value) -> Cow<'v, Value> {
     if !has_null_property(value) {
         return Cow::Borrowed(value);
     }
@@ -84,7 +84,7 @@ pub(crate) fn nulls_as_absent<'v>(value: &'v Value, schema: &Value) -> Cow<'v, V
 /// requires is kept (the type may accept it, or its decoder says it does not), and so is a
 /// `null` for a property the schema does not declare. Unions of several schemas (other than
 /// one schema or `null`) are not entered: which branch applies is the decoder's business.
-pub(crate) fn drop_optional_nulls(value: &mut Value, schema: &Value) {
+pub fn drop_optional_nulls(value: &mut Value, schema: &Value) {
     walk(value, schema, schema, 0);
 }
 

@@ -10,13 +10,13 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::decode_arguments;
 use crate::benchmark::JudgeInput;
 use crate::hub::CatalogEntry;
 use crate::onecall::AnswerShape as OneCallShape;
 use crate::onecall::tools::{QuickQuestionInput, SummarizationInput, ViolationInput};
 use crate::service_tools::{EpoClaimsInput, PubmedFetchInput, WebFetchInput};
 use crate::thinker::{AnswerShape, Judgement, SubThinkerInput};
+use crate::tool::decode_arguments;
 
 /// The top-level properties `schema` declares but does not require.
 fn optional_properties(schema: &Value) -> Vec<String> {

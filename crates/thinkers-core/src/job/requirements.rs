@@ -156,7 +156,8 @@ impl Requirements {
         self.items.is_empty()
     }
 
-    pub(crate) fn into_items(self) -> Vec<Requirement> {
+    #[doc(hidden)]
+    pub fn into_items(self) -> Vec<Requirement> {
         self.items
     }
 }
@@ -170,15 +171,19 @@ pub trait Grant: Send + Sync + std::fmt::Debug {
     /// Reconcile the seat's reservation with the tokens it really used (when reported), then
     /// release everything.
     fn settle(self: Box<Self>, seat_used: Option<u64>);
+
+    /// Itself, so the runtime that minted it can tell its own grants from any other.
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 /// What one attempt was granted: the admission's [`Grant`] and the attempt's place in its retry
 /// budgets. Dropping it releases the reservation.
 ///
-/// Only the dispatcher makes one (from the grant admission minted for the attempt), and a
-/// model call is sent only against a seat it holds: [`crate::llm::converse_bound`] spends the
-/// seat its request was priced for, once. So a job cannot reach a model with a seat it was not
-/// admitted for, nor twice on one admission.
+/// The dispatcher makes one around the grant admission minted for the attempt, and a model call
+/// is sent only against a seat it holds: `thinkers::llm::converse_bound` refuses resources whose
+/// grant is not a permit admission minted (and admission mints none outside the dispatcher),
+/// then spends the seat its request was priced for, once. So a job cannot reach a model with a
+/// seat it was not admitted for, nor twice on one admission.
 #[derive(Debug)]
 pub struct Resources {
     permit: Box<dyn Grant>,
@@ -191,7 +196,8 @@ pub struct Resources {
 const UNREPORTED: u64 = u64::MAX;
 
 impl Resources {
-    /// The resources of an attempt admitted under `permit`. Made by the dispatcher only.
+    /// The resources of an attempt admitted under `permit`. Made by the dispatcher; resources
+    /// made around any other grant are refused by the model call.
     #[doc(hidden)]
     pub fn new(permit: Box<dyn Grant>, attempt: AttemptInfo) -> Self {
         Self {
@@ -205,6 +211,12 @@ impl Resources {
     /// The attempt these resources were granted for.
     pub fn attempt(&self) -> AttemptInfo {
         self.attempt
+    }
+
+    /// The grant these resources hold.
+    #[doc(hidden)]
+    pub fn grant(&self) -> &dyn Grant {
+        self.permit.as_ref()
     }
 
     /// The model seat granted, if the job asked for one.
@@ -226,7 +238,8 @@ impl Resources {
     /// it that no call has spent yet. A seat this attempt was not admitted for, or one already
     /// spent, is an [`crate::Error::System`]: the job asked admission for one thing and tried to
     /// send another.
-    pub(crate) fn spend_seat(&self, seat: &Seat) -> crate::Result<()> {
+    #[doc(hidden)]
+    pub fn spend_seat(&self, seat: &Seat) -> crate::Result<()> {
         for (i, r) in self.permit.requirements().iter().enumerate() {
             let Requirement::Seat(admitted) = r else {
                 continue;
@@ -249,7 +262,8 @@ impl Resources {
         ))
     }
 
-    pub(crate) fn settle(self) {
+    #[doc(hidden)]
+    pub fn settle(self) {
         let used = self.seat_usage.load(Ordering::Relaxed);
         let used = (used != UNREPORTED).then_some(used);
         self.permit.settle(used);

@@ -19,10 +19,8 @@ mod provider;
 mod registry;
 mod spec;
 
-#[cfg(test)]
-mod null_tests;
-
-pub(crate) use provider::decode_arguments;
+#[doc(hidden)]
+pub use provider::decode_arguments;
 pub use provider::{ToolCallContext, ToolOutput, ToolProvider, TypedToolProvider, admit_call};
 pub use registry::ToolRegistry;
 pub use spec::ToolSpec;
@@ -57,7 +55,7 @@ pub trait Tool: Send + Sync + 'static {
     }
 
     /// Whether this call must wait for a person's approval before it runs (see
-    /// [`crate::durable`]). Defaults to `false`; the answer may depend on the arguments (a refund
+    /// `thinkers::durable`). Defaults to `false`; the answer may depend on the arguments (a refund
     /// above some amount, a mail to someone outside the company).
     fn needs_approval(&self, input: &Self::Input) -> bool {
         let _ = input;

@@ -12,10 +12,14 @@
 
 use std::sync::Arc;
 
-use super::{AnswerRefusal, AnswerShape, MAX_CORRECTIONS};
-use crate::conversation::Message;
-use crate::llm::{ChatRequest, ChatResponse};
+use super::message::Message;
+use super::shape::{AnswerRefusal, AnswerShape};
+use super::{ChatRequest, ChatResponse};
 use crate::{Error, Result};
+
+/// How many correction turns a one-call tool puts to the model before it stops asking: the
+/// dispatcher re-runs the instance at most this many times for a correction.
+pub const MAX_CORRECTIONS: u32 = 3;
 
 /// One job's side of the exchange: the declared shape and the corrections put so far.
 #[derive(Debug, Clone)]
