@@ -1,38 +1,31 @@
-//! One rate axis of a budget as a token bucket (tokens or requests).
+//! One rate axis of a budget (tokens or requests), paced in virtual time.
 //!
-//! The bucket holds at most `capacity` units and refills continuously. A grant takes its units
-//! out; a settlement puts back what was reserved and not used; a throttle pause empties it and
-//! holds the refill until the pause ends, so waiters come out at the refill rate afterwards, not
-//! all at once.
+//! The axis keeps the time its grants are paid up to (`tat`). An ask is granted once `tat` is not
+//! in the future (less the burst the catalog says the provider accepts), and a grant of `n` moves
+//! `tat` on by `n / rate`: no burst builds up while the axis is idle, and grants leave one after
+//! another at the rate. A request axis (asks of one, never settled) thus sends at the whole rate,
+//! and never more than its share into any window whose share is a whole number of requests.
 //!
-//! **Sizing.** A figure of `amount` per `per` is spent as the rate `ρ = amount / per`.
+//! **Settling.** A token grant settles to what it used: the unused units' time comes back (never
+//! into the past: nothing is banked while idle), less a margin that keeps room, in the
+//! [`ASSUMED_WINDOW`]'s share of the rate, for the next ask to arrive whole: providers charge an
+//! ask its reservation when it arrives and its use once it ends, and may enforce a per-minute
+//! figure over windows as short as that.
 //!
-//! * With the default burst (no `burst` in the [`Rate`]), the bucket assumes the provider may
-//!   enforce the figure over windows as short as [`ASSUMED_WINDOW`] (10 s; providers commonly
-//!   enforce per-minute limits over shorter periods), or the figure's own period if shorter. It holds [`BURST_SHARE`] (4 %) of that
-//!   window's share of the figure and refills at `ρ − capacity / window` (96 % of ρ), so that for
-//!   every interval `T` at least one window long, grants ≤ `capacity + refill·T` ≤ `ρ·T`: no
-//!   window of that length ever sees more than its share of the figure, whether the provider
-//!   keeps a sliding window, a fixed one or a bucket.
-//! * With an explicit burst (the catalog's `burst_seconds`), the provider is taken to accept a
-//!   burst of that size: the capacity is `ρ·burst` and the refill is the whole `ρ`.
+//! **The rate** is the lowest of: the catalog's figure (the user's ceiling: never exceeded), the
+//! figure the provider states in its `limit` headers (a per-minute figure, as OpenAI and
+//! Anthropic document them; it also paces an axis the catalog left out), and the rate learned
+//! from throttles. A throttle (a pause: the provider answered 429) holds every grant until the
+//! pause ends and no longer; if the axis was sending at its rate (busy), it also learns what the
+//! provider really let through since the axis was last idle or throttled, `units / (elapsed +
+//! the wait asked)`, kept between [`LARGEST_CUT`] and [`THROTTLE_DECREASE`] of the rate before
+//! (once per pause). The learned rate climbs back by [`RECOVERY`] of itself per second.
 //!
-//! **Learning.** A provider's `limit` header smaller than the bucket's window share (or, with an
-//! explicit burst, smaller than the burst) says it enforces the figure over a shorter window
-//! `limit / ρ`: the window shrinks to that (never below 1 s), the capacity to [`BURST_SHARE`] of
-//! the header's limit, and the refill follows the formula above. A `remaining` header below the
-//! bucket's level lowers the level to it (another client, or a stricter provider, spent it). A
-//! throttle (a pause) multiplies the refill by [`THROTTLE_DECREASE`] (at most once per pause,
-//! never below [`FACTOR_FLOOR`]); the factor climbs back by [`FACTOR_RECOVERY`] per second.
+//! **Headers.** A `remaining` count is room the provider has now: until its `reset`, an ask
+//! larger than that room (less our grants since, plus the rate's refill) waits for the
+//! difference.
 //!
-//! An ask larger than the capacity (but within the figure) grows the bucket to its size, and the
-//! refill pays for the larger bucket as above for a window after it: a burst of one large ask
-//! costs what a burst of many small ones does. (The window before the ask was refilled for the
-//! smaller bucket, so a window holding the first of a run of larger asks may see the difference
-//! once.) The growth stops at
-//! half the window's share (the refill never falls below half the rate); a larger ask is granted
-//! from a full bucket and leaves it in debt, repaid at the refill rate: over any interval `T`,
-//! grants ≤ `max(capacity, largest ask) + refill·T`.
+//! Every wait is finite: durations are capped at [`MAX_WAIT`], instants added without overflow.
 
 use std::time::Duration;
 
@@ -40,301 +33,241 @@ use tokio::time::Instant;
 
 use crate::job::Rate;
 
-/// The shortest window a provider is assumed to enforce a figure over, unless a header says
-/// shorter or the catalog gives an explicit burst.
+/// The window a provider is assumed to enforce a figure over, unless the catalog gives an
+/// explicit burst.
 pub const ASSUMED_WINDOW: Duration = Duration::from_secs(10);
 
-/// The default capacity as a share of the figure over the window; the refill gives up as much.
-pub const BURST_SHARE: f64 = 0.04;
-
-/// The refill factor after a throttle is the factor before it times this.
+/// A throttle sets the learned rate to at most this share of the rate before it.
 pub const THROTTLE_DECREASE: f64 = 0.8;
 
-/// The lowest refill factor throttles can bring a bucket to.
-pub const FACTOR_FLOOR: f64 = 0.25;
+/// How much of the learned rate comes back per second without a throttle.
+pub const RECOVERY: f64 = 0.001;
 
-/// How much of the refill factor comes back per second without a throttle (1 % per 10 s).
-pub const FACTOR_RECOVERY: f64 = 0.001;
+/// The smallest share of the rate one throttle can leave.
+pub const LARGEST_CUT: f64 = 0.1;
 
-/// The shortest window a limit header can teach.
-const MIN_WINDOW: Duration = Duration::from_secs(1);
+/// The longest wait any pause or header can impose on an axis.
+pub const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
 
-/// One bucket.
+/// `at + d`, with `d` capped at [`MAX_WAIT`]: never overflows.
+pub(crate) fn later(at: Instant, d: Duration) -> Instant {
+    at.checked_add(d.min(MAX_WAIT)).unwrap_or(at)
+}
+
+fn secs(x: f64) -> Duration {
+    Duration::try_from_secs_f64(x.max(0.0))
+        .unwrap_or(MAX_WAIT)
+        .min(MAX_WAIT)
+}
+
+/// One paced axis.
 #[derive(Debug, Clone)]
 pub(crate) struct Bucket {
-    rate: Rate,
-    /// The shortest window the provider is believed to enforce the figure over; `None` with an
-    /// explicit burst the provider accepts.
-    window: Option<Duration>,
-    level: f64,
-    /// When `level` was computed; in the future during a pause (nothing refills before it).
-    at: Instant,
-    factor: f64,
-    factor_at: Instant,
-    /// The end of the last pause that lowered the factor: a pause ending before it does not
-    /// lower it again (several calls throttled by one event).
+    /// The catalog's rate, `None` when the axis exists only because a provider stated one.
+    rate: Option<Rate>,
+    /// The per-second figure the provider states, when lower than the catalog's.
+    stated: Option<f64>,
+    /// The per-second rate learned from the last throttle, and when.
+    learned: Option<(f64, Instant)>,
+    /// Paid up to.
+    tat: Instant,
+    /// The end of the last pause: a pause ending before it learns nothing more.
     throttled_until: Instant,
-    /// The largest ask of the last window, and when it was seen.
-    largest: u64,
-    largest_at: Instant,
-    /// Its level never moved but by refilling: a bucket grown by an ask starts full.
-    fresh: bool,
+    /// Units granted since the axis was last idle or throttled, and when that was.
+    since: f64,
+    since_at: Instant,
+    /// The room the provider last said it had (`remaining`), when, and until when it counts
+    /// (its `reset`); our grants since are taken out of it, the rate adds to it.
+    room: Option<(f64, Instant, Instant)>,
 }
 
 impl Bucket {
-    /// A full bucket for `rate`.
+    /// An idle axis for the catalog's `rate`.
     pub(crate) fn new(rate: Rate, now: Instant) -> Self {
-        let mut b = Self {
-            rate,
-            window: rate.burst.is_none().then_some(ASSUMED_WINDOW.min(rate.per)),
-            level: 0.0,
-            at: now,
-            factor: 1.0,
-            factor_at: now,
-            throttled_until: now,
-            largest: 0,
-            largest_at: now,
-            fresh: true,
-        };
-        b.level = b.capacity();
-        b
+        Self::with(Some(rate), None, now)
     }
 
-    /// The configured rate.
-    pub(crate) fn rate(&self) -> Rate {
+    /// An axis the catalog left out, at the provider's stated per-minute `figure`.
+    pub(crate) fn stated(figure: u64, now: Instant) -> Self {
+        Self::with(None, Some(figure as f64 / 60.0), now)
+    }
+
+    fn with(rate: Option<Rate>, stated: Option<f64>, now: Instant) -> Self {
+        Self {
+            rate,
+            stated,
+            learned: None,
+            tat: now,
+            throttled_until: now,
+            since: 0.0,
+            since_at: now,
+            room: None,
+        }
+    }
+
+    /// The catalog's rate (`None` for an axis the provider stated).
+    pub(crate) fn rate(&self) -> Option<Rate> {
         self.rate
     }
 
-    /// The figure's rate per second.
-    fn per_second(&self) -> f64 {
-        self.rate.amount as f64 / self.rate.per.as_secs_f64().max(1e-9)
+    /// The catalog's per-second figure.
+    fn catalog(&self) -> Option<f64> {
+        self.rate
+            .map(|r| r.amount as f64 / r.per.as_secs_f64().max(1e-9))
     }
 
-    /// The most the bucket holds: its burst, or the largest ask it has seen (up to half the
-    /// window's share).
-    pub(crate) fn capacity(&self) -> f64 {
-        let rho = self.per_second();
-        let share = |w: Duration| BURST_SHARE * rho * w.as_secs_f64();
-        let burst = match (self.rate.burst, self.window) {
-            (Some(b), None) => rho * b.as_secs_f64(),
-            (Some(b), Some(w)) => (rho * b.as_secs_f64()).min(share(w)),
-            (None, w) => share(w.unwrap_or(ASSUMED_WINDOW)),
-        };
-        let growth = self
-            .window
-            .map_or(self.rate.amount as f64, |w| rho * w.as_secs_f64() / 2.0);
-        burst
-            .max((self.largest as f64).min(growth))
-            .min(self.rate.amount as f64)
+    /// The rate before throttles: the catalog's figure, or the provider's if lower.
+    fn top(&self) -> f64 {
+        match (self.catalog(), self.stated) {
+            (Some(c), Some(s)) => c.min(s),
+            (Some(c), None) => c,
+            (None, Some(s)) => s,
+            (None, None) => f64::MAX,
+        }
+        .max(1e-9)
     }
 
-    fn factor(&self, now: Instant) -> f64 {
-        let since = now.saturating_duration_since(self.factor_at).as_secs_f64();
-        (self.factor + FACTOR_RECOVERY * since).min(1.0)
+    /// Units per second the axis grants at now.
+    pub(crate) fn per_second(&self, now: Instant) -> f64 {
+        let top = self.top();
+        match self.learned {
+            None => top,
+            Some((r, at)) => {
+                let climbed = r * (1.0 + RECOVERY * now.saturating_duration_since(at).as_secs_f64());
+                climbed.min(top)
+            }
+        }
     }
 
-    /// Units per second the bucket refills at now.
-    pub(crate) fn refill(&self, now: Instant) -> f64 {
-        let rho = self.per_second();
-        let paid = self
-            .window
-            .map_or(0.0, |w| self.capacity() / w.as_secs_f64());
-        (self.factor(now) * (rho - paid)).max(rho * 1e-6)
+    fn tolerance(&self) -> Duration {
+        self.rate.and_then(|r| r.burst).unwrap_or(Duration::ZERO)
     }
 
-    /// Bring the level up to `now`.
-    fn advance(&mut self, now: Instant) {
-        if now > self.at {
-            let dt = (now - self.at).as_secs_f64();
-            self.level = (self.level + self.refill(now) * dt).min(self.capacity());
-            self.at = now;
+    /// The room kept back after a grant of `reserved` that used `used`: enough that the next
+    /// ask of the same size still fits in the assumed window's share once this one settled
+    /// (providers count an ask whole when it arrives and its use when it ends).
+    fn margin(&self, reserved: u64, used: u64, now: Instant) -> f64 {
+        if self.tolerance() > Duration::ZERO {
+            return 0.0;
+        }
+        let share = self.per_second(now) * ASSUMED_WINDOW.as_secs_f64();
+        let (n, used) = (reserved as f64, used as f64);
+        if n < share {
+            n * used / (share - n)
+        } else {
+            0.0
         }
     }
 
     /// `None` when `need` can be taken now; otherwise how long until it can.
-    pub(crate) fn check(&mut self, now: Instant, need: u64) -> Option<Duration> {
-        self.advance(now);
-        let window = self.window.unwrap_or(ASSUMED_WINDOW);
-        if need >= self.largest || now.saturating_duration_since(self.largest_at) > window {
-            // A larger bucket (paid for by the refill for a window after the ask); it starts no
-            // fuller than it was, unless nothing was ever taken from it.
-            self.largest = need;
-            self.largest_at = now;
-            if self.fresh {
-                self.level = self.capacity();
+    pub(crate) fn check(&self, now: Instant, need: u64) -> Option<Duration> {
+        let rate = self.per_second(now);
+        // With a burst, an ask may run ahead of the rate by the burst less its own time.
+        let ahead = self
+            .tolerance()
+            .saturating_sub(secs(need as f64 / rate));
+        let opens = self.tat.checked_sub(ahead).unwrap_or(now);
+        let mut wait = opens.saturating_duration_since(now);
+        if let Some((room, at, until)) = self.room
+            && now < until
+        {
+            let have = room + rate * now.saturating_duration_since(at).as_secs_f64();
+            if have < need as f64 {
+                wait = wait.max(secs((need as f64 - have) / rate).min(until - now));
             }
-            self.level = self.level.min(self.capacity());
         }
-        // An ask larger than the bucket is granted from a full one.
-        let need = (need as f64).min(self.capacity());
-        if self.at <= now && self.level >= need {
-            return None;
-        }
-        let hold = self.at.saturating_duration_since(now);
-        let short = (need - self.level).max(0.0) / self.refill(now);
-        // Rounded up, so the waiter finds the units there when it wakes.
-        Some(hold + Duration::from_secs_f64(short) + Duration::from_micros(1))
+        (!wait.is_zero()).then_some(wait)
     }
 
     /// Take `n` units (after a successful [`Self::check`]).
-    pub(crate) fn take(&mut self, n: u64) {
-        self.level -= n as f64;
-        self.fresh = false;
+    pub(crate) fn take(&mut self, now: Instant, n: u64) {
+        if self.tat < now {
+            // Idle until now: what the provider lets through is counted from here.
+            self.since = 0.0;
+            self.since_at = now;
+        }
+        self.tat = later(self.tat.max(now), secs(n as f64 / self.per_second(now)));
+        self.since += n as f64;
+        if let Some((room, _, _)) = &mut self.room {
+            *room -= n as f64;
+        }
     }
 
-    /// Adjust a grant of `reserved` units to `used`: the surplus goes back, an overrun is taken.
+    /// Adjust a grant of `reserved` units to `used`: the surplus's time goes back (never into
+    /// the past: no burst is banked), an overrun's time is taken.
     pub(crate) fn settle(&mut self, now: Instant, reserved: u64, used: u64) {
-        self.advance(now);
-        self.level = (self.level + reserved as f64 - used as f64).min(self.capacity());
-        self.fresh = false;
+        let rate = self.per_second(now);
+        let owed = used as f64 + self.margin(reserved, used, now) - reserved as f64;
+        if owed > 0.0 {
+            self.tat = later(self.tat.max(now), secs(owed / rate));
+        } else {
+            let back = secs(-owed / rate);
+            self.tat = self.tat.checked_sub(back).unwrap_or(now).max(now);
+        }
+        self.since = (self.since + used as f64 - reserved as f64).max(0.0);
     }
 
-    /// A throttle pause until `until`: empty the bucket, refill nothing before `until`, and lower
-    /// the refill factor (once per pause).
+    /// The provider throttled: hold every grant until `until`, and, if the axis was sending at
+    /// its rate (the one the provider refused), learn the rate (once per pause).
     pub(crate) fn pause(&mut self, now: Instant, until: Instant) {
-        self.advance(now);
-        self.level = self.level.min(0.0);
-        self.at = self.at.max(until);
-        self.fresh = false;
-        if now >= self.throttled_until {
-            self.factor = (self.factor(now) * THROTTLE_DECREASE).max(FACTOR_FLOOR);
-            self.factor_at = now;
+        let busy = self.tat >= now;
+        self.tat = self.tat.max(until);
+        if busy && now >= self.throttled_until {
+            let before = self.per_second(now);
+            let span = until.saturating_duration_since(self.since_at).as_secs_f64();
+            let through = if span > 0.0 {
+                self.since / span
+            } else {
+                before
+            };
+            let learned = through
+                .min(before * THROTTLE_DECREASE)
+                .max(before * LARGEST_CUT);
+            self.learned = Some((learned, now));
+            self.since = 0.0;
+            self.since_at = now;
         }
         self.throttled_until = self.throttled_until.max(until);
     }
 
-    /// Learn from a provider's headers: `limit` (its figure or its shorter window's size) and
-    /// `remaining` (its room now).
-    pub(crate) fn observe(&mut self, now: Instant, limit: Option<u64>, remaining: Option<u64>) {
-        self.advance(now);
+    /// Learn from a provider's headers: `limit` (its per-minute figure), `remaining` (what it
+    /// admits now) and `reset` (when it is whole again).
+    pub(crate) fn observe(
+        &mut self,
+        now: Instant,
+        limit: Option<u64>,
+        remaining: Option<u64>,
+        reset: Option<Duration>,
+    ) {
         if let Some(limit) = limit.filter(|l| *l > 0) {
-            let rho = self.per_second();
-            let limit = limit as f64;
-            let ours = match (self.rate.burst, self.window) {
-                (_, Some(w)) => rho * w.as_secs_f64(),
-                (Some(b), None) => rho * b.as_secs_f64(),
-                (None, None) => rho * ASSUMED_WINDOW.as_secs_f64(),
-            };
-            if limit < ours {
-                let w = Duration::from_secs_f64(limit / rho).max(MIN_WINDOW);
-                self.window = Some(w);
-                self.level = self.level.min(self.capacity());
-            }
+            let stated = limit as f64 / 60.0;
+            self.stated = self
+                .catalog()
+                .is_none_or(|c| stated < c)
+                .then_some(stated);
         }
-        if let Some(r) = remaining
-            && (r as f64) < self.level
-        {
-            self.level = r as f64;
-            self.fresh = false;
+        if let Some(remaining) = remaining {
+            let until = later(now, reset.unwrap_or(ASSUMED_WINDOW));
+            self.room = Some((remaining as f64, now, until));
         }
     }
 
-    /// The fraction of the capacity free now (0 in debt or during a pause).
-    pub(crate) fn headroom(&mut self, now: Instant) -> f64 {
-        self.advance(now);
-        if self.at > now {
-            return 0.0;
+    /// The share of the burst (or of the assumed window) not yet paid for, and not more than the
+    /// provider's stated room: 0 while a pause holds the axis.
+    pub(crate) fn headroom(&self, now: Instant) -> f64 {
+        let ahead = self.tat.saturating_duration_since(now).as_secs_f64();
+        let span = self.tolerance().max(ASSUMED_WINDOW).as_secs_f64();
+        let mut free = 1.0 - ahead / span;
+        if let Some((room, at, until)) = self.room
+            && now < until
+        {
+            let rate = self.per_second(now);
+            let have = room + rate * now.saturating_duration_since(at).as_secs_f64();
+            free = free.min(have / (rate * span));
         }
-        (self.level / self.capacity().max(1e-9)).clamp(0.0, 1.0)
+        free.clamp(0.0, 1.0)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn secs(s: f64) -> Duration {
-        Duration::from_secs_f64(s)
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn the_default_bucket_holds_four_percent_of_ten_seconds_and_refills_at_96_percent() {
-        let now = Instant::now();
-        // 150,000 per minute: 2,500 per second; 25,000 per 10 s.
-        let mut b = Bucket::new(Rate::per_minute(150_000), now);
-        assert!((b.capacity() - 1_000.0).abs() < 1e-6);
-        assert!((b.refill(now) - 2_400.0).abs() < 1e-6);
-        assert_eq!(b.check(now, 1_000), None);
-        b.take(1_000);
-        let wait = b.check(now, 480).unwrap();
-        assert!((wait.as_secs_f64() - 0.2).abs() < 1e-3, "{wait:?}");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn an_explicit_burst_refills_at_the_whole_rate() {
-        let now = Instant::now();
-        let mut b = Bucket::new(Rate::per_minute(6_000).with_burst(secs(10.0)), now);
-        assert!((b.capacity() - 1_000.0).abs() < 1e-6);
-        assert!((b.refill(now) - 100.0).abs() < 1e-6);
-        assert_eq!(b.check(now, 1_000), None);
-        b.take(1_000);
-        assert!(b.check(now, 100).is_some());
-        assert_eq!(b.check(now + secs(1.0), 100), None);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn an_ask_larger_than_the_bucket_grows_it_and_slows_the_refill() {
-        let now = Instant::now();
-        // 6,000 per minute: a bucket of 40 refilling at 96 per second.
-        let mut b = Bucket::new(Rate::per_minute(6_000), now);
-        assert!((b.capacity() - 40.0).abs() < 1e-6);
-        assert_eq!(b.check(now, 40), None);
-        b.take(40);
-        // An ask of 200 waits for the bucket to hold it, and the refill pays for the larger
-        // bucket: 100 − 200 / 10 = 80 per second.
-        let wait = b.check(now, 200).unwrap();
-        assert!((b.capacity() - 200.0).abs() < 1e-6);
-        assert!((b.refill(now) - 80.0).abs() < 1e-6);
-        assert!((wait.as_secs_f64() - 2.5).abs() < 1e-3, "{wait:?}");
-        assert_eq!(b.check(now + wait, 200), None);
-        // Past half the window's share (500), an ask takes a full bucket into debt.
-        let later = now + wait;
-        b.take(200);
-        let wait = b.check(later, 900).unwrap();
-        assert!((b.capacity() - 500.0).abs() < 1e-6);
-        assert!((wait.as_secs_f64() - 10.0).abs() < 1e-3, "{wait:?}");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_pause_empties_the_bucket_and_holds_the_refill() {
-        let now = Instant::now();
-        let mut b = Bucket::new(Rate::per_minute(6_000).with_burst(secs(10.0)), now);
-        b.pause(now, now + secs(5.0));
-        let refill = b.refill(now);
-        assert!((refill - 80.0).abs() < 1e-6, "the factor fell by a fifth");
-        let wait = b.check(now, 80).unwrap();
-        assert!((wait.as_secs_f64() - 6.0).abs() < 1e-3, "{wait:?}");
-        // A second throttle of the same pause does not lower it again.
-        b.pause(now + secs(1.0), now + secs(5.0));
-        assert!(b.refill(now + secs(1.0)) > 80.0);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_shorter_window_in_the_limit_header_is_learned() {
-        let now = Instant::now();
-        // The catalog says 300,000 per minute; the provider says its limit is 25,000 (per 5 s
-        // at the catalog's rate).
-        let mut b = Bucket::new(Rate::per_minute(300_000), now);
-        b.observe(now, Some(25_000), Some(20_000));
-        assert!((b.capacity() - 1_000.0).abs() < 1e-6);
-        assert!((b.refill(now) - (5_000.0 - 200.0)).abs() < 1e-6);
-        // The per-minute figure itself teaches nothing.
-        let mut b = Bucket::new(Rate::per_minute(300_000), now);
-        b.observe(now, Some(300_000), None);
-        assert!((b.capacity() - 2_000.0).abs() < 1e-6);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_lower_remaining_lowers_the_level() {
-        let now = Instant::now();
-        let mut b = Bucket::new(Rate::per_minute(6_000).with_burst(secs(10.0)), now);
-        b.observe(now, None, Some(300));
-        assert!(b.check(now, 301).is_some());
-        assert_eq!(b.check(now, 300), None);
-        b.observe(now, None, Some(5_000));
-        assert!(
-            b.check(now, 301).is_some(),
-            "a higher remaining raises nothing"
-        );
-    }
-}
+mod tests;

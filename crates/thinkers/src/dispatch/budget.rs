@@ -1,9 +1,8 @@
 //! Admission budgets: limits per named budget and the store that keeps their accounting.
 //!
 //! A budget has up to three limits: a token rate, a request rate and a concurrency. Each rate is
-//! a token bucket that refills continuously ([`super::bucket`] says how it is sized, what it
-//! guarantees and what it learns): a per-minute figure is spent as a rate with a bounded burst,
-//! never as a whole minute let out at once.
+//! an axis paced in virtual time ([`super::bucket`] says how, what it guarantees and what it
+//! learns): a per-minute figure is spent as a rate, never as a whole minute let out at once.
 //!
 //! [`BudgetStore`] is the seam for a shared, multi-process implementation (Redis); the in-process
 //! default is [`MemoryBudgets`]. The waiting and FIFO ordering live above the store, in
@@ -16,7 +15,7 @@ use futures::future::BoxFuture;
 
 use tokio::time::Instant;
 
-use super::bucket::Bucket;
+use super::bucket::{Bucket, later};
 use crate::Result;
 use crate::job::{Ask, Limits, Rate};
 
@@ -56,10 +55,10 @@ pub struct RateObservation {
     pub remaining_requests: Option<u64>,
     /// When the request allowance is fully replenished.
     pub requests_reset: Option<Duration>,
-    /// The token limit the provider states: its per-minute figure, or the size of the shorter
-    /// window it enforces it over.
+    /// The token limit the provider states: its per-minute figure (the meaning OpenAI's and
+    /// Anthropic's `*-limit` headers document).
     pub limit_tokens: Option<u64>,
-    /// The request limit the provider states, read like [`Self::limit_tokens`].
+    /// The request limit the provider states, per minute.
     pub limit_requests: Option<u64>,
 }
 
@@ -84,9 +83,9 @@ pub trait BudgetStore: Send + Sync + 'static {
     fn settle(&self, lease: &Lease, used_tokens: u64);
     /// Give back a lease's concurrency.
     fn release(&self, lease: &Lease);
-    /// Admit nothing on this budget for `wait` (the provider throttled us). The rate buckets are
-    /// emptied and refill only from the pause's end, so waiters leave at the rate, not at once;
-    /// the refill rate is lowered (see [`super::bucket`]).
+    /// Admit nothing on this budget for `wait` (the provider throttled us), and no longer; waiters
+    /// then leave at the rate, not at once. A busy axis learns the rate the provider allowed
+    /// (see [`super::bucket`]).
     fn pause(&self, budget: &str, wait: Duration);
     /// Learn from the provider's rate-limit headers.
     fn observe(&self, budget: &str, obs: RateObservation);
@@ -107,7 +106,9 @@ impl State {
     /// Set the limits; a rate that did not change keeps its bucket (and what it learned).
     fn set(&mut self, limits: Limits, now: Instant) {
         let keep = |old: Option<Bucket>, new: Option<Rate>| match (old, new) {
-            (Some(b), Some(r)) if b.rate() == r => Some(b),
+            (Some(b), Some(r)) if b.rate() == Some(r) => Some(b),
+            // An axis the provider stated and the catalog still leaves out keeps what it learned.
+            (Some(b), None) if b.rate().is_none() => Some(b),
             (_, r) => r.map(|r| Bucket::new(r, now)),
         };
         self.tokens = keep(self.tokens.take(), limits.tokens);
@@ -116,7 +117,7 @@ impl State {
     }
 }
 
-/// The in-process budget store: a token bucket per rate under a mutex per store.
+/// The in-process budget store: a paced axis per rate under a mutex per store.
 #[derive(Debug, Default)]
 pub struct MemoryBudgets {
     states: Mutex<foldhash::HashMap<String, State>>,
@@ -168,18 +169,18 @@ impl MemoryBudgets {
                 return Reservation::Wait(None);
             }
             let requests = u64::from(ask.requests);
-            let wait = [(&mut s.tokens, ask.tokens), (&mut s.requests, requests)]
+            let wait = [(&s.tokens, ask.tokens), (&s.requests, requests)]
                 .into_iter()
-                .filter_map(|(b, n)| b.as_mut()?.check(now, n))
+                .filter_map(|(b, n)| b.as_ref()?.check(now, n))
                 .max();
             if wait.is_some() {
                 return Reservation::Wait(wait);
             }
             if let Some(b) = &mut s.tokens {
-                b.take(ask.tokens);
+                b.take(now, ask.tokens);
             }
             if let Some(b) = &mut s.requests {
-                b.take(requests);
+                b.take(now, requests);
             }
             s.in_flight += ask.slots;
             Reservation::Granted(Lease {
@@ -233,7 +234,7 @@ impl BudgetStore for MemoryBudgets {
 
     fn pause(&self, budget: &str, wait: Duration) {
         let now = Instant::now();
-        let until = now + wait;
+        let until = later(now, wait);
         self.with(budget, |s| {
             if s.paused_until.is_none_or(|p| p < until) {
                 s.paused_until = Some(until);
@@ -247,11 +248,30 @@ impl BudgetStore for MemoryBudgets {
     fn observe(&self, budget: &str, obs: RateObservation) {
         let now = Instant::now();
         self.with(budget, |s| {
-            if let Some(b) = &mut s.tokens {
-                b.observe(now, obs.limit_tokens, obs.remaining_tokens);
-            }
-            if let Some(b) = &mut s.requests {
-                b.observe(now, obs.limit_requests, obs.remaining_requests);
+            let axes = [
+                (
+                    &mut s.tokens,
+                    obs.limit_tokens,
+                    obs.remaining_tokens,
+                    obs.tokens_reset,
+                ),
+                (
+                    &mut s.requests,
+                    obs.limit_requests,
+                    obs.remaining_requests,
+                    obs.requests_reset,
+                ),
+            ];
+            for (axis, limit, remaining, reset) in axes {
+                // A figure the provider states for an axis the catalog left out paces it too.
+                if axis.is_none()
+                    && let Some(limit) = limit.filter(|l| *l > 0)
+                {
+                    *axis = Some(Bucket::stated(limit, now));
+                }
+                if let Some(b) = axis {
+                    b.observe(now, limit, remaining, reset);
+                }
             }
         });
     }

@@ -71,6 +71,9 @@ pub struct DispatchConfig {
     pub throttle_backoff: Duration,
     /// The first backoff after a transient failure (doubled each time).
     pub transient_backoff: Duration,
+    /// The longest wait a server (a model provider or a service tool's) may ask for before a
+    /// retry; a longer `Retry-After` is waited for this long.
+    pub max_server_wait: Duration,
 }
 
 impl Default for DispatchConfig {
@@ -82,6 +85,7 @@ impl Default for DispatchConfig {
             max_unreadable_answers: 1,
             throttle_backoff: Duration::from_secs(1),
             transient_backoff: Duration::from_millis(200),
+            max_server_wait: crate::llm::client::DEFAULT_MAX_RETRY_WAIT,
         }
     }
 }

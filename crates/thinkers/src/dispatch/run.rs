@@ -202,7 +202,7 @@ fn backoff(base: Duration, n: u32, salt: u128) -> Duration {
     let exp = base.saturating_mul(1 << n.min(10));
     // Up to 25% jitter, derived from the job id so retries of many jobs spread out.
     let jitter_permille = (salt % 250) as u32;
-    exp + exp * jitter_permille / 1000
+    exp.saturating_add(exp * jitter_permille / 1000)
 }
 
 async fn attempts<J: Job>(
@@ -276,18 +276,24 @@ async fn attempts<J: Job>(
             RetrySignal::Throttled {
                 budget,
                 retry_after,
+                detail,
             } => {
                 attempt.throttles += 1;
                 if attempt.throttles > config.max_throttles {
-                    return Err(exhausted(attempt, "throttled too many times"));
+                    return Err(exhausted(attempt, &throttled_out(detail.as_deref())));
                 }
-                let wait = retry_after.unwrap_or_else(|| {
-                    backoff(config.throttle_backoff, attempt.throttles - 1, salt)
-                });
-                if let Some(b) = &budget {
-                    dispatcher.admission().store().pause(b, wait);
+                let wait = retry_after
+                    .unwrap_or_else(|| {
+                        backoff(config.throttle_backoff, attempt.throttles - 1, salt)
+                    })
+                    .min(config.max_server_wait);
+                // A throttled budget holds every job on it, this one included, for the wait and
+                // no longer (admission answers again once the pause ends); a throttle outside any
+                // budget is waited out here.
+                match &budget {
+                    Some(b) => dispatcher.admission().store().pause(b, wait),
+                    None => tokio::time::sleep(wait).await,
                 }
-                tokio::time::sleep(wait).await;
             }
             RetrySignal::Correction { reason } => {
                 attempt.corrections += 1;
@@ -318,8 +324,9 @@ async fn attempts<J: Job>(
                 }
                 let n = attempt.transient_retries - 1;
                 // The server's wait when it named one, else the backoff.
-                let wait =
-                    retry_after.unwrap_or_else(|| backoff(config.transient_backoff, n, salt));
+                let wait = retry_after
+                    .unwrap_or_else(|| backoff(config.transient_backoff, n, salt))
+                    .min(config.max_server_wait);
                 attempt.transient_time += attempt_started.elapsed() + wait;
                 tokio::time::sleep(wait).await;
             }
@@ -337,6 +344,15 @@ async fn attempts<J: Job>(
                 ));
             }
         }
+    }
+}
+
+/// What a job throttled past its bound was last told: who throttled it and what they said, when
+/// the signal named it.
+fn throttled_out(detail: Option<&str>) -> String {
+    match detail {
+        Some(d) => format!("throttled too many times; the last: {d}"),
+        None => "throttled too many times".to_owned(),
     }
 }
 

@@ -324,15 +324,12 @@ impl BudgetStore for RedisBudgets {
     }
 
     fn settle(&self, lease: &Lease, used_tokens: u64) {
-        let Some(rate) = self.limits(&lease.budget).and_then(|l| l.tokens) else {
+        let Some(limits) = self.limits(&lease.budget) else {
             return;
         };
-        if used_tokens == lease.tokens {
-            return;
-        }
         let mut inv = SCRIPTS.settle.prepare_invoke();
         inv.key(self.inner.key(&lease.budget, "tok:b"));
-        bucket_args(&mut inv, Some(rate));
+        bucket_args(&mut inv, limits.tokens);
         inv.arg(signed(lease.tokens)).arg(signed(used_tokens));
         self.inner.spawn("settle", inv);
     }
@@ -354,7 +351,7 @@ impl BudgetStore for RedisBudgets {
     }
 
     fn pause(&self, budget: &str, wait: Duration) {
-        let until = Instant::now() + wait;
+        let until = crate::dispatch::bucket::later(Instant::now(), wait);
         if let Some(l) = self.inner.lock().get_mut(budget)
             && l.paused_until.is_none_or(|p| p < until)
         {
@@ -381,23 +378,26 @@ impl BudgetStore for RedisBudgets {
                 limits.tokens,
                 obs.limit_tokens,
                 obs.remaining_tokens,
+                obs.tokens_reset,
             ),
             (
                 "req:b",
                 limits.requests,
                 obs.limit_requests,
                 obs.remaining_requests,
+                obs.requests_reset,
             ),
         ];
-        for (key, rate, limit, remaining) in axes {
-            if rate.is_none() || (limit.is_none() && remaining.is_none()) {
+        for (key, rate, limit, remaining, reset) in axes {
+            if limit.is_none() && remaining.is_none() {
                 continue;
             }
             let mut inv = SCRIPTS.observe.prepare_invoke();
             inv.key(self.inner.key(budget, key));
             bucket_args(&mut inv, rate);
             inv.arg(limit.map_or(-1, signed))
-                .arg(remaining.map_or(-1, signed));
+                .arg(remaining.map_or(-1, signed))
+                .arg(reset.map_or(-1, millis));
             self.inner.spawn("observe", inv);
         }
     }

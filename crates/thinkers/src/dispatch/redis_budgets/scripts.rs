@@ -2,14 +2,15 @@
 //! the clock with `TIME`, so every process judges buckets and leases by the same clock.
 //!
 //! Keys of one budget (`P` is the store's prefix and the budget name): `P:tok:b`/`P:req:b` (the
-//! token and request buckets: hash of `level`, `at`, the refill factor `f` and its time `fat`,
-//! the last throttle's end `tu`, a learned window `win` and the largest ask of the last window `big` (seen at `bigat`), kept an hour
-//! after their last use),
+//! token and request axes: hash of the time they are paid up to `tat`, the provider's stated rate
+//! `st`, the learned rate `lr` (since `lat`), the last throttle's end `tu`, the units let through
+//! since `sat` (`since`) and the room the provider last stated `rm` (at `rmat`, until `rmu`),
+//! kept an hour after their last use),
 //! `P:held:z` (sorted set of concurrency holders scored by lease expiry), `P:held:s` (hash
 //! holder → slots), `P:pause` (pause end, ms) and `P:seq` (the lease id counter, kept a day
 //! after its last use).
 //!
-//! The bucket arithmetic is [`crate::dispatch::bucket`]'s, in milliseconds, with the same
+//! The pacing arithmetic is [`crate::dispatch::bucket`]'s, in milliseconds, with the same
 //! constants (formatted into the prelude from the Rust ones).
 
 use std::sync::LazyLock;
@@ -17,95 +18,95 @@ use std::sync::LazyLock;
 use redis::Script;
 
 use crate::dispatch::bucket::{
-    ASSUMED_WINDOW, BURST_SHARE, FACTOR_FLOOR, FACTOR_RECOVERY, THROTTLE_DECREASE,
+    ASSUMED_WINDOW, LARGEST_CUT, MAX_WAIT, RECOVERY, THROTTLE_DECREASE,
 };
 
-/// Shared helpers: the server clock, the buckets, the concurrency holders. A bucket is described
-/// by three arguments: its rate per ms (`-1` when the axis is unlimited), its explicit burst in
-/// ms (`-1` for the default) and the figure's amount (the capacity never exceeds it).
+/// Shared helpers: the server clock, the paced axes, the concurrency holders. An axis is
+/// described by three arguments: the catalog's rate per ms (`-1` when the catalog leaves the
+/// axis out), its explicit burst in ms (`-1` for none) and the figure's amount.
 const PRELUDE: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 local KEEP = 3600000
 
-local function capacity(b)
-  local function share(w) return SHARE * b.rho * w end
-  local c
-  if b.burst >= 0 and b.win == nil then c = b.rho * b.burst
-  elseif b.burst >= 0 then c = math.min(b.rho * b.burst, share(b.win))
-  else c = share(b.win or AWIN) end
-  local growth = b.amount
-  if b.win then growth = b.rho * b.win / 2 end
-  c = math.max(c, math.min(b.big, growth))
-  return math.min(c, b.amount)
-end
-
-local function factor(b)
-  local f = b.f + REC * math.max(0, now - b.fat) / 1000
-  if f > 1 then f = 1 end
-  return f
-end
-
-local function refill(b)
-  local paid = 0
-  if b.win then paid = b.cap / b.win end
-  local r = factor(b) * (b.rho - paid)
-  if r < b.rho * 1e-6 then r = b.rho * 1e-6 end
-  return r
-end
-
-local function advance(b)
-  if now > b.at then
-    b.level = math.min(b.cap, b.level + refill(b) * (now - b.at))
-    b.at = now
-  end
-end
-
-local function load(key, rho, burst, amount)
-  local h = redis.call('HMGET', key, 'level', 'at', 'f', 'fat', 'tu', 'win', 'big', 'bigat')
-  local b = {key = key, rho = rho, burst = burst, amount = amount}
-  b.win = tonumber(h[6])
-  if b.win == nil and burst < 0 then b.win = math.min(AWIN, amount / rho) end
-  b.f = tonumber(h[3]) or 1
-  b.fat = tonumber(h[4]) or now
+-- nil for an axis neither the catalog nor the provider gave a rate.
+local function load(key, rho, burst)
+  local h = redis.call('HMGET', key, 'tat', 'st', 'lr', 'lat', 'tu', 'since', 'sat', 'rm', 'rmat', 'rmu')
+  local b = {key = key, cat = rho, burst = burst}
+  b.st = tonumber(h[2])
+  if rho < 0 and b.st == nil then return nil end
+  b.tat = tonumber(h[1]) or now
+  b.lr = tonumber(h[3])
+  b.lat = tonumber(h[4]) or now
   b.tu = tonumber(h[5]) or now
-  b.big = tonumber(h[7]) or 0
-  b.bigat = tonumber(h[8]) or now
-  b.cap = capacity(b)
-  b.level = tonumber(h[1])
-  if b.level == nil then b.fresh = true; b.level = b.cap end
-  b.at = tonumber(h[2]) or now
-  advance(b)
+  b.since = tonumber(h[6]) or 0
+  b.sat = tonumber(h[7]) or now
+  b.rm = tonumber(h[8])
+  b.rmat = tonumber(h[9]) or now
+  b.rmu = tonumber(h[10]) or now
   return b
 end
 
 local function save(b)
-  redis.call('HSET', b.key, 'level', tostring(b.level), 'at', tostring(b.at), 'f', tostring(b.f),
-    'fat', tostring(b.fat), 'tu', tostring(b.tu), 'big', tostring(b.big),
-    'bigat', tostring(b.bigat))
-  if b.win then redis.call('HSET', b.key, 'win', tostring(b.win)) end
+  redis.call('HSET', b.key, 'tat', tostring(b.tat), 'tu', tostring(b.tu),
+    'since', tostring(b.since), 'sat', tostring(b.sat))
+  if b.rm then
+    redis.call('HSET', b.key, 'rm', tostring(b.rm), 'rmat', tostring(b.rmat), 'rmu', tostring(b.rmu))
+  end
+  if b.st then redis.call('HSET', b.key, 'st', tostring(b.st))
+  else redis.call('HDEL', b.key, 'st') end
+  if b.lr then redis.call('HSET', b.key, 'lr', tostring(b.lr), 'lat', tostring(b.lat)) end
   redis.call('PEXPIRE', b.key, KEEP)
 end
 
--- nil when `need` fits now, else the wait in ms. A larger ask than any before grows the bucket.
-local function check(b, need)
-  if need >= b.big or now - b.bigat > (b.win or AWIN) then
-    b.big = need
-    b.bigat = now
-    b.cap = capacity(b)
-    if b.fresh then b.level = b.cap end
-    b.level = math.min(b.level, b.cap)
-    save(b)
+local function rate(b)
+  local r = b.cat
+  if r < 0 or (b.st and b.st < r) then r = b.st end
+  if b.lr then r = math.min(r, b.lr * (1 + REC * math.max(0, now - b.lat) / 1000)) end
+  return math.max(r, 1e-12)
+end
+
+local function tolerance(b)
+  if b.burst > 0 then return b.burst end
+  return 0
+end
+
+-- nil when the axis grants `n` now, else the wait in ms.
+local function wait(b, n)
+  local r = rate(b)
+  local w = math.max(0, b.tat - math.max(0, tolerance(b) - n / r) - now)
+  if b.rm and now < b.rmu then
+    local have = b.rm + r * (now - b.rmat)
+    if have < n then w = math.max(w, math.min((n - have) / r, b.rmu - now)) end
   end
-  local n = math.min(need, b.cap)
-  if b.at <= now and b.level >= n then return nil end
-  return math.max(0, b.at - now) + math.max(0, n - b.level) / refill(b)
+  if w > 0 then return w end
+  return nil
+end
+
+local function take(b, n)
+  if b.tat < now then b.since = 0; b.sat = now end
+  b.tat = math.max(b.tat, now) + math.min(n / rate(b), MAXW)
+  b.since = b.since + n
+  if b.rm then b.rm = b.rm - n end
+end
+
+local function margin(b, n, used)
+  if b.burst > 0 then return 0 end
+  local share = rate(b) * AWIN
+  if n < share then return n * used / (share - n) end
+  return 0
 end
 
 local function headroom(b)
   if b == nil then return 1000000 end
-  if b.at > now then return 0 end
-  return math.floor(math.max(0, math.min(1, b.level / math.max(b.cap, 1e-9))) * 1000000)
+  local ahead = math.max(0, b.tat - now)
+  local span = math.max(tolerance(b), AWIN)
+  local free = 1 - ahead / span
+  if b.rm and now < b.rmu then
+    local r = rate(b)
+    free = math.min(free, (b.rm + r * (now - b.rmat)) / (r * span))
+  end
+  return math.floor(math.max(0, math.min(1, free)) * 1000000)
 end
 
 local function held(hz, hs)
@@ -128,9 +129,7 @@ local tr, tb, ta = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local rr, rb, ra = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local cl = tonumber(ARGV[7])
 local at, ar, as, ttl = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
-local tok, req, inflight = nil, nil, 0
-if tr >= 0 then tok = load(KEYS[1], tr, tb, ta) end
-if rr >= 0 then req = load(KEYS[2], rr, rb, ra) end
+local tok, req, inflight = load(KEYS[1], tr, tb), load(KEYS[2], rr, rb), 0
 if cl >= 0 then inflight = held(KEYS[3], KEYS[4]) end
 local function answer(kind, value)
   return {kind, value, headroom(tok), headroom(req), inflight}
@@ -138,17 +137,17 @@ end
 local paused = tonumber(redis.call('GET', KEYS[5]) or '0')
 if paused > now then return answer(1, math.ceil(paused - now)) end
 if cl >= 0 and inflight + as > cl then return answer(1, -1) end
-local wait = nil
-if tok then wait = check(tok, at) end
+local w = nil
+if tok then w = wait(tok, at) end
 if req then
-  local w = check(req, ar)
-  if w and (wait == nil or w > wait) then wait = w end
+  local wr = wait(req, ar)
+  if wr and (w == nil or wr > w) then w = wr end
 end
-if wait then return answer(1, math.max(1, math.ceil(wait))) end
+if w then return answer(1, math.max(1, math.ceil(w))) end
 local id = redis.call('INCR', KEYS[6])
 redis.call('PEXPIRE', KEYS[6], 86400000)
-if tok then tok.level = tok.level - at; save(tok) end
-if req then req.level = req.level - ar; save(req) end
+if tok then take(tok, at); save(tok) end
+if req then take(req, ar); save(req) end
 if cl >= 0 and as > 0 then
   redis.call('ZADD', KEYS[3], now + ttl, id)
   redis.call('HSET', KEYS[4], id, as)
@@ -157,10 +156,15 @@ end
 return answer(0, id)
 ";
 
-/// Settle a grant's tokens. KEYS: tok:b. ARGV: the token bucket (three), reserved, used.
+/// Settle a grant's tokens. KEYS: tok:b. ARGV: the token axis (three), reserved, used.
 const SETTLE: &str = r"
-local b = load(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
-b.level = math.min(b.cap, b.level + tonumber(ARGV[4]) - tonumber(ARGV[5]))
+local b = load(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]))
+if b == nil then return 0 end
+local reserved, used = tonumber(ARGV[4]), tonumber(ARGV[5])
+local owed = used + margin(b, reserved, used) - reserved
+if owed > 0 then b.tat = math.max(b.tat, now) + math.min(owed / rate(b), MAXW)
+else b.tat = math.max(b.tat + owed / rate(b), now) end
+b.since = math.max(0, b.since + used - reserved)
 save(b)
 return 1
 ";
@@ -180,22 +184,26 @@ end
 return n
 ";
 
-/// Pause the budget and empty its buckets until the pause ends. KEYS: pause tok:b req:b.
-/// ARGV: wait ms, the token bucket (three), the request bucket (three). A longer pause already
-/// set stays.
+/// Pause the budget and hold its axes until the pause ends; an axis that was sending at its
+/// rate learns the rate (once per pause). KEYS: pause tok:b req:b. ARGV: wait ms, the token
+/// axis (three), the request axis (three). A longer pause already set stays.
 const PAUSE: &str = r"
-local untl = now + tonumber(ARGV[1])
+local untl = now + math.min(tonumber(ARGV[1]), MAXW)
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
-if cur < untl then redis.call('SET', KEYS[1], math.ceil(untl), 'PX', tonumber(ARGV[1])) end
+if cur < untl then redis.call('SET', KEYS[1], math.ceil(untl), 'PX', math.ceil(untl - now)) end
 for i, key in ipairs({KEYS[2], KEYS[3]}) do
-  local rho = tonumber(ARGV[3 * i - 1])
-  if rho >= 0 then
-    local b = load(key, rho, tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1]))
-    b.level = math.min(b.level, 0)
-    b.at = math.max(b.at, untl)
-    if now >= b.tu then
-      b.f = math.max(FLOOR, factor(b) * DEC)
-      b.fat = now
+  local b = load(key, tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i]))
+  if b then
+    local busy = b.tat >= now
+    b.tat = math.max(b.tat, untl)
+    if busy and now >= b.tu then
+      local before = rate(b)
+      local through = before
+      if untl > b.sat then through = b.since / (untl - b.sat) end
+      b.lr = math.max(math.min(through, before * DEC), before * CUT)
+      b.lat = now
+      b.since = 0
+      b.sat = now
     end
     b.tu = math.max(b.tu, untl)
     save(b)
@@ -204,22 +212,24 @@ end
 return 1
 ";
 
-/// Learn from a provider's headers. KEYS: b. ARGV: the bucket (three), the stated limit and the
-/// remaining count (each -1 when absent).
+/// Learn from a provider's headers. KEYS: b. ARGV: the axis (three), the stated per-minute
+/// limit, the remaining count and the reset in ms (each -1 when absent).
 const OBSERVE: &str = r"
-local b = load(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
-local limit, remaining = tonumber(ARGV[4]), tonumber(ARGV[5])
-if limit > 0 then
-  local ours
-  if b.win then ours = b.rho * b.win else ours = b.rho * b.burst end
-  if limit < ours then
-    b.win = math.max(1000, limit / b.rho)
-    b.cap = capacity(b)
-    b.level = math.min(b.level, b.cap)
-  end
+local limit, remaining, reset = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local b = load(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]))
+if b == nil then
+  if limit <= 0 then return 0 end
+  b = {key = KEYS[1], cat = -1, burst = -1, tat = now, tu = now, since = 0, sat = now}
 end
-if remaining >= 0 then b.level = math.min(b.level, remaining) end
-b.fresh = false
+if limit > 0 then
+  local st = limit / 60000
+  if b.cat < 0 or st < b.cat then b.st = st else b.st = nil end
+end
+if remaining >= 0 then
+  b.rm = remaining
+  b.rmat = now
+  if reset >= 0 then b.rmu = now + math.min(reset, MAXW) else b.rmu = now + AWIN end
+end
 save(b)
 return 1
 ";
@@ -227,12 +237,12 @@ return 1
 /// The prelude's constants, from the Rust ones.
 fn constants() -> String {
     format!(
-        "local SHARE, DEC, FLOOR, REC, AWIN = {BURST_SHARE:?}, {THROTTLE_DECREASE:?}, \
-         {FACTOR_FLOOR:?}, {FACTOR_RECOVERY:?}, {}\n",
-        ASSUMED_WINDOW.as_millis()
+        "local DEC, CUT, REC, AWIN, MAXW = {THROTTLE_DECREASE:?}, {LARGEST_CUT:?}, \
+         {RECOVERY:?}, {}, {}\n",
+        ASSUMED_WINDOW.as_millis(),
+        MAX_WAIT.as_millis()
     )
 }
-
 fn with_prelude(body: &str) -> Script {
     Script::new(&format!("{}{PRELUDE}\n{body}", constants()))
 }
