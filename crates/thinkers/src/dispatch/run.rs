@@ -287,13 +287,11 @@ async fn attempts<J: Job>(
                         backoff(config.throttle_backoff, attempt.throttles - 1, salt)
                     })
                     .min(config.max_server_wait);
-                // A throttled budget holds every job on it, this one included, for the wait and
-                // no longer (admission answers again once the pause ends); a throttle outside any
-                // budget is waited out here.
-                match &budget {
-                    Some(b) => dispatcher.admission().store().pause(b, wait),
-                    None => tokio::time::sleep(wait).await,
+                // A throttled budget holds every job on it for the wait and no longer.
+                if let Some(b) = &budget {
+                    dispatcher.admission().store().pause(b, wait);
                 }
+                tokio::time::sleep(wait).await;
             }
             RetrySignal::Correction { reason } => {
                 attempt.corrections += 1;

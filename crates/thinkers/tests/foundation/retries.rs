@@ -177,3 +177,56 @@ async fn the_escalated_attempt_is_visible_to_requirements() {
     let (d, _) = dispatcher();
     assert_eq!(d.run(Esc(Vec::new())).await.unwrap(), vec![false, true]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_server_wait_longer_than_the_cap_is_cut_to_it_without_overflow() {
+    // The largest value a `Retry-After` header can carry, with a budget (the pause) and without
+    // (the job's own sleep): each waits the dispatcher's cap, once, and the job runs again.
+    let limits = Limits {
+        tokens: Some(Rate::per_minute(1_000_000)),
+        ..Limits::default()
+    };
+    let (d, _) = dispatcher_with("model:e", limits);
+    let cap = d.config().max_server_wait;
+    let huge = Duration::from_secs(u64::MAX);
+    for budget in [Some("model:e".to_owned()), None] {
+        let t0 = Instant::now();
+        let (job, runs) = Scripted::new(vec![Error::throttled(budget.clone(), Some(huge))]);
+        assert_eq!(d.run(job).await.unwrap(), 2, "{budget:?}");
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+        let took = Instant::now() - t0;
+        assert!(took >= cap && took < cap + Duration::from_secs(1), "{took:?}");
+    }
+    // A transient failure's server wait is capped the same way.
+    let t0 = Instant::now();
+    let (job, _) = Scripted::new(vec![Error::transient("sim", "503", Some(huge))]);
+    assert_eq!(d.run(job).await.unwrap(), 2);
+    assert!(Instant::now() - t0 < cap + Duration::from_secs(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_throttled_budget_admits_again_when_the_pause_ends() {
+    // The throttled job and every other job on the budget run again when the pause ends, not
+    // later.
+    let limits = Limits {
+        tokens: Some(Rate::per_minute(1_000_000)),
+        ..Limits::default()
+    };
+    let (d, _) = dispatcher_with("model:e", limits);
+    let t0 = Instant::now();
+    let (job, _) = Scripted::new(vec![Error::throttled(
+        Some("model:e".into()),
+        Some(Duration::from_millis(2_500)),
+    )]);
+    let throttled = d.submit(job);
+    tokio::task::yield_now().await;
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let other = d.run(SeatJob::new("model:e", 10)).await.unwrap() - t0;
+    assert!(
+        other >= Duration::from_millis(2_500) && other < Duration::from_millis(2_600),
+        "{other:?}"
+    );
+    assert_eq!(throttled.await.unwrap(), 2);
+    let took = Instant::now() - t0;
+    assert!(took < Duration::from_millis(2_600), "{took:?}");
+}
