@@ -13,9 +13,8 @@ pub struct Rate {
     pub amount: u64,
     /// The period.
     pub per: Duration,
-    /// The burst the provider accepts, as a stretch of the rate (`Some(10 s)`: ten seconds'
-    /// worth at once); the bucket then refills at the whole rate. `None`: the conservative
-    /// default, 4 % of a 10-second window's worth, paid for by refilling at 96 % of the rate.
+    /// The burst the provider accepts, as a stretch of the rate (`Some(10 s)`: asks may run
+    /// ten seconds' worth ahead of the rate). `None`: no burst; asks are paced at the rate.
     #[serde(default)]
     pub burst: Option<Duration>,
 }
