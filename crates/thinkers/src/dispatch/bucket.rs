@@ -16,10 +16,11 @@
 //! figure the provider states in its `limit` headers (a per-minute figure, as OpenAI and
 //! Anthropic document them; it also paces an axis the catalog left out), and the rate learned
 //! from throttles. A throttle (a pause: the provider answered 429) holds every grant until the
-//! pause ends and no longer; if the axis was sending at its rate (busy), it also learns what the
-//! provider really let through since the axis was last idle or throttled, `units / (elapsed +
-//! the wait asked)`, kept between [`LARGEST_CUT`] and [`THROTTLE_DECREASE`] of the rate before
-//! (once per pause). The learned rate climbs back by [`RECOVERY`] of itself per second.
+//! pause ends and no longer; if the axis was sending at its rate (busy), it also learns (once per
+//! pause) what the provider really let through since the axis was last idle or throttled,
+//! `units / (elapsed + the wait asked)`, when that is below the rate, else [`THROTTLE_DECREASE`]
+//! of the rate; never less than [`LARGEST_CUT`] of it. The learned rate climbs back by
+//! [`RECOVERY`] of itself per second.
 //!
 //! **Headers.** A `remaining` count is room the provider has now: until its `reset`, an ask
 //! larger than that room (less our grants since, plus the rate's refill) waits for the
@@ -37,7 +38,7 @@ use crate::job::Rate;
 /// explicit burst.
 pub const ASSUMED_WINDOW: Duration = Duration::from_secs(10);
 
-/// A throttle sets the learned rate to at most this share of the rate before it.
+/// A throttle that shows no lower rate went through cuts the rate to this share of itself.
 pub const THROTTLE_DECREASE: f64 = 0.8;
 
 /// How much of the learned rate comes back per second without a throttle.
@@ -220,9 +221,14 @@ impl Bucket {
             } else {
                 before
             };
-            let learned = through
-                .min(before * THROTTLE_DECREASE)
-                .max(before * LARGEST_CUT);
+            // What went through is the rate when it is below ours; otherwise (a provider's
+            // burst let more through before it refused) ours was still too high: cut it.
+            let learned = if through < before {
+                through
+            } else {
+                before * THROTTLE_DECREASE
+            };
+            let learned = learned.max(before * LARGEST_CUT);
             self.learned = Some((learned, now));
             self.since = 0.0;
             self.since_at = now;

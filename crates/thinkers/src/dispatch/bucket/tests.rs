@@ -124,23 +124,35 @@ async fn a_pause_holds_for_what_was_asked_and_no_longer() {
 
 #[tokio::test(start_paused = true)]
 async fn a_throttle_learns_what_the_provider_let_through() {
-    // The catalog says 80 per minute; the provider allows 8 per minute over a fixed minute.
+    // The catalog says 40 per minute; the provider allows 8 per fixed minute.
     let t0 = Instant::now();
-    let mut b = Bucket::new(Rate::per_minute(80), t0);
-    let at = run(&mut b, t0, s(6.0), 1, None);
+    let mut b = Bucket::new(Rate::per_minute(40), t0);
+    let at = run(&mut b, t0, s(12.0), 1, None);
     assert_eq!(at.len(), 8, "{at:?}");
-    // The ninth is refused until the minute ends.
-    let now = t0 + s(6.0);
+    // The ninth is refused until the minute ends: 8 went through in 60 s.
+    let now = t0 + s(12.0);
     b.pause(now, t0 + s(60.0));
     let learned = b.per_second(now) * 60.0;
     assert!((learned - 8.0).abs() < 0.01, "{learned} per minute");
+    assert_eq!(b.check(t0 + s(60.0), 1), None, "and no longer than asked");
     // A second throttle of the same pause teaches nothing more.
     b.pause(now + s(0.1), t0 + s(60.0));
     assert!((b.per_second(now) * 60.0 - learned).abs() < 1e-9);
     // The learned rate climbs back slowly, never above the catalog's.
     let climbed = b.per_second(now + s(100.0)) * 60.0;
     assert!(climbed > learned && climbed < learned * 1.2, "{climbed}");
-    assert!(b.per_second(now + s(1e6)) * 60.0 <= 80.0 + 1e-9);
+    assert!(b.per_second(now + s(1e6)) * 60.0 <= 40.0 + 1e-9);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_throttle_that_shows_no_lower_rate_cuts_the_rate_by_a_fifth() {
+    // A refusal right after the first grant tells nothing of the provider's rate: the rate
+    // drops to 0.8 of itself, and never below a tenth in one step.
+    let t0 = Instant::now();
+    let mut b = Bucket::new(Rate::per_minute(60), t0);
+    b.take(t0, 1);
+    b.pause(t0, t0 + s(0.001));
+    assert!((b.per_second(t0) - 0.8).abs() < 1e-9);
 }
 
 #[tokio::test(start_paused = true)]

@@ -200,7 +200,9 @@ for i, key in ipairs({KEYS[2], KEYS[3]}) do
       local before = rate(b)
       local through = before
       if untl > b.sat then through = b.since / (untl - b.sat) end
-      b.lr = math.max(math.min(through, before * DEC), before * CUT)
+      local learned = before * DEC
+      if through < before then learned = through end
+      b.lr = math.max(learned, before * CUT)
       b.lat = now
       b.since = 0
       b.sat = now
