@@ -284,3 +284,45 @@ async fn a_providers_smaller_allowance_is_booked_for_every_process() -> Result<(
     );
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stated_limit_and_a_throttle_pace_every_process() -> Result<()> {
+    let limits = Limits {
+        requests: Some(Rate::per_minute(600)),
+        ..Limits::default()
+    };
+    let mut stores = stores(2, &prefix(), DEFAULT_LEASE_TTL, limits).await?;
+    let (Some(b), Some(a)) = (stores.pop(), stores.pop()) else {
+        return Ok(());
+    };
+    // The provider states 60 per minute (the catalog said 600): one request a second for both.
+    a.observe(
+        "entry",
+        RateObservation {
+            limit_requests: Some(60),
+            ..RateObservation::default()
+        },
+    );
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        // Grants go through while the observation is on its way; then one waits ~1 s.
+        match b.try_reserve(&ask("entry", 0, 0)).await? {
+            Reservation::Wait(Some(d)) if d > Duration::from_millis(500) => {
+                assert!(d <= Duration::from_secs(1), "{d:?}");
+                break;
+            }
+            _ if Instant::now() > until => {
+                bail!("the stated limit never reached the other process")
+            }
+            _ => {}
+        }
+    }
+    // A throttle of 300 ms holds both for that long and no longer.
+    a.pause("entry", Duration::from_millis(300));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    match b.try_reserve(&ask("entry", 0, 0)).await? {
+        Reservation::Wait(Some(d)) => assert!(d <= Duration::from_millis(1_000), "{d:?}"),
+        other => bail!("expected a wait, got {other:?}"),
+    }
+    Ok(())
+}
