@@ -134,7 +134,8 @@ impl Bucket {
         match self.learned {
             None => top,
             Some((r, at)) => {
-                let climbed = r * (1.0 + RECOVERY * now.saturating_duration_since(at).as_secs_f64());
+                let climbed =
+                    r * (1.0 + RECOVERY * now.saturating_duration_since(at).as_secs_f64());
                 climbed.min(top)
             }
         }
@@ -164,9 +165,7 @@ impl Bucket {
     pub(crate) fn check(&self, now: Instant, need: u64) -> Option<Duration> {
         let rate = self.per_second(now);
         // With a burst, an ask may run ahead of the rate by the burst less its own time.
-        let ahead = self
-            .tolerance()
-            .saturating_sub(secs(need as f64 / rate));
+        let ahead = self.tolerance().saturating_sub(secs(need as f64 / rate));
         let opens = self.tat.checked_sub(ahead).unwrap_or(now);
         let mut wait = opens.saturating_duration_since(now);
         if let Some((room, at, until)) = self.room
@@ -247,10 +246,7 @@ impl Bucket {
     ) {
         if let Some(limit) = limit.filter(|l| *l > 0) {
             let stated = limit as f64 / 60.0;
-            self.stated = self
-                .catalog()
-                .is_none_or(|c| stated < c)
-                .then_some(stated);
+            self.stated = self.catalog().is_none_or(|c| stated < c).then_some(stated);
         }
         if let Some(remaining) = remaining {
             let until = later(now, reset.unwrap_or(ASSUMED_WINDOW));

@@ -27,7 +27,12 @@ fn run(b: &mut Bucket, t0: Instant, span: Duration, n: u64, used: Option<u64>) -
 /// The most units any half-open window of `window` seconds holds.
 fn busiest(at: &[f64], window: f64, n: u64) -> u64 {
     at.iter()
-        .map(|&start| at.iter().filter(|&&t| t >= start && t < start + window).count() as u64 * n)
+        .map(|&start| {
+            at.iter()
+                .filter(|&&t| t >= start && t < start + window)
+                .count() as u64
+                * n
+        })
         .max()
         .unwrap_or(0)
 }
@@ -84,7 +89,10 @@ async fn unused_output_comes_back_as_time() {
     // 0.25 s for the 250 used, and the margin that keeps a whole ask's room in 10 s' share:
     // 1,000 · 250 / (10,000 − 1,000) units.
     let margin = 1_000.0 * 250.0 / 9_000.0 / 1_000.0;
-    assert!((wait.as_secs_f64() - 0.25 - margin).abs() < 1e-3, "{wait:?}");
+    assert!(
+        (wait.as_secs_f64() - 0.25 - margin).abs() < 1e-3,
+        "{wait:?}"
+    );
     // No time is banked in the past: an idle axis grants one ask at once, then paces again.
     let later = t0 + s(30.0);
     assert_eq!(b.check(later, 1_000), None);

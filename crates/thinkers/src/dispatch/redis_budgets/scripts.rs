@@ -17,9 +17,7 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-use crate::dispatch::bucket::{
-    ASSUMED_WINDOW, LARGEST_CUT, MAX_WAIT, RECOVERY, THROTTLE_DECREASE,
-};
+use crate::dispatch::bucket::{ASSUMED_WINDOW, LARGEST_CUT, MAX_WAIT, RECOVERY, THROTTLE_DECREASE};
 
 /// Shared helpers: the server clock, the paced axes, the concurrency holders. An axis is
 /// described by three arguments: the catalog's rate per ms (`-1` when the catalog leaves the
