@@ -38,6 +38,10 @@ pub enum RetrySignal {
         budget: Option<String>,
         /// How long the provider asked us to wait, if it said.
         retry_after: Option<Duration>,
+        /// What throttled the call, when the thrower knows: for a model call the provider, the
+        /// entry, the HTTP status, the URL and the provider's message on one line (redacted like
+        /// every error text). The dispatcher names it when the throttling bound is reached.
+        detail: Option<String>,
     },
     /// The job grew its own state (for example appended a correction turn to its conversation)
     /// and must be re-run at once, on the same instance.
@@ -349,6 +353,21 @@ impl Error {
         Self::Retry(RetrySignal::Throttled {
             budget,
             retry_after,
+            detail: None,
+        })
+    }
+
+    /// A throttling retry signal saying what throttled the call (the `detail` of
+    /// [`RetrySignal::Throttled`]).
+    pub fn throttled_because(
+        budget: Option<String>,
+        retry_after: Option<Duration>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self::Retry(RetrySignal::Throttled {
+            budget,
+            retry_after,
+            detail: Some(detail.into()),
         })
     }
 
@@ -492,8 +511,16 @@ impl ServiceFailure for Error {
 impl fmt::Display for RetrySignal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Throttled { retry_after, .. } => {
-                write!(f, "throttled (retry after {retry_after:?})")
+            Self::Throttled {
+                retry_after,
+                detail,
+                ..
+            } => {
+                write!(f, "throttled (retry after {retry_after:?})")?;
+                match detail {
+                    Some(d) => write!(f, ": {d}"),
+                    None => Ok(()),
+                }
             }
             Self::Correction { reason } => write!(f, "correction: {reason}"),
             Self::TruncationEscalation => f.write_str("truncation escalation"),

@@ -57,9 +57,12 @@ impl Error {
                     text(detail);
                 }
                 RetrySignal::Correction { reason } => text(reason),
-                RetrySignal::Throttled { budget, .. } => {
+                RetrySignal::Throttled { budget, detail, .. } => {
                     if let Some(b) = budget {
                         text(b);
+                    }
+                    if let Some(d) = detail {
+                        text(d);
                     }
                 }
                 RetrySignal::TruncationEscalation => {}

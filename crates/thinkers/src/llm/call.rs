@@ -475,7 +475,12 @@ impl Failed<'_> {
             Error::Retry(RetrySignal::Throttled {
                 budget: None,
                 retry_after,
-            }) => Error::throttled(Some(self.budget.to_string()), self.capped(retry_after, cx)),
+                detail,
+            }) => Error::Retry(RetrySignal::Throttled {
+                budget: Some(self.budget.to_string()),
+                retry_after: self.capped(retry_after, cx),
+                detail,
+            }),
             Error::Retry(RetrySignal::Transient {
                 service, detail, ..
             }) if self.spent >= self.limits.call_timeout => Error::external(

@@ -190,6 +190,12 @@ mod tests {
         matches!(r, Err(Error::Retry(RetrySignal::Transient { .. })))
     }
 
+    /// An empty answer: asked again on the unreadable-answer bound (at most once by default).
+    fn is_empty_answer(r: &Result<ChatResponse>) -> bool {
+        matches!(r, Err(Error::Retry(RetrySignal::UnreadableAnswer { detail, .. }))
+            if detail.contains("the answer was empty"))
+    }
+
     fn is_final(r: &Result<ChatResponse>) -> bool {
         matches!(r, Err(e) if e.kind() == ErrorKind::ExternalService)
     }
@@ -326,7 +332,7 @@ mod tests {
             )
         };
         let r = whole(json!({"type": "message", "content": [], "stop_reason": null}));
-        assert!(is_transient(&r), "{r:?}");
+        assert!(is_empty_answer(&r), "{r:?}");
         assert!(r.unwrap_err().to_string().contains("empty"));
         // Empty content with a stop reason is a legitimate empty answer.
         let r = whole(json!({"type": "message", "content": [], "stop_reason": "end_turn"}));
@@ -340,7 +346,7 @@ mod tests {
             json!({"type": "message_stop"}),
         ];
         let (r, _) = run(Dialect::Anthropic, &events);
-        assert!(is_transient(&r), "{r:?}");
+        assert!(is_empty_answer(&r), "{r:?}");
         let events = [
             message_start(),
             json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}}),
@@ -353,5 +359,74 @@ mod tests {
                 .content
                 .is_empty()
         );
+    }
+
+    /// The first content event of each dialect (Bedrock: the JSON its frame reader renders).
+    fn first_content(dialect: Dialect) -> Vec<serde_json::Value> {
+        match dialect {
+            Dialect::OpenAi | Dialect::OpenAiCompatible => vec![role(), text("Hel")],
+            Dialect::Anthropic => anthropic_text(),
+            Dialect::OpenAiResponses => vec![
+                json!({"type": "response.created", "response": {"model": "m"}}),
+                json!({"type": "response.output_text.delta", "output_index": 0, "delta": "Hel"}),
+            ],
+            Dialect::Gemini => {
+                vec![json!({"candidates": [{"content": {"parts": [{"text": "Hel"}]}}]})]
+            }
+            Dialect::BedrockConverse => vec![
+                json!({"messageStart": {"role": "assistant"}}),
+                json!({"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": "Hel"}}}),
+            ],
+        }
+    }
+
+    const DIALECTS: [Dialect; 6] = [
+        Dialect::OpenAi,
+        Dialect::OpenAiCompatible,
+        Dialect::Anthropic,
+        Dialect::OpenAiResponses,
+        Dialect::Gemini,
+        Dialect::BedrockConverse,
+    ];
+
+    #[test]
+    fn a_malformed_event_before_content_is_transient_after_it_final() {
+        let malformed = json!("{\"choices\": [oops");
+        for dialect in DIALECTS {
+            let (r, delivered) = run(dialect, std::slice::from_ref(&malformed));
+            assert!(!delivered);
+            assert!(is_transient(&r), "{dialect:?}: {r:?}");
+            // After opening events that carry no content, still before content.
+            let mut opening = first_content(dialect);
+            opening.pop();
+            opening.push(malformed.clone());
+            let (r, delivered) = run(dialect, &opening);
+            assert!(!delivered);
+            assert!(is_transient(&r), "{dialect:?} after opening events: {r:?}");
+            let mut started = first_content(dialect);
+            started.push(malformed.clone());
+            let (r, delivered) = run(dialect, &started);
+            assert!(delivered, "{dialect:?}");
+            assert!(is_final(&r), "{dialect:?}: {r:?}");
+            let msg = r.unwrap_err().to_string();
+            assert!(msg.contains("never replayed"), "{dialect:?}: {msg}");
+        }
+    }
+
+    #[test]
+    fn an_empty_streamed_answer_is_asked_again_at_most_once_in_every_dialect() {
+        let gemini =
+            [json!({"candidates": [{"content": {"parts": [], "role": "model"}, "index": 0}]})];
+        assert!(is_empty_answer(&run(Dialect::Gemini, &gemini).0));
+        // No event at all is a stream cut short, not an empty answer.
+        assert!(is_transient(&run(Dialect::Gemini, &[]).0));
+        let bedrock = [
+            json!({"messageStart": {"role": "assistant"}}),
+            json!({"metadata": {"usage": {"inputTokens": 3, "outputTokens": 0}}}),
+        ];
+        assert!(is_empty_answer(&run(Dialect::BedrockConverse, &bedrock).0));
+        assert!(is_transient(
+            &run(Dialect::BedrockConverse, &bedrock[..1]).0
+        ));
     }
 }

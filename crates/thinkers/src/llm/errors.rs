@@ -2,7 +2,7 @@
 //!
 //! | what the provider said | what the caller gets |
 //! |---|---|
-//! | 429 (not quota, not "request too large"), 529, `overloaded_error`, Bedrock `ThrottlingException` | [`RetrySignal::Throttled`] with the provider's wait |
+//! | 429 (not quota, not "request too large"), Bedrock `ThrottlingException` | [`RetrySignal::Throttled`] with the provider's wait, naming provider, entry, status, URL and message |
 //! | Bedrock `ServiceQuotaExceededException` | [`Error::ExternalService`] at step `quota` (never retried) |
 //! | Bedrock `ModelNotReadyException` (429) | [`RetrySignal::Transient`] |
 //! | 429 `insufficient_quota` | [`Error::ExternalService`] at step `quota` (never retried) |
@@ -11,13 +11,28 @@
 //! | 404 | [`Error::ExternalService`] at step `configuration`: the model or the endpoint is not there |
 //! | 401, 403 | [`Error::ExternalService`] at step `authentication` |
 //! | 402 | [`Error::ExternalService`] at step `billing` |
-//! | 408, 409, other 5xx | [`RetrySignal::Transient`] with the provider's wait |
+//! | 408, 409, every 5xx (502, 503, 504 and Anthropic's 529 included), `overloaded_error` | [`RetrySignal::Transient`] with the provider's wait |
 //! | a redirect (never followed: a key is not sent on to another address) | [`Error::ExternalService`] at step `redirect` |
 //! | any other status | [`Error::ExternalService`] at step `request` |
-//! | an error event before any content of a stream | as its type says (overloaded → throttled, server error → transient) |
+//! | an error event before any content of a stream | as its type says (rate limit → throttled, overloaded or server error → transient) |
+//! | an unreadable event before any content of a stream | [`RetrySignal::Transient`] |
+//! | an answer with no content and no stop reason | [`RetrySignal::UnreadableAnswer`] (asked again at most `max_unreadable_answers` times) |
 //! | a refused or broken connection, or the attempt's timeout, before any content | [`RetrySignal::Transient`] |
 //! | TLS refused: the server's certificate is not trusted | [`Error::ExternalService`] at step `tls` (never retried) |
-//! | an error event, a broken connection or a stall after content was delivered | [`Error::ExternalService`] at step `stream`: a streamed request is never replayed |
+//! | an error event, an unreadable event, a broken connection or a stall after content was delivered | [`Error::ExternalService`] at step `stream`: a streamed request is never replayed |
+//!
+//! **One classification of outages.** A server that is down or overloaded (502, 503, 504, 529,
+//! `overloaded_error`, `UNAVAILABLE`, `ServiceUnavailableException`) is a transient fault in every
+//! dialect: retried at most `max_transient_retries` times, after the server's wait when it named
+//! one (`Retry-After`), and the final error names provider, entry, status and URL. Anthropic
+//! documents its 529 `overloaded_error` as an overload across all customers, not a limit of the
+//! account, to be retried a few times with backoff: so it does not pause the entry's budget as a
+//! throttle (429) does.
+//!
+//! **Bodies on one line.** What a provider said (a JSON error's message, or a whole body that is
+//! not JSON: an HTML page of a proxy, a stack trace) reaches an error as one line of at most
+//! [`MAX_MESSAGE_CHARS`] characters: an HTML page by its `<title>` (else its text without tags),
+//! anything else by its first non-empty line, cut with `…`.
 //!
 //! Every error the client returns names where it happened ([`Origin`]: the catalog provider key,
 //! the entry and the endpoint) and has passed `llm::redact::Redactor::error`, which removes the
@@ -44,17 +59,87 @@ pub(crate) struct ProviderError {
     pub(crate) param: Option<String>,
 }
 
-const MAX_MESSAGE: usize = 600;
+/// The longest provider message an error carries, in characters (an ellipsis marks a cut).
+pub(crate) const MAX_MESSAGE_CHARS: usize = 200;
 
-fn truncated(s: &str) -> String {
-    if s.len() <= MAX_MESSAGE {
-        return s.to_owned();
+/// A provider's text as one line of at most [`MAX_MESSAGE_CHARS`] characters: an HTML page by
+/// its `<title>` (else its text with the tags stripped), anything else by its first non-empty
+/// line; whitespace runs become one space.
+pub(crate) fn one_line(s: &str) -> String {
+    let lower = s.to_ascii_lowercase();
+    let html = lower.contains("<html") || lower.contains("<!doctype") || lower.contains("<title");
+    let text = if html {
+        match html_title(s, &lower) {
+            Some(title) => title,
+            None => strip_tags(s),
+        }
+    } else {
+        s.to_owned()
+    };
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
     }
-    let mut end = MAX_MESSAGE;
-    while !s.is_char_boundary(end) {
-        end -= 1;
+}
+
+/// The text of an HTML page's `<title>`, when it has a non-empty one. `lower` is `page` in ASCII
+/// lower case (same byte offsets).
+fn html_title(page: &str, lower: &str) -> Option<String> {
+    let open = lower.find("<title")?;
+    let start = open + lower[open..].find('>')? + 1;
+    let end = start + lower[start..].find("</title")?;
+    let title = strip_tags(page.get(start..end)?);
+    let title = title.trim();
+    (!title.is_empty()).then(|| title.to_owned())
+}
+
+/// `page` without its tags, the text of `<script>`/`<style>` elements, or its entities
+/// `&amp;`, `&lt;`, `&gt;`, `&quot;`, `&#39;`, `&nbsp;` (decoded); each tag becomes a line break
+/// so that block elements keep their lines.
+fn strip_tags(page: &str) -> String {
+    let mut out = String::with_capacity(page.len());
+    let mut rest = page;
+    while let Some(lt) = rest.find('<') {
+        out.push_str(&rest[..lt]);
+        let after = &rest[lt..];
+        let lower = after.get(..8).unwrap_or(after).to_ascii_lowercase();
+        let skip_to = if lower.starts_with("<script") {
+            Some("</script")
+        } else if lower.starts_with("<style") {
+            Some("</style")
+        } else {
+            None
+        };
+        let tag_end = match skip_to {
+            Some(close) => after
+                .to_ascii_lowercase()
+                .find(close)
+                .and_then(|c| after[c..].find('>').map(|g| c + g + 1)),
+            None => after.find('>').map(|g| g + 1),
+        };
+        match tag_end {
+            Some(end) => {
+                out.push('\n');
+                rest = &after[end..];
+            }
+            None => {
+                rest = "";
+            }
+        }
     }
-    format!("{}…", &s[..end])
+    out.push_str(rest);
+    out.replace("&nbsp;", " ")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
 }
 
 impl ProviderError {
@@ -69,7 +154,7 @@ impl ProviderError {
         Self {
             kind: s("type").or_else(|| s("status")),
             code: s("code"),
-            message: truncated(&s("message").unwrap_or_else(|| e.to_string())),
+            message: one_line(&s("message").unwrap_or_else(|| e.to_string())),
             // A `google.rpc` error names the field in a `BadRequest` detail.
             param: s("param").or_else(|| crate::llm::gemini::violated_field(e)),
         }
@@ -81,19 +166,18 @@ impl ProviderError {
         match serde_json::from_slice::<Value>(body) {
             Ok(v) => match v.get("error") {
                 Some(e @ Value::Object(_)) => Self::from_error_object(e),
-                Some(Value::String(m)) => Self {
-                    message: truncated(m),
-                    ..Self::default()
-                },
-                _ => Self {
-                    message: truncated(&v.to_string()),
-                    ..Self::default()
-                },
+                Some(Value::String(m)) => Self::from_message(m),
+                _ => Self::from_message(&v.to_string()),
             },
-            Err(_) => Self {
-                message: truncated(String::from_utf8_lossy(body).trim()),
-                ..Self::default()
-            },
+            Err(_) => Self::from_message(&String::from_utf8_lossy(body)),
+        }
+    }
+
+    /// A bare message (a body or an error value that is not an error object), on one line.
+    pub(crate) fn from_message(message: &str) -> Self {
+        Self {
+            message: one_line(message),
+            ..Self::default()
         }
     }
 
@@ -101,7 +185,8 @@ impl ProviderError {
         self.kind.as_deref() == Some(what) || self.code.as_deref() == Some(what)
     }
 
-    fn describe(&self) -> String {
+    /// `type: message`, or the message alone.
+    pub(crate) fn describe(&self) -> String {
         match &self.kind {
             Some(k) => format!("{k}: {}", self.message),
             None => self.message.clone(),
@@ -176,9 +261,26 @@ impl Origin {
                 }
                 | RetrySignal::UnreadableAnswer { service, detail },
             ) => rename(service, detail),
+            Error::Retry(RetrySignal::Throttled { detail, .. }) => {
+                let said = detail.take();
+                *detail = Some(match said {
+                    Some(d) if d.contains(&self.endpoint) => d,
+                    Some(d) => self.throttle_detail(&d),
+                    None => self.throttle_detail("it gave no reason"),
+                });
+            }
             _ => {}
         }
         e
+    }
+
+    /// What a throttle signal says: the provider, what it said (`what`), the entry and the URL.
+    pub(crate) fn throttle_detail(&self, what: &str) -> String {
+        format!(
+            "provider `{}` throttled the request: {what}{}",
+            self.service,
+            self.whereabouts()
+        )
     }
 
     /// Map an HTTP failure status. `retry_after` is the provider's wait, `location` a redirect's
@@ -194,9 +296,10 @@ impl Origin {
         let service = self.service.clone();
         let at = self.whereabouts();
         let detail = format!("HTTP {status}: {}{at}", err.describe());
-        if err.is("overloaded_error") || err.is("ThrottlingException") || status == 529 {
-            return Error::throttled(None, retry_after);
-        }
+        let throttled = || {
+            let what = format!("HTTP {status}: {}", err.describe());
+            Error::throttled_because(None, retry_after, self.throttle_detail(&what))
+        };
         match status {
             _ if err.is("ServiceQuotaExceededException") => {
                 Error::external(service, "quota", detail)
@@ -212,7 +315,8 @@ impl Origin {
             {
                 Error::external(service, "request size", detail)
             }
-            429 => Error::throttled(None, retry_after),
+            429 => throttled(),
+            _ if err.is("ThrottlingException") => throttled(),
             404 => Error::external(service, "configuration", self.not_found(err, model)),
             400 | 413 | 422 => Error::InvalidInput {
                 parameter: err.param.clone().unwrap_or_else(|| "request".to_owned()),
@@ -225,7 +329,9 @@ impl Origin {
             },
             401 | 403 => Error::external(service, "authentication", detail),
             402 => Error::external(service, "billing", detail),
+            // An outage or an overload, whatever the dialect: transient, never a throttle.
             408 | 409 | 500..=599 => Error::transient(service, detail, retry_after),
+            _ if err.is("overloaded_error") => Error::transient(service, detail, retry_after),
             300..=399 => Error::external(
                 service,
                 "redirect",
@@ -307,14 +413,12 @@ pub(crate) fn in_stream(dialect: Dialect, delivered: bool, err: &ProviderError) 
             ),
         );
     }
-    if err.is("overloaded_error")
-        || err.is("rate_limit_error")
-        || err.is("rate_limit_exceeded")
-        || err.is("ThrottlingException")
+    if err.is("rate_limit_error") || err.is("rate_limit_exceeded") || err.is("ThrottlingException")
     {
-        return Error::throttled(None, None);
+        return Error::throttled_because(None, None, err.describe());
     }
-    if err.is("api_error")
+    if err.is("overloaded_error")
+        || err.is("api_error")
         || err.is("timeout_error")
         || err.is("server_error")
         || err.is("InternalServerException")
@@ -324,6 +428,39 @@ pub(crate) fn in_stream(dialect: Dialect, delivered: bool, err: &ProviderError) 
         return Error::transient(service, err.describe(), None);
     }
     Error::external(service, "stream", err.describe())
+}
+
+/// An event of a stream that could not be read (not JSON, or not the shape the protocol
+/// defines). Before any content it is transient, like a stream cut off before content (the
+/// request may be sent again); after, final: delivered content is never replayed.
+pub(crate) fn malformed_event(dialect: Dialect, delivered: bool, what: &str) -> Error {
+    if delivered {
+        Error::external(
+            dialect.as_str(),
+            "stream",
+            format!(
+                "the stream failed after the answer had started (an event was unreadable: \
+                 {what}); a streamed request is never replayed"
+            ),
+        )
+    } else {
+        Error::transient(
+            dialect.as_str(),
+            format!("an event before any answer was unreadable: {what}"),
+            None,
+        )
+    }
+}
+
+/// An answer that holds nothing, no content and no stop reason (`what` says which fields were
+/// missing): the provider failed to produce one. An unreadable answer: asked again at most
+/// `max_unreadable_answers` times (each time it is paid again), then an
+/// [`Error::ExternalService`] at step `response` saying the answer was empty.
+pub(crate) fn empty_answer(dialect: Dialect, what: &str) -> Error {
+    Error::Retry(RetrySignal::UnreadableAnswer {
+        service: dialect.as_str().to_owned(),
+        detail: format!("the answer was empty: {what}"),
+    })
 }
 
 /// Map a transport failure seen by a decoder. Before any content it is transient; after, final.
@@ -340,156 +477,5 @@ pub(crate) fn transport(dialect: Dialect, delivered: bool, what: &str) -> Error 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ErrorKind;
-    use crate::llm::redact::{Redactor, chain};
-
-    fn err(body: &str) -> ProviderError {
-        ProviderError::from_body(body.as_bytes())
-    }
-
-    fn origin(dialect: Dialect) -> Origin {
-        let path = if dialect == Dialect::Anthropic {
-            "/v1/messages"
-        } else {
-            "/v1/chat/completions"
-        };
-        Origin {
-            service: "prov".into(),
-            dialect,
-            entry: Some("ent".into()),
-            endpoint: format!("POST http://h{path}"),
-            path: path.into(),
-        }
-    }
-
-    fn from_status(
-        dialect: Dialect,
-        status: u16,
-        err: &ProviderError,
-        retry_after: Option<Duration>,
-    ) -> Error {
-        origin(dialect).refusal(status, err, retry_after, None, Some("m"))
-    }
-
-    #[test]
-    fn rate_limits_throttle_but_quota_and_size_do_not() {
-        let rl = err(
-            r#"{"error":{"message":"Rate limit reached","type":"tokens","param":null,"code":"rate_limit_exceeded"}}"#,
-        );
-        let e = from_status(Dialect::OpenAi, 429, &rl, Some(Duration::from_secs(3)));
-        assert_eq!(
-            e.retry_signal(),
-            Some(&RetrySignal::Throttled {
-                budget: None,
-                retry_after: Some(Duration::from_secs(3))
-            })
-        );
-        let quota = err(
-            r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#,
-        );
-        let e = from_status(Dialect::OpenAi, 429, &quota, None);
-        assert_eq!(e.kind(), ErrorKind::ExternalService);
-        assert!(e.to_string().contains("quota"));
-        let big = err(
-            r#"{"error":{"message":"Request too large for gpt-4o in organization org-x on tokens per min (TPM)","type":"tokens","code":"rate_limit_exceeded"}}"#,
-        );
-        assert_eq!(
-            from_status(Dialect::OpenAi, 429, &big, None).kind(),
-            ErrorKind::ExternalService
-        );
-    }
-
-    #[test]
-    fn anthropic_overload_throttles_whatever_the_status() {
-        let o = err(
-            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}"#,
-        );
-        assert_eq!(o.kind.as_deref(), Some("overloaded_error"));
-        for status in [529, 503] {
-            assert!(matches!(
-                from_status(Dialect::Anthropic, status, &o, None),
-                Error::Retry(RetrySignal::Throttled { .. })
-            ));
-        }
-    }
-
-    #[test]
-    fn bad_requests_name_the_parameter() {
-        let e = from_status(
-            Dialect::OpenAi,
-            400,
-            &err(
-                r#"{"error":{"message":"Invalid value: 'sometimes'","type":"invalid_request_error","param":"tool_choice","code":null}}"#,
-            ),
-            None,
-        );
-        assert!(
-            matches!(&e, Error::InvalidInput { parameter, reason, .. }
-                if parameter == "tool_choice" && reason.contains("Invalid value")),
-            "{e:?}"
-        );
-        let e = from_status(Dialect::Anthropic, 422, &err("not json at all"), None);
-        assert!(matches!(e, Error::InvalidInput { ref parameter, .. } if parameter == "request"));
-    }
-
-    #[test]
-    fn echoed_keys_are_redacted_from_every_text() {
-        let e = err(r#"{"error":{"message":"Incorrect API key provided: sk-CANARY-1."}}"#);
-        let redactor = Redactor {
-            secrets: vec!["sk-CANARY-1".into()],
-        };
-        let mapped = redactor.error(from_status(Dialect::OpenAi, 401, &e, None));
-        assert!(!mapped.to_string().contains("CANARY"), "{mapped}");
-        assert!(mapped.to_string().contains("authentication"));
-        let with_source = Error::external("p", "s", "d")
-            .with_source(std::io::Error::other("inner sk-CANARY-1 text"));
-        let clean = redactor.error(with_source);
-        let shown = format!("{clean:?} {}", chain(&clean));
-        assert!(!shown.contains("CANARY"), "{shown}");
-        assert!(shown.contains("inner <redacted> text"), "{shown}");
-    }
-
-    #[test]
-    fn not_found_names_the_model_the_provider_or_the_doubled_version() {
-        let e = err(
-            r#"{"error":{"message":"model 'm' not found","type":"invalid_request_error","code":"model_not_found"}}"#,
-        );
-        let shown = from_status(Dialect::OpenAi, 404, &e, None).to_string();
-        assert!(
-            shown.contains("model `m` not found at provider `prov`"),
-            "{shown}"
-        );
-        assert!(shown.contains("entry `ent`"), "{shown}");
-        let mut doubled = origin(Dialect::Anthropic);
-        doubled.path = "/v1/v1/messages".into();
-        let shown = doubled
-            .refusal(404, &err("Not Found"), None, None, Some("m"))
-            .to_string();
-        assert!(shown.contains("already ends in `/v1`"), "{shown}");
-        let shown = from_status(Dialect::OpenAi, 404, &err("404 page not found"), None).to_string();
-        assert!(
-            shown.contains("was not found at provider `prov`"),
-            "{shown}"
-        );
-    }
-
-    #[test]
-    fn stream_errors_are_final_once_the_answer_started() {
-        let o = ProviderError {
-            kind: Some("overloaded_error".into()),
-            ..ProviderError::default()
-        };
-        assert!(in_stream(Dialect::Anthropic, false, &o).is_retry_signal());
-        assert_eq!(
-            in_stream(Dialect::Anthropic, true, &o).kind(),
-            ErrorKind::ExternalService
-        );
-        assert!(transport(Dialect::OpenAi, false, "reset").is_retry_signal());
-        assert_eq!(
-            transport(Dialect::OpenAi, true, "reset").kind(),
-            ErrorKind::ExternalService
-        );
-    }
-}
+#[path = "errors_tests.rs"]
+mod tests;

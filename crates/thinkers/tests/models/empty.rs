@@ -1,5 +1,6 @@
 //! Issue 28, point 9: an Anthropic answer with no content and no stop reason is a provider
-//! failure, not an empty success; a 200 whose body cannot be parsed is retried at most once.
+//! failure, not an empty success, asked again at most once in every dialect; a 200 whose body
+//! cannot be parsed is retried at most once.
 
 use thinkers::ErrorKind;
 use thinkers_sim::{FaultKind, FaultRule};
@@ -66,5 +67,46 @@ async fn an_unparseable_200_body_is_retried_at_most_once() {
             2,
             "{e}: one retry (each retry pays for the answer again): {err}"
         );
+    }
+}
+
+#[tokio::test]
+async fn an_always_empty_answer_is_asked_again_once_in_every_dialect() {
+    // Anthropic, Gemini and Bedrock say an answer is empty (no content, no stop reason), whole
+    // and streamed: each is paid twice at most, then a clear error naming the entry.
+    let (sim, rt) = crate::outages::every_dialect().await;
+    for (_, e, m, _) in crate::outages::DIALECTS {
+        if !["a-e", "g-e", "b-e"].contains(&e) {
+            continue;
+        }
+        for stream in [false, true] {
+            sim.inject(
+                FaultRule::new(FaultKind::EmptyAnswer)
+                    .for_model(m)
+                    .times(100),
+            );
+            let before = requests(&sim, m);
+            let result = if stream {
+                rt.run(streamed(e).0).await
+            } else {
+                rt.run(call(e)).await
+            };
+            let err = match result {
+                Ok(out) => panic!(
+                    "{e} (stream {stream}): an empty success: {:?}",
+                    out.response
+                ),
+                Err(err) => err,
+            };
+            assert_eq!(
+                requests(&sim, m) - before,
+                2,
+                "{e} (stream {stream}): asked again once: {err}"
+            );
+            assert_eq!(err.kind(), ErrorKind::ExternalService, "{e}: {err}");
+            let msg = err.to_string();
+            assert!(msg.contains("the answer was empty"), "{e}: {msg}");
+            assert!(msg.contains(&format!("entry `{e}`")), "{e}: {msg}");
+        }
     }
 }

@@ -7,7 +7,9 @@
 //! content), `naming` (6-8: one bounded wait, errors that name provider, entry and path, empty
 //! keys), `empty` (9: empty answers, unparseable bodies), `fuzz` (12: no input panics);
 //! `responses`: the OpenAI Responses dialect and Azure OpenAI (issue 33); `gemini`: the Gemini
-//! dialect's errors and answers through the dispatcher.
+//! dialect's errors and answers through the dispatcher; `outages` (a persistent 429, one
+//! classification of outages in every dialect, error bodies on one line); `malformed` (an
+//! unreadable stream event before content is retried in every dialect, never after).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -23,7 +25,9 @@ mod empty;
 mod faults;
 mod fuzz;
 mod gemini;
+mod malformed;
 mod naming;
+mod outages;
 mod responses;
 mod secrets;
 mod streams;

@@ -2,7 +2,8 @@
 //!
 //! Unknown block types (server tools, citations and whatever comes next) are skipped; unknown
 //! stop reasons become `StopReason::Other`. An answer with no content and no stop reason is a
-//! provider failure (transient), not an empty success; empty content with a stop reason (say
+//! provider failure (an empty answer, asked again at most once), not an empty success; empty
+//! content with a stop reason (say
 //! `end_turn`) is a legitimate empty answer. The wire types here are shared with
 //! [`super::stream`].
 
@@ -150,13 +151,9 @@ pub(super) fn to_block(b: WireBlock, minted: impl FnOnce() -> String) -> Option<
 }
 
 /// The error of an answer with no content and no stop reason: the provider failed to produce
-/// one, so the request may be sent again.
+/// one (see `llm::errors::empty_answer`: asked again at most once).
 pub(super) fn empty_answer(dialect: crate::llm::target::Dialect) -> Error {
-    crate::llm::errors::transport(
-        dialect,
-        false,
-        "the answer was empty: no content and no stop reason",
-    )
+    crate::llm::errors::empty_answer(dialect, "no content and no stop reason")
 }
 
 /// Decode a whole answer body.

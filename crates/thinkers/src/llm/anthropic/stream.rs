@@ -6,21 +6,22 @@
 //! `message_stop`. `ping` and unknown events are ignored. Tool input arrives as JSON fragments,
 //! concatenated per block and parsed at the block's end (empty means `{}`; JSON that does not
 //! parse is kept as the raw string so the caller can correct the model). An `error` event can
-//! arrive inside a 200 stream; it ends the stream with that error.
+//! arrive inside a 200 stream; it ends the stream with that error. An unreadable event is
+//! transient before any content, final after.
 //!
 //! A stream that ends without `message_stop` or a stop reason is an error: transient while no
-//! content was delivered, final after. A complete answer with no content and no stop reason is a
-//! provider failure (transient), as in [`super::decode`].
+//! content was delivered, final after. A complete answer with no content and no stop reason is an
+//! empty answer (asked again at most once, `llm::errors::empty_answer`), as in [`super::decode`].
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::decode::{WireBlock, WireUsage, input_value, to_block};
+use crate::Result;
 use crate::llm::encoded::DecodePlan;
 use crate::llm::errors::{ProviderError, in_stream};
 use crate::llm::message::ContentBlock;
 use crate::llm::response::{ChatResponse, StreamDelta, settle_stop};
-use crate::{Error, Result};
 
 #[derive(Debug, Deserialize)]
 struct StartMessage {
@@ -173,22 +174,18 @@ impl AnthropicStream {
 
     /// Take one event. `data` is the event's JSON; its `type` names the event.
     pub(crate) fn push(&mut self, data: &str, on_delta: &mut dyn FnMut(StreamDelta)) -> Result<()> {
-        let service = self.plan.dialect.as_str();
         if data.trim().is_empty() {
             return Ok(());
         }
         let event: Event = serde_json::from_str(data).map_err(|e| {
-            Error::external(service, "stream", format!("an event was not readable: {e}"))
+            crate::llm::errors::malformed_event(self.plan.dialect, self.delivered, &e.to_string())
         })?;
         match event {
             Event::Ping | Event::Unknown => return Ok(()),
             Event::Error { error } => {
                 let err = match &error {
                     Value::Object(_) => ProviderError::from_error_object(&error),
-                    other => ProviderError {
-                        message: other.to_string(),
-                        ..ProviderError::default()
-                    },
+                    other => ProviderError::from_message(&other.to_string()),
                 };
                 return Err(in_stream(self.plan.dialect, self.delivered, &err));
             }

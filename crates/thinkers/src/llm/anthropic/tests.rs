@@ -295,9 +295,10 @@ fn decodes_answers_with_usage_unknown_blocks_and_stop_reasons() -> anyhow::Resul
     }
     let overloaded =
         br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    // An overload is transient (an outage, not a limit of the account).
     assert!(matches!(
         decode(&whole(), overloaded),
-        Err(Error::Retry(RetrySignal::Throttled { .. }))
+        Err(Error::Retry(RetrySignal::Transient { .. }))
     ));
     Ok(())
 }
@@ -423,10 +424,10 @@ async fn an_error_event_inside_a_200_stream_is_an_error() {
     );
     let (r, _) = decode_sse(plan(Dialect::Anthropic, false), &sse).await;
     // After `message_start` but before any content the request may be sent again: the error is
-    // classified like an HTTP failure (overloaded: throttled).
+    // classified like an HTTP failure (overloaded: transient).
     assert!(matches!(
         r,
-        Err(Error::Retry(RetrySignal::Throttled { .. }))
+        Err(Error::Retry(RetrySignal::Transient { .. }))
     ));
     // After content it is final: the request is never replayed.
     let first_delta = STREAM
@@ -447,7 +448,7 @@ async fn an_error_event_inside_a_200_stream_is_an_error() {
     let (r, _) = decode_sse(plan(Dialect::Anthropic, false), sse).await;
     assert!(matches!(
         r,
-        Err(Error::Retry(RetrySignal::Throttled { .. }))
+        Err(Error::Retry(RetrySignal::Transient { .. }))
     ));
     // A stream cut off before any content is a transient failure: it may be sent again.
     let (r, _) = decode_sse(plan(Dialect::Anthropic, false), start).await;

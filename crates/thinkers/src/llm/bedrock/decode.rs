@@ -2,7 +2,7 @@
 //!
 //! Unknown block members (citations, guard content and whatever comes next) are skipped;
 //! unknown stop reasons become `StopReason::Other`. An answer with no content and no stop reason
-//! is a provider failure (transient), not an empty success. The usage's `inputTokens` is the
+//! is a provider failure (an empty answer, asked again at most once), not an empty success. The usage's `inputTokens` is the
 //! uncached part; the total adds the cache reads and writes, as for Anthropic. The wire types
 //! here are shared with [`super::stream`].
 
@@ -146,13 +146,9 @@ fn to_block(raw: Value, minted: impl FnOnce() -> String) -> Option<ContentBlock>
 }
 
 /// The error of an answer with no content and no stop reason: the provider failed to produce
-/// one, so the request may be sent again.
+/// one (see `llm::errors::empty_answer`: asked again at most once).
 pub(super) fn empty_answer(dialect: crate::llm::target::Dialect) -> Error {
-    crate::llm::errors::transport(
-        dialect,
-        false,
-        "the answer was empty: no content and no stop reason",
-    )
+    crate::llm::errors::empty_answer(dialect, "no content and no stop reason")
 }
 
 /// Decode a whole answer body.

@@ -14,7 +14,9 @@
 //! reason) and `metadata` (usage). An exception ends the stream with its error: throttling is
 //! throttling and a server error transient while no content was delivered; after content it is
 //! final. A stream that ends without `messageStop` is an error: transient while no content was
-//! delivered, final after.
+//! delivered, final after; one whose closing `metadata` followed no content is an empty answer
+//! (asked again at most once, `llm::errors::empty_answer`). An unreadable event is transient
+//! before content, final after.
 
 use aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder};
 use aws_smithy_types::event_stream::{HeaderValue, Message};
@@ -249,9 +251,8 @@ impl BedrockStream {
 
     /// Take one message, as [`FrameReader`] rendered it.
     pub(crate) fn push(&mut self, data: &str, on_delta: &mut dyn FnMut(StreamDelta)) -> Result<()> {
-        let service = self.plan.dialect.as_str();
         let value: Value = serde_json::from_str(data).map_err(|e| {
-            Error::external(service, "stream", format!("an event was not readable: {e}"))
+            crate::llm::errors::malformed_event(self.plan.dialect, self.delivered, &e.to_string())
         })?;
         let Some((member, _)) = value.as_object().and_then(|o| o.iter().next()) else {
             return Ok(());
@@ -407,6 +408,11 @@ impl BedrockStream {
 
     /// Build the answer once the stream has ended.
     pub(crate) fn finish(self) -> Result<ChatResponse> {
+        if self.stop_reason.is_none() && self.metadata && self.blocks.is_empty() {
+            // The closing `metadata` came after no content and no `messageStop`: an empty
+            // answer, not one cut short.
+            return Err(super::decode::empty_answer(self.plan.dialect));
+        }
         if self.stop_reason.is_none() {
             return Err(crate::llm::openai::stream::ended_early(
                 self.plan.dialect,

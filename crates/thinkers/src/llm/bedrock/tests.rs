@@ -266,8 +266,9 @@ fn a_whole_answer_is_decoded() -> anyhow::Result<()> {
     );
     let empty = json!({"output": {"message": {"role": "assistant", "content": []}}});
     let e = decode(&whole(), empty.to_string().as_bytes()).unwrap_err();
+    // An empty answer: asked again on the unreadable-answer bound (once), not on the transient one.
     assert!(
-        matches!(e, Error::Retry(RetrySignal::Transient { .. })),
+        matches!(e, Error::Retry(RetrySignal::UnreadableAnswer { .. })),
         "{e:?}"
     );
     Ok(())

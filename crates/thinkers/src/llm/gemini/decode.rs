@@ -4,7 +4,7 @@
 //! code…) are skipped, but a signature they carry is kept. Unknown finish reasons become
 //! `StopReason::Other`. A prompt the provider blocked (`promptFeedback.blockReason`, no
 //! candidate) is a refusal; an answer with no content and no finish reason is a provider failure
-//! (transient). An `error` object in a 200 body is classified like an HTTP failure. The wire
+//! (an empty answer, asked again at most once). An `error` object in a 200 body is classified like an HTTP failure. The wire
 //! types here are shared with [`super::stream`].
 
 use std::time::Duration;
@@ -216,13 +216,9 @@ pub(super) fn carry(out: &mut Vec<ContentBlock>, signature: Option<String>) {
 }
 
 /// The error of an answer with no content and no finish reason: the provider failed to produce
-/// one, so the request may be sent again.
+/// one (see `llm::errors::empty_answer`: asked again at most once).
 pub(super) fn empty_answer(dialect: Dialect) -> Error {
-    crate::llm::errors::transport(
-        dialect,
-        false,
-        "the answer was empty: no content and no finish reason",
-    )
+    crate::llm::errors::empty_answer(dialect, "no content and no finish reason")
 }
 
 /// An `error` object inside a 200 body or a stream, classified like an HTTP failure before any
@@ -230,10 +226,7 @@ pub(super) fn empty_answer(dialect: Dialect) -> Error {
 pub(super) fn error_in_body(dialect: Dialect, delivered: bool, error: &Value) -> Error {
     let said = match error {
         Value::Object(_) => ProviderError::from_error_object(error),
-        other => ProviderError {
-            message: other.to_string(),
-            ..ProviderError::default()
-        },
+        other => ProviderError::from_message(&other.to_string()),
     };
     if delivered {
         return crate::llm::errors::in_stream(dialect, true, &said);
@@ -242,13 +235,11 @@ pub(super) fn error_in_body(dialect: Dialect, delivered: bool, error: &Value) ->
     let code = error.get("code").and_then(Value::as_u64).unwrap_or(0);
     let wait: Option<Duration> = super::retry_delay_of(error);
     match (status, code) {
-        ("RESOURCE_EXHAUSTED", _) | (_, 429) => Error::throttled(None, wait),
+        ("RESOURCE_EXHAUSTED", _) | (_, 429) => {
+            Error::throttled_because(None, wait, said.describe())
+        }
         ("UNAVAILABLE" | "INTERNAL" | "DEADLINE_EXCEEDED", _) | (_, 500..=599) => {
-            let detail = match &said.kind {
-                Some(k) => format!("{k}: {}", said.message),
-                None => said.message.clone(),
-            };
-            Error::transient(dialect.as_str(), detail, wait)
+            Error::transient(dialect.as_str(), said.describe(), wait)
         }
         _ => crate::llm::errors::in_stream(dialect, false, &said),
     }

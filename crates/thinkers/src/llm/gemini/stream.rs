@@ -8,15 +8,17 @@
 //! the text it closes, so it is kept right before that text's block, as a whole answer keeps it.
 //!
 //! A stream that ends without a finish reason is an error: transient while no content was
-//! delivered, final after. An `error` object in an event ends the stream with that error.
+//! delivered, final after; one that closed after candidates holding nothing is an empty answer
+//! (asked again at most once, `llm::errors::empty_answer`). An `error` object in an event ends
+//! the stream with that error; an unreadable event is transient before content, final after.
 
 use serde_json::Value;
 
 use super::decode::{Piece, WireResponse, WireUsage, carry, error_in_body};
+use crate::Result;
 use crate::llm::encoded::DecodePlan;
 use crate::llm::message::ContentBlock;
 use crate::llm::response::{ChatResponse, StopReason, StreamDelta, settle_stop};
-use crate::{Error, Result};
 
 /// Which block the last fragment went to, so the next fragment of the same kind joins it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +42,8 @@ pub(crate) struct GeminiStream {
     finish_reason: Option<String>,
     blocked: bool,
     delivered: bool,
+    /// Whether an event held a candidate (an answer, however empty).
+    answered: bool,
 }
 
 impl GeminiStream {
@@ -55,6 +59,7 @@ impl GeminiStream {
             finish_reason: None,
             blocked: false,
             delivered: false,
+            answered: false,
         }
     }
 
@@ -71,12 +76,11 @@ impl GeminiStream {
 
     /// Take one event's data.
     pub(crate) fn push(&mut self, data: &str, on_delta: &mut dyn FnMut(StreamDelta)) -> Result<()> {
-        let service = self.plan.dialect.as_str();
         if data.trim().is_empty() {
             return Ok(());
         }
         let chunk: WireResponse = serde_json::from_str(data).map_err(|e| {
-            Error::external(service, "stream", format!("an event was not readable: {e}"))
+            crate::llm::errors::malformed_event(self.plan.dialect, self.delivered, &e.to_string())
         })?;
         if let Some(error) = &chunk.error {
             return Err(error_in_body(self.plan.dialect, self.delivered, error));
@@ -95,6 +99,7 @@ impl GeminiStream {
         let Some(candidate) = chunk.candidates.into_iter().next() else {
             return Ok(());
         };
+        self.answered = true;
         for raw in candidate.content.map(|c| c.parts).unwrap_or_default() {
             self.part(raw, on_delta);
         }
@@ -223,6 +228,11 @@ impl GeminiStream {
                 model: self.model,
                 logprobs: None,
             });
+        }
+        if self.finish_reason.is_none() && self.answered && self.content.is_empty() {
+            // The stream closed cleanly after a candidate with nothing in it: an empty answer,
+            // not one cut short (Gemini has no opening events, so a cut stream holds none).
+            return Err(super::decode::empty_answer(self.plan.dialect));
         }
         if self.finish_reason.is_none() {
             return Err(crate::llm::openai::stream::ended_early(

@@ -329,7 +329,8 @@ fn decodes_parts_signatures_usage_and_finish_reasons() -> anyhow::Result<()> {
             json!({"candidates": [{"content": {"parts": [{"text": "x"}]}, "finishReason": wire}]});
         assert_eq!(decode(&whole(), b.to_string().as_bytes())?.stop, stop);
     }
-    // A blocked prompt is a refusal, not a failure; nothing at all is a transient failure.
+    // A blocked prompt is a refusal, not a failure; nothing at all is an empty answer (asked
+    // again once, on the unreadable-answer bound).
     let blocked = json!({"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 9}});
     let r = decode(&whole(), blocked.to_string().as_bytes())?;
     assert_eq!((r.stop, r.content.len()), (StopReason::Refusal, 0));
@@ -339,7 +340,7 @@ fn decodes_parts_signatures_usage_and_finish_reasons() -> anyhow::Result<()> {
     ] {
         let r = decode(&whole(), empty.to_string().as_bytes());
         assert!(
-            matches!(r, Err(Error::Retry(RetrySignal::Transient { .. }))),
+            matches!(r, Err(Error::Retry(RetrySignal::UnreadableAnswer { .. }))),
             "{r:?}"
         );
     }

@@ -188,14 +188,8 @@ impl OpenAiStream {
     fn error_event(&self, e: &Value) -> Error {
         let err = match e {
             Value::Object(_) => ProviderError::from_error_object(e),
-            Value::String(m) => ProviderError {
-                message: m.clone(),
-                ..ProviderError::default()
-            },
-            other => ProviderError {
-                message: other.to_string(),
-                ..ProviderError::default()
-            },
+            Value::String(m) => ProviderError::from_message(m),
+            other => ProviderError::from_message(&other.to_string()),
         };
         in_stream(self.plan.dialect, self.delivered, &err)
     }
@@ -210,10 +204,10 @@ impl OpenAiStream {
                 return self.error_event(&v);
             }
         }
-        Error::external(
-            self.plan.dialect.as_str(),
-            "stream",
-            format!("an event was not valid JSON: {e}"),
+        errors::malformed_event(
+            self.plan.dialect,
+            self.delivered,
+            &format!("not valid JSON: {e}"),
         )
     }
 

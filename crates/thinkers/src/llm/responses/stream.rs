@@ -20,11 +20,11 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::decode::{Collected, WireResponse, failure};
+use crate::Result;
 use crate::llm::encoded::DecodePlan;
 use crate::llm::errors::{ProviderError, in_stream};
 use crate::llm::openai::stream::ended_early;
 use crate::llm::response::{ChatResponse, StreamDelta};
-use crate::{Error, Result};
 
 #[derive(Debug, Deserialize)]
 struct Event<'a> {
@@ -95,10 +95,10 @@ impl ResponsesStream {
             return Ok(());
         }
         let event: Event<'_> = serde_json::from_str(data).map_err(|e| {
-            Error::external(
-                self.plan.dialect.as_str(),
-                "stream",
-                format!("an event was not the shape the protocol defines: {e}"),
+            crate::llm::errors::malformed_event(
+                self.plan.dialect,
+                self.delivered,
+                &format!("not the shape the protocol defines: {e}"),
             )
         })?;
         match event.kind.as_ref() {
