@@ -8,6 +8,7 @@ use comfy_table::Table;
 use indicatif::{ProgressBar, ProgressStyle};
 use thinkers::Runtime;
 use thinkers::conversation::Message;
+use thinkers::dispatch::DispatchConfig;
 use thinkers::llm::{ChatRequest, LlmCall, ModelClient};
 use thinkers::model::{Catalog, OutputSize};
 
@@ -20,9 +21,52 @@ pub(crate) struct CatalogArgs {
     #[arg(long, env = "THINKERS_CATALOG")]
     catalog: Option<PathBuf>,
     /// Send each open entry a tiny request and report which are callable; the command fails
-    /// when any open entry is not.
+    /// when any open entry is not. Each entry costs at most one `--timeout` (no retry of a
+    /// server that failed or did not answer).
     #[arg(long)]
     check: bool,
+    /// With `--check`: how long one entry may take to answer (the whole answer, or a stream's
+    /// first event), e.g. `500ms`, `20s`, `2m` (a bare number is seconds).
+    #[arg(long, value_parser = parse_duration, default_value = "20s")]
+    timeout: Duration,
+    /// With `--check`: the longest silence between two events of a streamed answer.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    idle_timeout: Duration,
+}
+
+/// The timeouts of `catalog --check`.
+#[derive(Debug, Clone, Copy)]
+struct CheckLimits {
+    timeout: Duration,
+    idle_timeout: Duration,
+}
+
+/// A duration as `500ms`, `20s`, `2m` or a bare number of seconds (decimals allowed).
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (number, unit) = match t.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(at) => t.split_at(at),
+        None => (t, "s"),
+    };
+    let scale = match unit.trim() {
+        "ms" => 0.001,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        other => {
+            return Err(format!(
+                "`{text}`: unknown unit `{other}` (use ms, s or m, e.g. `20s`)"
+            ));
+        }
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration (e.g. `500ms`, `20s`, `2m`)"))?;
+    let d = Duration::try_from_secs_f64(value * scale)
+        .map_err(|e| format!("`{text}` is not a usable duration: {e}"))?;
+    if d.is_zero() {
+        return Err(format!("`{text}`: a timeout must be longer than zero"));
+    }
+    Ok(d)
 }
 
 pub(crate) async fn run(args: CatalogArgs) -> anyhow::Result<()> {
@@ -68,18 +112,35 @@ pub(crate) async fn run(args: CatalogArgs) -> anyhow::Result<()> {
     }
     println!("{table}");
     if args.check {
-        check(catalog).await?;
+        let limits = CheckLimits {
+            timeout: args.timeout,
+            idle_timeout: args.idle_timeout,
+        };
+        check(catalog, limits).await?;
     }
     Ok(())
 }
 
-async fn check(catalog: Catalog) -> anyhow::Result<()> {
+/// Calls each open entry once. A check is one bounded wait per entry: the attempt's timeout is
+/// also the call's, and no failure is retried (a server that accepts and never answers costs one
+/// `--timeout`, not one per retry); a throttled entry reports the throttle.
+async fn check(catalog: Catalog, limits: CheckLimits) -> anyhow::Result<()> {
     let (catalog, sim) = simctl::bind(catalog).await?;
     let client = ModelClient::builder()
-        .request_timeout(Duration::from_secs(30))
+        .request_timeout(limits.timeout)
+        .call_timeout(limits.timeout)
+        .stream_idle_timeout(limits.idle_timeout)
+        .max_retry_wait(limits.timeout)
+        .connect_timeout(limits.timeout.min(thinkers::llm::client::CONNECT_TIMEOUT))
         .build()?;
     let rt = Runtime::builder(catalog.clone())
         .client(client)
+        .config(DispatchConfig {
+            max_transient_retries: 0,
+            max_throttles: 0,
+            max_unreadable_answers: 0,
+            ..DispatchConfig::default()
+        })
         .build()
         .await?;
     crate::lifecycle::register(&rt);
@@ -129,4 +190,20 @@ async fn check(catalog: Catalog) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_with_their_units() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("20s"), Ok(Duration::from_secs(20)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("3h").is_err());
+    }
 }

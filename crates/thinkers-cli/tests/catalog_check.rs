@@ -98,3 +98,90 @@ fn a_bedrock_converse_entry_over_the_sim_passes_the_check() {
     assert!(ok, "{stdout}\n{stderr}");
     assert_eq!(row(&stdout, "sim-bedrock-small")[2], "yes", "{stdout}");
 }
+
+/// A loopback listener that accepts connections and never answers (nor closes them).
+fn silent_listener() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming() {
+            match conn {
+                Ok(c) => held.push(c),
+                Err(_) => return,
+            }
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_server_that_never_answers_costs_one_bounded_wait() {
+    let addr = silent_listener();
+    let catalog = format!(
+        "[providers.silent]\ndialect = \"openai\"\nbase_url = \"http://{addr}/v1\"\n\
+         api_key_env = \"THINKERS_SIM_KEY\"\n\n[[entries]]\nid = \"silent-e\"\n\
+         provider = \"silent\"\nmodel = \"m\"\ngrade = \"small\"\ncontext_window = 8000\n\
+         output_ceiling = 1000\nprice_in = 1.0\nprice_out = 2.0\ncurrency = \"USD\"\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("catalog.toml");
+    std::fs::write(&path, catalog).unwrap();
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_thinkers"))
+        .args([
+            "catalog",
+            "--check",
+            "--timeout",
+            "2s",
+            "--idle-timeout",
+            "1s",
+            "--catalog",
+        ])
+        .arg(&path)
+        .env_remove("THINKERS_CATALOG")
+        .env("THINKERS_SIM_KEY", "sk-not-needed")
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        took < std::time::Duration::from_secs(8),
+        "one bounded wait of 2 s, not one per retry: took {took:?}\n{stdout}\n{stderr}"
+    );
+    assert_eq!(row(&stdout, "silent-e")[2], "NO", "{stdout}");
+    // The table may wrap a long detail: read its cells back as one text.
+    let flat: String = stdout
+        .split(['|', '│', '\n'])
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    for part in [
+        "silent-e",
+        &format!("{addr}/v1/chat/completions"),
+        "no answer within 2s",
+    ] {
+        assert!(flat.contains(part), "`{part}` is not named:\n{stdout}");
+    }
+    assert!(
+        stderr.contains("1 of 1 open entries are not callable: silent-e"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_bad_timeout_is_refused_naming_the_flag() {
+    let out = Command::new(env!("CARGO_BIN_EXE_thinkers"))
+        .args(["catalog", "--check", "--timeout", "ten"])
+        .env_remove("THINKERS_CATALOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("--timeout") && stderr.contains("ten"),
+        "{stderr}"
+    );
+}
