@@ -127,8 +127,10 @@ impl ApiError {
             Self::RateLimited { model, refusal } => (
                 openai_rate_message(model, refusal),
                 match refusal.kind {
-                    LimitKind::Requests => "requests",
-                    LimitKind::Tokens => "tokens",
+                    LimitKind::Requests | LimitKind::Concurrency => "requests",
+                    LimitKind::Tokens | LimitKind::InputTokens | LimitKind::OutputTokens => {
+                        "tokens"
+                    }
                 },
                 None,
                 Some("rate_limit_exceeded"),
@@ -219,18 +221,25 @@ impl ApiError {
                 "fieldViolations": [{"field": field, "description": message}]
             })],
             Self::RateLimited { model, refusal } => {
-                let (metric, id, value) = match refusal.kind {
+                let (metric, id) = match refusal.kind {
                     LimitKind::Requests => (
                         "generate_content_requests",
                         "GenerateRequestsPerMinutePerProjectPerModel",
-                        refusal.state.limits.requests().unwrap_or_default(),
                     ),
-                    LimitKind::Tokens => (
+                    LimitKind::Concurrency => (
+                        "generate_content_concurrent_requests",
+                        "GenerateContentConcurrentRequestsPerProjectPerModel",
+                    ),
+                    LimitKind::Tokens | LimitKind::InputTokens => (
                         "generate_content_input_token_count",
                         "GenerateContentInputTokensPerModelPerMinute",
-                        refusal.state.limits.tokens().unwrap_or_default(),
+                    ),
+                    LimitKind::OutputTokens => (
+                        "generate_content_output_token_count",
+                        "GenerateContentOutputTokensPerModelPerMinute",
                     ),
                 };
+                let value = refusal.figure;
                 let mut details = vec![json!({
                     "@type": "type.googleapis.com/google.rpc.QuotaFailure",
                     "violations": [{
@@ -288,8 +297,12 @@ impl ApiError {
                 429,
                 "ThrottlingException",
                 match refusal.kind {
-                    LimitKind::Requests => "Too many requests, please wait before trying again.",
-                    LimitKind::Tokens => "Too many tokens, please wait before trying again.",
+                    LimitKind::Requests | LimitKind::Concurrency => {
+                        "Too many requests, please wait before trying again."
+                    }
+                    LimitKind::Tokens | LimitKind::InputTokens | LimitKind::OutputTokens => {
+                        "Too many tokens, please wait before trying again."
+                    }
                 }
                 .into(),
             ),
@@ -362,49 +375,62 @@ fn seconds(d: Duration) -> String {
     format!("{}s", text.trim_end_matches('0').trim_end_matches('.'))
 }
 
-fn openai_rate_message(model: &str, refusal: &Refusal) -> String {
-    let limits = refusal.state.limits;
-    match refusal.kind {
-        LimitKind::Requests => format!(
-            "Rate limit reached for {model} in organization org-sim on requests per min (RPM): \
-             Limit {}, Used {}, Requested 1. Please try again in {}.",
-            limits.requests().unwrap_or_default(),
-            limits.requests().unwrap_or_default(),
-            seconds(refusal.retry_after)
-        ),
-        LimitKind::Tokens if refusal.too_large => format!(
-            "Request too large for {model} in organization org-sim on tokens per min (TPM): \
-             Limit {}, Requested {}. The input or output tokens must be reduced in order to run \
-             successfully.",
-            limits.tokens().unwrap_or_default(),
-            refusal.requested_tokens
-        ),
-        LimitKind::Tokens => format!(
-            "Rate limit reached for {model} in organization org-sim on tokens per min (TPM): \
-             Limit {}, Used {}, Requested {}. Please try again in {}.",
-            limits.tokens().unwrap_or_default(),
-            refusal.used_tokens,
-            refusal.requested_tokens,
-            seconds(refusal.retry_after)
-        ),
+/// How OpenAI names a limit in its messages.
+fn openai_limit_name(kind: LimitKind) -> &'static str {
+    match kind {
+        LimitKind::Requests => "requests per min (RPM)",
+        LimitKind::Tokens => "tokens per min (TPM)",
+        LimitKind::InputTokens => "input tokens per min (ITPM)",
+        LimitKind::OutputTokens => "output tokens per min (OTPM)",
+        LimitKind::Concurrency => "concurrent requests",
     }
 }
 
-fn anthropic_rate_message(refusal: &Refusal) -> String {
-    let limits = refusal.state.limits;
-    match refusal.kind {
-        LimitKind::Requests => format!(
-            "This request would exceed your organization's rate limit of {} requests per minute. \
-             Please reduce the prompt length or the maximum tokens requested, or try again later.",
-            limits.requests().unwrap_or_default()
-        ),
-        LimitKind::Tokens => format!(
-            "This request would exceed your organization's rate limit of {} tokens per minute \
-             (used {}, requested {}). Please reduce the prompt length or the maximum tokens \
-             requested, or try again later.",
-            limits.tokens().unwrap_or_default(),
-            refusal.used_tokens,
-            refusal.requested_tokens
-        ),
+fn openai_rate_message(model: &str, refusal: &Refusal) -> String {
+    let name = openai_limit_name(refusal.kind);
+    if refusal.too_large {
+        return format!(
+            "Request too large for {model} in organization org-sim on {name}: Limit {}, \
+             Requested {}. The input or output tokens must be reduced in order to run \
+             successfully.",
+            refusal.figure, refusal.requested
+        );
     }
+    format!(
+        "Rate limit reached for {model} in organization org-sim on {name}: Limit {}, Used {}, \
+         Requested {}. Please try again in {}.",
+        refusal.figure,
+        refusal.used,
+        refusal.requested,
+        seconds(refusal.retry_after)
+    )
+}
+
+fn anthropic_rate_message(refusal: &Refusal) -> String {
+    let what = match refusal.kind {
+        LimitKind::Requests => "requests per minute",
+        LimitKind::Tokens => "tokens per minute",
+        LimitKind::InputTokens => "input tokens per minute",
+        LimitKind::OutputTokens => "output tokens per minute",
+        LimitKind::Concurrency => {
+            return format!(
+                "This request would exceed your organization's limit of {} concurrent requests. \
+                 Please try again later.",
+                refusal.figure
+            );
+        }
+    };
+    if refusal.kind == LimitKind::Requests {
+        return format!(
+            "This request would exceed your organization's rate limit of {} {what}. Please reduce \
+             the prompt length or the maximum tokens requested, or try again later.",
+            refusal.figure
+        );
+    }
+    format!(
+        "This request would exceed your organization's rate limit of {} {what} (used {}, \
+         requested {}). Please reduce the prompt length or the maximum tokens requested, or try \
+         again later.",
+        refusal.figure, refusal.used, refusal.requested
+    )
 }

@@ -1,9 +1,11 @@
 //! Reading the models to serve from a catalog file (the runtime's TOML catalog format).
 //!
 //! Only what the sim needs is read from each `[[entries]]` table: `model`, `tpm`, `rpm`,
-//! `native_tools`, `thinking`, `output_ceiling` and the optional `[entries.sim]` behaviour profile.
-//! Everything else (providers, prices, grades, compliance tags…) is ignored. When several entries
-//! name the same model, the first one wins.
+//! `native_tools`, `thinking`, `output_ceiling` and the optional `[entries.sim]` table: the
+//! behaviour profile, plus the limits only the sim enforces (`itpm`, `otpm`, `max_concurrency`,
+//! `limit_shape`, `limit_window_ms`; the runtime ignores `[entries.sim]`). Everything else
+//! (providers, prices, grades, compliance tags…) is ignored. When several entries name the same
+//! model, the first one wins.
 
 use std::path::Path;
 
@@ -11,6 +13,58 @@ use serde::Deserialize;
 
 use crate::config::{DEFAULT_OUTPUT_CEILING, Profile, SimConfig, SimModel};
 use crate::error::{Result, SimError};
+use crate::limits::LimitShape;
+
+/// The keys of `[entries.sim]` that are limits rather than profile settings.
+const LIMIT_KEYS: [&str; 5] = [
+    "itpm",
+    "otpm",
+    "max_concurrency",
+    "limit_shape",
+    "limit_window_ms",
+];
+
+/// The limits an `[entries.sim]` table may set.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SimLimits {
+    #[serde(default)]
+    itpm: Option<u64>,
+    #[serde(default)]
+    otpm: Option<u64>,
+    #[serde(default)]
+    max_concurrency: Option<u64>,
+    #[serde(default)]
+    limit_shape: LimitShape,
+    #[serde(default)]
+    limit_window_ms: Option<u64>,
+}
+
+/// Splits an `[entries.sim]` table into its limits and its behaviour profile (`None` when the
+/// table holds limits only).
+fn split_sim(table: Option<toml::Table>) -> Result<(SimLimits, Option<Profile>)> {
+    let Some(mut table) = table else {
+        return Ok((SimLimits::default(), None));
+    };
+    let mut limits = toml::Table::new();
+    for key in LIMIT_KEYS {
+        if let Some(value) = table.remove(key) {
+            limits.insert(key.to_owned(), value);
+        }
+    }
+    let had_limits = !limits.is_empty();
+    let toml_error = |source| SimError::Toml {
+        what: "catalog",
+        source,
+    };
+    let limits: SimLimits = toml::Value::Table(limits).try_into().map_err(toml_error)?;
+    let profile = if had_limits && table.is_empty() {
+        None
+    } else {
+        Some(toml::Value::Table(table).try_into().map_err(toml_error)?)
+    };
+    Ok((limits, profile))
+}
 
 #[derive(Debug, Deserialize)]
 struct CatalogFile {
@@ -32,7 +86,7 @@ struct CatalogEntry {
     #[serde(default)]
     output_ceiling: Option<u32>,
     #[serde(default)]
-    sim: Option<Profile>,
+    sim: Option<toml::Table>,
 }
 
 impl SimConfig {
@@ -51,15 +105,20 @@ impl SimConfig {
             if config.models.iter().any(|m| m.name == entry.model) {
                 continue;
             }
+            let (limits, profile) = split_sim(entry.sim)?;
             config.models.push(SimModel {
                 name: entry.model,
                 tpm: entry.tpm,
                 rpm: entry.rpm,
-                limit_window_ms: None,
+                itpm: limits.itpm,
+                otpm: limits.otpm,
+                max_concurrency: limits.max_concurrency,
+                limit_shape: limits.limit_shape,
+                limit_window_ms: limits.limit_window_ms,
                 native_tools: entry.native_tools.unwrap_or(true),
                 thinking: entry.thinking.unwrap_or(false),
                 output_ceiling: entry.output_ceiling.unwrap_or(DEFAULT_OUTPUT_CEILING),
-                profile: entry.sim,
+                profile,
             });
         }
         config.validate()?;
@@ -160,6 +219,61 @@ tpm = 1
         assert!(matches!(
             SimConfig::from_catalog_toml(bad),
             Err(SimError::InvalidConfig(_))
+        ));
+    }
+
+    #[test]
+    fn reads_the_sim_only_limits_from_the_sim_table() {
+        let text = r#"
+[[entries]]
+model = "limited"
+tpm = 90000
+rpm = 50
+
+[entries.sim]
+itpm = 40000
+otpm = 8000
+max_concurrency = 3
+limit_shape = "fixed"
+limit_window_ms = 10000
+latency_ms = [1, 2]
+
+[[entries]]
+model = "bucket"
+tpm = 60000
+
+[entries.sim]
+limit_shape = "token_bucket"
+"#;
+        let config = SimConfig::from_catalog_toml(text).unwrap();
+        let m = &config.models[0];
+        assert_eq!(
+            (m.tpm, m.rpm, m.itpm, m.otpm),
+            (Some(90_000), Some(50), Some(40_000), Some(8_000))
+        );
+        assert_eq!(m.max_concurrency, Some(3));
+        assert_eq!(m.limit_shape, LimitShape::Fixed);
+        assert_eq!(m.limit_window_ms, Some(10_000));
+        assert_eq!(m.profile.as_ref().unwrap().latency_ms, [1, 2]);
+        let b = &config.models[1];
+        assert_eq!(b.limit_shape, LimitShape::TokenBucket);
+        assert!(
+            b.profile.is_none(),
+            "a table of limits only sets no profile"
+        );
+
+        let bad = "[[entries]]\nmodel = \"m\"\n[entries.sim]\nlimit_shape = \"leaky\"\n";
+        let err = SimConfig::from_catalog_toml(bad).unwrap_err();
+        assert!(matches!(err, SimError::Toml { .. }), "{err:?}");
+        let source = std::error::Error::source(&err).unwrap().to_string();
+        assert!(source.contains("unknown limit_shape `leaky`"), "{source}");
+        let zero = "[[entries]]\nmodel = \"m\"\n[entries.sim]\nmax_concurrency = 0\n";
+        assert!(matches!(
+            SimConfig::from_catalog_toml(zero),
+            Err(SimError::InvalidLimit {
+                field: "max_concurrency",
+                ..
+            })
         ));
     }
 }

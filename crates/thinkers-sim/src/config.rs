@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SimError};
 use crate::fault::FaultRates;
+use crate::limits::{LimitShape, WINDOW};
 use crate::script::Script;
 
 /// How long a `hang` fault keeps a request open when the configuration does not say otherwise.
@@ -82,15 +83,33 @@ impl Profile {
 pub struct SimModel {
     /// The model name clients send on the wire.
     pub name: String,
-    /// Tokens per minute (sliding 60 s window, the sim's own count); `None` is unlimited.
+    /// Tokens per minute, input + output (the sim's own count); `None` is unlimited.
     #[serde(default)]
     pub tpm: Option<u64>,
-    /// Requests per minute (sliding 60 s window); `None` is unlimited.
+    /// Requests per minute; `None` is unlimited.
     #[serde(default)]
     pub rpm: Option<u64>,
-    /// Enforce `tpm` and `rpm` pro rata over a shorter sliding window, in milliseconds (for
-    /// example 10,000: `tpm = 150000` admits 25,000 tokens in any 10 s), as providers enforce
-    /// per-minute limits over shorter periods; `None` (or more than 60 s) is the minute.
+    /// Input tokens per minute, enforced on their own (Anthropic's and Bedrock's ITPM); `None` is
+    /// unlimited.
+    #[serde(default)]
+    pub itpm: Option<u64>,
+    /// Output tokens per minute, enforced on their own (Anthropic's and Bedrock's OTPM): charged
+    /// the output asked for at admission, settled to the output produced; `None` is unlimited.
+    #[serde(default)]
+    pub otpm: Option<u64>,
+    /// The most requests in flight at once (from admission until the answer is sent); the next
+    /// one is refused with a 429. `None` is unlimited.
+    #[serde(default)]
+    pub max_concurrency: Option<u64>,
+    /// How the per-minute figures are enforced: `sliding` (the default), `fixed` or
+    /// `token_bucket` (see [`crate::limits`]).
+    #[serde(default)]
+    pub limit_shape: LimitShape,
+    /// The window the per-minute figures are enforced over, pro rata, in milliseconds (for
+    /// example 10,000: `tpm = 150000` admits 25,000 tokens in any 10 s, sliding, or per fixed
+    /// 10 s window), as providers enforce per-minute limits over shorter periods; for a
+    /// `token_bucket`, the capacity is the figure's share of this window. `None` (or more than
+    /// 60 s) is the minute; 0 is refused.
     #[serde(default)]
     pub limit_window_ms: Option<u64>,
     /// Whether the model accepts the native `tools` parameter; `false` means text-tool mode only.
@@ -122,6 +141,10 @@ impl SimModel {
             name: name.into(),
             tpm: None,
             rpm: None,
+            itpm: None,
+            otpm: None,
+            max_concurrency: None,
+            limit_shape: LimitShape::Sliding,
             limit_window_ms: None,
             native_tools: true,
             thinking: false,
@@ -144,11 +167,81 @@ impl SimModel {
         self
     }
 
-    /// Enforces the limits pro rata over a sliding `window` shorter than a minute.
+    /// Sets the input-tokens-per-minute limit (enforced apart from `tpm`).
+    #[must_use]
+    pub fn itpm(mut self, itpm: u64) -> Self {
+        self.itpm = Some(itpm);
+        self
+    }
+
+    /// Sets the output-tokens-per-minute limit (enforced apart from `tpm`).
+    #[must_use]
+    pub fn otpm(mut self, otpm: u64) -> Self {
+        self.otpm = Some(otpm);
+        self
+    }
+
+    /// Sets the most requests in flight at once.
+    #[must_use]
+    pub fn max_concurrency(mut self, max: u64) -> Self {
+        self.max_concurrency = Some(max);
+        self
+    }
+
+    /// Sets how the per-minute figures are enforced (sliding by default).
+    #[must_use]
+    pub fn limit_shape(mut self, shape: LimitShape) -> Self {
+        self.limit_shape = shape;
+        self
+    }
+
+    /// Enforces the limits pro rata over a `window` shorter than a minute (sliding unless
+    /// [`Self::limit_shape`] says otherwise).
     #[must_use]
     pub fn limit_window(mut self, window: std::time::Duration) -> Self {
         self.limit_window_ms = Some(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
         self
+    }
+
+    /// The window the per-minute figures are enforced over: `limit_window_ms`, at most a minute.
+    pub fn limit_window_duration(&self) -> std::time::Duration {
+        self.limit_window_ms
+            .map_or(WINDOW, std::time::Duration::from_millis)
+            .min(WINDOW)
+    }
+
+    /// Checks the limit fields: no figure and no window of zero.
+    fn validate_limits(&self) -> Result<()> {
+        let bad = |field: &'static str, value: u64, reason: &'static str| SimError::InvalidLimit {
+            model: self.name.clone(),
+            field,
+            value: value.to_string(),
+            reason,
+        };
+        let figures = [
+            ("rpm", self.rpm),
+            ("tpm", self.tpm),
+            ("itpm", self.itpm),
+            ("otpm", self.otpm),
+            ("max_concurrency", self.max_concurrency),
+        ];
+        for (field, value) in figures {
+            if value == Some(0) {
+                return Err(bad(
+                    field,
+                    0,
+                    "it would refuse every request; leave the field out for no limit",
+                ));
+            }
+        }
+        if self.limit_window_ms == Some(0) {
+            return Err(bad(
+                "limit_window_ms",
+                0,
+                "a window must last at least 1 ms",
+            ));
+        }
+        Ok(())
     }
 
     /// Sets whether the model supports native tools.
@@ -252,8 +345,8 @@ impl SimConfig {
         }
     }
 
-    /// Checks the rules serde cannot express: unique model names, ranges of latency, quality and
-    /// fault rates.
+    /// Checks the rules serde cannot express: unique model names, limits and windows above zero,
+    /// ranges of latency, quality and fault rates.
     pub fn validate(&self) -> Result<()> {
         let mut seen = HashSet::new();
         for model in &self.models {
@@ -266,6 +359,7 @@ impl SimConfig {
                     model.name
                 )));
             }
+            model.validate_limits()?;
             if let Some(profile) = &model.profile {
                 profile.validate(&format!("model `{}`", model.name))?;
             }
@@ -392,5 +486,77 @@ mod tests {
         assert_eq!(profile.tool_rounds, 2);
         assert_eq!(profile.parallel_tool_calls, 1);
         assert_eq!(cfg.hang_ms, DEFAULT_HANG_MS);
+    }
+
+    #[test]
+    fn limit_fields_deserialize_and_build() {
+        let cfg: SimConfig = serde_json::from_str(
+            r#"{"models":[{"name":"m","itpm":40000,"otpm":8000,"max_concurrency":4,
+                "limit_shape":"token_bucket","limit_window_ms":10000}]}"#,
+        )
+        .unwrap();
+        cfg.validate().unwrap();
+        let m = &cfg.models[0];
+        assert_eq!(
+            (m.itpm, m.otpm, m.max_concurrency),
+            (Some(40_000), Some(8_000), Some(4))
+        );
+        assert_eq!(m.limit_shape, LimitShape::TokenBucket);
+        assert_eq!(
+            m.limit_window_duration(),
+            std::time::Duration::from_secs(10)
+        );
+        let built = SimModel::new("m")
+            .itpm(40_000)
+            .otpm(8_000)
+            .max_concurrency(4)
+            .limit_shape(LimitShape::TokenBucket)
+            .limit_window(std::time::Duration::from_secs(10));
+        assert_eq!(&built, m);
+        // The default is a sliding minute; a longer window is the minute.
+        let plain: SimModel =
+            serde_json::from_str(r#"{"name":"p","limit_window_ms":90000}"#).unwrap();
+        assert_eq!(plain.limit_shape, LimitShape::Sliding);
+        assert_eq!(plain.limit_window_duration(), WINDOW);
+        assert_eq!(
+            serde_json::to_value(&built).unwrap()["limit_shape"],
+            "token_bucket"
+        );
+    }
+
+    #[test]
+    fn bad_limit_values_are_typed_errors_naming_field_and_value() {
+        let err = serde_json::from_str::<SimModel>(r#"{"name":"m","limit_shape":"leaky"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown limit_shape `leaky`"), "{err}");
+        for (model, field) in [
+            (SimModel::new("m").rpm(0), "rpm"),
+            (SimModel::new("m").tpm(0), "tpm"),
+            (SimModel::new("m").itpm(0), "itpm"),
+            (SimModel::new("m").otpm(0), "otpm"),
+            (SimModel::new("m").max_concurrency(0), "max_concurrency"),
+            (
+                SimModel::new("m").limit_window(std::time::Duration::ZERO),
+                "limit_window_ms",
+            ),
+        ] {
+            let err = SimConfig::builder().model(model).build().unwrap_err();
+            let text = err.to_string();
+            match err {
+                SimError::InvalidLimit {
+                    model,
+                    field: f,
+                    value,
+                    ..
+                } => {
+                    assert_eq!((model.as_str(), f, value.as_str()), ("m", field, "0"));
+                }
+                other => panic!("{other:?}"),
+            }
+            assert!(text.contains(&format!("{field} = 0")), "{text}");
+        }
+        let err: SimError = "bucket".parse::<LimitShape>().unwrap_err().into();
+        assert!(err.to_string().contains("`bucket`"), "{err}");
     }
 }

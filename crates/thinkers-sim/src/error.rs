@@ -52,6 +52,21 @@ pub enum SimError {
     /// The configuration parsed but breaks a rule (for example a latency range with min > max).
     #[error("invalid sim configuration: {0}")]
     InvalidConfig(String),
+    /// A model's limit field has a value the sim cannot enforce (for example `rpm = 0`).
+    #[error("invalid sim configuration: model `{model}`: {field} = {value}: {reason}")]
+    InvalidLimit {
+        /// The model whose field it is.
+        model: String,
+        /// The field, as configurations spell it (`rpm`, `limit_window_ms`…).
+        field: &'static str,
+        /// The value given.
+        value: String,
+        /// Why it cannot be used.
+        reason: &'static str,
+    },
+    /// A `limit_shape` named no shape.
+    #[error("invalid sim configuration: {0}")]
+    UnknownLimitShape(#[from] crate::limits::UnknownLimitShape),
 }
 
 /// Shorthand for results whose error is [`SimError`].

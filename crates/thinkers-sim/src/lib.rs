@@ -43,14 +43,17 @@
 //!
 //! ## Limits, latency and faults
 //!
-//! Per-model TPM and RPM over a sliding minute, with the providers' 429 bodies and rate-limit
-//! headers ([`limits`], [`tokens`] for the token count). Latency per request from the profile.
+//! Per-model RPM, TPM, ITPM, OTPM and concurrency limits, enforced over a sliding window (the
+//! minute by default), fixed windows or a token bucket ([`LimitShape`]), with the providers' 429
+//! bodies and rate-limit headers ([`limits`], [`tokens`] for the token count). Latency per request
+//! from the profile.
 //! Faults ([`FaultKind`]) on demand through the `x-sim-fault` header, injected [`FaultRule`]s or
 //! random per-model rates.
 //!
 //! ## Observing
 //!
-//! [`Sim::stats`] / `GET /sim/stats` count requests, tokens, 429s and faults per model;
+//! [`Sim::stats`] / `GET /sim/stats` count requests, admissions, settled tokens, 429s (per limit
+//! kind) and faults per model ([`ModelStats`]);
 //! [`Sim::requests`] / `GET /sim/requests` return the logged bodies when `log_bodies` is set.
 //!
 //! ## Feature flags
@@ -86,6 +89,7 @@ pub use fault::{
     FAULT_HEADER, FaultHeaderError, FaultKind, FaultParams, FaultRates, FaultRule,
     UnknownFaultKind, parse_fault_header,
 };
+pub use limits::{LimitKind, LimitShape, UnknownLimitShape};
 pub use script::{MatchOn, Script, ScriptAnswer, ScriptRule, ScriptToolCall};
 pub use server::{Sim, serve, serve_with_shutdown};
 pub use stats::{LoggedRequest, ModelStats, StatsSnapshot};

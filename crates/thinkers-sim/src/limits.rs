@@ -1,247 +1,727 @@
-//! Per-model request and token limits over a sliding window: 60 seconds by default, or shorter
-//! (`SimModel::limit_window`), in which case the per-minute figures are enforced pro rata, as
-//! providers do: `tpm = 150000` over 10 s admits 25,000 tokens in any 10 seconds. The limit
-//! headers then state the window's allowance (25,000), the remaining headers what is left of it.
+//! Per-model limits, enforced the ways real providers enforce them.
 //!
-//! Each admitted request leaves an event (time, tokens) in its model's window. At admission the
-//! request is charged its input estimate (see [`crate::tokens`]) plus the output tokens it asked
-//! for (`max_tokens` / `max_completion_tokens`); once the answer is known the event is settled to
-//! input + the output actually produced, so unused output is given back, as a client reconciling
-//! its reservations would expect. Events older than the window leave it.
+//! **Kinds** (each `None` is unlimited):
+//! - requests per minute (`rpm`);
+//! - tokens per minute (`tpm`), input + output;
+//! - input tokens per minute (`itpm`) and output tokens per minute (`otpm`), separately, as
+//!   Anthropic and Bedrock have them;
+//! - concurrency (`max_concurrency`): requests in flight at once, from admission until the answer
+//!   has been sent (or the client went away).
 //!
-//! A request that does not fit is refused (429) and leaves no event. The refusal says which limit
-//! bound (requests or tokens) and when the request would fit.
+//! **Shapes** ([`LimitShape`], one per model, for every per-minute kind):
+//! - `sliding` (the default): in any window of `W` (60 s unless `limit_window_ms` says shorter),
+//!   at most the figure × W / 60 s, pro rata: `tpm = 150000` over 10 s admits 25,000 tokens in any
+//!   10 seconds;
+//! - `fixed`: the same allowance per fixed window of `W`, the windows aligned to the sim's start
+//!   (or its last reset); usage starts again from zero at each boundary;
+//! - `token_bucket`: a bucket holding the figure × W / 60 s (W is 60 s unless set: capacity = the
+//!   per-minute figure), full at start, refilled continuously at figure / 60 per second, as
+//!   Anthropic documents; a request takes its cost out of the bucket.
+//!
+//! **Charging.** At admission a request is charged, per kind: 1 request; input estimate (see
+//! [`crate::tokens`]) + the output it asked for (`max_tokens` / `max_completion_tokens`) tokens;
+//! its input estimate input tokens; the output it asked for output tokens. Once the answer is
+//! known the charge is settled to what it really cost (input + the output produced), so unused
+//! output is given back, as Anthropic describes for its OTPM limit and as a client reconciling its
+//! reservations expects. A fixed window only settles a charge it still holds (a charge made in an
+//! earlier window left with that window); a bucket settles by putting back (or taking out) the
+//! difference.
+//!
+//! **Refusals.** A request that does not fit every limit is refused (429) and charged nothing. The
+//! refusal names the limit that binds longest and the true time until the request would fit (the
+//! longest wait over the limits it breaks); a request larger than a whole allowance is "too large"
+//! (waiting will not help). A concurrency refusal cannot know when a request in flight will end: it
+//! asks for [`CONCURRENCY_RETRY`].
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::str::FromStr;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-/// The length of the sliding window unless a model sets a shorter one.
+/// The length of a window (and the period of the per-minute figures) unless a model sets another.
 pub const WINDOW: Duration = Duration::from_secs(60);
+
+/// The wait a concurrency refusal asks for (the sim cannot know when a request in flight ends).
+pub const CONCURRENCY_RETRY: Duration = Duration::from_secs(1);
+
+/// Nanoseconds in a minute: a token bucket counts in 1/`MINUTE_NS` of a token, so that refilling
+/// at figure / 60 s is exact integer arithmetic (figure units per nanosecond).
+const MINUTE_NS: i128 = 60_000_000_000;
+
+/// `a / b` rounded up, for `a >= 0` and `b > 0`.
+fn ceil_div(a: i128, b: i128) -> i128 {
+    let (q, r) = (a / b, a % b);
+    if r > 0 { q + 1 } else { q }
+}
+
+/// How a model's per-minute figures are enforced (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum LimitShape {
+    /// A sliding window of the model's `limit_window_ms` (60 s by default), pro rata.
+    #[default]
+    Sliding,
+    /// Fixed windows of `limit_window_ms` aligned to the sim's start, resetting at each boundary.
+    Fixed,
+    /// A bucket holding the per-minute figure (pro rata for a `limit_window_ms`), refilled
+    /// continuously at figure / 60 per second.
+    TokenBucket,
+}
+
+impl LimitShape {
+    /// The name used in configurations: `sliding`, `fixed` or `token_bucket`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sliding => "sliding",
+            Self::Fixed => "fixed",
+            Self::TokenBucket => "token_bucket",
+        }
+    }
+}
+
+impl fmt::Display for LimitShape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A `limit_shape` value that names no shape.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown limit_shape `{value}`: expected `sliding`, `fixed` or `token_bucket`")]
+pub struct UnknownLimitShape {
+    /// The value that was given.
+    pub value: String,
+}
+
+impl FromStr for LimitShape {
+    type Err = UnknownLimitShape;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "sliding" => Ok(Self::Sliding),
+            "fixed" => Ok(Self::Fixed),
+            "token_bucket" => Ok(Self::TokenBucket),
+            other => Err(UnknownLimitShape {
+                value: other.to_owned(),
+            }),
+        }
+    }
+}
+
+impl TryFrom<String> for LimitShape {
+    type Error = UnknownLimitShape;
+
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        value.parse()
+    }
+}
+
+impl From<LimitShape> for String {
+    fn from(shape: LimitShape) -> Self {
+        shape.as_str().to_owned()
+    }
+}
+
+/// Which limit refused a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitKind {
+    /// Requests per minute (`rpm`).
+    Requests,
+    /// Tokens per minute, input + output (`tpm`).
+    Tokens,
+    /// Input tokens per minute (`itpm`).
+    InputTokens,
+    /// Output tokens per minute (`otpm`).
+    OutputTokens,
+    /// Requests in flight (`max_concurrency`).
+    Concurrency,
+}
+
+impl LimitKind {
+    /// The per-minute kinds, in the order they are checked.
+    const METERED: [Self; 4] = [
+        Self::Requests,
+        Self::Tokens,
+        Self::InputTokens,
+        Self::OutputTokens,
+    ];
+}
 
 /// A model's limits; `None` is unlimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Limits {
     pub(crate) rpm: Option<u64>,
     pub(crate) tpm: Option<u64>,
-    /// The sliding window the figures are enforced over, pro rata.
+    pub(crate) itpm: Option<u64>,
+    pub(crate) otpm: Option<u64>,
+    pub(crate) max_concurrency: Option<u64>,
+    pub(crate) shape: LimitShape,
+    /// The window (sliding or fixed) the figures are enforced over, pro rata; for a bucket, the
+    /// time the capacity lasts at the refill rate.
     pub(crate) window: Duration,
 }
 
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            rpm: None,
+            tpm: None,
+            itpm: None,
+            otpm: None,
+            max_concurrency: None,
+            shape: LimitShape::Sliding,
+            window: WINDOW,
+        }
+    }
+}
+
 impl Limits {
-    pub(crate) fn any(self) -> bool {
-        self.rpm.is_some() || self.tpm.is_some()
+    /// The configured figure of a kind: per minute, or the most requests in flight.
+    pub(crate) fn figure(self, kind: LimitKind) -> Option<u64> {
+        match kind {
+            LimitKind::Requests => self.rpm,
+            LimitKind::Tokens => self.tpm,
+            LimitKind::InputTokens => self.itpm,
+            LimitKind::OutputTokens => self.otpm,
+            LimitKind::Concurrency => self.max_concurrency,
+        }
     }
 
-    /// A per-minute figure's share of the window (at least 1).
-    fn share(self, per_minute: u64) -> u64 {
-        let share = u128::from(per_minute) * self.window.as_millis() / WINDOW.as_millis();
+    /// A per-minute figure's share of the window (at least 1): what a window admits, or what a
+    /// bucket holds.
+    pub(crate) fn allowance(self, per_minute: u64) -> u64 {
+        let share = u128::from(per_minute) * self.window.as_nanos() / WINDOW.as_nanos();
         u64::try_from(share).unwrap_or(u64::MAX).max(1)
     }
+}
 
-    /// Requests the window admits.
-    pub(crate) fn requests(self) -> Option<u64> {
-        self.rpm.map(|r| self.share(r))
-    }
+/// What a request costs: its input tokens and its output tokens (asked for at admission, produced
+/// at settlement).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Cost {
+    pub(crate) input: u64,
+    pub(crate) output: u64,
+}
 
-    /// Tokens the window admits.
-    pub(crate) fn tokens(self) -> Option<u64> {
-        self.tpm.map(|t| self.share(t))
+impl Cost {
+    fn of(self, kind: LimitKind) -> u64 {
+        match kind {
+            LimitKind::Requests | LimitKind::Concurrency => 1,
+            LimitKind::Tokens => self.input.saturating_add(self.output),
+            LimitKind::InputTokens => self.input,
+            LimitKind::OutputTokens => self.output,
+        }
     }
 }
 
-/// Which limit refused a request.
+/// The state of one limit, as the rate-limit headers report it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LimitKind {
-    Requests,
-    Tokens,
+pub(crate) struct MeterState {
+    /// The configured per-minute figure.
+    pub(crate) figure: u64,
+    /// What could be admitted right now.
+    pub(crate) remaining: u64,
+    /// The time until the limit is fully replenished (zero when it is).
+    pub(crate) reset: Duration,
 }
 
-/// The figures the rate-limit headers report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The state of every per-minute limit a model has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct RateState {
-    pub(crate) limits: Limits,
-    pub(crate) remaining_requests: u64,
-    pub(crate) remaining_tokens: u64,
-    /// When the next request slot frees (zero when the window is empty).
-    pub(crate) reset_requests: Duration,
-    /// When the oldest tokens leave the window (zero when the window is empty).
-    pub(crate) reset_tokens: Duration,
+    pub(crate) requests: Option<MeterState>,
+    pub(crate) tokens: Option<MeterState>,
+    pub(crate) input_tokens: Option<MeterState>,
+    pub(crate) output_tokens: Option<MeterState>,
+}
+
+impl RateState {
+    pub(crate) fn get(&self, kind: LimitKind) -> Option<MeterState> {
+        match kind {
+            LimitKind::Requests => self.requests,
+            LimitKind::Tokens => self.tokens,
+            LimitKind::InputTokens => self.input_tokens,
+            LimitKind::OutputTokens => self.output_tokens,
+            LimitKind::Concurrency => None,
+        }
+    }
+
+    fn slot(&mut self, kind: LimitKind) -> Option<&mut Option<MeterState>> {
+        match kind {
+            LimitKind::Requests => Some(&mut self.requests),
+            LimitKind::Tokens => Some(&mut self.tokens),
+            LimitKind::InputTokens => Some(&mut self.input_tokens),
+            LimitKind::OutputTokens => Some(&mut self.output_tokens),
+            LimitKind::Concurrency => None,
+        }
+    }
+
+    /// Whether the model has any per-minute limit to report.
+    pub(crate) fn any(&self) -> bool {
+        LimitKind::METERED.iter().any(|k| self.get(*k).is_some())
+    }
 }
 
 /// Why a request was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Refusal {
     pub(crate) kind: LimitKind,
-    /// The request alone exceeds the token limit: waiting will not help.
+    /// The request alone exceeds the allowance: waiting will not help.
     pub(crate) too_large: bool,
     /// How long until the request would fit (zero when `too_large`).
     pub(crate) retry_after: Duration,
-    /// Tokens in use in the window, for the message.
-    pub(crate) used_tokens: u64,
-    /// Tokens the request asked for.
-    pub(crate) requested_tokens: u64,
+    /// The binding limit's figure (per minute, or the most requests in flight).
+    pub(crate) figure: u64,
+    /// What the binding limit has in use (in its window, out of its bucket, or in flight).
+    pub(crate) used: u64,
+    /// What the request asked of the binding limit.
+    pub(crate) requested: u64,
     pub(crate) state: RateState,
+}
+
+/// An admitted request: its id (to settle and finish it) and the requests in flight with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ticket {
+    pub(crate) id: u64,
+    pub(crate) generation: u64,
+    pub(crate) in_flight: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Event {
     at: Instant,
-    tokens: u64,
+    amount: u64,
     id: u64,
 }
 
-/// One model's window.
-#[derive(Debug, Default)]
-pub(crate) struct Window {
-    events: VecDeque<Event>,
-    tokens: u64,
-    next_id: u64,
+/// One per-minute limit's usage, in its shape.
+#[derive(Debug)]
+enum Usage {
+    Sliding {
+        events: VecDeque<Event>,
+        used: u64,
+    },
+    Fixed {
+        /// The index of the window `used` belongs to.
+        index: u128,
+        used: u64,
+    },
+    Bucket {
+        /// The level, in 1/`MINUTE_NS` of a unit; may go below zero when a settlement takes more
+        /// than was reserved.
+        level: i128,
+        at: Instant,
+    },
 }
 
-impl Window {
-    fn prune(&mut self, now: Instant, window: Duration) {
-        while let Some(front) = self.events.front() {
-            if now.saturating_duration_since(front.at) >= window {
-                self.tokens -= front.tokens;
-                self.events.pop_front();
-            } else {
-                break;
-            }
+/// One per-minute limit: its figure, allowance and usage.
+#[derive(Debug)]
+struct Meter {
+    kind: LimitKind,
+    figure: u64,
+    allowance: u64,
+    usage: Usage,
+}
+
+impl Meter {
+    fn new(kind: LimitKind, figure: u64, limits: Limits, origin: Instant) -> Self {
+        let allowance = limits.allowance(figure);
+        let usage = match limits.shape {
+            LimitShape::Sliding => Usage::Sliding {
+                events: VecDeque::new(),
+                used: 0,
+            },
+            LimitShape::Fixed => Usage::Fixed { index: 0, used: 0 },
+            LimitShape::TokenBucket => Usage::Bucket {
+                level: i128::from(allowance) * MINUTE_NS,
+                at: origin,
+            },
+        };
+        Self {
+            kind,
+            figure,
+            allowance,
+            usage,
         }
     }
 
-    fn expiry(event: &Event, now: Instant, window: Duration) -> Duration {
-        (event.at + window).saturating_duration_since(now)
+    fn capacity(&self) -> i128 {
+        i128::from(self.allowance) * MINUTE_NS
     }
 
-    fn state(&self, now: Instant, limits: Limits) -> RateState {
-        let reset = self
-            .events
-            .front()
-            .map_or(Duration::ZERO, |e| Self::expiry(e, now, limits.window));
-        RateState {
-            limits,
-            remaining_requests: limits
-                .requests()
-                .map_or(u64::MAX, |l| l.saturating_sub(self.events.len() as u64)),
-            remaining_tokens: limits
-                .tokens()
-                .map_or(u64::MAX, |l| l.saturating_sub(self.tokens)),
-            reset_requests: reset,
-            reset_tokens: reset,
-        }
-    }
-
-    /// Admits a request costing `tokens`, or says why not. Returns the event id to settle later.
-    pub(crate) fn admit(
-        &mut self,
-        now: Instant,
-        limits: Limits,
-        tokens: u64,
-    ) -> Result<u64, Box<Refusal>> {
-        let window = limits.window;
-        self.prune(now, window);
-        if let Some(rpm) = limits.requests()
-            && self.events.len() as u64 >= rpm
-        {
-            // The request fits once enough of the oldest events have left the window.
-            let excess = (self.events.len() as u64 + 1).saturating_sub(rpm) as usize;
-            let wait = self
-                .events
-                .get(excess.saturating_sub(1))
-                .map_or(window, |e| Self::expiry(e, now, window));
-            return Err(Box::new(self.refusal(
-                now,
-                limits,
-                LimitKind::Requests,
-                tokens,
-                wait,
-                false,
-            )));
-        }
-        if let Some(tpm) = limits.tokens() {
-            if tokens > tpm {
-                return Err(Box::new(self.refusal(
-                    now,
-                    limits,
-                    LimitKind::Tokens,
-                    tokens,
-                    Duration::ZERO,
-                    true,
-                )));
-            }
-            if self.tokens + tokens > tpm {
-                let mut freed = 0;
-                let mut wait = window;
-                for event in &self.events {
-                    freed += event.tokens;
-                    if self.tokens - freed + tokens <= tpm {
-                        wait = Self::expiry(event, now, window);
+    /// Brings the usage to `now`: old events leave, a new fixed window starts, the bucket refills.
+    fn advance(&mut self, now: Instant, clock: &Clock) {
+        let capacity = self.capacity();
+        let figure = i128::from(self.figure);
+        match &mut self.usage {
+            Usage::Sliding { events, used } => {
+                while let Some(front) = events.front() {
+                    if now.saturating_duration_since(front.at) >= clock.window {
+                        *used = used.saturating_sub(front.amount);
+                        events.pop_front();
+                    } else {
                         break;
                     }
                 }
-                return Err(Box::new(self.refusal(
-                    now,
-                    limits,
-                    LimitKind::Tokens,
-                    tokens,
-                    wait,
-                    false,
-                )));
             }
+            Usage::Fixed { index, used } => {
+                let current = clock.index(now);
+                if current != *index {
+                    *index = current;
+                    *used = 0;
+                }
+            }
+            Usage::Bucket { level, at } => {
+                let elapsed = i128::try_from(now.saturating_duration_since(*at).as_nanos())
+                    .unwrap_or(i128::MAX);
+                *level = level
+                    .saturating_add(elapsed.saturating_mul(figure))
+                    .min(capacity);
+                *at = (*at).max(now);
+            }
+        }
+    }
+
+    /// What is in use: in the window, or taken out of the bucket.
+    fn used(&self) -> u64 {
+        match &self.usage {
+            Usage::Sliding { used, .. } | Usage::Fixed { used, .. } => *used,
+            Usage::Bucket { level, .. } => {
+                let taken = (self.capacity() - *level).max(0);
+                u64::try_from(ceil_div(taken, MINUTE_NS)).unwrap_or(u64::MAX)
+            }
+        }
+    }
+
+    /// What could be admitted right now.
+    fn remaining(&self) -> u64 {
+        match &self.usage {
+            Usage::Sliding { used, .. } | Usage::Fixed { used, .. } => {
+                self.allowance.saturating_sub(*used)
+            }
+            Usage::Bucket { level, .. } => {
+                u64::try_from((*level).max(0) / MINUTE_NS).unwrap_or(u64::MAX)
+            }
+        }
+    }
+
+    /// The time until the limit is fully replenished.
+    fn reset(&self, now: Instant, clock: &Clock) -> Duration {
+        match &self.usage {
+            Usage::Sliding { events, .. } => events
+                .iter()
+                .rev()
+                .find(|e| e.amount > 0)
+                .map_or(Duration::ZERO, |e| clock.expiry(e.at, now)),
+            Usage::Fixed { used, .. } if *used == 0 => Duration::ZERO,
+            Usage::Fixed { .. } => clock.until_boundary(now),
+            Usage::Bucket { level, .. } => self.refill_time(self.capacity() - *level),
+        }
+    }
+
+    /// The time the bucket takes to refill `missing` (in 1/`MINUTE_NS` units), rounded up.
+    fn refill_time(&self, missing: i128) -> Duration {
+        if missing <= 0 {
+            return Duration::ZERO;
+        }
+        let ns = ceil_div(missing, i128::from(self.figure.max(1)));
+        Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+
+    /// `None` when `amount` exceeds the whole allowance; otherwise the wait until it fits (zero
+    /// when it fits now).
+    fn wait_for(&self, amount: u64, now: Instant, clock: &Clock) -> Option<Duration> {
+        if amount > self.allowance {
+            return None;
+        }
+        match &self.usage {
+            Usage::Sliding { events, used } => {
+                if used.saturating_add(amount) <= self.allowance {
+                    return Some(Duration::ZERO);
+                }
+                let mut freed = 0u64;
+                for event in events {
+                    freed += event.amount;
+                    if used.saturating_sub(freed).saturating_add(amount) <= self.allowance {
+                        return Some(clock.expiry(event.at, now));
+                    }
+                }
+                Some(clock.window)
+            }
+            Usage::Fixed { used, .. } => {
+                if used.saturating_add(amount) <= self.allowance {
+                    Some(Duration::ZERO)
+                } else {
+                    Some(clock.until_boundary(now))
+                }
+            }
+            Usage::Bucket { level, .. } => {
+                Some(self.refill_time(i128::from(amount) * MINUTE_NS - *level))
+            }
+        }
+    }
+
+    fn charge(&mut self, amount: u64, id: u64, now: Instant) {
+        match &mut self.usage {
+            Usage::Sliding { events, used } => {
+                events.push_back(Event {
+                    at: now,
+                    amount,
+                    id,
+                });
+                *used = used.saturating_add(amount);
+            }
+            Usage::Fixed { used, .. } => *used = used.saturating_add(amount),
+            Usage::Bucket { level, .. } => *level -= i128::from(amount) * MINUTE_NS,
+        }
+    }
+
+    /// Changes the charge of request `id`, made at `at` for `old`, to `new`.
+    fn settle(&mut self, id: u64, at: Instant, old: u64, new: u64, clock: &Clock) {
+        if old == new {
+            return;
+        }
+        let capacity = self.capacity();
+        match &mut self.usage {
+            Usage::Sliding { events, used } => {
+                if let Some(event) = events.iter_mut().rev().find(|e| e.id == id) {
+                    *used = used.saturating_sub(event.amount).saturating_add(new);
+                    event.amount = new;
+                }
+            }
+            Usage::Fixed { index, used } => {
+                if clock.index(at) == *index {
+                    *used = used.saturating_sub(old).saturating_add(new);
+                }
+            }
+            Usage::Bucket { level, .. } => {
+                let back = i128::from(old) - i128::from(new);
+                *level = (*level + back * MINUTE_NS).min(capacity);
+            }
+        }
+    }
+
+    fn state(&self, now: Instant, clock: &Clock) -> MeterState {
+        MeterState {
+            figure: self.figure,
+            remaining: self.remaining(),
+            reset: self.reset(now, clock),
+        }
+    }
+}
+
+/// The window length and, for fixed windows, their origin.
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    window: Duration,
+    origin: Instant,
+}
+
+impl Clock {
+    fn expiry(&self, at: Instant, now: Instant) -> Duration {
+        (at + self.window).saturating_duration_since(now)
+    }
+
+    fn index(&self, at: Instant) -> u128 {
+        at.saturating_duration_since(self.origin).as_nanos() / self.window.as_nanos().max(1)
+    }
+
+    /// The time until the next fixed-window boundary.
+    fn until_boundary(&self, now: Instant) -> Duration {
+        let window = self.window.as_nanos().max(1);
+        let elapsed = now.saturating_duration_since(self.origin).as_nanos();
+        let left = window - elapsed % window;
+        Duration::from_nanos(u64::try_from(left).unwrap_or(u64::MAX))
+    }
+}
+
+/// An admitted request not finished yet.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    at: Instant,
+    cost: Cost,
+    settled: bool,
+}
+
+/// One model's limits and their usage.
+#[derive(Debug)]
+pub(crate) struct Window {
+    limits: Limits,
+    clock: Clock,
+    meters: Vec<Meter>,
+    pending: HashMap<u64, Pending>,
+    in_flight: u64,
+    next_id: u64,
+    /// Bumped by [`Window::clear`], so requests admitted before a reset finish without effect.
+    generation: u64,
+}
+
+impl Window {
+    /// The usage of `limits`, starting empty (buckets full) at `origin`, where fixed windows are
+    /// aligned.
+    pub(crate) fn new(limits: Limits, origin: Instant) -> Self {
+        let mut window = Self {
+            limits,
+            clock: Clock {
+                window: limits.window,
+                origin,
+            },
+            meters: Vec::new(),
+            pending: HashMap::new(),
+            in_flight: 0,
+            next_id: 0,
+            generation: 0,
+        };
+        window.clear_at(origin);
+        window
+    }
+
+    fn advance(&mut self, now: Instant) {
+        let clock = self.clock;
+        for meter in &mut self.meters {
+            meter.advance(now, &clock);
+        }
+    }
+
+    fn state(&self, now: Instant) -> RateState {
+        let mut state = RateState::default();
+        for meter in &self.meters {
+            if let Some(slot) = state.slot(meter.kind) {
+                *slot = Some(meter.state(now, &self.clock));
+            }
+        }
+        state
+    }
+
+    /// The state of the limits at `now`.
+    #[cfg(test)]
+    pub(crate) fn state_at(&mut self, now: Instant) -> RateState {
+        self.advance(now);
+        self.state(now)
+    }
+
+    /// Admits a request costing `cost`, or says why not. The ticket's id settles and finishes it.
+    pub(crate) fn admit(&mut self, now: Instant, cost: Cost) -> Result<Ticket, Box<Refusal>> {
+        self.advance(now);
+        if let Some(max) = self.limits.max_concurrency
+            && self.in_flight >= max
+        {
+            return Err(Box::new(Refusal {
+                kind: LimitKind::Concurrency,
+                too_large: false,
+                retry_after: CONCURRENCY_RETRY,
+                figure: max,
+                used: self.in_flight,
+                requested: 1,
+                state: self.state(now),
+            }));
+        }
+        // The request fits once every limit it breaks has room: the longest wait binds.
+        let mut binding: Option<(&Meter, Option<Duration>)> = None;
+        for meter in &self.meters {
+            match meter.wait_for(cost.of(meter.kind), now, &self.clock) {
+                None => {
+                    binding = Some((meter, None));
+                    break;
+                }
+                Some(wait) if wait.is_zero() => {}
+                Some(wait) => {
+                    let longer = binding.is_none_or(|(_, w)| w.is_some_and(|w| wait > w));
+                    if longer {
+                        binding = Some((meter, Some(wait)));
+                    }
+                }
+            }
+        }
+        if let Some((meter, wait)) = binding {
+            return Err(Box::new(Refusal {
+                kind: meter.kind,
+                too_large: wait.is_none(),
+                retry_after: wait.unwrap_or_default(),
+                figure: meter.figure,
+                used: meter.used(),
+                requested: cost.of(meter.kind),
+                state: self.state(now),
+            }));
         }
         let id = self.next_id;
         self.next_id += 1;
-        self.events.push_back(Event {
-            at: now,
-            tokens,
+        for meter in &mut self.meters {
+            meter.charge(cost.of(meter.kind), id, now);
+        }
+        self.pending.insert(
             id,
-        });
-        self.tokens += tokens;
-        Ok(id)
+            Pending {
+                at: now,
+                cost,
+                settled: false,
+            },
+        );
+        self.in_flight += 1;
+        Ok(Ticket {
+            id,
+            generation: self.generation,
+            in_flight: self.in_flight,
+        })
     }
 
-    fn refusal(
-        &self,
-        now: Instant,
-        limits: Limits,
-        kind: LimitKind,
-        tokens: u64,
-        wait: Duration,
-        too_large: bool,
-    ) -> Refusal {
-        Refusal {
-            kind,
-            too_large,
-            retry_after: wait,
-            used_tokens: self.tokens,
-            requested_tokens: tokens,
-            state: self.state(now, limits),
+    /// Sets the charge of an admitted request to what it really cost, and reports the state after
+    /// it (for the success headers). A request is settled once; later calls only report.
+    pub(crate) fn settle(&mut self, now: Instant, id: u64, actual: Cost) -> RateState {
+        if let Some(pending) = self.pending.get_mut(&id)
+            && !pending.settled
+        {
+            pending.settled = true;
+            let (at, reserved) = (pending.at, pending.cost);
+            let clock = self.clock;
+            for meter in &mut self.meters {
+                let (old, new) = (reserved.of(meter.kind), actual.of(meter.kind));
+                meter.settle(id, at, old, new, &clock);
+            }
+        }
+        self.advance(now);
+        self.state(now)
+    }
+
+    /// The request left the sim (its answer was sent, or its client went away): it is no longer in
+    /// flight. A request never settled keeps what it was charged at admission.
+    pub(crate) fn finish(&mut self, id: u64, generation: u64) {
+        if generation != self.generation {
+            return;
+        }
+        if self.pending.remove(&id).is_some() {
+            self.in_flight = self.in_flight.saturating_sub(1);
         }
     }
 
-    /// Sets the tokens of an admitted request to what it really cost, and reports the state after
-    /// it (for the success headers).
-    pub(crate) fn settle(
-        &mut self,
-        now: Instant,
-        limits: Limits,
-        id: u64,
-        tokens: u64,
-    ) -> RateState {
-        if let Some(event) = self.events.iter_mut().rev().find(|e| e.id == id) {
-            self.tokens = self.tokens - event.tokens + tokens;
-            event.tokens = tokens;
-        }
-        self.prune(now, limits.window);
-        self.state(now, limits)
+    /// Requests in flight.
+    #[cfg(test)]
+    pub(crate) fn in_flight(&self) -> u64 {
+        self.in_flight
     }
 
-    pub(crate) fn clear(&mut self) {
-        self.events.clear();
-        self.tokens = 0;
+    fn clear_at(&mut self, now: Instant) {
+        self.clock.origin = now;
+        self.meters = LimitKind::METERED
+            .iter()
+            .filter_map(|kind| {
+                self.limits
+                    .figure(*kind)
+                    .map(|figure| Meter::new(*kind, figure, self.limits, now))
+            })
+            .collect();
+        self.pending.clear();
+        self.in_flight = 0;
+        self.generation += 1;
+    }
+
+    /// Back to empty windows and full buckets, fixed windows realigned to `now`; requests in
+    /// flight are forgotten.
+    pub(crate) fn clear(&mut self, now: Instant) {
+        self.clear_at(now);
     }
 }
 
@@ -278,82 +758,5 @@ pub fn go_duration(d: Duration) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn go_durations() {
-        assert_eq!(go_duration(Duration::ZERO), "0s");
-        assert_eq!(go_duration(Duration::from_micros(10)), "1ms");
-        assert_eq!(go_duration(Duration::from_millis(250)), "250ms");
-        assert_eq!(go_duration(Duration::from_millis(1500)), "1.5s");
-        assert_eq!(go_duration(Duration::from_secs(1)), "1s");
-        assert_eq!(go_duration(Duration::from_secs(360)), "6m0s");
-        assert_eq!(go_duration(Duration::from_millis(61_250)), "1m1.25s");
-        assert_eq!(go_duration(Duration::from_secs(3723)), "1h2m3s");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn requests_per_minute_slide() {
-        let limits = Limits {
-            rpm: Some(2),
-            tpm: None,
-            window: WINDOW,
-        };
-        let mut w = Window::default();
-        let t0 = Instant::now();
-        w.admit(t0, limits, 1).unwrap();
-        w.admit(t0 + Duration::from_secs(10), limits, 1).unwrap();
-        let refused = w
-            .admit(t0 + Duration::from_secs(20), limits, 1)
-            .unwrap_err();
-        assert_eq!(refused.kind, LimitKind::Requests);
-        assert_eq!(refused.retry_after, Duration::from_secs(40));
-        assert_eq!(refused.state.remaining_requests, 0);
-        w.admit(t0 + Duration::from_secs(60), limits, 1).unwrap();
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn tokens_per_minute_with_settling() {
-        let limits = Limits {
-            rpm: None,
-            tpm: Some(100),
-            window: WINDOW,
-        };
-        let mut w = Window::default();
-        let t0 = Instant::now();
-        let a = w.admit(t0, limits, 80).unwrap();
-        let refused = w.admit(t0, limits, 30).unwrap_err();
-        assert_eq!(refused.kind, LimitKind::Tokens);
-        assert!(!refused.too_large);
-        assert_eq!(refused.retry_after, WINDOW);
-        // Giving back unused output makes room.
-        let state = w.settle(t0, limits, a, 50);
-        assert_eq!(state.remaining_tokens, 50);
-        w.admit(t0 + Duration::from_secs(5), limits, 30).unwrap();
-        let huge = w.admit(t0, limits, 101).unwrap_err();
-        assert!(huge.too_large);
-        let refused = w
-            .admit(t0 + Duration::from_secs(6), limits, 40)
-            .unwrap_err();
-        assert_eq!(refused.retry_after, Duration::from_secs(54));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_per_minute_figure_over_ten_seconds_admits_its_share() {
-        let limits = Limits {
-            rpm: None,
-            tpm: Some(150_000),
-            window: Duration::from_secs(10),
-        };
-        let mut w = Window::default();
-        let t0 = Instant::now();
-        w.admit(t0, limits, 20_000).unwrap();
-        let refused = w.admit(t0, limits, 5_001).unwrap_err();
-        assert_eq!(refused.state.remaining_tokens, 5_000);
-        assert_eq!(refused.retry_after, Duration::from_secs(10));
-        w.admit(t0, limits, 5_000).unwrap();
-        w.admit(t0 + Duration::from_secs(10), limits, 25_000)
-            .unwrap();
-    }
-}
+#[path = "limits_tests.rs"]
+mod tests;

@@ -1,17 +1,23 @@
 //! Rate-limit response headers, in each provider's style.
 //!
-//! OpenAI: `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`, resets as Go durations
-//! (`6m0s`, `1s`, `250ms`), plus `retry-after` (whole seconds) and `retry-after-ms` on a 429.
+//! OpenAI (Chat Completions and Responses): `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`:
+//! the limit is the per-minute figure (`rpm`, `tpm`), the remaining what could be admitted right
+//! now, the reset the time until the limit is fully replenished as a Go duration (`6m0s`, `1s`,
+//! `250ms`); plus `retry-after` (whole seconds, rounded up) and `retry-after-ms` on a 429.
 //!
-//! Anthropic: `anthropic-ratelimit-requests-*`, `anthropic-ratelimit-input-tokens-*`,
-//! `anthropic-ratelimit-output-tokens-*` and `anthropic-ratelimit-tokens-*` with `-limit`,
-//! `-remaining` and `-reset` (RFC 3339 timestamps), plus `retry-after` on a 429. The sim enforces
-//! one combined token budget per model, so the three token families carry the same figures.
+//! Anthropic: `anthropic-ratelimit-requests-*`, `anthropic-ratelimit-tokens-*`,
+//! `anthropic-ratelimit-input-tokens-*` and `anthropic-ratelimit-output-tokens-*` with `-limit`
+//! (the per-minute figure), `-remaining` and `-reset` (when fully replenished, RFC 3339), plus
+//! `retry-after` on a 429. Each family carries its own limit: input tokens `itpm` (else `tpm`,
+//! which binds input too), output tokens `otpm` (else `tpm`), tokens `tpm` (else the most
+//! restrictive of `itpm` and `otpm`, as Anthropic's `tokens-*` headers report the most
+//! restrictive limit in effect). OpenAI's `tokens` headers follow the same rule.
 //!
-//! Gemini: none (its 429 says how long to wait in the body, see `api_error`).
+//! Gemini and Bedrock: none (Gemini's 429 says how long to wait in the body, see `api_error`;
+//! Bedrock's `ThrottlingException` says nothing).
 //!
-//! Headers are sent only for limits the model has; a model without limits gets none. A limit
-//! header states what the window admits: the per-minute figure, or its share of a shorter window.
+//! Headers are sent only for limits the model has; a model without limits gets none. A
+//! concurrency limit has no header.
 
 use std::time::Duration;
 
@@ -19,7 +25,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use chrono::{SecondsFormat, Utc};
 
 use crate::exchange::Dialect;
-use crate::limits::{RateState, go_duration};
+use crate::limits::{MeterState, RateState, go_duration};
 
 fn put(headers: &mut HeaderMap, name: &str, value: &str) {
     if let (Ok(name), Ok(value)) = (
@@ -35,74 +41,76 @@ fn timestamp_after(d: Duration) -> String {
     at.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
+/// The most restrictive of two limits: the one with less remaining.
+fn tighter(a: Option<MeterState>, b: Option<MeterState>) -> Option<MeterState> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b.remaining < a.remaining { b } else { a }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The token families' states: (tokens, input tokens, output tokens).
+fn token_families(
+    state: &RateState,
+) -> (Option<MeterState>, Option<MeterState>, Option<MeterState>) {
+    let tokens = state
+        .tokens
+        .or_else(|| tighter(state.input_tokens, state.output_tokens));
+    let input = state.input_tokens.or(state.tokens);
+    let output = state.output_tokens.or(state.tokens);
+    (tokens, input, output)
+}
+
 /// Adds the limit, remaining and reset headers describing `state`.
 pub(crate) fn insert(headers: &mut HeaderMap, dialect: Dialect, state: &RateState) {
+    let (tokens, input, output) = token_families(state);
     match dialect {
         // Gemini and Bedrock send no rate-limit headers.
         Dialect::Gemini | Dialect::Bedrock => {}
         Dialect::OpenAi | Dialect::OpenAiResponses => {
-            if let Some(rpm) = state.limits.requests() {
-                put(headers, "x-ratelimit-limit-requests", &rpm.to_string());
-                put(
-                    headers,
-                    "x-ratelimit-remaining-requests",
-                    &state.remaining_requests.to_string(),
-                );
-                put(
-                    headers,
-                    "x-ratelimit-reset-requests",
-                    &go_duration(state.reset_requests),
-                );
-            }
-            if let Some(tpm) = state.limits.tokens() {
-                put(headers, "x-ratelimit-limit-tokens", &tpm.to_string());
-                put(
-                    headers,
-                    "x-ratelimit-remaining-tokens",
-                    &state.remaining_tokens.to_string(),
-                );
-                put(
-                    headers,
-                    "x-ratelimit-reset-tokens",
-                    &go_duration(state.reset_tokens),
-                );
+            for (family, meter) in [("requests", state.requests), ("tokens", tokens)] {
+                if let Some(m) = meter {
+                    put(
+                        headers,
+                        &format!("x-ratelimit-limit-{family}"),
+                        &m.figure.to_string(),
+                    );
+                    put(
+                        headers,
+                        &format!("x-ratelimit-remaining-{family}"),
+                        &m.remaining.to_string(),
+                    );
+                    put(
+                        headers,
+                        &format!("x-ratelimit-reset-{family}"),
+                        &go_duration(m.reset),
+                    );
+                }
             }
         }
         Dialect::Anthropic => {
-            if let Some(rpm) = state.limits.requests() {
-                put(
-                    headers,
-                    "anthropic-ratelimit-requests-limit",
-                    &rpm.to_string(),
-                );
-                put(
-                    headers,
-                    "anthropic-ratelimit-requests-remaining",
-                    &state.remaining_requests.to_string(),
-                );
-                put(
-                    headers,
-                    "anthropic-ratelimit-requests-reset",
-                    &timestamp_after(state.reset_requests),
-                );
-            }
-            if let Some(tpm) = state.limits.tokens() {
-                let reset = timestamp_after(state.reset_tokens);
-                for family in ["input-tokens", "output-tokens", "tokens"] {
+            let families = [
+                ("requests", state.requests),
+                ("tokens", tokens),
+                ("input-tokens", input),
+                ("output-tokens", output),
+            ];
+            for (family, meter) in families {
+                if let Some(m) = meter {
                     put(
                         headers,
                         &format!("anthropic-ratelimit-{family}-limit"),
-                        &tpm.to_string(),
+                        &m.figure.to_string(),
                     );
                     put(
                         headers,
                         &format!("anthropic-ratelimit-{family}-remaining"),
-                        &state.remaining_tokens.to_string(),
+                        &m.remaining.to_string(),
                     );
                     put(
                         headers,
                         &format!("anthropic-ratelimit-{family}-reset"),
-                        &reset,
+                        &timestamp_after(m.reset),
                     );
                 }
             }
@@ -130,20 +138,33 @@ pub(crate) fn insert_retry_after(headers: &mut HeaderMap, dialect: Dialect, wait
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::limits::Limits;
+
+    fn meter(figure: u64, remaining: u64, reset: Duration) -> Option<MeterState> {
+        Some(MeterState {
+            figure,
+            remaining,
+            reset,
+        })
+    }
 
     fn state() -> RateState {
         RateState {
-            limits: Limits {
-                rpm: Some(10),
-                tpm: Some(1000),
-                window: crate::limits::WINDOW,
-            },
-            remaining_requests: 9,
-            remaining_tokens: 900,
-            reset_requests: Duration::from_millis(250),
-            reset_tokens: Duration::from_secs(360),
+            requests: meter(10, 9, Duration::from_millis(250)),
+            tokens: meter(1000, 900, Duration::from_secs(360)),
+            ..RateState::default()
         }
+    }
+
+    fn header<'a>(h: &'a HeaderMap, name: &str) -> &'a str {
+        h.get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+    }
+
+    /// Seconds from now until an RFC 3339 header.
+    fn seconds_until(h: &HeaderMap, name: &str) -> i64 {
+        let at = chrono::DateTime::parse_from_rfc3339(header(h, name)).unwrap();
+        (at.with_timezone(&Utc) - Utc::now()).num_seconds()
     }
 
     #[test]
@@ -152,26 +173,88 @@ mod tests {
         insert(&mut h, Dialect::OpenAi, &state());
         insert_retry_after(&mut h, Dialect::OpenAi, Duration::from_millis(1500));
         assert_eq!(h["x-ratelimit-limit-requests"], "10");
+        assert_eq!(h["x-ratelimit-limit-tokens"], "1000");
+        assert_eq!(h["x-ratelimit-remaining-requests"], "9");
         assert_eq!(h["x-ratelimit-remaining-tokens"], "900");
         assert_eq!(h["x-ratelimit-reset-requests"], "250ms");
         assert_eq!(h["x-ratelimit-reset-tokens"], "6m0s");
         assert_eq!(h["retry-after"], "2");
         assert_eq!(h["retry-after-ms"], "1500");
+        let mut r = HeaderMap::new();
+        insert(&mut r, Dialect::OpenAiResponses, &state());
+        assert_eq!(r, {
+            let mut h = h.clone();
+            h.remove("retry-after");
+            h.remove("retry-after-ms");
+            h
+        });
     }
 
     #[test]
     fn anthropic_headers_use_timestamps() {
         let mut h = HeaderMap::new();
         insert(&mut h, Dialect::Anthropic, &state());
+        insert_retry_after(&mut h, Dialect::Anthropic, Duration::from_millis(2001));
+        assert_eq!(h["anthropic-ratelimit-requests-limit"], "10");
         assert_eq!(h["anthropic-ratelimit-requests-remaining"], "9");
-        assert_eq!(h["anthropic-ratelimit-output-tokens-limit"], "1000");
-        let reset = h["anthropic-ratelimit-tokens-reset"]
-            .to_str()
-            .unwrap_or_default();
-        assert!(
-            chrono::DateTime::parse_from_rfc3339(reset).is_ok(),
-            "{reset}"
-        );
+        // With only `tpm`, every token family carries it.
+        for family in ["tokens", "input-tokens", "output-tokens"] {
+            assert_eq!(
+                h[format!("anthropic-ratelimit-{family}-limit").as_str()],
+                "1000"
+            );
+            assert_eq!(
+                h[format!("anthropic-ratelimit-{family}-remaining").as_str()],
+                "900"
+            );
+            let until = seconds_until(&h, &format!("anthropic-ratelimit-{family}-reset"));
+            assert!((358..=360).contains(&until), "{until}");
+        }
+        assert_eq!(h["retry-after"], "3", "whole seconds, rounded up");
         assert!(!h.contains_key("retry-after-ms"));
+        assert!(!h.contains_key("x-ratelimit-limit-tokens"));
+    }
+
+    #[test]
+    fn anthropic_families_carry_their_own_figures() {
+        let state = RateState {
+            input_tokens: meter(40_000, 30_000, Duration::from_secs(15)),
+            output_tokens: meter(8_000, 2_000, Duration::from_secs(45)),
+            ..RateState::default()
+        };
+        let mut h = HeaderMap::new();
+        insert(&mut h, Dialect::Anthropic, &state);
+        assert_eq!(h["anthropic-ratelimit-input-tokens-limit"], "40000");
+        assert_eq!(h["anthropic-ratelimit-input-tokens-remaining"], "30000");
+        assert_eq!(h["anthropic-ratelimit-output-tokens-limit"], "8000");
+        assert_eq!(h["anthropic-ratelimit-output-tokens-remaining"], "2000");
+        // `tokens-*` reports the most restrictive limit in effect: the output one.
+        assert_eq!(h["anthropic-ratelimit-tokens-limit"], "8000");
+        assert_eq!(h["anthropic-ratelimit-tokens-remaining"], "2000");
+        let until = seconds_until(&h, "anthropic-ratelimit-output-tokens-reset");
+        assert!((43..=45).contains(&until), "{until}");
+        assert!(!h.contains_key("anthropic-ratelimit-requests-limit"));
+        // With `tpm` too, the tokens family is `tpm`'s, the others their own.
+        let state = RateState {
+            tokens: meter(100_000, 99_000, Duration::from_secs(1)),
+            ..state
+        };
+        let mut h = HeaderMap::new();
+        insert(&mut h, Dialect::Anthropic, &state);
+        assert_eq!(h["anthropic-ratelimit-tokens-limit"], "100000");
+        assert_eq!(h["anthropic-ratelimit-input-tokens-limit"], "40000");
+        assert_eq!(h["anthropic-ratelimit-output-tokens-limit"], "8000");
+    }
+
+    #[test]
+    fn gemini_and_bedrock_send_no_limit_headers() {
+        for dialect in [Dialect::Gemini, Dialect::Bedrock] {
+            let mut h = HeaderMap::new();
+            insert(&mut h, dialect, &state());
+            assert!(h.is_empty(), "{dialect:?}");
+        }
+        let mut h = HeaderMap::new();
+        insert_retry_after(&mut h, Dialect::Gemini, Duration::from_secs(3));
+        assert!(h.is_empty());
     }
 }

@@ -5,22 +5,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::{Body, Bytes, HttpBody};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::{StreamExt, stream};
 use rand::Rng;
 use rand::rngs::StdRng;
 use serde_json::Value;
-use tokio::time::Instant;
 
 use super::faulty::{self, FaultCtx, Rendered};
 use super::render::render;
-use super::state::{ModelSlot, Shared, lock};
+use super::state::{Admission, ModelSlot, Shared, lock};
 use crate::api_error::ApiError;
 use crate::exchange::{AnswerFormat, Dialect, Exchange};
 use crate::fault::{FAULT_HEADER, FaultKind, FaultParams, parse_fault_header};
-use crate::limits::RateState;
+use crate::limits::{Cost, RateState};
 use crate::plan::{self, PlanContext};
 use crate::seeding::ordinal_rng;
 use crate::stats::{LoggedRequest, Outcome};
@@ -302,170 +301,188 @@ async fn handle_with(
         .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     let mut rng = ordinal_rng(shared.seed, &slot.model.name, ordinal);
 
-    let admitted = if slot.limits.any() {
-        let reservation = input + exchange.max_output.unwrap_or(0);
-        let result = lock(&slot.window).admit(Instant::now(), slot.limits, reservation);
-        match result {
-            Ok(id) => Some(id),
-            Err(refusal) => {
-                lock(&shared.stats).record(&slot.model.name, Outcome::RateLimited);
-                return ctx.error(ApiError::RateLimited {
-                    model: slot.model.name.clone(),
-                    refusal,
-                });
-            }
+    // Charged its input and the output it asks for; in flight until `admission` is dropped, with
+    // the response body (see `hold_until_sent`).
+    let reservation = Cost {
+        input,
+        output: exchange.max_output.unwrap_or(0),
+    };
+    let admission = match slot.admit(reservation) {
+        Ok(admission) => admission,
+        Err(refusal) => {
+            lock(&shared.stats).record(&slot.model.name, Outcome::RateLimited(refusal.kind));
+            return ctx.error(ApiError::RateLimited {
+                model: slot.model.name.clone(),
+                refusal,
+            });
         }
-    } else {
-        None
     };
-
-    let fault = header_fault
-        .or_else(|| choose_fault(&shared, &slot, &exchange, &mut rng))
-        .or_else(|| {
-            let cannot_stream = !slot.profile.streams_tools
-                && exchange.stream
-                && !exchange.offered_tools().is_empty();
-            cannot_stream.then(|| (FaultKind::EmptyStream, FaultParams::default()))
-        });
-    let [min, max] = slot.profile.latency_ms;
-    let latency = if max > min {
-        rng.random_range(min..=max)
-    } else {
-        min
-    };
-    if latency > 0 {
-        tokio::select! {
-            () = tokio::time::sleep(Duration::from_millis(latency)) => {}
-            () = shared.shutdown.cancelled() => {}
-        }
-    }
-    let settle = |output: u64| -> Option<RateState> {
-        admitted
-            .map(|id| lock(&slot.window).settle(Instant::now(), slot.limits, id, input + output))
-    };
-
-    if let Some((kind, params)) = fault
-        && (kind.is_transport() && (kind != FaultKind::StreamError || !exchange.stream))
-    {
-        let state = settle(0);
-        lock(&shared.stats).record(&slot.model.name, Outcome::Fault(kind));
-        return match kind {
-            FaultKind::Overloaded529 => ctx.error(ApiError::Overloaded),
-            FaultKind::RateLimit429 => ctx.error(ApiError::RateLimitFault {
-                state: state.map(Box::new),
-            }),
-            FaultKind::Hang => {
-                let hang = params.hang_ms.unwrap_or(shared.hang_ms);
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_millis(hang)) => {}
-                    () = shared.shutdown.cancelled() => {}
-                }
-                ctx.error(ApiError::Server)
-            }
-            _ => ctx.error(ApiError::Server),
-        };
-    }
-    let (fault, params) = match fault {
-        Some((kind, params)) => (Some(kind), params),
-        None => (None, FaultParams::default()),
-    };
-
-    let content_fault = fault.filter(|k| !k.is_transport() && !k.is_exchange());
-    let mut plan = plan::plan(
-        &exchange,
-        &PlanContext {
-            model: &slot.model,
-            profile: &slot.profile,
-            script: shared.script.as_ref(),
-            fault: content_fault,
-        },
-    );
-    // An exchange fault delivers no answer, except a slow first event, which delivers it late.
-    let unanswered = fault.filter(|k| k.is_exchange() && *k != FaultKind::SlowFirstEvent);
-    let state = settle(if unanswered.is_some() {
-        0
-    } else {
-        plan.output_tokens
-    });
-    {
-        let mut stats = lock(&shared.stats);
-        if let Some(kind) = unanswered {
-            stats.record(&slot.model.name, Outcome::Fault(kind));
+    lock(&shared.stats).record_admitted(&slot.model.name, admission.in_flight());
+    let response = async {
+        let fault = header_fault
+            .or_else(|| choose_fault(&shared, &slot, &exchange, &mut rng))
+            .or_else(|| {
+                let cannot_stream = !slot.profile.streams_tools
+                    && exchange.stream
+                    && !exchange.offered_tools().is_empty();
+                cannot_stream.then(|| (FaultKind::EmptyStream, FaultParams::default()))
+            });
+        let [min, max] = slot.profile.latency_ms;
+        let latency = if max > min {
+            rng.random_range(min..=max)
         } else {
-            stats.record(
-                &slot.model.name,
-                Outcome::Answered {
-                    input,
-                    output: plan.output_tokens,
-                },
-            );
-            if let Some(kind) = fault {
-                stats.record_content_fault(&slot.model.name, kind);
+            min
+        };
+        if latency > 0 {
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(latency)) => {}
+                () = shared.shutdown.cancelled() => {}
             }
         }
-    }
-
-    let request_headers = headers;
-    let mut headers = HeaderMap::new();
-    let id_header = match dialect {
-        Dialect::OpenAi | Dialect::OpenAiResponses => Some("x-request-id"),
-        Dialect::Anthropic => Some("request-id"),
-        Dialect::Gemini => None,
-        Dialect::Bedrock => Some("x-amzn-requestid"),
-    };
-    if let (Some(name), Ok(v)) = (id_header, HeaderValue::from_str(&ctx.request_id)) {
-        headers.insert(HeaderName::from_static(name), v);
-    }
-    if let Some(state) = &state {
-        rate_headers::insert(&mut headers, dialect, state);
-    }
-    let cut_stream = fault == Some(FaultKind::StreamError);
-    let created = chrono::Utc::now().timestamp();
-    if let Some(kind) = fault.filter(|k| k.is_exchange()) {
-        let answer = render(
-            &shared, &slot, &exchange, &mut plan, dialect, input, created, None,
-        );
-        let fault_ctx = FaultCtx {
-            dialect,
-            endpoint,
-            request_id: &ctx.request_id,
-            key: api_key(&request_headers),
-            host: header_str(&request_headers, "host").unwrap_or("127.0.0.1"),
-            hang_ms: shared.hang_ms,
-            shutdown: &shared.shutdown,
-            headers,
+        let settle = |output: u64| -> Option<RateState> {
+            lock(&shared.stats).record_settled(&slot.model.name, input, output);
+            admission.settle(Cost { input, output })
         };
-        return faulty::serve(fault_ctx, kind, params, answer);
-    }
-    // A truncated stream: OpenAI's connection breaks after three frames; Anthropic's and
-    // Responses' frames themselves stop after four with an error event, Gemini's after one.
-    let (openai_cut, frames_cut) = match dialect {
-        Dialect::OpenAi => (cut_stream.then_some(3), None),
-        Dialect::Anthropic | Dialect::OpenAiResponses | Dialect::Bedrock => {
-            (None, cut_stream.then_some(4))
+
+        if let Some((kind, params)) = fault
+            && (kind.is_transport() && (kind != FaultKind::StreamError || !exchange.stream))
+        {
+            let state = settle(0);
+            lock(&shared.stats).record(&slot.model.name, Outcome::Fault(kind));
+            return match kind {
+                FaultKind::Overloaded529 => ctx.error(ApiError::Overloaded),
+                FaultKind::RateLimit429 => ctx.error(ApiError::RateLimitFault {
+                    state: state.map(Box::new),
+                }),
+                FaultKind::Hang => {
+                    let hang = params.hang_ms.unwrap_or(shared.hang_ms);
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_millis(hang)) => {}
+                        () = shared.shutdown.cancelled() => {}
+                    }
+                    ctx.error(ApiError::Server)
+                }
+                _ => ctx.error(ApiError::Server),
+            };
         }
-        Dialect::Gemini => (None, cut_stream.then_some(1)),
-    };
-    match render(
-        &shared, &slot, &exchange, &mut plan, dialect, input, created, frames_cut,
-    ) {
-        Rendered::Stream(frames) if dialect == Dialect::Bedrock => {
-            headers.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static(bedrock::EVENT_STREAM),
+        let (fault, params) = match fault {
+            Some((kind, params)) => (Some(kind), params),
+            None => (None, FaultParams::default()),
+        };
+
+        let content_fault = fault.filter(|k| !k.is_transport() && !k.is_exchange());
+        let mut plan = plan::plan(
+            &exchange,
+            &PlanContext {
+                model: &slot.model,
+                profile: &slot.profile,
+                script: shared.script.as_ref(),
+                fault: content_fault,
+            },
+        );
+        // An exchange fault delivers no answer, except a slow first event, which delivers it late.
+        let unanswered = fault.filter(|k| k.is_exchange() && *k != FaultKind::SlowFirstEvent);
+        let state = settle(if unanswered.is_some() {
+            0
+        } else {
+            plan.output_tokens
+        });
+        {
+            let mut stats = lock(&shared.stats);
+            if let Some(kind) = unanswered {
+                stats.record(&slot.model.name, Outcome::Fault(kind));
+            } else {
+                stats.record(
+                    &slot.model.name,
+                    Outcome::Answered {
+                        input,
+                        output: plan.output_tokens,
+                    },
+                );
+                if let Some(kind) = fault {
+                    stats.record_content_fault(&slot.model.name, kind);
+                }
+            }
+        }
+
+        let request_headers = headers;
+        let mut headers = HeaderMap::new();
+        let id_header = match dialect {
+            Dialect::OpenAi | Dialect::OpenAiResponses => Some("x-request-id"),
+            Dialect::Anthropic => Some("request-id"),
+            Dialect::Gemini => None,
+            Dialect::Bedrock => Some("x-amzn-requestid"),
+        };
+        if let (Some(name), Ok(v)) = (id_header, HeaderValue::from_str(&ctx.request_id)) {
+            headers.insert(HeaderName::from_static(name), v);
+        }
+        if let Some(state) = &state {
+            rate_headers::insert(&mut headers, dialect, state);
+        }
+        let cut_stream = fault == Some(FaultKind::StreamError);
+        let created = chrono::Utc::now().timestamp();
+        if let Some(kind) = fault.filter(|k| k.is_exchange()) {
+            let answer = render(
+                &shared, &slot, &exchange, &mut plan, dialect, input, created, None,
             );
-            (
-                StatusCode::OK,
+            let fault_ctx = FaultCtx {
+                dialect,
+                endpoint,
+                request_id: &ctx.request_id,
+                key: api_key(&request_headers),
+                host: header_str(&request_headers, "host").unwrap_or("127.0.0.1"),
+                hang_ms: shared.hang_ms,
+                shutdown: &shared.shutdown,
                 headers,
-                Body::from_stream(stream::iter(
-                    frames.into_iter().map(Ok::<_, std::io::Error>),
-                )),
-            )
-                .into_response()
+            };
+            return faulty::serve(fault_ctx, kind, params, answer);
         }
-        Rendered::Stream(frames) => sse(headers, frames, openai_cut),
-        Rendered::Whole(body) => (StatusCode::OK, headers, axum::Json(body)).into_response(),
+        // A truncated stream: OpenAI's connection breaks after three frames; Anthropic's and
+        // Responses' frames themselves stop after four with an error event, Gemini's after one.
+        let (openai_cut, frames_cut) = match dialect {
+            Dialect::OpenAi => (cut_stream.then_some(3), None),
+            Dialect::Anthropic | Dialect::OpenAiResponses | Dialect::Bedrock => {
+                (None, cut_stream.then_some(4))
+            }
+            Dialect::Gemini => (None, cut_stream.then_some(1)),
+        };
+        match render(
+            &shared, &slot, &exchange, &mut plan, dialect, input, created, frames_cut,
+        ) {
+            Rendered::Stream(frames) if dialect == Dialect::Bedrock => {
+                headers.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(bedrock::EVENT_STREAM),
+                );
+                (
+                    StatusCode::OK,
+                    headers,
+                    Body::from_stream(stream::iter(
+                        frames.into_iter().map(Ok::<_, std::io::Error>),
+                    )),
+                )
+                    .into_response()
+            }
+            Rendered::Stream(frames) => sse(headers, frames, openai_cut),
+            Rendered::Whole(body) => (StatusCode::OK, headers, axum::Json(body)).into_response(),
+        }
     }
+    .await;
+    hold_until_sent(response, admission)
+}
+
+/// Keeps `admission` (the request in flight) until the response has been sent: at once for a body
+/// of known length, at the end of the stream (or when the client goes away) for a stream.
+fn hold_until_sent(response: Response, admission: Admission) -> Response {
+    if response.body().size_hint().exact().is_some() {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let body = body.into_data_stream().map(move |chunk| {
+        let _in_flight = &admission;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(body))
 }
 
 /// A 200 event stream of `frames`; with `cut_after`, the connection is broken after that many

@@ -6,13 +6,13 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
-use std::time::Duration;
+use tokio::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Profile, SimConfig, SimModel};
 use crate::fault::{FaultQueue, FaultRule};
-use crate::limits::{Limits, Window};
+use crate::limits::{Cost, Limits, RateState, Refusal, Ticket, Window};
 use crate::script::ScriptRunner;
 use crate::seeding::Signer;
 use crate::stats::{LoggedRequest, Stats, StatsSnapshot};
@@ -29,7 +29,6 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) struct ModelSlot {
     pub(crate) model: SimModel,
     pub(crate) profile: Profile,
-    pub(crate) limits: Limits,
     pub(crate) window: Mutex<Window>,
     pub(crate) ordinal: AtomicU64,
 }
@@ -43,18 +42,55 @@ impl ModelSlot {
         let limits = Limits {
             rpm: model.rpm,
             tpm: model.tpm,
-            window: model
-                .limit_window_ms
-                .map_or(crate::limits::WINDOW, Duration::from_millis)
-                .min(crate::limits::WINDOW),
+            itpm: model.itpm,
+            otpm: model.otpm,
+            max_concurrency: model.max_concurrency,
+            shape: model.limit_shape,
+            window: model.limit_window_duration(),
         };
         Self {
             model,
             profile,
-            limits,
-            window: Mutex::new(Window::default()),
+            window: Mutex::new(Window::new(limits, Instant::now())),
             ordinal: AtomicU64::new(0),
         }
+    }
+
+    /// Admits a request costing `cost` against the model's limits. The admission is held until
+    /// the [`Admission`] is dropped: while it lives the request is in flight.
+    pub(crate) fn admit(self: &Arc<Self>, cost: Cost) -> Result<Admission, Box<Refusal>> {
+        let ticket = lock(&self.window).admit(Instant::now(), cost)?;
+        Ok(Admission {
+            slot: Arc::clone(self),
+            ticket,
+        })
+    }
+}
+
+/// A request admitted against its model's limits, in flight until dropped.
+#[derive(Debug)]
+pub(crate) struct Admission {
+    slot: Arc<ModelSlot>,
+    ticket: Ticket,
+}
+
+impl Admission {
+    /// The requests in flight for the model once this one was admitted.
+    pub(crate) fn in_flight(&self) -> u64 {
+        self.ticket.in_flight
+    }
+
+    /// Settles the request's charge to what it really cost, and returns the limits' state after
+    /// it (`None` when the model has no per-minute limit to report).
+    pub(crate) fn settle(&self, actual: Cost) -> Option<RateState> {
+        let state = lock(&self.slot.window).settle(Instant::now(), self.ticket.id, actual);
+        state.any().then_some(state)
+    }
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        lock(&self.slot.window).finish(self.ticket.id, self.ticket.generation);
     }
 }
 
@@ -168,8 +204,9 @@ impl Shared {
             .models
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = Instant::now();
         for slot in models.values() {
-            lock(&slot.window).clear();
+            lock(&slot.window).clear(now);
             slot.ordinal.store(0, Ordering::Release);
         }
     }
