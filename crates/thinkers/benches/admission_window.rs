@@ -2,7 +2,7 @@
 //!
 //! thinkers-sim serves one model limited to 150,000 tokens per minute, enforced as 25,000 tokens
 //! in any sliding 10 s (`SimModel::limit_window`), with honest 429s and rate-limit headers that
-//! state the window's allowance. The catalog gives only the per-minute figure (`tpm = 150000`,
+//! state the per-minute figure and what fits now. The catalog gives only the per-minute figure (`tpm = 150000`,
 //! no `burst_seconds`). 50 runs are kept in flight for `THINKERS_BENCH_SECS` seconds (default
 //! 60); each run is a `SingleObjectiveThinker` at quick depth (so its palette is the one tool,
 //! without `sub_thinker`) with a system prompt and one read-only tool,

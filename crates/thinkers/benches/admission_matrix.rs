@@ -1,0 +1,319 @@
+//! Admission through every limit shape providers use, against what the provider really allows.
+//!
+//! The job (the issue's): a `SingleObjectiveThinker::<String>` at quick depth with a system
+//! prompt and one read-only tool `lookup`; thinkers-sim makes it call the tool twice (two rounds
+//! of one call) and then answer in text: three model calls per run. `IN_FLIGHT` runs are kept in
+//! flight for `THINKERS_BENCH_SECS` seconds per cell (default 30).
+//!
+//! The cells: limit shape (a token bucket holding the minute's figure, a fixed minute, a sliding
+//! 10 s and a sliding 1 s window; the sim's, each pro rata) × limit kind (`tpm = 150000`,
+//! `rpm = 600`) × catalog (right; 10× too high; absent; 10× too low, a ceiling the user chose,
+//! which must hold) × processes (1, and 3 runtimes sharing one budget through Redis).
+//!
+//! Printed per cell: utilisation of the true limit (the sim's settled tokens, or admitted
+//! requests, per minute over the figure; for a catalog 10× too low, over the catalog's figure),
+//! 429s served and their share of requests, failed runs, runs per minute, and the second of the
+//! last 429 (how long a wrong catalog took to converge). Select cells with `THINKERS_MATRIX`
+//! (every `/`-separated word must occur in the cell's name, e.g. `tpm/right`), the dialect with
+//! `THINKERS_MATRIX_DIALECT` (`openai`, the default, `anthropic` or `gemini`: no headers), the
+//! Redis URL with `THINKERS_TEST_REDIS_URL`. Run with
+//! `cargo bench -p thinkers --features redis --bench admission_matrix`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+#[path = "common/mod.rs"]
+mod common;
+#[path = "common/thinkers.rs"]
+mod thinkers_bench;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use thinkers::Runtime;
+use thinkers::dispatch::RedisBudgets;
+use thinkers::model::{Catalog, Depth};
+use thinkers::thinker::ThinkerInput;
+use thinkers_sim::LimitShape;
+
+const TPM: u64 = 150_000;
+const RPM: u64 = 600;
+const IN_FLIGHT: usize = 50;
+const OUTPUT: u32 = 512;
+
+const SHAPES: [(&str, LimitShape, u64); 4] = [
+    ("bucket", LimitShape::TokenBucket, 60),
+    ("fixed60", LimitShape::Fixed, 60),
+    ("sliding10", LimitShape::Sliding, 10),
+    ("sliding1", LimitShape::Sliding, 1),
+];
+const KINDS: [&str; 2] = ["tpm", "rpm"];
+/// The catalog's figure as a multiple of the true one (`None`: absent).
+const CATALOGS: [(&str, Option<f64>); 4] = [
+    ("right", Some(1.0)),
+    ("high10x", Some(10.0)),
+    ("absent", None),
+    ("low10x", Some(0.1)),
+];
+
+fn model(shape: &str, kind: &str) -> String {
+    format!("m-{shape}-{kind}")
+}
+
+fn sim_config() -> thinkers_sim::SimConfig {
+    let profile = thinkers_sim::Profile {
+        latency_ms: [5, 30],
+        tool_rounds: 2,
+        parallel_tool_calls: 1,
+        ..thinkers_sim::Profile::default()
+    };
+    let mut b = thinkers_sim::SimConfig::builder();
+    for (name, shape, window) in SHAPES {
+        for kind in KINDS {
+            let m = thinkers_sim::SimModel::new(&model(name, kind))
+                .limit_shape(shape)
+                .limit_window(Duration::from_secs(window))
+                .profile(profile.clone());
+            b = b.model(if kind == "tpm" {
+                m.tpm(TPM)
+            } else {
+                m.rpm(RPM)
+            });
+        }
+    }
+    b.build().unwrap()
+}
+
+fn catalog(base: &str, dialect: &str, id: &str, limit: &str) -> Catalog {
+    let base_url = match dialect {
+        "anthropic" => base.to_owned(),
+        "gemini" => format!("{base}/v1beta"),
+        _ => format!("{base}/v1"),
+    };
+    let toml = format!(
+        r#"
+[providers.sim]
+dialect = "{dialect}"
+base_url = "{base_url}"
+api_key_env = "THINKERS_SIM_KEY"
+
+[[entries]]
+id = "{id}"
+provider = "sim"
+model = "{id}"
+grade = "small"
+context_window = 128000
+output_ceiling = 4096
+price_in = 0.15
+price_out = 0.6
+currency = "USD"
+{limit}
+"#
+    );
+    Catalog::from_toml_str(&toml, "matrix.toml").unwrap()
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+struct Cell {
+    shape: &'static str,
+    kind: &'static str,
+    catalog: (&'static str, Option<f64>),
+    processes: usize,
+}
+
+impl Cell {
+    fn name(&self) -> String {
+        format!(
+            "{}/{}/{}/{}p",
+            self.shape, self.kind, self.catalog.0, self.processes
+        )
+    }
+
+    fn truth(&self) -> u64 {
+        if self.kind == "tpm" { TPM } else { RPM }
+    }
+
+    /// The figure the cell must not exceed: the truth, or the user's lower ceiling.
+    fn bound(&self) -> f64 {
+        let t = self.truth() as f64;
+        match self.catalog.1 {
+            Some(f) if f < 1.0 => t * f,
+            _ => t,
+        }
+    }
+
+    fn limit_line(&self) -> String {
+        match self.catalog.1 {
+            None => String::new(),
+            Some(f) => format!("{} = {}", self.kind, (self.truth() as f64 * f) as u64),
+        }
+    }
+}
+
+struct Outcome {
+    utilisation: f64,
+    rate_limited: u64,
+    requests: u64,
+    failed: u64,
+    runs_per_minute: f64,
+    last_429: Option<f64>,
+}
+
+async fn runtimes(base: &str, dialect: &str, cell: &Cell) -> Vec<Runtime> {
+    let id = model(cell.shape, cell.kind);
+    let mut out = Vec::new();
+    let prefix = format!(
+        "thinkers-bench-matrix:{}:{}",
+        std::process::id(),
+        cell.name()
+    );
+    for _ in 0..cell.processes {
+        let mut b = Runtime::builder(catalog(base, dialect, &id, &cell.limit_line()));
+        if cell.processes > 1 {
+            let url = std::env::var("THINKERS_TEST_REDIS_URL")
+                .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
+            let budgets = RedisBudgets::connect_with(&url, &prefix, Duration::from_secs(5))
+                .await
+                .expect("Redis answers (set THINKERS_TEST_REDIS_URL)");
+            b = b.budgets(Arc::new(budgets));
+        }
+        out.push(b.build().await.unwrap());
+    }
+    out
+}
+
+async fn run_cell(base: &str, dialect: &str, cell: &Cell, secs: u64) -> Outcome {
+    common::control()
+        .post(format!("{base}/sim/reset"))
+        .send()
+        .await
+        .unwrap();
+    let id = model(cell.shape, cell.kind);
+    let rts = runtimes(base, dialect, cell).await;
+    let (completed, failed) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs(secs);
+    let mut workers = Vec::new();
+    for w in 0..IN_FLIGHT {
+        let d = rts[w % rts.len()].dispatcher().clone();
+        let (completed, failed, id) = (completed.clone(), failed.clone(), id.clone());
+        workers.push(tokio::spawn(async move {
+            let mut i = 0;
+            while Instant::now() < deadline {
+                i += 1;
+                let input =
+                    ThinkerInput::query(format!("What is term {w}-{i}?")).with_depth(Depth::Quick);
+                let t = thinkers_bench::glossary_thinker_of::<String>(&id, OUTPUT);
+                match d.submit(t.ask(input)).await {
+                    Ok(_) => completed.fetch_add(1, Ordering::Relaxed),
+                    Err(e) => {
+                        eprintln!("run failed: {e}");
+                        failed.fetch_add(1, Ordering::Relaxed)
+                    }
+                };
+            }
+        }));
+    }
+    // The second of the last 429, from the sim's counts once a second.
+    let mut last_429 = None;
+    let mut seen = 0;
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let s = common::sim_stats(base, &id).await;
+        if s.rate_limited > seen {
+            seen = s.rate_limited;
+            last_429 = Some(start.elapsed().as_secs_f64());
+        }
+    }
+    let at_deadline = common::sim_stats(base, &id).await;
+    let done_at_deadline = completed.load(Ordering::Relaxed);
+    for w in workers {
+        w.await.unwrap();
+    }
+    let after = common::sim_stats(base, &id).await;
+    if after.rate_limited > seen {
+        last_429 = Some(start.elapsed().as_secs_f64());
+    }
+    for rt in rts {
+        rt.shutdown().await.ok();
+    }
+    let elapsed = Duration::from_secs(secs);
+    let used = if cell.kind == "tpm" {
+        at_deadline.settled_tokens_per_minute(elapsed)
+    } else {
+        at_deadline.admitted_per_minute(elapsed)
+    };
+    Outcome {
+        utilisation: used / cell.bound(),
+        rate_limited: after.rate_limited,
+        requests: after.requests,
+        failed: failed.load(Ordering::Relaxed),
+        runs_per_minute: done_at_deadline as f64 * 60.0 / elapsed.as_secs_f64(),
+        last_429,
+    }
+}
+
+fn selected(name: &str) -> bool {
+    match std::env::var("THINKERS_MATRIX") {
+        Ok(f) if !f.is_empty() => f.split('/').all(|w| name.contains(w)),
+        _ => true,
+    }
+}
+
+fn main() {
+    if common::serve_sim_if_child(sim_config) {
+        return;
+    }
+    let secs = env_u64("THINKERS_BENCH_SECS", 30);
+    let dialect = std::env::var("THINKERS_MATRIX_DIALECT").unwrap_or_else(|_| "openai".into());
+    let (mut child, base) = common::spawn_sim();
+    let mut cells = Vec::new();
+    for processes in [1, 3] {
+        for (shape, _, _) in SHAPES {
+            for kind in KINDS {
+                for catalog in CATALOGS {
+                    let cell = Cell {
+                        shape,
+                        kind,
+                        catalog,
+                        processes,
+                    };
+                    if selected(&cell.name()) {
+                        cells.push(cell);
+                    }
+                }
+            }
+        }
+    }
+    common::client_runtime().block_on(async {
+        println!(
+            "dialect {dialect}; {IN_FLIGHT} runs in flight, {secs} s per cell; true limits \
+             tpm = {TPM} or rpm = {RPM}; a 10x-too-low catalog is measured against its own figure"
+        );
+        println!(
+            "{:<30} {:>7} {:>6} {:>7} {:>6} {:>9} {:>9}",
+            "cell", "used", "429s", "429 %", "failed", "runs/min", "last 429"
+        );
+        for cell in &cells {
+            let o = run_cell(&base, &dialect, cell, secs).await;
+            println!(
+                "{:<30} {:>6.1}% {:>6} {:>6.1}% {:>6} {:>9.1} {:>9}",
+                cell.name(),
+                o.utilisation * 100.0,
+                o.rate_limited,
+                o.rate_limited as f64 * 100.0 / o.requests.max(1) as f64,
+                o.failed,
+                o.runs_per_minute,
+                o.last_429
+                    .map_or_else(|| "-".to_owned(), |s| format!("{s:.0} s")),
+            );
+        }
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+}
