@@ -7,10 +7,11 @@
 //! and never more than its share into any window whose share is a whole number of requests.
 //!
 //! **Settling.** A token grant settles to what it used: the unused units' time comes back (never
-//! into the past: nothing is banked while idle), less a margin that keeps room, in the
-//! [`ASSUMED_WINDOW`]'s share of the rate, for the next ask to arrive whole: providers charge an
-//! ask its reservation when it arrives and its use once it ends, and may enforce a per-minute
-//! figure over windows as short as that.
+//! into the past: nothing is banked while idle), less a margin that keeps room, in a window's
+//! share of the rate, for the next ask to arrive whole: providers charge an ask its reservation
+//! when it arrives and its use once it ends, and may enforce a per-minute figure over short
+//! windows. The window is [`ASSUMED_WINDOW`], or shorter (down to [`MIN_WINDOW`]) when the most
+//! room the provider ever stated (`remaining`) lasts less at the rate.
 //!
 //! **The rate** is the lowest of: the catalog's figure (the user's ceiling: never exceeded), the
 //! figure the provider states in its `limit` headers (a per-minute figure, as OpenAI and
@@ -22,9 +23,9 @@
 //! of the rate; never less than [`LARGEST_CUT`] of it. The learned rate climbs back by
 //! [`RECOVERY`] of itself per second.
 //!
-//! **Headers.** A `remaining` count is room the provider has now: until its `reset`, an ask
-//! larger than that room (less our grants since, plus the rate's refill) waits for the
-//! difference.
+//! **Headers.** A `remaining` count read while the axis is idle (our own grants do not explain
+//! it) is room the provider has now: until its `reset`, an ask larger than that room (less our
+//! grants since, plus the rate's refill) waits for the difference.
 //!
 //! Every wait is finite: durations are capped at [`MAX_WAIT`], instants added without overflow.
 
@@ -46,6 +47,9 @@ pub const RECOVERY: f64 = 0.001;
 
 /// The smallest share of the rate one throttle can leave.
 pub const LARGEST_CUT: f64 = 0.1;
+
+/// The shortest window a provider is taken to enforce a figure over.
+pub const MIN_WINDOW: Duration = Duration::from_secs(1);
 
 /// The longest wait any pause or header can impose on an axis.
 pub const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
@@ -80,6 +84,8 @@ pub(crate) struct Bucket {
     /// The room the provider last said it had (`remaining`), when, and until when it counts
     /// (its `reset`); our grants since are taken out of it, the rate adds to it.
     room: Option<(f64, Instant, Instant)>,
+    /// The most room the provider ever stated: its window holds at least that much.
+    widest: Option<u64>,
 }
 
 impl Bucket {
@@ -103,6 +109,7 @@ impl Bucket {
             since: 0.0,
             since_at: now,
             room: None,
+            widest: None,
         }
     }
 
@@ -145,14 +152,24 @@ impl Bucket {
         self.rate.and_then(|r| r.burst).unwrap_or(Duration::ZERO)
     }
 
+    /// The shortest window the provider may enforce the rate over, in seconds: the assumed one,
+    /// or, when the most room it ever stated is less than that window's share, the time that
+    /// room lasts at the rate (at least [`MIN_WINDOW`]).
+    fn window(&self, now: Instant) -> f64 {
+        let assumed = ASSUMED_WINDOW.as_secs_f64();
+        self.widest.map_or(assumed, |r| {
+            (r as f64 / self.per_second(now)).clamp(MIN_WINDOW.as_secs_f64(), assumed)
+        })
+    }
+
     /// The room kept back after a grant of `reserved` that used `used`: enough that the next
-    /// ask of the same size still fits in the assumed window's share once this one settled
-    /// (providers count an ask whole when it arrives and its use when it ends).
+    /// ask of the same size still fits in the window's share once this one settled (providers
+    /// count an ask whole when it arrives and its use when it ends).
     fn margin(&self, reserved: u64, used: u64, now: Instant) -> f64 {
         if self.tolerance() > Duration::ZERO {
             return 0.0;
         }
-        let share = self.per_second(now) * ASSUMED_WINDOW.as_secs_f64();
+        let share = self.per_second(now) * self.window(now);
         let (n, used) = (reserved as f64, used as f64);
         if n < share {
             n * used / (share - n)
@@ -249,8 +266,13 @@ impl Bucket {
             self.stated = self.catalog().is_none_or(|c| stated < c).then_some(stated);
         }
         if let Some(remaining) = remaining {
-            let until = later(now, reset.unwrap_or(ASSUMED_WINDOW));
-            self.room = Some((remaining as f64, now, until));
+            self.widest = Some(self.widest.map_or(remaining, |w| w.max(remaining)));
+            // A busy axis expects little room (its own grants fill the window); an idle one
+            // that finds little, shares the limit with someone else.
+            if self.tat <= now {
+                let until = later(now, reset.unwrap_or(ASSUMED_WINDOW));
+                self.room = Some((remaining as f64, now, until));
+            }
         }
     }
 

@@ -217,3 +217,27 @@ async fn an_explicit_burst_is_granted_at_once_then_paced_at_the_rate() {
     assert!(at.iter().filter(|&&t| t == 0.0).count() >= 100);
     assert!((119..=121).contains(&at.len()), "{}", at.len());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_provider_that_never_states_more_room_than_a_second_keeps_a_seconds_margin() {
+    // 2,500 per second. An ask of 800 that used 370 keeps room for the next ask in 10 s' share
+    // (25,000) until the provider shows it never has more than 2,000 of room: its window is a
+    // second or less, and the margin keeps room in one second's share (2,500).
+    let t0 = Instant::now();
+    let mut b = Bucket::new(Rate::per_minute(150_000), t0);
+    b.take(t0, 800);
+    b.settle(t0, 800, 370);
+    let ten = (370.0 + 800.0 * 370.0 / 24_200.0) / 2_500.0;
+    let wait = b.check(t0, 800).unwrap().as_secs_f64();
+    assert!((wait - ten).abs() < 1e-3, "{wait}");
+    let later = t0 + s(5.0);
+    b.observe(later, None, Some(2_000), None);
+    b.take(later, 800);
+    b.settle(later, 800, 370);
+    let one = (370.0 + 800.0 * 370.0 / 1_700.0) / 2_500.0;
+    let wait = b.check(later, 800).unwrap().as_secs_f64();
+    assert!((wait - one).abs() < 1e-3, "{wait}");
+    // Room stated while the axis is busy is its own grants' doing: it holds nothing.
+    b.observe(later, None, Some(0), Some(s(5.0)));
+    assert!((b.check(later, 800).unwrap().as_secs_f64() - one).abs() < 1e-3);
+}

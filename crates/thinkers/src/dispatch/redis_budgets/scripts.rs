@@ -4,7 +4,8 @@
 //! Keys of one budget (`P` is the store's prefix and the budget name): `P:tok:b`/`P:req:b` (the
 //! token and request axes: hash of the time they are paid up to `tat`, the provider's stated rate
 //! `st`, the learned rate `lr` (since `lat`), the last throttle's end `tu`, the units let through
-//! since `sat` (`since`) and the room the provider last stated `rm` (at `rmat`, until `rmu`),
+//! since `sat` (`since`), the room the provider last stated `rm` (at `rmat`, until `rmu`) and
+//! the most it ever stated `wide`,
 //! kept an hour after their last use),
 //! `P:held:z` (sorted set of concurrency holders scored by lease expiry), `P:held:s` (hash
 //! holder → slots), `P:pause` (pause end, ms) and `P:seq` (the lease id counter, kept a day
@@ -17,7 +18,9 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-use crate::dispatch::bucket::{ASSUMED_WINDOW, LARGEST_CUT, MAX_WAIT, RECOVERY, THROTTLE_DECREASE};
+use crate::dispatch::bucket::{
+    ASSUMED_WINDOW, LARGEST_CUT, MAX_WAIT, MIN_WINDOW, RECOVERY, THROTTLE_DECREASE,
+};
 
 /// Shared helpers: the server clock, the paced axes, the concurrency holders. An axis is
 /// described by three arguments: the catalog's rate per ms (`-1` when the catalog leaves the
@@ -29,7 +32,7 @@ local KEEP = 3600000
 
 -- nil for an axis neither the catalog nor the provider gave a rate.
 local function load(key, rho, burst)
-  local h = redis.call('HMGET', key, 'tat', 'st', 'lr', 'lat', 'tu', 'since', 'sat', 'rm', 'rmat', 'rmu')
+  local h = redis.call('HMGET', key, 'tat', 'st', 'lr', 'lat', 'tu', 'since', 'sat', 'rm', 'rmat', 'rmu', 'wide')
   local b = {key = key, cat = rho, burst = burst}
   b.st = tonumber(h[2])
   if rho < 0 and b.st == nil then return nil end
@@ -42,6 +45,7 @@ local function load(key, rho, burst)
   b.rm = tonumber(h[8])
   b.rmat = tonumber(h[9]) or now
   b.rmu = tonumber(h[10]) or now
+  b.wide = tonumber(h[11])
   return b
 end
 
@@ -54,6 +58,7 @@ local function save(b)
   if b.st then redis.call('HSET', b.key, 'st', tostring(b.st))
   else redis.call('HDEL', b.key, 'st') end
   if b.lr then redis.call('HSET', b.key, 'lr', tostring(b.lr), 'lat', tostring(b.lat)) end
+  if b.wide then redis.call('HSET', b.key, 'wide', tostring(b.wide)) end
   redis.call('PEXPIRE', b.key, KEEP)
 end
 
@@ -88,9 +93,14 @@ local function take(b, n)
   if b.rm then b.rm = b.rm - n end
 end
 
+local function window(b)
+  if b.wide == nil then return AWIN end
+  return math.max(MINW, math.min(AWIN, b.wide / rate(b)))
+end
+
 local function margin(b, n, used)
   if b.burst > 0 then return 0 end
-  local share = rate(b) * AWIN
+  local share = rate(b) * window(b)
   if n < share then return n * used / (share - n) end
   return 0
 end
@@ -226,6 +236,9 @@ if limit > 0 then
   if b.cat < 0 or st < b.cat then b.st = st else b.st = nil end
 end
 if remaining >= 0 then
+  b.wide = math.max(b.wide or 0, remaining)
+end
+if remaining >= 0 and b.tat <= now then
   b.rm = remaining
   b.rmat = now
   if reset >= 0 then b.rmu = now + math.min(reset, MAXW) else b.rmu = now + AWIN end
@@ -237,9 +250,10 @@ return 1
 /// The prelude's constants, from the Rust ones.
 fn constants() -> String {
     format!(
-        "local DEC, CUT, REC, AWIN, MAXW = {THROTTLE_DECREASE:?}, {LARGEST_CUT:?}, \
-         {RECOVERY:?}, {}, {}\n",
+        "local DEC, CUT, REC, AWIN, MINW, MAXW = {THROTTLE_DECREASE:?}, {LARGEST_CUT:?}, \
+         {RECOVERY:?}, {}, {}, {}\n",
         ASSUMED_WINDOW.as_millis(),
+        MIN_WINDOW.as_millis(),
         MAX_WAIT.as_millis()
     )
 }
