@@ -1,20 +1,28 @@
-//! Bytes and tokens a thinker sends for one small job, against a lean agent loop doing the same.
+//! Bytes and tokens a thinker sends for one small job, against the bare loop a user would write
+//! instead.
 //!
-//! The job (the one the admission bench runs): a system prompt, one read-only tool (`lookup`), a
-//! two-field typed answer; thinkers-sim makes the model call the tool twice (two rounds of one
-//! call) and then answer, so three model calls per run. Each run is made twice against the same
-//! sim:
+//! The job (the one the admission bench runs): a system prompt, one user question, one read-only
+//! tool (`lookup`); thinkers-sim makes the model call the tool twice (two rounds of one call) and
+//! then answer, so three model calls per run. It is run in two kinds, each by two sides against
+//! the same sim:
 //!
-//! - **thinkers**: a `SingleObjectiveThinker<Brief>` at quick depth (its palette is the one tool);
-//! - **lean loop**: a bare reqwest loop that sends what the leanest framework sends for the same
-//!   job through Chat Completions: the system prompt, the question, the tool with its JSON schema,
-//!   the answer type as a strict `response_format` schema, then each tool call and its result.
+//! - **text answer**: a `SingleObjectiveThinker::<String>` at quick depth, against a bare reqwest
+//!   loop that sends what the leanest framework sends for the job through Chat Completions: the
+//!   system prompt, the question, the tool with its JSON schema, then each tool call and its
+//!   result; no `response_format`, and the run ends on the model's text answer;
+//! - **typed answer**: a `SingleObjectiveThinker::<Brief>` at quick depth, against the same loop
+//!   with the answer type as a strict `response_format` schema (what PydanticAI sends for a typed
+//!   output), the run ending on an answer that decodes as a `Brief`.
 //!
-//! Printed per side: request bytes per run (the bodies the sim logged) and input and output
-//! tokens per run (the sim's own count, which is what its rate limits charge), then the ratio of
-//! thinkers to the lean loop. Target: at most 1.25× the lean loop's bytes. With `--dump` the three
-//! bodies of one thinkers run are printed as well. Run with
-//! `cargo bench -p thinkers --bench request_size`.
+//! Printed per side: model calls, request bytes (the bodies the sim logged), input and output
+//! tokens (the sim's own count, which is what its rate limits charge; it leaves the answer schema
+//! out) and the `o200k_base` tokens of the whole request bodies (the answer schema and the JSON
+//! around everything included) per run, then the ratios of the thinker to its loop. Targets: both
+//! input token counts per run at most 1.05× the loop's for the text answer, 1.10× for the typed
+//! one. Also printed: the bytes of each piece of framework guidance
+//! the thinker may add to its system prompt. With `--dump` one request body of each side is
+//! printed (the last call of the first run: the one carrying the most). Run with
+//! `cargo bench --workspace --all-features --bench request_size [-- --dump]`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 #[path = "common/mod.rs"]
@@ -22,14 +30,19 @@ mod common;
 #[path = "common/thinkers.rs"]
 mod thinkers_bench;
 
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use thinkers::Runtime;
 use thinkers::model::Depth;
 use thinkers::thinker::ThinkerInput;
 use thinkers_bench::Brief;
 
-const THINKERS_MODEL: &str = "sized";
-const LEAN_MODEL: &str = "sized-lean";
+const TEXT_THINKER: &str = "text-thinker";
+const TEXT_LOOP: &str = "text-loop";
+const TYPED_THINKER: &str = "typed-thinker";
+const TYPED_LOOP: &str = "typed-loop";
 const RUNS: usize = 20;
 const OUTPUT: u32 = 512;
 const SYSTEM: &str = "Answer from the glossary.";
@@ -40,17 +53,16 @@ fn sim_config() -> thinkers_sim::SimConfig {
         parallel_tool_calls: 1,
         ..thinkers_sim::Profile::default()
     };
-    thinkers_sim::SimConfig::builder()
-        .model(thinkers_sim::SimModel::new(THINKERS_MODEL).profile(profile.clone()))
-        .model(thinkers_sim::SimModel::new(LEAN_MODEL).profile(profile))
-        .log_bodies(true)
-        .build()
-        .unwrap()
+    let mut config = thinkers_sim::SimConfig::builder();
+    for model in [TEXT_THINKER, TEXT_LOOP, TYPED_THINKER, TYPED_LOOP] {
+        config = config.model(thinkers_sim::SimModel::new(model).profile(profile.clone()));
+    }
+    config.log_bodies(true).build().unwrap()
 }
 
-/// The lean loop's tool and answer format, as a framework derives them from the same Rust types
-/// (`LookupInput`, `Brief`): the doc comments become descriptions.
-fn lean_tools() -> Value {
+/// The loop's tool, as a framework derives it from the same Rust type (`LookupInput`): the doc
+/// comments become descriptions.
+fn loop_tools() -> Value {
     json!([{
         "type": "function",
         "function": {
@@ -67,7 +79,9 @@ fn lean_tools() -> Value {
     }])
 }
 
-fn lean_format() -> Value {
+/// The typed loop's answer format: `Brief` as a strict `json_schema`, as PydanticAI sends a
+/// native structured output.
+fn loop_format() -> Value {
     json!({
         "type": "json_schema",
         "json_schema": {
@@ -89,20 +103,24 @@ fn lean_format() -> Value {
     })
 }
 
-/// One run of the lean loop: call, run each tool call, call again, until the model answers.
-async fn lean_run(client: &reqwest::Client, base: &str, i: usize) {
+/// One run of the bare loop: call, run each tool call, call again, until the model answers.
+/// `typed` puts the strict `response_format` on every call and decodes the answer as a `Brief`;
+/// otherwise the answer is the message's text.
+async fn loop_run(client: &reqwest::Client, base: &str, model: &str, typed: bool, i: usize) {
     let mut messages = vec![
         json!({"role": "system", "content": SYSTEM}),
         json!({"role": "user", "content": format!("What is term {i}?")}),
     ];
     for _ in 0..10 {
-        let body = json!({
-            "model": LEAN_MODEL,
+        let mut body = json!({
+            "model": model,
             "messages": messages,
-            "tools": lean_tools(),
-            "response_format": lean_format(),
+            "tools": loop_tools(),
             "max_completion_tokens": OUTPUT,
         });
+        if typed {
+            body["response_format"] = loop_format();
+        }
         let answer: Value = client
             .post(format!("{base}/v1/chat/completions"))
             .bearer_auth("bench")
@@ -116,7 +134,11 @@ async fn lean_run(client: &reqwest::Client, base: &str, i: usize) {
         let message = answer["choices"][0]["message"].clone();
         let Some(calls) = message["tool_calls"].as_array().filter(|c| !c.is_empty()) else {
             let content = message["content"].as_str().unwrap_or_default();
-            let _: Brief = serde_json::from_str(content).expect("the lean loop's answer decodes");
+            if typed {
+                let _: Brief = serde_json::from_str(content).expect("the loop's answer decodes");
+            } else {
+                assert!(!content.trim().is_empty(), "the loop's answer is text");
+            }
             return;
         };
         let calls = calls.clone();
@@ -134,40 +156,95 @@ async fn lean_run(client: &reqwest::Client, base: &str, i: usize) {
             }));
         }
     }
-    panic!("the lean loop's run did not end in 10 calls");
+    panic!("the loop's run did not end in 10 calls");
+}
+
+/// `RUNS` runs of a thinker whose answer is an `A`, on `entry`.
+async fn thinker_runs<A>(base: &str, entry: &str)
+where
+    A: DeserializeOwned + JsonSchema + Serialize + Send + Sync + std::fmt::Debug + 'static,
+{
+    let catalog = thinkers_bench::one_entry_catalog(base, entry, "");
+    let rt = Runtime::builder(catalog).build().await.unwrap();
+    for i in 0..RUNS {
+        let input = ThinkerInput::query(format!("What is term {i}?")).with_depth(Depth::Quick);
+        let t = thinkers_bench::glossary_thinker_of::<A>(entry, OUTPUT);
+        rt.dispatcher().submit(t.ask(input)).await.unwrap();
+    }
+    rt.shutdown().await.unwrap();
 }
 
 struct Side {
     calls: usize,
     bytes: usize,
+    /// `o200k_base` tokens of the whole bodies.
+    body_tokens: usize,
     input_tokens: u64,
     output_tokens: u64,
+    bodies: Vec<bytes::Bytes>,
 }
 
 impl Side {
-    async fn measure(base: &str, model: &str) -> (Self, Vec<bytes::Bytes>) {
+    async fn measure(base: &str, model: &str) -> Self {
         let bodies = thinkers_bench::logged_bodies(base, model).await;
         let s = common::sim_stats(base, model).await;
-        let side = Self {
+        Self {
             calls: bodies.len(),
             bytes: bodies.iter().map(bytes::Bytes::len).sum(),
+            body_tokens: bodies
+                .iter()
+                .map(|b| {
+                    tiktoken_rs::o200k_base_singleton()
+                        .encode_ordinary(&String::from_utf8_lossy(b))
+                        .len()
+                })
+                .sum(),
             input_tokens: s.input_tokens,
             output_tokens: s.output_tokens,
-        };
-        (side, bodies)
+            bodies,
+        }
     }
 
     fn print(&self, name: &str) {
         let runs = RUNS as f64;
         println!(
-            "{name:<10} calls/run {:>4.1}  request bytes/run {:>7.0}  input tokens/run {:>6.0}  \
-             output tokens/run {:>5.0}",
+            "  {name:<9} calls/run {:>3.1}  request bytes/run {:>5.0}  input tokens/run {:>4.0} \
+             (o200k of the bodies {:>4.0})  output tokens/run {:>3.0}",
             self.calls as f64 / runs,
             self.bytes as f64 / runs,
             self.input_tokens as f64 / runs,
+            self.body_tokens as f64 / runs,
             self.output_tokens as f64 / runs,
         );
     }
+
+    /// The last body of the first run: the call that carries the whole exchange.
+    fn dump(&self, name: &str) {
+        let per_run = self.calls / RUNS;
+        if let Some(body) = per_run.checked_sub(1).and_then(|i| self.bodies.get(i)) {
+            println!(
+                "\n{name} (call {per_run} of run 1):\n{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+    }
+}
+
+/// Print one kind's two sides and their ratios; whether the token target was met.
+fn compare(kind: &str, ours: &Side, bare: &Side, target: f64) -> bool {
+    println!("{kind}:");
+    ours.print("thinker");
+    bare.print("bare loop");
+    let bytes_ratio = ours.bytes as f64 / bare.bytes as f64;
+    let token_ratio = ours.input_tokens as f64 / bare.input_tokens as f64;
+    let body_ratio = ours.body_tokens as f64 / bare.body_tokens as f64;
+    let met = token_ratio <= target && body_ratio <= target;
+    println!(
+        "  ratio thinker / bare loop: input tokens {token_ratio:.2}x, o200k of the bodies \
+         {body_ratio:.2}x (target <= {target:.2}x: {}), request bytes {bytes_ratio:.2}x",
+        if met { "met" } else { "MISSED" }
+    );
+    met
 }
 
 fn main() {
@@ -177,36 +254,33 @@ fn main() {
     let dump = std::env::args().any(|a| a == "--dump");
     let (mut child, base) = common::spawn_sim();
     common::client_runtime().block_on(async {
-        let catalog = thinkers_bench::one_entry_catalog(&base, THINKERS_MODEL, "");
-        let rt = Runtime::builder(catalog).build().await.unwrap();
-        for i in 0..RUNS {
-            let input = ThinkerInput::query(format!("What is term {i}?")).with_depth(Depth::Quick);
-            let t = thinkers_bench::glossary_thinker(THINKERS_MODEL, OUTPUT);
-            rt.dispatcher().submit(t.ask(input)).await.unwrap();
-        }
-        rt.shutdown().await.unwrap();
+        thinker_runs::<String>(&base, TEXT_THINKER).await;
+        thinker_runs::<Brief>(&base, TYPED_THINKER).await;
         let client = reqwest::Client::new();
         for i in 0..RUNS {
-            lean_run(&client, &base, i).await;
+            loop_run(&client, &base, TEXT_LOOP, false, i).await;
+            loop_run(&client, &base, TYPED_LOOP, true, i).await;
         }
-        let (ours, bodies) = Side::measure(&base, THINKERS_MODEL).await;
-        let (lean, _) = Side::measure(&base, LEAN_MODEL).await;
-        println!("{RUNS} runs per side; one tool, two tool rounds, then a typed answer");
-        ours.print("thinkers");
-        lean.print("lean loop");
-        let bytes_ratio = ours.bytes as f64 / lean.bytes as f64;
-        let token_ratio = ours.input_tokens as f64 / lean.input_tokens as f64;
+        let text = Side::measure(&base, TEXT_THINKER).await;
+        let text_loop = Side::measure(&base, TEXT_LOOP).await;
+        let typed = Side::measure(&base, TYPED_THINKER).await;
+        let typed_loop = Side::measure(&base, TYPED_LOOP).await;
+        println!("{RUNS} runs per side; one tool, two tool rounds, then the answer");
+        compare("text answer (String)", &text, &text_loop, 1.05);
+        compare("typed answer (Brief)", &typed, &typed_loop, 1.10);
         println!(
-            "ratio thinkers / lean loop: request bytes {bytes_ratio:.2}x, input tokens \
-             {token_ratio:.2}x (target bytes <= 1.25x: {})",
-            if bytes_ratio <= 1.25 { "met" } else { "MISSED" }
+            "guidance a thinker may add (none in this job): the parallel-calls hint {} bytes \
+             (with more than one tool); the depth line {}-{} bytes (with sub_thinker, at \
+             thorough, or at immediate with tools)",
+            thinkers::thinker::TOOL_GUIDANCE.len(),
+            Depth::ALL.iter().map(|d| d.hint().len()).min().unwrap_or(0),
+            Depth::ALL.iter().map(|d| d.hint().len()).max().unwrap_or(0),
         );
         if dump {
-            let per_run = ours.calls / RUNS;
-            for body in bodies.iter().take(per_run) {
-                let body = String::from_utf8_lossy(body);
-                println!("\n{body}");
-            }
+            text.dump("text answer, thinker");
+            text_loop.dump("text answer, bare loop");
+            typed.dump("typed answer, thinker");
+            typed_loop.dump("typed answer, bare loop");
         }
     });
     let _ = child.kill();

@@ -124,10 +124,7 @@ pub fn tune(config: SimConfig) -> SimConfig {
     let script = Script::new(vec![
         ScriptRule::when_contains(
             "refunded 250",
-            ScriptAnswer::Json(json!({
-                "reasoning": "the refund went through",
-                "answer": "Refunded 250 on order 1234."
-            })),
+            ScriptAnswer::Text("Refunded 250 on order 1234.".into()),
         ),
         ScriptRule::when_contains(
             "Refund order 1234",

@@ -167,7 +167,15 @@ currency = "USD"
 /// The admission and request-size benches' job: a system prompt, the one read-only `lookup`
 /// tool and a [`Brief`] answer within `output` tokens, pinned to `entry`.
 pub(crate) fn glossary_thinker(entry: &str, output: u32) -> SingleObjectiveThinker<Brief> {
-    let mut t = SingleObjectiveThinker::<Brief>::new(
+    glossary_thinker_of::<Brief>(entry, output)
+}
+
+/// The same job with an answer of type `A` (a `String` answer is the text-answer job).
+pub(crate) fn glossary_thinker_of<A>(entry: &str, output: u32) -> SingleObjectiveThinker<A>
+where
+    A: serde::de::DeserializeOwned + JsonSchema + Serialize + Send + Sync + 'static,
+{
+    let mut t = SingleObjectiveThinker::<A>::new(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Tokens(output)),
         "Answer from the glossary.",
     )

@@ -1,36 +1,45 @@
 //! The answer-shape boundary: the one place a model's final answer becomes a typed value.
 //!
-//! A thinker asks for its answer natively (the request's answer schema) inside a small envelope,
-//! `{"reasoning": …, "answer": …}`. [`AnswerShape::judge`] performs exactly one conversion, the
-//! envelope's `answer` JSON into the declared answer type, and refuses anything the type cannot
-//! hold with a correctable [`Error::InvalidInput`] on the parameter `answer` whose reason is
-//! composed from the schema — the declared type's name, an enum's accepted values, a field's path
-//! — and never from the value the model sent. The decoder's own complaint (which may quote that
-//! value) is kept only on the error's source. A null or absent answer is no answer yet, not a
-//! wrong shape.
+//! A looping thinker asks for its answer in one of two ways, decided once per answer type:
 //!
-//! Under native thinking the envelope's reasoning field and the answer's own `reasoning`
-//! property are left out of the schema and filled from the thinking block instead: as prose for a
-//! string field, split into approach and steps for an [`AnalysisReasoning`] field. A reasoning
-//! property of another shape is always asked for. An answer type with its own `reasoning`
-//! property is asked for its reasoning there only: the envelope is then `{"answer": …}`, and the
-//! answer's reasoning (its text, or its approach and steps) is the run's.
+//! * **A text answer** — a type whose schema is a plain string (`String`): the request carries no
+//!   answer schema, as every agent framework asks for text. The model's turn with text and no
+//!   tool calls is the answer: its text with a leading `<think>…</think>` block and the
+//!   surrounding whitespace removed.
+//! * **A typed answer** — any other type: the request carries the type's own schema and nothing
+//!   else ([`AnswerShape::request_schema`]): an object type as itself, any other type inside a
+//!   one-field object `{"answer": …}` (providers want an object at the root). No field the type
+//!   lacks is asked for.
 //!
-//! Thinkers without a loop (the toolless and decision families) ask for the answer type itself
-//! instead of the envelope: [`AnswerShape::bare_request_schema`] and [`AnswerShape::judge_bare`]
-//! are the same boundary without the envelope (a type that is not an object travels as
-//! `{"answer": …}`, since providers want an object at the root).
+//! [`AnswerShape::judge`] performs exactly one conversion, the answer JSON (or the text) into the
+//! declared answer type, and refuses anything the type cannot hold with a correctable
+//! [`Error::InvalidInput`] on the parameter `answer` whose reason is composed from the schema —
+//! the declared type's name, an enum's accepted values, a field's path — and never from the value
+//! the model sent. The decoder's own complaint (which may quote that value) is kept only on the
+//! error's source. An empty, null or absent answer is no answer yet, not a wrong shape.
+//!
+//! **Reasoning.** The run's reasoning is the thinking block under native thinking, else the
+//! answer type's own `reasoning` field (its text, or the approach and steps of an
+//! [`AnalysisReasoning`]), else empty: a type without such a field is never asked for one. Under
+//! native thinking the answer's own prose or [`AnalysisReasoning`] `reasoning` property is left
+//! out of the schema and filled from the thinking block; a reasoning property of another shape
+//! is always asked for.
+//!
+//! The loopless families use the same boundary: the toolless family through
+//! [`AnswerShape::request_schema`] and [`AnswerShape::judge`], the decision family (whose
+//! answers are always JSON) through [`AnswerShape::bare_request_schema`] and
+//! [`AnswerShape::judge_bare`].
 
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::artifacts::REF_TITLE;
 use super::reasoning::AnalysisReasoning;
-use super::schema_text::strip_fences;
+use super::schema_text::{strip_fences, strip_thinking};
 use crate::Error;
 use crate::llm::ResponseSchema;
 use crate::schema::words::SchemaWords;
@@ -48,9 +57,10 @@ pub enum Judgement<A> {
     Answer {
         /// The typed value.
         value: A,
-        /// The answer as JSON (after any reasoning was filled in).
+        /// The answer as JSON (after any reasoning was filled in; a text answer is a string).
         json: Value,
-        /// The envelope's reasoning (from the thinking block under native thinking).
+        /// The run's reasoning: the thinking block under native thinking, else the answer's own
+        /// `reasoning` field, else empty.
         reasoning: String,
     },
     /// A wrong shape, refused with a correctable error composed from the schema.
@@ -81,9 +91,12 @@ struct ShapeData {
     type_name: String,
     schema: Value,
     kind: Kind,
+    /// A plain string: asked for as text, without a schema.
+    text: bool,
+    /// The type has an `answer` property of its own.
+    own_answer: bool,
     reasoning: OwnReasoning,
     uses_refs: bool,
-    envelope: [OnceLock<Arc<Value>>; 2],
     bare: [OnceLock<Arc<Value>>; 2],
 }
 
@@ -103,12 +116,6 @@ enum OwnReasoning {
 impl OwnReasoning {
     /// Whether native thinking leaves the property out of the schema (and fills it).
     fn filled_by_thinking(self) -> bool {
-        matches!(self, Self::Text | Self::Structured)
-    }
-
-    /// Whether the property is a justification the run's reasoning can be read from, so the
-    /// envelope does not ask for one of its own.
-    fn justifies(self) -> bool {
         matches!(self, Self::Text | Self::Structured)
     }
 
@@ -230,14 +237,29 @@ impl ShapeData {
         let uses_refs = schema.to_string().contains(REF_TITLE);
         Self {
             type_name,
+            text: is_plain_string(&schema),
+            own_answer: schema
+                .get("properties")
+                .is_some_and(|p| p.get("answer").is_some()),
             schema,
             kind,
             reasoning,
             uses_refs,
-            envelope: Default::default(),
             bare: Default::default(),
         }
     }
+}
+
+/// Whether a schema is a plain string: `"type": "string"` and nothing that constrains it (no
+/// enum, pattern, format or length), so any text the model writes is a value of the type.
+fn is_plain_string(schema: &Value) -> bool {
+    let Some(map) = schema.as_object() else {
+        return false;
+    };
+    map.get("type").and_then(Value::as_str) == Some("string")
+        && map
+            .keys()
+            .all(|k| matches!(k.as_str(), "type" | "$schema" | "title" | "description"))
 }
 
 impl<A: DeserializeOwned + JsonSchema + 'static> Default for AnswerShape<A> {
@@ -268,128 +290,31 @@ impl<A: DeserializeOwned> AnswerShape<A> {
         native_thinking && self.data.reasoning.filled_by_thinking()
     }
 
-    /// The envelope schema requested from the model. Under `native_thinking` the reasoning
-    /// fields are left out (the thinking block supplies them).
-    pub fn request_schema(&self, native_thinking: bool) -> ResponseSchema {
-        let schema = self.data.envelope[usize::from(native_thinking)]
-            .get_or_init(|| Arc::new(self.envelope_schema(native_thinking)));
-        ResponseSchema {
-            name: "final_answer".into(),
-            schema: Arc::clone(schema),
-        }
+    /// Whether the answer is asked for as text: the type's schema is a plain string (a
+    /// `String`), so the request carries no answer schema and the model's text is the answer.
+    pub fn is_text(&self) -> bool {
+        self.data.text
     }
 
-    fn envelope_schema(&self, native_thinking: bool) -> Value {
-        let mut answer = self.data.schema.clone();
-        let defs = answer
-            .as_object_mut()
-            .and_then(|m| {
-                m.remove("$schema");
-                m.remove("title");
-                m.remove("$defs")
-            })
-            .unwrap_or_else(|| Value::Object(Map::new()));
-        let strip = self.strip_own(native_thinking);
-        if let Some(props) = answer.get_mut("properties").and_then(Value::as_object_mut) {
-            if strip {
-                props.remove("reasoning");
-            } else if let Some(r) = props.get_mut("reasoning").and_then(Value::as_object_mut) {
-                r.insert("description".into(), json!(REASONING_DESCRIPTION));
-            }
-        }
-        if strip && let Some(req) = answer.get_mut("required").and_then(Value::as_array_mut) {
-            req.retain(|r| r != "reasoning");
-        }
-        let mut props = Map::new();
-        let mut required = Vec::new();
-        // An answer that carries its own reasoning is asked for it once, inside the answer: the
-        // envelope's reasoning would be the same text written twice.
-        if !native_thinking && !self.data.reasoning.justifies() {
-            props.insert(
-                "reasoning".into(),
-                json!({"type": "string", "description": REASONING_DESCRIPTION}),
-            );
-            required.push(json!("reasoning"));
-        }
-        props.insert("answer".into(), answer);
-        required.push(json!("answer"));
-        let mut envelope = json!({
-            "type": "object",
-            "properties": props,
-            "required": required,
-            "additionalProperties": false,
-        });
-        if defs.as_object().is_some_and(|d| !d.is_empty())
-            && let Some(m) = envelope.as_object_mut()
-        {
-            m.insert("$defs".into(), defs);
-        }
-        envelope
-    }
-
-    /// The envelope as the refusals show it.
-    fn envelope_text(&self) -> &'static str {
-        if self.data.reasoning.justifies() {
-            r#"{"answer": …}"#
-        } else {
-            r#"{"reasoning": …, "answer": …}"#
-        }
+    /// The answer schema a request carries: none for a text answer ([`AnswerShape::is_text`]),
+    /// else the type's own schema as [`AnswerShape::bare_request_schema`] makes it (no field the
+    /// type lacks; under `native_thinking` without the reasoning the thinking block supplies).
+    pub fn request_schema(&self, native_thinking: bool) -> Option<ResponseSchema> {
+        (!self.data.text).then(|| self.bare_request_schema(native_thinking))
     }
 
     /// Judge one final answer: the text the model wrote and, under native thinking, the text of
-    /// its thinking block.
+    /// its thinking block. A text answer is the text itself (see [`AnswerShape::is_text`]);
+    /// a typed one is judged as [`AnswerShape::judge_bare`] judges it.
     pub fn judge(&self, text: &str, thinking: Option<&str>) -> Judgement<A> {
-        let trimmed = strip_fences(text.trim());
-        if trimmed.is_empty() {
+        if !self.data.text {
+            return self.judge_bare(text, thinking);
+        }
+        let answer = strip_thinking(text).trim();
+        if answer.is_empty() {
             return Judgement::NoAnswer;
         }
-        let envelope: Value = match serde_json::from_str(trimmed) {
-            Ok(v) => v,
-            Err(e) => {
-                return Judgement::Refused(self.refusal(
-                    format!(
-                        "the final answer was not valid JSON; answer with one JSON object \
-                         {} whose answer is {} of type {}",
-                        self.envelope_text(),
-                        self.data.kind.article(),
-                        self.data.type_name
-                    ),
-                    Some(Box::new(e)),
-                ));
-            }
-        };
-        let mut map = match envelope {
-            Value::Null => return Judgement::NoAnswer,
-            Value::Object(m) => m,
-            other => {
-                return Judgement::Refused(self.refusal(
-                    format!(
-                        "expected an object {} whose answer is {} of type {}, but the final \
-                         answer was {}",
-                        self.envelope_text(),
-                        self.data.kind.article(),
-                        self.data.type_name,
-                        json_kind(&other)
-                    ),
-                    None,
-                ));
-            }
-        };
-        let answer = match map.remove("answer") {
-            None | Some(Value::Null) => return Judgement::NoAnswer,
-            Some(a) => a,
-        };
-        // The envelope's reasoning, else (an answer asked for its own) the answer's.
-        let envelope_reasoning = map
-            .get("reasoning")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .or_else(|| self.data.reasoning.text_of(&answer));
-        self.judge_value(
-            answer,
-            thinking.or(envelope_reasoning.as_deref()),
-            " in `answer`",
-        )
+        self.judge_value(Value::String(answer.to_owned()), thinking)
     }
 
     /// Whether the bare answer travels inside a one-field object `{"answer": …}`: providers'
@@ -399,11 +324,11 @@ impl<A: DeserializeOwned> AnswerShape<A> {
         self.data.kind != Kind::Object
     }
 
-    /// The schema of the answer type itself, without the loop's envelope: what a thinker that
-    /// asks for the answer directly (one call per candidate answer) requests. The reasoning
-    /// property, when the type has one, is treated as in [`AnswerShape::request_schema`]: left
-    /// out under `native_thinking` (filled from the thinking block), described otherwise. A
-    /// non-object type is wrapped (see [`AnswerShape::bare_is_wrapped`]).
+    /// The schema of the answer type itself, always JSON (a text answer too: see
+    /// [`AnswerShape::request_schema`] for what a request carries). The reasoning property, when
+    /// the type has one, is left out under `native_thinking` (filled from the thinking block)
+    /// and described as [`REASONING_DESCRIPTION`] otherwise. A non-object type is wrapped (see
+    /// [`AnswerShape::bare_is_wrapped`]); nothing else is added.
     pub fn bare_request_schema(&self, native_thinking: bool) -> ResponseSchema {
         let schema = self.data.bare[usize::from(native_thinking)]
             .get_or_init(|| Arc::new(self.bare_schema(native_thinking)));
@@ -415,8 +340,10 @@ impl<A: DeserializeOwned> AnswerShape<A> {
 
     fn bare_schema(&self, native_thinking: bool) -> Value {
         let mut answer = self.data.schema.clone();
+        // The Rust type's name (`title`) and the draft URI are not the model's business.
         let defs = answer.as_object_mut().and_then(|m| {
             m.remove("$schema");
+            m.remove("title");
             m.remove("$defs")
         });
         let strip = self.strip_own(native_thinking);
@@ -448,12 +375,14 @@ impl<A: DeserializeOwned> AnswerShape<A> {
         root
     }
 
-    /// Judge an answer requested with [`AnswerShape::bare_request_schema`]: the same one
-    /// conversion and the same refusals as [`AnswerShape::judge`], without the envelope. The
-    /// reasoning returned is the thinking block's under native thinking, else the answer's own
-    /// `reasoning` field, else empty.
+    /// Judge an answer requested with [`AnswerShape::bare_request_schema`]: a leading
+    /// `<think>…</think>` block and one Markdown code fence are dropped, then the one conversion.
+    /// An object answer wrapped in `{"answer": …}` is unwrapped when the type has no `answer`
+    /// field (`{"answer": null}` is then no answer yet).
+    /// The reasoning returned is the thinking block's under native thinking, else the answer's
+    /// own `reasoning` field, else empty.
     pub fn judge_bare(&self, text: &str, thinking: Option<&str>) -> Judgement<A> {
-        let trimmed = strip_fences(text.trim());
+        let trimmed = strip_fences(strip_thinking(text).trim());
         if trimmed.is_empty() {
             return Judgement::NoAnswer;
         }
@@ -495,25 +424,35 @@ impl<A: DeserializeOwned> AnswerShape<A> {
                     ));
                 }
             }
-        } else if value.is_null() {
-            return Judgement::NoAnswer;
         } else {
-            value
+            match value {
+                Value::Null => return Judgement::NoAnswer,
+                // An object answer wrapped in `{"answer": …}` (the envelope other agent
+                // frameworks ask for) is understood, when the type has no `answer` field.
+                Value::Object(mut m) if !self.data.own_answer && m.contains_key("answer") => {
+                    match m.remove("answer") {
+                        None | Some(Value::Null) => return Judgement::NoAnswer,
+                        Some(inner @ Value::Object(_)) => inner,
+                        Some(other) => {
+                            m.insert("answer".into(), other);
+                            Value::Object(m)
+                        }
+                    }
+                }
+                other => other,
+            }
         };
-        let own = answer
-            .get("reasoning")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        self.judge_value(answer, thinking.or(own.as_deref()), "")
+        let own = self.data.reasoning.text_of(&answer);
+        self.judge_value(answer, thinking.or(own.as_deref()))
     }
 
     /// The one conversion: `answer` into `A`, its reasoning field filled from `reasoning` when
-    /// the type has one and the answer lacks it. `at` says where the answer sat, for messages.
-    fn judge_value(&self, mut answer: Value, reasoning: Option<&str>, at: &str) -> Judgement<A> {
+    /// the type has one and the answer lacks it.
+    fn judge_value(&self, mut answer: Value, reasoning: Option<&str>) -> Judgement<A> {
         if !self.data.kind.fits(&answer) {
             return Judgement::Refused(self.refusal(
                 format!(
-                    "expected {} of type {}{at}, but it was {}",
+                    "expected {} of type {}, but it was {}",
                     self.data.kind.article(),
                     self.data.type_name,
                     json_kind(&answer)

@@ -62,14 +62,17 @@ impl ScriptedTurns {
         ))
     }
 
-    /// Queue a final answer: the envelope `{"reasoning": …, "answer": answer}`.
+    /// Queue a final answer as a model writes it for a looping thinker: a JSON string as its
+    /// text (the text answer of a `String` thinker), an object as its JSON (a typed answer of an
+    /// object type: its own fields, a `reasoning` one included when the type has it). An answer
+    /// type that is neither travels as `{"answer": …}`: queue that with
+    /// [`ScriptedTurns::then_text`].
     #[must_use]
-    pub fn then_answer(self, reasoning: &str, answer: Value) -> Self {
-        let mut envelope = serde_json::Map::new();
-        envelope.insert("reasoning".into(), Value::from(reasoning));
-        envelope.insert("answer".into(), answer);
-        let envelope = Value::Object(envelope);
-        self.then_text(envelope.to_string())
+    pub fn then_answer(self, answer: Value) -> Self {
+        match answer {
+            Value::String(text) => self.then_text(text),
+            other => self.then_text(other.to_string()),
+        }
     }
 
     /// Every turn request received so far.

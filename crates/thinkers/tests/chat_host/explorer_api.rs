@@ -28,10 +28,7 @@ fn ask() -> ThinkerJob<String> {
 #[tokio::test]
 async fn a_waiting_call_is_listed_and_denied_in_the_explorer() {
     let script = Script::new(vec![
-        ScriptRule::when_contains(
-            "not today",
-            ScriptAnswer::Json(json!({"reasoning": "denied", "answer": "DENIED"})),
-        ),
+        ScriptRule::when_contains("not today", ScriptAnswer::Text("DENIED".into())),
         ScriptRule::when_contains(
             "Look up the word seat",
             ScriptAnswer::ToolCalls(vec![ScriptToolCall {

@@ -27,7 +27,7 @@ fn door_schema(turns: &ScriptedTurns, i: usize, door: &str) -> Option<serde_json
 #[tokio::test]
 async fn the_request_tools_schema_enumerates_the_catalog_as_one_of_const_entries() {
     let (d, _) = dispatcher();
-    let turns = ScriptedTurns::new().then_answer("r", summary("ok", &[]));
+    let turns = ScriptedTurns::new().then_answer(summary("ok", &[]));
     let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
         .hub(hub())
         .turns(turns.clone());
@@ -56,7 +56,7 @@ async fn the_catalog_is_reconciled_each_turn_and_granted_tools_join_the_next_tur
     let turns = ScriptedTurns::new()
         .then_calls(&[("a", REQUEST_TOOLS, json!({"tool_names": ["lookup"]}))])
         .then_calls(&[("b", "lookup", json!({"term": "seat"}))])
-        .then_answer("r", summary("ok", &["@a2"]));
+        .then_answer(summary("ok", &["@a2"]));
     let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
         .hub(hub.clone())
         .compatible_tools(["lookup", "not_in_the_hub"])
@@ -102,7 +102,7 @@ async fn an_unknown_name_is_refused_naming_the_field_and_never_echoed() {
             ("b", REQUEST_TOOLS, json!({"tool_names": "lookup"})),
             ("c", REQUEST_SKILL, json!({"skill_names": [CANARY]})),
         ])
-        .then_answer("r", summary("ok", &[]));
+        .then_answer(summary("ok", &[]));
     let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
         .hub(hub())
         .turns(turns.clone());
@@ -138,7 +138,7 @@ async fn admission_rules_apply_in_the_caller_s_scope() {
                 json!({"tool_names": ["delete_record", "lookup"]}),
             )])
             .then_calls(&[("b", "delete_record", json!({"id": "1"}))])
-            .then_answer("r", summary("ok", &[]));
+            .then_answer(summary("ok", &[]));
         let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
             .hub(std::sync::Arc::new(hub))
             .turns(turns.clone());
@@ -175,8 +175,8 @@ async fn granted_tools_live_in_the_conversation_and_the_sweep_applies_to_them() 
     let (d, _) = dispatcher();
     let turns = ScriptedTurns::new()
         .then_calls(&[("a", REQUEST_TOOLS, json!({"tool_names": ["delete_record"]}))])
-        .then_answer("r", summary("first run", &[]))
-        .then_answer("r", summary("second run", &[]));
+        .then_answer(summary("first run", &[]))
+        .then_answer(summary("second run", &[]));
     let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
         .hub(hub())
         .turns(turns.clone());
@@ -226,7 +226,7 @@ async fn a_tool_registered_in_the_hub_mid_run_is_offered_from_the_next_turn() {
     hub.register_tool(Lookup::default()).unwrap();
     let turns = ScriptedTurns::new()
         .then_calls(&[("a", "wire_delete", json!({}))])
-        .then_answer("r", summary("ok", &[]));
+        .then_answer(summary("ok", &[]));
     let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
         .tool(Wire(hub.clone()))
         .hub(hub.clone())
@@ -254,8 +254,8 @@ async fn discoveries_survive_a_save_and_a_resume_by_another_thinker_object() {
             ("a", REQUEST_TOOLS, json!({"tool_names": ["lookup"]})),
             ("b", REQUEST_SKILL, json!({"skill_names": ["house_style"]})),
         ])
-        .then_answer("r", summary("first", &[]))
-        .then_answer("r", summary("second", &[]));
+        .then_answer(summary("first", &[]))
+        .then_answer(summary("second", &[]));
     let first = SingleObjectiveThinker::<Summary>::new(decl(), "x")
         .hub(hub())
         .conversations(service.clone())
@@ -309,7 +309,7 @@ impl thinkers::thinker::ThinkerHooks for Narrow {
 #[tokio::test]
 async fn catalog_and_delegation_hooks_override_the_defaults() {
     let (d, _) = dispatcher();
-    let turns = ScriptedTurns::new().then_answer("r", summary("ok", &[]));
+    let turns = ScriptedTurns::new().then_answer(summary("ok", &[]));
     let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
         .hub(hub())
         .hooks(Narrow)

@@ -36,9 +36,9 @@ async fn a_ticket_bound_parent_s_delegates_and_their_children_carry_the_ticket()
             ("s2", SUB_THINKER, json!({"objective": "level three"})),
         ])
         .then_calls(&[("t1", "scope_probe", json!({}))])
-        .then_answer("r", sub_answer("three", &[]))
-        .then_answer("r", sub_answer("two", &[]))
-        .then_answer("r", summary("one", &[]));
+        .then_answer(sub_answer("three", &[]))
+        .then_answer(sub_answer("two", &[]))
+        .then_answer(summary("one", &[]));
     let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
         .tool(probe.clone())
         .hub(hub())
@@ -72,7 +72,7 @@ async fn read_only_withholds_and_refuses_request_tools_and_sub_thinker_but_keeps
             ("b", SUB_THINKER, json!({"objective": "escape"})),
             ("c", REQUEST_SKILL, json!({"skill_names": ["house_style"]})),
         ])
-        .then_answer("r", summary("done", &[]));
+        .then_answer(summary("done", &[]));
     let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
         .hub(hub())
         .turns(turns.clone());
@@ -110,7 +110,7 @@ async fn a_delegate_started_in_a_read_only_ticket_flow_is_bound_and_so_are_its_c
             ("s2", "delete_record", json!({"id": "9"})),
             ("s3", SUB_THINKER, json!({"objective": "deeper"})),
         ])
-        .then_answer("r", sub_answer("bound", &[]));
+        .then_answer(sub_answer("bound", &[]));
     let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
         .tool(probe.clone())
         .tool(delete.clone())

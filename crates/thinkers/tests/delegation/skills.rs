@@ -69,7 +69,7 @@ async fn a_skill_rides_every_later_call_and_is_absent_before() {
         .then_calls(&[("a", "lookup_nothing_yet", json!({}))])
         .then_calls(&[("b", REQUEST_SKILL, json!({"skill_names": ["house_style"]}))])
         .then_calls(&[("c", REQUEST_SKILL, json!({"skill_names": ["citations"]}))])
-        .then_answer("r", summary("ok", &[]));
+        .then_answer(summary("ok", &[]));
     let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
         .hub(hub())
         .turns(turns.clone());
@@ -131,7 +131,7 @@ async fn skill_admission_rules_refuse_with_a_reason() {
             REQUEST_SKILL,
             json!({"skill_names": ["citations", "house_style"]}),
         )])
-        .then_answer("r", summary("ok", &[]));
+        .then_answer(summary("ok", &[]));
     let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
         .hub(Arc::clone(&hub))
         .turns(turns.clone());

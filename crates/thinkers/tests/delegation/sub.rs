@@ -23,7 +23,7 @@ use crate::support::{
 async fn a_thinker_delegates_at_standard_and_above_only() {
     let (d, _) = dispatcher();
     for depth in Depth::ALL {
-        let turns = ScriptedTurns::new().then_answer("r", summary("ok", &[]));
+        let turns = ScriptedTurns::new().then_answer(summary("ok", &[]));
         let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
             .hub(hub())
             .turns(turns.clone());
@@ -43,7 +43,7 @@ async fn a_thinker_delegates_at_standard_and_above_only() {
 async fn without_a_hub_a_thinker_offers_sub_thinker_from_standard_and_no_doors() {
     let (d, _) = dispatcher();
     for depth in Depth::ALL {
-        let turns = ScriptedTurns::new().then_answer("r", summary("ok", &[]));
+        let turns = ScriptedTurns::new().then_answer(summary("ok", &[]));
         let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
             .tool(Lookup::default())
             .turns(turns.clone());
@@ -62,11 +62,11 @@ async fn without_a_hub_a_thinker_offers_sub_thinker_from_standard_and_no_doors()
 #[tokio::test]
 async fn without_a_hub_or_tools_a_thinker_at_standard_still_offers_sub_thinker() {
     let (d, _) = dispatcher();
-    let turns = ScriptedTurns::new().then_answer("r", summary("ok", &[]));
+    let turns = ScriptedTurns::new().then_answer(summary("ok", &[]));
     let t = SingleObjectiveThinker::<Summary>::new(decl(), "x").turns(turns.clone());
     d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
     assert_eq!(offered(&turns, 0), [SUB_THINKER]);
-    let turns = ScriptedTurns::new().then_answer("r", summary("ok", &[]));
+    let turns = ScriptedTurns::new().then_answer(summary("ok", &[]));
     let t = SingleObjectiveThinker::<Summary>::new(decl(), "x").turns(turns.clone());
     d.run(t.ask(ThinkerInput::query("q").with_depth(Depth::Quick)))
         .await
@@ -78,7 +78,7 @@ async fn without_a_hub_or_tools_a_thinker_at_standard_still_offers_sub_thinker()
 async fn without_a_hub_a_sub_thinker_inherits_the_palette_and_delegates_only_at_thorough() {
     let (d, _) = dispatcher();
     for depth in Depth::ALL {
-        let turns = ScriptedTurns::new().then_answer("r", sub_answer("ok", &[]));
+        let turns = ScriptedTurns::new().then_answer(sub_answer("ok", &[]));
         let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
             .tool(Lookup::default())
             .turns(turns.clone());
@@ -112,8 +112,8 @@ async fn without_a_hub_a_delegate_called_by_the_model_runs_with_the_parents_tool
     let turns = ScriptedTurns::new()
         .then_calls(&[("p1", SUB_THINKER, json!({"objective": "define seat"}))])
         .then_calls(&[("s1", "lookup", json!({"term": "seat"}))])
-        .then_answer("r", sub_answer("seat defined", &["@a1"]))
-        .then_answer("r", summary("a seat is what @a1 says", &["@a1"]));
+        .then_answer(sub_answer("seat defined", &["@a1"]))
+        .then_answer(summary("a seat is what @a1 says", &["@a1"]));
     let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
         .tool(lookup.clone())
         .turns(turns.clone())
@@ -138,7 +138,7 @@ async fn without_a_hub_a_delegate_called_by_the_model_runs_with_the_parents_tool
 async fn a_sub_thinker_delegates_further_only_at_thorough() {
     let (d, _) = dispatcher();
     for depth in Depth::ALL {
-        let turns = ScriptedTurns::new().then_answer("r", sub_answer("ok", &[]));
+        let turns = ScriptedTurns::new().then_answer(sub_answer("ok", &[]));
         let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
             .hub(hub())
             .turns(turns.clone());
@@ -171,9 +171,9 @@ async fn delegation_nests_three_levels_at_thorough_with_depth_clamped() {
     let turns = ScriptedTurns::new()
         .then_calls(&[("p1", SUB_THINKER, json!({"objective": "level two"}))])
         .then_calls(&[("s1", SUB_THINKER, json!({"objective": "level three"}))])
-        .then_answer("r3", sub_answer("three done", &[]))
-        .then_answer("r2", sub_answer("two done", &[]))
-        .then_answer("r1", summary("all done", &[]));
+        .then_answer(sub_answer("three done", &[]))
+        .then_answer(sub_answer("two done", &[]))
+        .then_answer(summary("all done", &[]));
     let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
         .hub(hub())
         .turns(turns.clone())
@@ -223,8 +223,8 @@ async fn the_delegate_inherits_instances_catalogs_and_grade_but_not_the_output_s
         .then_calls(&[("p1", "request_tools", json!({"tool_names": ["lookup"]}))])
         .then_calls(&[("p2", SUB_THINKER, json!({"objective": "use your tools"}))])
         .then_calls(&[("s1", "scope_probe", json!({}))])
-        .then_answer("r", sub_answer("probed", &[]))
-        .then_answer("r", summary("done", &[]));
+        .then_answer(sub_answer("probed", &[]))
+        .then_answer(summary("done", &[]));
     let probe = ScopeProbe::default();
     let t = SingleObjectiveThinker::<Summary>::new(
         ThinkerDeclaration::new(Grade::Medium, OutputSize::Verdict),
@@ -297,10 +297,10 @@ async fn only_listed_refs_are_conveyed_and_new_artifacts_come_back_with_parent_r
             json!({"objective": "Compare @a1 with @a2.", "artifact_refs": ["@a2"]}),
         )])
         // The delegate cites @a1: it was not handed over, so the answer is corrected.
-        .then_answer("r", sub_answer("compared", &["@a1"]))
+        .then_answer(sub_answer("compared", &["@a1"]))
         .then_calls(&[("s1", "lookup", json!({"term": "gamma"}))])
-        .then_answer("r", sub_answer("compared", &["@a2", "@a3"]))
-        .then_answer("r", summary("final", &["@a2", "@a3"]));
+        .then_answer(sub_answer("compared", &["@a2", "@a3"]))
+        .then_answer(summary("final", &["@a2", "@a3"]));
     let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
         .tool(lookup.clone())
         .hub(hub())
@@ -356,8 +356,8 @@ async fn only_listed_refs_are_conveyed_and_new_artifacts_come_back_with_parent_r
 fn the_sub_answer_asks_for_structured_reasoning_or_fills_it_from_the_thinking_block() {
     use thinkers::thinker::{AnalysisReasoning, AnswerShape, Judgement, SubThinkerAnswer};
     let shape = AnswerShape::<SubThinkerAnswer>::new();
-    let asked = shape.request_schema(false).schema;
-    let reasoning = &asked["properties"]["answer"]["properties"]["reasoning"];
+    let asked = shape.request_schema(false).unwrap().schema;
+    let reasoning = &asked["properties"]["reasoning"];
     let target = reasoning["$ref"]
         .as_str()
         .and_then(|r| r.strip_prefix("#"))
@@ -369,14 +369,9 @@ fn the_sub_answer_asks_for_structured_reasoning_or_fills_it_from_the_thinking_bl
         "{asked}"
     );
 
-    let native = shape.request_schema(true).schema;
-    assert!(
-        native["properties"]["answer"]["properties"]
-            .get("reasoning")
-            .is_none(),
-        "{native}"
-    );
-    let text = json!({"answer": {"summary": "s", "artifacts": []}}).to_string();
+    let native = shape.request_schema(true).unwrap().schema;
+    assert!(native["properties"].get("reasoning").is_none(), "{native}");
+    let text = json!({"summary": "s", "artifacts": []}).to_string();
     match shape.judge(
         &text,
         Some("Read the entry.\n\n@a1 says so.\n\nNothing contradicts it."),
@@ -409,17 +404,24 @@ async fn the_parents_model_may_lower_a_delegates_depth_never_raise_it() {
         }
         let turns = ScriptedTurns::new()
             .then_calls(&[("p1", SUB_THINKER, args)])
-            .then_answer("r", sub_answer("seat defined", &[]))
-            .then_answer("r", summary("done", &[]));
+            .then_answer(sub_answer("seat defined", &[]))
+            .then_answer(summary("done", &[]));
         let t = SingleObjectiveThinker::<Summary>::new(decl(), "x").turns(turns.clone());
         d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
         let seen = turns.seen();
         assert_eq!(seen[0].depth, Depth::Standard);
         let sub = seen.iter().find(|t| t.class == "sub_thinker.turn").unwrap();
         assert_eq!(sub.depth, want, "asked {asked:?}");
-        // Each level's model reads its own depth as the hint.
+        // The parent's model, offered `sub_thinker`, reads its own depth (the most it may give);
+        // the delegate, with no tool and below thorough, has nothing to act on it with.
         assert!(seen[0].request.system.contains(Depth::Standard.hint()));
-        assert!(sub.request.system.contains(want.hint()), "asked {asked:?}");
+        assert!(
+            !Depth::ALL
+                .iter()
+                .any(|d| sub.request.system.contains(d.hint())),
+            "asked {asked:?}: {}",
+            sub.request.system
+        );
 
         // The field tells the model it may lower the depth and never raise it.
         let spec = seen[0]

@@ -350,10 +350,7 @@ impl Tool for RecordTally {
 async fn one_refused_call(call: ScriptToolCall, depth: Depth) -> Setup {
     let s = scripted(Script::new(vec![
         ScriptRule::when_contains("", ScriptAnswer::ToolCalls(vec![call])).times(1),
-        ScriptRule::when_contains(
-            "",
-            ScriptAnswer::Json(json!({"reasoning": "r", "answer": "done"})),
-        ),
+        ScriptRule::when_contains("", ScriptAnswer::Text("done".into())),
     ]))
     .await;
     let mut t = SingleObjectiveThinker::<String>::new(

@@ -125,7 +125,7 @@ async fn a_ranking_names_k_distinct_options_best_first_with_confidences() {
     // OpenAI strict mode cannot carry `uniqueItems`, so the sim draws the three ids at random
     // and may repeat one (a repeat is corrected, at most three times). Its draws are a function
     // of (seed, request): this seed draws distinct ids within the bound for this request.
-    let s = crate::support::setup_with(|c| thinkers_sim::SimConfig { seed: 1, ..c }).await;
+    let s = crate::support::setup_with(|c| thinkers_sim::SimConfig { seed: 2, ..c }).await;
     let t = dispatcher_of_tickets("sim-small-a");
     let ranking = s.rt.run(t.rank(question(), 3).unwrap()).await.unwrap();
     assert_eq!(ranking.ranked.len(), 3);

@@ -113,10 +113,7 @@ async fn under_a_read_only_scope_the_mcp_tool_is_withheld_and_a_call_to_it_refus
             }]),
         )
         .times(1),
-        ScriptRule::when_contains(
-            "",
-            ScriptAnswer::Json(json!({"reasoning": "refused", "answer": "could not echo"})),
-        ),
+        ScriptRule::when_contains("", ScriptAnswer::Text("could not echo".into())),
     ]);
     let s = offline::start(Duration::from_secs(10), move |mut c| {
         c.script = Some(script);

@@ -1,6 +1,7 @@
 //! The answer-shape boundary: one conversion, refusals composed from the schema, never an echo of
 //! the model's value (pinned by canaries in the error, in what goes back to the model, and in the
-//! logs), native-thinking strips, and no panic on any JSON.
+//! logs), native-thinking strips, text answers, schemas with no field the type lacks, and no
+//! panic on any JSON.
 
 use proptest::prelude::*;
 use schemars::JsonSchema;
@@ -43,11 +44,17 @@ fn refused<A: std::fmt::Debug>(j: Judgement<A>) -> thinkers::Error {
     }
 }
 
+/// The envelope other agent frameworks ask for (and this one did): still a plausible answer.
 fn envelope(answer: Value) -> String {
     let mut m = serde_json::Map::new();
     m.insert("reasoning".into(), json!("r"));
     m.insert("answer".into(), answer);
     Value::Object(m).to_string()
+}
+
+/// A typed answer as it is asked for: the type's own JSON.
+fn bare(answer: &Value) -> String {
+    answer.to_string()
 }
 
 fn good_ticket() -> Value {
@@ -67,6 +74,10 @@ fn wrong_answers() -> Vec<String> {
     missing["note"] = json!(CANARY);
     vec![
         json!(CANARY).to_string(),
+        bare(&bad_enum),
+        bare(&bad_count),
+        bare(&bad_tag),
+        bare(&missing),
         envelope(json!(CANARY)),
         envelope(json!([CANARY])),
         envelope(json!(42)),
@@ -84,8 +95,8 @@ fn a_composite_answer_refuses_anything_but_an_object() {
     let shape = AnswerShape::<Ticket>::new();
     for text in [
         json!("flat").to_string(),
-        envelope(json!("flat")),
-        envelope(json!([1])),
+        json!([1]).to_string(),
+        json!(3).to_string(),
     ] {
         let e = refused(shape.judge(&text, None));
         assert_eq!(e.kind(), ErrorKind::InvalidInput);
@@ -105,30 +116,75 @@ fn a_composite_answer_refuses_anything_but_an_object() {
 }
 
 #[test]
-fn a_string_answer_refuses_objects_arrays_and_other_scalars() {
-    let shape = AnswerShape::<String>::new();
+fn a_wrapped_answer_refuses_objects_arrays_and_other_scalars() {
+    // An enum is not an object: it travels as `{"answer": …}`.
+    let shape = AnswerShape::<Status>::new();
+    assert!(!shape.is_text());
     for v in [json!({"a": 1}), json!([1]), json!(3), json!(true)] {
-        let e = refused(shape.judge(&envelope(v), None));
-        assert!(e.to_string().contains("a string of type"), "{e}");
+        let e = refused(shape.judge(&json!({ "answer": v }).to_string(), None));
+        assert!(e.to_string().contains("a string of type Status"), "{e}");
     }
-    match shape.judge(&envelope(json!("fine")), None) {
-        Judgement::Answer { value, .. } => assert_eq!(value, "fine"),
+    match shape.judge(r#"{"answer": "open"}"#, None) {
+        Judgement::Answer { value, .. } => assert_eq!(value, Status::Open),
         other => panic!("{other:?}"),
     }
 }
 
 #[test]
-fn null_or_absent_is_no_answer_yet() {
-    let shape = AnswerShape::<Ticket>::new();
-    for text in [
-        "",
-        "  ",
-        "null",
-        r#"{"reasoning": "r"}"#,
-        r#"{"answer": null}"#,
+fn a_text_answer_is_the_text_without_a_thinking_block() {
+    let shape = AnswerShape::<String>::new();
+    assert!(shape.is_text());
+    assert!(shape.request_schema(false).is_none());
+    assert!(shape.request_schema(true).is_none());
+    for (text, want) in [
+        ("  A seat is a claim.\n", "A seat is a claim."),
+        // JSON is text like any other: nothing is unwrapped.
+        (r#"{"answer": "x"}"#, r#"{"answer": "x"}"#),
+        ("<think>\nLook it up.\n</think>\n\nA seat.", "A seat."),
     ] {
+        match shape.judge(text, None) {
+            Judgement::Answer {
+                value,
+                json,
+                reasoning,
+            } => {
+                assert_eq!(value, want);
+                assert_eq!(json, json!(want));
+                assert_eq!(reasoning, "", "a text answer has no reasoning field");
+            }
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+    for text in ["", " \n ", "<think>all thinking, never closed"] {
         assert!(
             matches!(shape.judge(text, None), Judgement::NoAnswer),
+            "{text}"
+        );
+    }
+    // Under native thinking the block is the run's reasoning.
+    match shape.judge("A seat.", Some("Looked it up.")) {
+        Judgement::Answer { reasoning, .. } => assert_eq!(reasoning, "Looked it up."),
+        other => panic!("{other:?}"),
+    }
+    // A constrained string (an enum) is a typed answer, not text.
+    assert!(!AnswerShape::<Status>::new().is_text());
+}
+
+#[test]
+fn null_or_absent_is_no_answer_yet() {
+    let shape = AnswerShape::<Ticket>::new();
+    for text in ["", "  ", "null", r#"{"answer": null}"#, "<think>x</think>"] {
+        assert!(
+            matches!(shape.judge(text, None), Judgement::NoAnswer),
+            "{text}"
+        );
+    }
+    // An object without the type's fields is a wrong answer, not an absent one.
+    refused(shape.judge(r#"{"reasoning": "r"}"#, None));
+    let wrapped = AnswerShape::<Status>::new();
+    for text in ["", "null", "{}", r#"{"answer": null}"#] {
+        assert!(
+            matches!(wrapped.judge(text, None), Judgement::NoAnswer),
             "{text}"
         );
     }
@@ -139,7 +195,7 @@ fn a_mistyped_field_is_refused_from_the_schema() {
     let shape = AnswerShape::<Ticket>::new();
     let mut t = good_ticket();
     t["status"] = json!("pending");
-    let e = refused(shape.judge(&envelope(t), None));
+    let e = refused(shape.judge(&bare(&t), None));
     let msg = e.to_string();
     assert!(msg.contains("answer.status"), "{msg}");
     assert!(
@@ -153,7 +209,7 @@ fn a_mistyped_field_is_refused_from_the_schema() {
 
     let mut t = good_ticket();
     t["count"] = json!("many");
-    let msg = refused(shape.judge(&envelope(t), None)).to_string();
+    let msg = refused(shape.judge(&bare(&t), None)).to_string();
     assert!(
         msg.contains("answer.count") && msg.contains("an integer"),
         "{msg}"
@@ -162,7 +218,7 @@ fn a_mistyped_field_is_refused_from_the_schema() {
 
     let mut t = good_ticket();
     t.as_object_mut().unwrap().remove("tags");
-    let msg = refused(shape.judge(&envelope(t), None)).to_string();
+    let msg = refused(shape.judge(&bare(&t), None)).to_string();
     assert!(
         msg.contains("answer.tags") && msg.contains("required"),
         "{msg}"
@@ -200,15 +256,15 @@ async fn wrong_shapes_are_corrected_and_canaries_reach_neither_the_model_nor_the
     for w in &wrong {
         turns = turns.then(text_turn(w));
     }
-    turns = turns.then_answer("fine", good_ticket());
+    turns = turns.then_answer(good_ticket());
     let thinker = SingleObjectiveThinker::<Ticket>::new(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "Classify the ticket.",
     )
     .turns(turns.clone())
     .limits(thinkers::thinker::ThinkerLimits {
-        max_iterations: 20,
-        max_answer_corrections: 10,
+        max_iterations: 30,
+        max_answer_corrections: 20,
         ..Default::default()
     });
     let obs = thinker.observer();
@@ -258,27 +314,22 @@ async fn answer_corrections_are_bounded_and_the_failure_echoes_nothing() {
 #[test]
 fn native_thinking_strips_reasoning_and_fills_it_from_the_block() {
     let shape = AnswerShape::<Ticket>::new();
-    let plain = shape.request_schema(false).schema;
+    let plain = shape.request_schema(false).unwrap().schema;
     // A type with its own reasoning is asked for it there, described for a reader to check.
     assert_eq!(
-        plain["properties"]["answer"]["properties"]["reasoning"]["description"],
+        plain["properties"]["reasoning"]["description"],
         REASONING_DESCRIPTION
     );
     assert!(
-        plain["properties"]["answer"]["required"]
+        plain["required"]
             .as_array()
             .unwrap()
             .contains(&json!("reasoning"))
     );
-    let stripped = shape.request_schema(true).schema;
+    let stripped = shape.request_schema(true).unwrap().schema;
     assert!(stripped["properties"].get("reasoning").is_none());
     assert!(
-        stripped["properties"]["answer"]["properties"]
-            .get("reasoning")
-            .is_none()
-    );
-    assert!(
-        !stripped["properties"]["answer"]["required"]
+        !stripped["required"]
             .as_array()
             .unwrap()
             .contains(&json!("reasoning"))
@@ -293,8 +344,7 @@ fn native_thinking_strips_reasoning_and_fills_it_from_the_block() {
     }
     let mut t = good_ticket();
     t.as_object_mut().unwrap().remove("reasoning");
-    let text = json!({"answer": t}).to_string();
-    match shape.judge(&text, Some("I checked the ticket, then counted.")) {
+    match shape.judge(&bare(&t), Some("I checked the ticket, then counted.")) {
         Judgement::Answer {
             value, reasoning, ..
         } => {
@@ -307,19 +357,31 @@ fn native_thinking_strips_reasoning_and_fills_it_from_the_block() {
     assert!(!AnswerShape::<String>::new().uses_refs());
 }
 
+/// The keys of a schema's `properties`, sorted.
+fn property_names(schema: &Value) -> Vec<String> {
+    let mut names: Vec<String> = schema["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
 #[test]
 fn an_answer_with_its_own_reasoning_is_asked_for_it_once() {
-    // Ticket has a `reasoning` field: the envelope does not ask for a second one.
+    // Ticket has a `reasoning` field: it is asked for there, once, and nothing wraps the type.
     let shape = AnswerShape::<Ticket>::new();
-    let schema = shape.request_schema(false).schema;
-    assert!(schema["properties"].get("reasoning").is_none(), "{schema}");
-    assert_eq!(schema["required"], json!(["answer"]));
+    let schema = shape.request_schema(false).unwrap().schema;
+    assert_eq!(
+        property_names(&schema),
+        ["artifacts", "count", "reasoning", "status", "tags"],
+        "{schema}"
+    );
     assert!(
-        schema["properties"]["answer"].get("title").is_none(),
+        schema.get("title").is_none(),
         "the Rust type's name is not sent: {schema}"
     );
-    let text = json!({"answer": good_ticket()}).to_string();
-    match shape.judge(&text, None) {
+    match shape.judge(&bare(&good_ticket()), None) {
         Judgement::Answer {
             value, reasoning, ..
         } => assert_eq!(
@@ -328,19 +390,56 @@ fn an_answer_with_its_own_reasoning_is_asked_for_it_once() {
         ),
         other => panic!("{other:?}"),
     }
-    // An envelope that still carries one (an older prompt) is read as before.
+    // An answer wrapped in the envelope other frameworks ask for is understood; the run's
+    // reasoning is still the answer's own.
     let text = json!({"reasoning": "outer", "answer": good_ticket()}).to_string();
     match shape.judge(&text, None) {
-        Judgement::Answer { reasoning, .. } => assert_eq!(reasoning, "outer"),
+        Judgement::Answer {
+            value, reasoning, ..
+        } => {
+            assert_eq!(value.status, Status::Open);
+            assert_eq!(reasoning, "x");
+        }
         other => panic!("{other:?}"),
     }
-    // A type without one keeps the envelope's: every run's output carries a justification.
-    let plain = AnswerShape::<String>::new().request_schema(false).schema;
-    assert_eq!(
-        plain["properties"]["reasoning"]["description"],
-        REASONING_DESCRIPTION
-    );
-    assert_eq!(plain["required"], json!(["reasoning", "answer"]));
+}
+
+/// An answer type without a reasoning field.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Verdict {
+    /// Whether the claim holds.
+    pub holds: bool,
+    /// The claim, restated.
+    pub claim: String,
+}
+
+#[test]
+fn a_typed_answer_schema_has_no_field_the_type_lacks() {
+    for native in [false, true] {
+        let schema = AnswerShape::<Verdict>::new()
+            .request_schema(native)
+            .unwrap()
+            .schema;
+        assert_eq!(property_names(&schema), ["claim", "holds"], "{schema}");
+        let mut required: Vec<String> = serde_json::from_value(schema["required"].clone()).unwrap();
+        required.sort();
+        assert_eq!(required, ["claim", "holds"], "{schema}");
+        assert!(
+            !schema.to_string().contains(REASONING_DESCRIPTION),
+            "{schema}"
+        );
+        // A type that is not an object gets the one field providers need at the root.
+        let wrapped = AnswerShape::<Vec<u8>>::new()
+            .request_schema(native)
+            .unwrap()
+            .schema;
+        assert_eq!(property_names(&wrapped), ["answer"], "{wrapped}");
+    }
+    // Its run has no reasoning to report (none under native thinking other than the block's).
+    match AnswerShape::<Verdict>::new().judge(r#"{"holds": true, "claim": "c"}"#, None) {
+        Judgement::Answer { reasoning, .. } => assert_eq!(reasoning, ""),
+        other => panic!("{other:?}"),
+    }
 }
 
 fn arb_json() -> impl Strategy<Value = Value> {
@@ -393,6 +492,6 @@ proptest! {
 #[test]
 fn a_fenced_answer_is_unwrapped_once() {
     let shape = AnswerShape::<Ticket>::new();
-    let text = format!("```json\n{}\n```", envelope(good_ticket()));
+    let text = format!("```json\n{}\n```", bare(&good_ticket()));
     assert!(matches!(shape.judge(&text, None), Judgement::Answer { .. }));
 }

@@ -288,7 +288,7 @@ async fn a_reused_call_id_in_a_later_turn_still_runs() {
     let turns = thinkers::thinker::ScriptedTurns::new()
         .then_calls(&[("call_0", "send_note", json!({"to": "ops"}))])
         .then_calls(&[("call_0", "send_note", json!({"to": "ops"}))])
-        .then_answer("sent twice", json!({"summary": "TWICE"}));
+        .then_answer(json!({"summary": "TWICE"}));
     let thinker = SingleObjectiveThinker::<Report>::new(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "You send the notes you are asked to send.",

@@ -125,6 +125,51 @@ async fn three_dialects_run_tool_rounds_in_one_step_and_answer_typed() {
     }
 }
 
+/// A `String` answer is asked for as text, as agent frameworks ask for it: no answer schema on
+/// any request (no `response_format`, `output_config` or schema in the prompt), no reasoning
+/// field, and the output is the model's text.
+#[tokio::test]
+async fn a_string_answer_is_asked_for_as_text_and_is_the_models_text() {
+    let s = setup().await;
+    for entry in ["sim-small-a", "sim-small-b", "sim-small-text"] {
+        let mut t = SingleObjectiveThinker::<String>::new(
+            ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
+            "Answer the question from the glossary.",
+        )
+        .tool(Lookup::default())
+        .class("text_thinker");
+        t.pin_model(entry.to_owned());
+        let obs = t.observer();
+        let before = s.sim.requests().len();
+        let answer =
+            s.rt.run(t.ask(ThinkerInput::query("What is a seat?").with_depth(Depth::Quick)))
+                .await
+                .unwrap_or_else(|e| panic!("{entry}: {e}"));
+        let sent: Vec<_> = s.sim.requests().into_iter().skip(before).collect();
+        assert!(sent.len() >= 2, "{entry}: a tool round, then the answer");
+        for r in &sent {
+            let raw = &r.raw_body;
+            for asked in [
+                "response_format",
+                "output_config",
+                "response_schema",
+                "json_schema",
+                "final_answer",
+                "\"reasoning\"",
+                thinkers::thinker::REASONING_DESCRIPTION,
+            ] {
+                assert!(!raw.contains(asked), "{entry}: {asked} in {raw}");
+            }
+        }
+        // The output is the text of the model's last turn, as it wrote it (trimmed).
+        let last = obs.messages().last().map(|m| m.text()).unwrap_or_default();
+        assert_eq!(answer, last.trim(), "{entry}");
+        // The sim's text answer quotes the question and the latest tool result.
+        assert!(answer.contains("\"What is a seat?\""), "{entry}: {answer}");
+        assert!(answer.contains("the meaning of"), "{entry}: {answer}");
+    }
+}
+
 #[tokio::test]
 async fn a_wrong_shape_from_the_wire_is_corrected_and_not_echoed() {
     for entry in ["sim-small-a", "sim-small-b"] {
@@ -170,17 +215,11 @@ async fn native_thinking_fills_reasoning_from_the_block_and_other_entries_ask_fo
     );
     let last = s.sim.requests().last().unwrap().body.clone();
     let schema = &last["output_config"]["format"]["schema"];
+    // The answer type itself, without its reasoning (the block supplies it) and with nothing
+    // around it.
     assert!(schema["properties"].get("reasoning").is_none(), "{schema}");
-    assert!(
-        schema["properties"]["answer"]["properties"]
-            .get("reasoning")
-            .is_none()
-    );
-    assert!(
-        schema["properties"]["answer"]["properties"]
-            .get("summary")
-            .is_some()
-    );
+    assert!(schema["properties"].get("summary").is_some(), "{schema}");
+    assert!(schema["properties"].get("answer").is_none(), "{schema}");
 
     // At immediate depth this entry reasons with no budget: no block is guaranteed, so the
     // reasoning fields stay in the schema.
@@ -190,12 +229,7 @@ async fn native_thinking_fills_reasoning_from_the_block_and_other_entries_ask_fo
         .unwrap();
     let last = s.sim.requests().last().unwrap().body.clone();
     let schema = &last["output_config"]["format"]["schema"];
-    assert!(
-        schema["properties"]["answer"]["properties"]
-            .get("reasoning")
-            .is_some(),
-        "{schema}"
-    );
+    assert!(schema["properties"].get("reasoning").is_some(), "{schema}");
 }
 
 #[tokio::test]

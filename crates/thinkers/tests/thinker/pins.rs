@@ -34,7 +34,7 @@ fn thinker(
             json!({"text": "A seat reserves tokens at a model. Admission waits until the \
                             whole reservation fits.", "target_words": 12}),
         )])
-        .then_answer("r", json!("done"));
+        .then_answer(json!("done"));
     let mut t = SingleObjectiveThinker::<String>::new(
         ThinkerDeclaration::new(Grade::Medium, OutputSize::Compact),
         "Summarise what you are given.",

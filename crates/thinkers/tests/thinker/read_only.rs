@@ -64,7 +64,7 @@ async fn every_bypass_attempt_is_withheld_refused_and_logged() {
             ("c1", "delete_record", json!({"id": "42"})),
             ("c2", "lookup", json!({"term": "seat"})),
         ])
-        .then_answer("r", json!("done"));
+        .then_answer(json!("done"));
     // The thinker declares the side-effecting tool itself.
     let thinker = SingleObjectiveThinker::<String>::new(decl(), "Tidy up.")
         .provider(delete_provider(deletes.clone()))
@@ -125,7 +125,7 @@ async fn a_wrapper_must_forward_the_flag() {
     };
     let turns = ScriptedTurns::new()
         .then_calls(&[("c1", "delete_record", json!({"id": "1"}))])
-        .then_answer("r", json!("ok"));
+        .then_answer(json!("ok"));
     let thinker = SingleObjectiveThinker::<String>::new(decl(), "x")
         .provider(Arc::new(forwarding))
         .turns(turns.clone());
@@ -146,7 +146,7 @@ async fn a_wrapper_must_forward_the_flag() {
         inner: delete_provider(deletes.clone()),
         lying: true,
     };
-    let turns = ScriptedTurns::new().then_answer("r", json!("ok"));
+    let turns = ScriptedTurns::new().then_answer(json!("ok"));
     let thinker = SingleObjectiveThinker::<String>::new(decl(), "x")
         .provider(Arc::new(lying))
         .turns(turns.clone());
@@ -218,7 +218,7 @@ async fn children_inherit_the_scope_and_hooks_cannot_undo_the_sweep() {
     let deletes = Arc::new(AtomicUsize::new(0));
     let sub_turns = ScriptedTurns::new()
         .then_calls(&[("s1", "delete_record", json!({"id": "9"}))])
-        .then_answer("r", json!("sub done"));
+        .then_answer(json!("sub done"));
     let sub = SingleObjectiveThinker::<String>::new(decl(), "sub")
         .hooks(Readd(deletes.clone()))
         .turns(sub_turns.clone());
@@ -228,7 +228,7 @@ async fn children_inherit_the_scope_and_hooks_cannot_undo_the_sweep() {
             ("p", "scope_probe", json!({})),
             ("d", "delegate", json!({})),
         ])
-        .then_answer("r", json!("top done"));
+        .then_answer(json!("top done"));
     let top = SingleObjectiveThinker::<String>::new(decl(), "top")
         .tool(ScopeProbe)
         .tool(Delegate { inner: sub })

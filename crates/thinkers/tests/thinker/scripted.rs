@@ -19,7 +19,7 @@ use thinkers::thinker::{
 };
 use thinkers::tool::{Tool, ToolContext};
 
-use crate::support::{Definition, Lookup, dispatcher};
+use crate::support::{Definition, Delete, Lookup, dispatcher};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Summary {
@@ -47,7 +47,7 @@ async fn parallel_tool_calls_share_the_turn_ordinal_and_come_back_as_one_batch()
             ("c2", "lookup", json!({"term": "grade"})),
             ("c3", "lookup", json!({"term": "depth"})),
         ])
-        .then_answer("r", summary("three terms", &["@a1", "@a3"]));
+        .then_answer(summary("three terms", &["@a1", "@a3"]));
     let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Explain terms.")
         .tool(lookup.clone())
         .turns(turns.clone())
@@ -115,7 +115,7 @@ async fn refused_calls_answer_their_own_ids_and_the_turn_bound_holds() {
             ("bad", "lookup", json!({"term": 42})),
             ("over", "lookup", json!({"term": "extra"})),
         ])
-        .then_answer("r", summary("done", &[]));
+        .then_answer(summary("done", &[]));
     let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Explain.")
         .tool(lookup.clone())
         .turns(turns)
@@ -163,8 +163,8 @@ async fn refused_calls_answer_their_own_ids_and_the_turn_bound_holds() {
 async fn guardrail_refusals_become_correction_turns_then_the_answer_passes() {
     let (d, _) = dispatcher();
     let turns = ScriptedTurns::new()
-        .then_answer("r", summary("", &[]))
-        .then_answer("r", summary("a real summary", &[]));
+        .then_answer(summary("", &[]))
+        .then_answer(summary("a real summary", &[]));
     let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Summarise.")
         .turns(turns.clone())
         .guardrail(|a: &Summary| {
@@ -191,7 +191,7 @@ async fn guardrail_corrections_are_bounded() {
     let (d, _) = dispatcher();
     let mut turns = ScriptedTurns::new();
     for _ in 0..3 {
-        turns = turns.then_answer("r", summary("", &[]));
+        turns = turns.then_answer(summary("", &[]));
     }
     let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Summarise.")
         .turns(turns)
@@ -248,8 +248,8 @@ async fn seeded_followup_follows_the_objective_only_in_a_new_conversation_and_tr
     let (d, _) = dispatcher();
     let turns = ScriptedTurns::new()
         .then_calls(&[("c1", "lookup", json!({"term": "seat"}))])
-        .then_answer("r", summary("first", &["@a1"]))
-        .then_answer("r", summary("second", &["@a1"]));
+        .then_answer(summary("first", &["@a1"]))
+        .then_answer(summary("second", &["@a1"]));
     let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "OBJECTIVE: explain.")
         .tool(Lookup::default())
         .hooks(Plan)
@@ -315,8 +315,8 @@ fn thinkers_legend() -> &'static str {
 async fn an_unknown_artifact_ref_is_corrected_not_failed() {
     let (d, _) = dispatcher();
     let turns = ScriptedTurns::new()
-        .then_answer("r", summary("x", &["@a7"]))
-        .then_answer("r", summary("x", &[]));
+        .then_answer(summary("x", &["@a7"]))
+        .then_answer(summary("x", &[]));
     let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Explain.").turns(turns.clone());
     d.run(thinker.ask(ThinkerInput::query("q"))).await.unwrap();
     let last = turns.seen()[1].request.messages.last().unwrap().text();
@@ -360,7 +360,7 @@ async fn content_events_only_for_direct_runs_and_depth_is_clamped_to_the_caller(
     let (d, rec) = dispatcher();
     let stream = ContentStream::new(16);
     let mut events = stream.subscribe();
-    let expert_turns = ScriptedTurns::new().then_answer("r", json!("the expert's view"));
+    let expert_turns = ScriptedTurns::new().then_answer(json!("the expert's view"));
     let expert = SingleObjectiveThinker::<String>::new(decl(), "Be an expert.")
         .turns(expert_turns.clone())
         .class("expert")
@@ -371,7 +371,7 @@ async fn content_events_only_for_direct_runs_and_depth_is_clamped_to_the_caller(
         .turns(
             ScriptedTurns::new()
                 .then_calls(&[("c1", "ask_expert", json!({"question": "why?"}))])
-                .then_answer("r", summary("lead answer", &["@a1"])),
+                .then_answer(summary("lead answer", &["@a1"])),
         )
         .class("lead")
         .content_stream(stream.clone());
@@ -397,7 +397,7 @@ async fn content_events_only_for_direct_runs_and_depth_is_clamped_to_the_caller(
 #[tokio::test]
 async fn a_direct_run_keeps_its_requested_depth() {
     let (d, _) = dispatcher();
-    let turns = ScriptedTurns::new().then_answer("r", json!("x"));
+    let turns = ScriptedTurns::new().then_answer(json!("x"));
     let t = SingleObjectiveThinker::<String>::new(decl(), "x").turns(turns.clone());
     let handle = d.submit(t.ask(ThinkerInput::query("q").with_depth(Depth::Thorough)));
     let job_cx = handle.context().clone();
@@ -421,7 +421,7 @@ async fn a_direct_string_answer_is_published_as_text() {
     let stream = ContentStream::new(4);
     let mut events = stream.subscribe();
     let t = SingleObjectiveThinker::<String>::new(decl(), "Answer.")
-        .turns(ScriptedTurns::new().then_answer("r", json!("plain text")))
+        .turns(ScriptedTurns::new().then_answer(json!("plain text")))
         .content_stream(stream);
     assert_eq!(
         d.run(t.ask(ThinkerInput::query("q"))).await.unwrap(),
@@ -456,7 +456,7 @@ async fn a_content_stream_registered_on_the_dispatcher_receives_direct_answers()
         .service(Arc::new(stream))
         .build();
     let t = SingleObjectiveThinker::<String>::new(decl(), "Answer.")
-        .turns(ScriptedTurns::new().then_answer("r", json!("via the service")));
+        .turns(ScriptedTurns::new().then_answer(json!("via the service")));
     d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
     assert_eq!(events.try_recv().unwrap().content, "via the service");
 }
@@ -477,7 +477,7 @@ async fn reconcile_hooks_run_every_turn_and_are_idempotent() {
     let turns = ScriptedTurns::new()
         .then_calls(&[("c1", "lookup", json!({"term": "a"}))])
         .then_calls(&[("c2", "lookup", json!({"term": "b"}))])
-        .then_answer("r", summary("done", &[]));
+        .then_answer(summary("done", &[]));
     let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
         .hooks(EveryTurn)
         .turns(turns.clone());
@@ -489,13 +489,16 @@ async fn reconcile_hooks_run_every_turn_and_are_idempotent() {
     }
 }
 
+/// The depth reaches every call; the model is told it where it can act on it: at thorough depth
+/// (and whenever `sub_thinker` is offered, whose `depth` may not exceed the thinker's), not at
+/// quick depth with one tool.
 #[tokio::test]
-async fn every_turn_tells_the_model_its_depth_and_a_change_reaches_the_next_run() {
+async fn every_turn_runs_at_its_depth_and_the_model_reads_it_where_it_changes_its_work() {
     let (d, _) = dispatcher();
     let turns = ScriptedTurns::new()
         .then_calls(&[("c1", "lookup", json!({"term": "seat"}))])
-        .then_answer("r", summary("first", &["@a1"]))
-        .then_answer("r", summary("second", &["@a1"]));
+        .then_answer(summary("first", &["@a1"]))
+        .then_answer(summary("second", &["@a1"]));
     let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "OBJECTIVE: explain.")
         .tool(Lookup::default())
         .turns(turns.clone());
@@ -508,17 +511,60 @@ async fn every_turn_tells_the_model_its_depth_and_a_change_reaches_the_next_run(
         .unwrap();
     let seen = turns.seen();
     let wants = [Depth::Thorough, Depth::Thorough, Depth::Quick];
+    assert_eq!(seen.len(), wants.len());
     for (turn, want) in seen.iter().zip(wants) {
         assert_eq!(turn.depth, want);
         let system = &turn.request.system;
+        let told = want == Depth::Thorough;
         for depth in Depth::ALL {
             assert_eq!(
                 system.contains(depth.hint()),
-                depth == want,
+                told && depth == want,
                 "{depth:?} at {want:?}: {system}"
             );
         }
     }
+}
+
+#[tokio::test]
+async fn the_parallel_calls_hint_needs_more_than_one_tool() {
+    let (d, _) = dispatcher();
+    let turns = ScriptedTurns::new()
+        .then_answer(summary("one tool", &[]))
+        .then_answer(summary("two tools", &[]));
+    // Quick: below the delegation threshold, so the palette is exactly the declared tools.
+    let one = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+        .tool(Lookup::default())
+        .turns(turns.clone());
+    d.run(one.ask_fresh(ThinkerInput::query("q").with_depth(Depth::Quick)))
+        .await
+        .unwrap();
+    let two = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+        .tool(Lookup::default())
+        .tool(Delete::default())
+        .turns(turns.clone());
+    d.run(two.ask_fresh(ThinkerInput::query("q").with_depth(Depth::Quick)))
+        .await
+        .unwrap();
+    let seen = turns.seen();
+    assert_eq!(seen[0].request.tools.len(), 1);
+    assert!(
+        !seen[0]
+            .request
+            .system
+            .contains(thinkers::thinker::TOOL_GUIDANCE),
+        "{}",
+        seen[0].request.system
+    );
+    assert_eq!(seen[1].request.tools.len(), 2);
+    assert!(
+        seen[1]
+            .request
+            .system
+            .contains(thinkers::thinker::TOOL_GUIDANCE),
+        "{}",
+        seen[1].request.system
+    );
 }
 
 /// `ask` continues the thinker's one conversation; `ask_fresh` gives each run its own, so one
@@ -527,9 +573,9 @@ async fn every_turn_tells_the_model_its_depth_and_a_change_reaches_the_next_run(
 async fn ask_continues_the_conversation_and_ask_fresh_starts_a_new_one() {
     let (d, _) = dispatcher();
     let turns = ScriptedTurns::new()
-        .then_answer("r", summary("first", &[]))
-        .then_answer("r", summary("second", &[]))
-        .then_answer("r", summary("third", &[]));
+        .then_answer(summary("first", &[]))
+        .then_answer(summary("second", &[]))
+        .then_answer(summary("third", &[]));
     let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Answer.").turns(turns.clone());
     d.run(thinker.ask("What is a seat?")).await.unwrap();
     d.run(thinker.ask("And a grade?")).await.unwrap();

@@ -27,8 +27,8 @@ fn seat(turn: &thinkers::thinker::TurnRequest) -> (Grade, OutputSize, Depth) {
 async fn a_held_conversation_keeps_its_stamps_when_the_declaration_changes() {
     let (d, _) = dispatcher();
     let turns = ScriptedTurns::new()
-        .then_answer("r", json!("first"))
-        .then_answer("r", json!("second"));
+        .then_answer(json!("first"))
+        .then_answer(json!("second"));
     let mut t = SingleObjectiveThinker::<String>::new(
         ThinkerDeclaration::new(Grade::Medium, OutputSize::Compact),
         "Answer.",
@@ -77,7 +77,7 @@ async fn a_resumed_conversation_is_served_by_the_stamps_it_was_obtained_with() {
     conv.push(Message::assistant_text("A reservation at a model."));
     service.save(&mut conv).await.unwrap();
 
-    let turns = ScriptedTurns::new().then_answer("r", json!("resumed"));
+    let turns = ScriptedTurns::new().then_answer(json!("resumed"));
     let t = SingleObjectiveThinker::<String>::new(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Verdict),
         "Another objective.",
@@ -185,7 +185,7 @@ async fn the_compaction_fit_check_measures_against_the_stamped_grade() {
     }
     service.save(&mut conv).await.unwrap();
 
-    let turns = ScriptedTurns::new().then_answer("r", json!("compacted"));
+    let turns = ScriptedTurns::new().then_answer(json!("compacted"));
     let t = SingleObjectiveThinker::<String>::new(
         ThinkerDeclaration::new(Grade::Large, OutputSize::Compact),
         "Answer.",

@@ -3,8 +3,9 @@
 //! guardrails, an artifact of its answer, the read-only binding and the content stream.
 //!
 //! What it leaves out is the loop's machinery: no palette (a tool could never be offered, so
-//! [`ToollessThinker::tool`] is an error), no tool guidance, no `{"reasoning", "answer"}` envelope.
-//! The model is asked for the answer type itself ([`AnswerShape::bare_request_schema`]), and
+//! [`ToollessThinker::tool`] is an error), no tool guidance. The model is asked for the answer as
+//! the loop asks for it ([`AnswerShape::request_schema`]: a `String` as text, any other type as
+//! its own schema with nothing added), and
 //! each candidate answer costs one model call: an [`crate::llm::LlmCall`] child in its own step,
 //! admitted and recorded like any other. A candidate goes through the same answer-shape boundary
 //! as the loop's final answer (a wrong shape is a correctable refusal composed from the schema,
@@ -325,12 +326,12 @@ where
 {
     type Output = O;
 
-    fn schema(&self, native_thinking: bool) -> ResponseSchema {
-        self.shape.bare_request_schema(native_thinking)
+    fn schema(&self, native_thinking: bool) -> Option<ResponseSchema> {
+        self.shape.request_schema(native_thinking)
     }
 
     fn judge(&self, text: &str, thinking: Option<&str>) -> Judgement<O> {
-        self.shape.judge_bare(text, thinking)
+        self.shape.judge(text, thinking)
     }
 
     fn check(&self, value: &O) -> Verdict {

@@ -17,13 +17,13 @@ use crate::record::CompactionRow;
 use crate::thinker::artifacts::LEGEND;
 use crate::thinker::declaration::ThinkerInput;
 use crate::thinker::state::ThinkerObserver;
+use crate::thinker::subthinker::SUB_THINKER;
 use crate::thinker::turn_loop::ThinkerCore;
 use crate::{Error, Result};
 
-/// What the model is told about tool use once it has tools: calls cost time and tokens, so
-/// batch independent ones and stop calling once the answer is supported.
-pub const TOOL_GUIDANCE: &str = "Call tools only when a result can change your answer; make \
-independent calls in one turn.";
+/// The parallel-calls hint: calls made in one turn run in parallel. Sent only when the palette
+/// holds more than one tool (with one, there is nothing to combine).
+pub const TOOL_GUIDANCE: &str = "Make independent tool calls in one turn.";
 
 /// A thinker-private service for thinkers run where no [`ConversationService`] is registered:
 /// its conversations live as long as the thinker.
@@ -120,23 +120,24 @@ pub(crate) async fn open(
     Ok(())
 }
 
-/// The request of one turn: the objective with the guidance this turn needs (the ref legend only
-/// when the answer contract uses refs, tool guidance only when tools are offered, and always the
-/// hint of the run's depth, [`Depth::hint`]), derived here and never stored, then every message.
-/// The depth is the run's, so a depth that changes between runs of one conversation is the one
-/// the model reads.
+/// The request of one turn: the objective with the guidance this turn needs, derived here and
+/// never stored, then every message. Each piece is sent only where it changes what the model
+/// does: the ref legend when the answer contract uses refs, the parallel-calls hint
+/// ([`TOOL_GUIDANCE`]) when the `palette` holds more than one tool, and the effort line of the
+/// run's depth as [`effort_line`] says. The depth is the run's, so a depth that changes between
+/// runs of one conversation is the one the model reads.
 pub(crate) fn render(
     conv: &Conversation,
     depth: Depth,
     uses_refs: bool,
-    has_tools: bool,
+    palette: &[ToolSpec],
 ) -> ChatRequest {
     let objective = conv.objective();
     let derived = [
         objective.get(Objective::GUIDANCE),
         uses_refs.then_some(LEGEND),
-        has_tools.then_some(TOOL_GUIDANCE),
-        Some(depth.hint()),
+        (palette.len() > 1).then_some(TOOL_GUIDANCE),
+        effort_line(depth, palette),
     ];
     let mut guidance = String::with_capacity(derived.iter().flatten().map(|p| p.len() + 2).sum());
     for part in derived.into_iter().flatten() {
@@ -147,6 +148,29 @@ pub(crate) fn render(
     }
     let system = objective.render_replacing(Objective::GUIDANCE, &guidance);
     ChatRequest::new(system, conv.shared_messages())
+}
+
+/// The line that tells the model the run's depth ([`Depth::hint`]), where the model can act on
+/// it; elsewhere the depth acts without words (the reasoning budget or effort on the wire, the
+/// output cap, the delegation threshold):
+///
+/// * whenever `sub_thinker` is on the palette, whatever the depth: its `depth` parameter may not
+///   exceed "your own effort, stated in your instructions";
+/// * at [`Depth::Thorough`]: verify each claim and weigh the alternatives, more than a model
+///   does unasked;
+/// * at [`Depth::Immediate`] with tools offered: answer from what it has instead of calling
+///   them.
+///
+/// At quick and standard depth without `sub_thinker` nothing is said: those lines only asked
+/// for what a model does anyway.
+pub(crate) fn effort_line(depth: Depth, palette: &[ToolSpec]) -> Option<&'static str> {
+    let delegates = palette.iter().any(|t| t.name == SUB_THINKER);
+    let acts = match depth {
+        Depth::Thorough => true,
+        Depth::Immediate => !palette.is_empty(),
+        Depth::Quick | Depth::Standard => false,
+    };
+    (delegates || acts).then(|| depth.hint())
 }
 
 /// Compact the conversation when this turn's request (its tools and answer shape included,
@@ -161,7 +185,7 @@ pub(crate) async fn compact_if_needed(
     service: &ConversationService,
     observer: &ThinkerObserver,
     tools: &[ToolSpec],
-    response: &ResponseSchema,
+    response: Option<&ResponseSchema>,
     cx: &JobContext,
 ) -> Result<Option<CompactionRecord>> {
     let Some(models) = cx.services().get::<ModelServices>() else {
@@ -190,10 +214,12 @@ pub(crate) async fn compact_if_needed(
         observer.lock().conversation = Some(conv);
         return Ok(None);
     }
-    let sizer = WireSizer::new((*models.target(entry)?).clone(), models.shared_counter())
+    let mut sizer = WireSizer::new((*models.target(entry)?).clone(), models.shared_counter())
         .with_tools(tools.to_vec())
-        .with_response(response.clone())
         .with_entry(entry.id());
+    if let Some(response) = response {
+        sizer = sizer.with_response(response.clone());
+    }
     // The summariser's call is pinned like the turns: a pinned thinker's whole conversation is
     // served by its entry.
     let mut summarizer = JobSummarizer::new(cx.clone());
@@ -222,8 +248,15 @@ pub(crate) async fn compact_if_needed(
 
 /// An upper bound on the tokens of the request: its text bytes, escaped worst-case, plus room
 /// for the JSON around every block.
-fn rough_upper_bound(conv: &Conversation, tools: &[ToolSpec], response: &ResponseSchema) -> u64 {
-    let mut bytes = conv.objective().render_len_bound() + LEGEND.len() + TOOL_GUIDANCE.len();
+fn rough_upper_bound(
+    conv: &Conversation,
+    tools: &[ToolSpec],
+    response: Option<&ResponseSchema>,
+) -> u64 {
+    let mut bytes = conv.objective().render_len_bound()
+        + LEGEND.len()
+        + TOOL_GUIDANCE.len()
+        + Depth::Thorough.hint().len();
     let mut blocks = 0usize;
     for m in conv.messages() {
         for b in &m.content {
@@ -238,7 +271,9 @@ fn rough_upper_bound(conv: &Conversation, tools: &[ToolSpec], response: &Respons
     for t in tools {
         bytes += t.name.len() + t.description.len() + shared_json_len(&t.parameters);
     }
-    bytes += response.name.len() + shared_json_len(&response.schema);
+    if let Some(response) = response {
+        bytes += response.name.len() + shared_json_len(&response.schema);
+    }
     // JSON escaping at most sextuples a byte (`\u0000`); 64 bytes of framing per block.
     (bytes as u64)
         .saturating_mul(6)

@@ -1,4 +1,5 @@
-//! The final-answer phase of a goal-directed thinker: the answer-shape boundary, artifact refs,
+//! The final-answer phase of a goal-directed thinker: the answer-shape boundary (a text answer
+//! or a typed one, see [`crate::thinker::answer`]), artifact refs,
 //! validation guardrails, and what happens to a refusal (a correction turn, bounded) or to an
 //! accepted answer (published when the thinker was submitted directly, then returned).
 
@@ -30,9 +31,12 @@ pub(crate) struct SingleAnswer<A> {
     pub(crate) guardrail_corrections: u32,
 }
 
-/// What the model is told when it ended a turn without an answer.
-const NUDGE: &str = "No final answer was given. Either call a tool, or give your final answer \
-as one JSON object with the final answer in its `answer` field.";
+/// What the model is told when it ended a turn without an answer, for a typed answer.
+const NUDGE: &str = "No final answer was given. Call a tool, or give your final answer as JSON \
+that fits the answer schema.";
+
+/// The same, for a text answer.
+const TEXT_NUDGE: &str = "No final answer was given. Call a tool, or write your final answer.";
 
 impl<A> SingleAnswer<A>
 where
@@ -67,7 +71,7 @@ where
 {
     type Output = A;
 
-    fn schema(&self, native_thinking: bool) -> ResponseSchema {
+    fn response_schema(&self, native_thinking: bool) -> Option<ResponseSchema> {
         self.shape.request_schema(native_thinking)
     }
 
@@ -95,7 +99,12 @@ where
         let (value, json, reasoning) = match self.shape.judge(&response.text(), thinking.as_deref())
         {
             Judgement::NoAnswer => {
-                observer.lock().push(Message::user_text(NUDGE));
+                let nudge = if self.shape.is_text() {
+                    TEXT_NUDGE
+                } else {
+                    NUDGE
+                };
+                observer.lock().push(Message::user_text(nudge));
                 return Ok(None);
             }
             Judgement::Refused(refusal) => {

@@ -4,7 +4,8 @@
 //! 1. **reconcile** — the family's [`ThinkerHooks::reconcile_tools`] (idempotent, state-based),
 //!    then the built-in orchestrators (`thinker::doors`; the catalog doors need a hub);
 //! 2. **sweep** — the read-only sweep of the palette (not overridable);
-//! 3. **render** — objective, messages, palette and the answer schema into one request;
+//! 3. **render** — objective, messages, palette and the answer schema (none for a text answer)
+//!    into one request;
 //! 4. **call** — one model turn through the [`TurnSource`](turn::TurnSource) seam, stamped with the turn ordinal;
 //! 5. **tool round** — admission, validation, parallel execution, one batch of results;
 //! 6. **final answer** — the answer-shape boundary, artifact refs, guardrails
@@ -40,8 +41,9 @@ use crate::{Error, Result};
 pub(crate) trait AnswerPhase: Send {
     /// What the loop produces.
     type Output: Send;
-    /// The answer schema for this turn.
-    fn schema(&self, native_thinking: bool) -> ResponseSchema;
+    /// The answer schema put on this turn's request; `None` asks for plain text (a text
+    /// answer, a chat's answer).
+    fn response_schema(&self, native_thinking: bool) -> Option<ResponseSchema>;
     /// Whether the schema names artifact refs (the `@` legend is then rendered).
     fn uses_refs(&self) -> bool;
     /// Judge a final answer. `Ok(Some)` ends the run; `Ok(None)` means a correction or nudge
@@ -53,12 +55,6 @@ pub(crate) trait AnswerPhase: Send {
         observer: &ThinkerObserver,
         cx: &JobContext,
     ) -> Result<Option<Self::Output>>;
-
-    /// The answer schema put on the request; `None` asks for plain text (a chat's answer).
-    /// Defaults to [`AnswerPhase::schema`].
-    fn response_schema(&self, native_thinking: bool) -> Option<ResponseSchema> {
-        Some(self.schema(native_thinking))
-    }
 
     /// Called at the start of every step, before the request is rendered: a family may add
     /// messages that arrived meanwhile, and may ask for an answer without tools this step.
@@ -174,8 +170,8 @@ pub(crate) async fn turns<P: AnswerPhase>(
             *conv.stamps()
         };
         let native = native_thinking(core, stamps.grade, stamps.depth, cx);
-        let schema = phase.schema(native.is_some());
-        conversing::compact_if_needed(core, service, observer, &specs, &schema, cx).await?;
+        let schema = phase.response_schema(native.is_some());
+        conversing::compact_if_needed(core, service, observer, &specs, schema.as_ref(), cx).await?;
         let request = {
             let mut st = observer.lock();
             st.withheld.extend(withheld);
@@ -183,14 +179,14 @@ pub(crate) async fn turns<P: AnswerPhase>(
             let Some(conv) = st.conversation.as_ref() else {
                 return Err(Error::system("thinker loop", "no conversation is open"));
             };
-            let mut request = conversing::render(conv, depth, phase.uses_refs(), !specs.is_empty());
+            let mut request = conversing::render(conv, depth, phase.uses_refs(), &specs);
             request.tools = specs;
             request.tool_choice = if plan.answer_now {
                 ToolChoice::None
             } else {
                 ToolChoice::Auto
             };
-            request.response = phase.response_schema(native.is_some());
+            request.response = schema;
             request
         };
         let response = core

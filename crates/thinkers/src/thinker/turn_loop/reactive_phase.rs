@@ -210,14 +210,7 @@ impl ReactivePhase {
 impl AnswerPhase for ReactivePhase {
     type Output = String;
 
-    /// Used only to size a request for the compaction check: the answer is plain text.
-    fn schema(&self, _native_thinking: bool) -> ResponseSchema {
-        ResponseSchema {
-            name: "text".into(),
-            schema: serde_json::json!({"type": "string"}).into(),
-        }
-    }
-
+    /// The answer is plain text: no answer schema.
     fn response_schema(&self, _native_thinking: bool) -> Option<ResponseSchema> {
         None
     }

@@ -86,7 +86,7 @@ impl OptionsContract {
 impl Contract for OptionsContract {
     type Output = Picked;
 
-    fn schema(&self, _native_thinking: bool) -> ResponseSchema {
+    fn schema(&self, _native_thinking: bool) -> Option<ResponseSchema> {
         let ids: Vec<Value> = self.ids().into_iter().map(Value::from).collect();
         let schema = match self.mode {
             Mode::Choose => json!({
@@ -113,10 +113,10 @@ impl Contract for OptionsContract {
                 "additionalProperties": false,
             }),
         };
-        ResponseSchema {
+        Some(ResponseSchema {
             name: "decision".into(),
             schema: schema.into(),
-        }
+        })
     }
 
     fn judge(&self, text: &str, thinking: Option<&str>) -> Judgement<Picked> {

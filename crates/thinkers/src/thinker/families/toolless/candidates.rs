@@ -24,8 +24,9 @@ use crate::{Error, Result};
 pub(crate) trait Contract: Send + Sync {
     /// The typed answer.
     type Output: Clone + Send + Sync + 'static;
-    /// The answer schema (under native thinking, without the reasoning the block supplies).
-    fn schema(&self, native_thinking: bool) -> ResponseSchema;
+    /// The answer schema (under native thinking, without the reasoning the block supplies);
+    /// `None` asks for the answer as text.
+    fn schema(&self, native_thinking: bool) -> Option<ResponseSchema>;
     /// The answer-shape boundary (and any check that is part of the shape, such as option ids).
     fn judge(&self, text: &str, thinking: Option<&str>) -> Judgement<Self::Output>;
     /// The declared guardrails, in order; the first refusal wins.
@@ -50,9 +51,12 @@ pub(crate) struct Accepted<T> {
     pub(crate) response: ChatResponse,
 }
 
-/// What the model is told when it answered nothing.
+/// What the model is told when it answered nothing, when an answer schema was requested.
 const NUDGE: &str = "No answer was given. Answer with one JSON object that fits the requested \
 answer schema.";
+
+/// The same, when the answer is text.
+const TEXT_NUDGE: &str = "No answer was given. Write your answer.";
 
 /// Run one exchange to an accepted answer, or to the failure that ends it: a wrong shape past
 /// `limits.max_answer_corrections`, a guardrail refusal past `limits.max_guardrail_corrections`
@@ -91,15 +95,21 @@ pub(crate) async fn exchange<C: Contract>(
             let Some(conv) = st.conversation.as_ref() else {
                 return Err(Error::system("toolless thinker", "no conversation is open"));
             };
-            // No tools and no refs: the guidance is the depth's hint.
+            // No tools and no refs: the only guidance is the depth's line, where it says
+            // something a model acts on.
             let stamps = *conv.stamps();
             (
-                crate::thinker::conversing::render(conv, stamps.depth, false, false),
+                crate::thinker::conversing::render(conv, stamps.depth, false, &[]),
                 stamps,
             )
         };
         let native = native_thinking(core, stamps.grade, stamps.depth, cx);
-        request.response = Some(contract.schema(native.is_some()));
+        request.response = contract.schema(native.is_some());
+        let nudge = if request.response.is_some() {
+            NUDGE
+        } else {
+            TEXT_NUDGE
+        };
         request.logprobs = ex.logprobs;
         let response = core
             .turns
@@ -127,7 +137,7 @@ pub(crate) async fn exchange<C: Contract>(
                 .collect()
         });
         let refusal = match contract.judge(&response.text(), thinking.as_deref()) {
-            Judgement::NoAnswer => Error::invalid_input("answer", None, NUDGE),
+            Judgement::NoAnswer => Error::invalid_input("answer", None, nudge),
             Judgement::Refused(refusal) => refusal,
             Judgement::Answer {
                 value,
