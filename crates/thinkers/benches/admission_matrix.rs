@@ -223,7 +223,8 @@ async fn run_cell(base: &str, dialect: &str, cell: &Cell, secs: u64) -> Outcome 
     let mut last_429 = None;
     let mut seen = 0;
     while Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        let left = deadline.saturating_duration_since(Instant::now());
+        tokio::time::sleep(left.min(Duration::from_secs(1))).await;
         let s = common::sim_stats(base, &id).await;
         if s.rate_limited > seen {
             seen = s.rate_limited;
@@ -232,15 +233,16 @@ async fn run_cell(base: &str, dialect: &str, cell: &Cell, secs: u64) -> Outcome 
     }
     let at_deadline = common::sim_stats(base, &id).await;
     let done_at_deadline = completed.load(Ordering::Relaxed);
-    for w in workers {
-        w.await.unwrap();
-    }
-    let after = common::sim_stats(base, &id).await;
-    if after.rate_limited > seen {
-        last_429 = Some(start.elapsed().as_secs_f64());
+    // Runs still going are stopped (a cell at a tenth of the rate would take minutes to finish
+    // them): only what happened up to the deadline counts.
+    for w in &workers {
+        w.abort();
     }
     for rt in rts {
         rt.shutdown().await.ok();
+    }
+    if at_deadline.rate_limited > seen {
+        last_429 = Some(secs as f64);
     }
     let elapsed = Duration::from_secs(secs);
     let used = if cell.kind == "tpm" {
@@ -250,8 +252,8 @@ async fn run_cell(base: &str, dialect: &str, cell: &Cell, secs: u64) -> Outcome 
     };
     Outcome {
         utilisation: used / cell.bound(),
-        rate_limited: after.rate_limited,
-        requests: after.requests,
+        rate_limited: at_deadline.rate_limited,
+        requests: at_deadline.requests,
         failed: failed.load(Ordering::Relaxed),
         runs_per_minute: done_at_deadline as f64 * 60.0 / elapsed.as_secs_f64(),
         last_429,

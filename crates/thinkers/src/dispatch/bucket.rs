@@ -40,7 +40,7 @@ use crate::job::Rate;
 pub const ASSUMED_WINDOW: Duration = Duration::from_secs(10);
 
 /// A throttle that shows no lower rate went through cuts the rate to this share of itself.
-pub const THROTTLE_DECREASE: f64 = 0.8;
+pub const THROTTLE_DECREASE: f64 = 0.95;
 
 /// How much of the learned rate comes back per second without a throttle.
 pub const RECOVERY: f64 = 0.001;

@@ -93,6 +93,69 @@ pub trait BudgetStore: Send + Sync + 'static {
     fn headroom(&self, budget: &str) -> Option<f64>;
 }
 
+/// The first model call on a budget the catalog gave no rate goes out alone, so the provider's
+/// answer (its rate-limit headers) can state the limits before a burst reaches it; the calls
+/// behind it wait for its end, whatever the outcome.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Probe {
+    /// No call has gone out yet.
+    #[default]
+    Ahead,
+    /// The probe is out (under this lease, once granted), since then.
+    Out(Option<u64>, Instant),
+    /// Done: the budget admits as its limits say.
+    Done,
+}
+
+/// How long a probe may be asked for without being granted (its asker went away) before the
+/// next ask probes instead.
+const PROBE_ASKING: Duration = Duration::from_secs(30);
+
+impl Probe {
+    /// Whether an ask of `tokens` on a budget with `limits` must wait for the probe; the first
+    /// such ask becomes the probe.
+    pub(crate) fn holds(&mut self, limits: &Limits, tokens: u64) -> bool {
+        if tokens == 0 || limits.tokens.is_some() || limits.requests.is_some() {
+            return false;
+        }
+        match *self {
+            Self::Out(None, since) if since.elapsed() > PROBE_ASKING => {
+                *self = Self::Out(None, Instant::now());
+                false
+            }
+            Self::Ahead => {
+                *self = Self::Out(None, Instant::now());
+                false
+            }
+            Self::Out(..) => true,
+            Self::Done => false,
+        }
+    }
+
+    /// The probe was granted as lease `id`.
+    pub(crate) fn granted(&mut self, id: u64) {
+        if let Self::Out(None, since) = *self {
+            *self = Self::Out(Some(id), since);
+        }
+    }
+
+    /// The probe was not granted after all: the next ask probes.
+    pub(crate) fn not_sent(&mut self) {
+        if matches!(self, Self::Out(None, _)) {
+            *self = Self::Ahead;
+        }
+    }
+
+    /// Lease `id` ended; whether it was the probe.
+    pub(crate) fn ended(&mut self, id: u64) -> bool {
+        let probe = matches!(*self, Self::Out(Some(p), _) if p == id);
+        if probe {
+            *self = Self::Done;
+        }
+        probe
+    }
+}
+
 #[derive(Debug, Default)]
 struct State {
     limits: Limits,
@@ -100,6 +163,7 @@ struct State {
     requests: Option<Bucket>,
     in_flight: u32,
     paused_until: Option<Instant>,
+    probe: Probe,
 }
 
 impl State {
@@ -168,14 +232,19 @@ impl MemoryBudgets {
             {
                 return Reservation::Wait(None);
             }
+            if s.probe.holds(&s.limits, ask.tokens) {
+                return Reservation::Wait(None);
+            }
             let requests = u64::from(ask.requests);
             let wait = [(&s.tokens, ask.tokens), (&s.requests, requests)]
                 .into_iter()
                 .filter_map(|(b, n)| b.as_ref()?.check(now, n))
                 .max();
             if wait.is_some() {
+                s.probe.not_sent();
                 return Reservation::Wait(wait);
             }
+            s.probe.granted(lease_id);
             if let Some(b) = &mut s.tokens {
                 b.take(now, ask.tokens);
             }
@@ -229,6 +298,7 @@ impl BudgetStore for MemoryBudgets {
     fn release(&self, lease: &Lease) {
         self.with(&lease.budget, |s| {
             s.in_flight = s.in_flight.saturating_sub(lease.slots);
+            s.probe.ended(lease.id);
         });
     }
 

@@ -202,6 +202,30 @@ async fn the_default_pacing_spends_the_figure_at_its_rate_without_a_burst() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_first_model_call_without_a_catalog_rate_goes_alone() {
+    // No rate in the catalog: the first call probes the provider (whose headers may state its
+    // limits) before the others follow at once.
+    let (d, _) = dispatcher_with("model:e", Limits::default());
+    let t0 = Instant::now();
+    // An ask of no tokens (a tool's slot, not a model call) is no probe.
+    let free = d.run(SeatJob::new("model:e", 0)).await.unwrap() - t0;
+    assert_eq!(free, Duration::ZERO);
+    let handles: Vec<_> = (0..3)
+        .map(|_| {
+            let mut j = SeatJob::new("model:e", 100);
+            j.hold = Duration::from_secs(1);
+            d.submit(j)
+        })
+        .collect();
+    let mut starts = Vec::new();
+    for h in handles {
+        starts.push((h.await.unwrap() - t0).as_secs());
+    }
+    starts.sort_unstable();
+    assert_eq!(starts, vec![0, 1, 1]);
+}
+
+#[tokio::test(start_paused = true)]
 async fn concurrency_limit_holds() {
     let limits = Limits {
         concurrency: Some(2),

@@ -195,7 +195,10 @@ async fn a_server_wait_longer_than_the_cap_is_cut_to_it_without_overflow() {
         assert_eq!(d.run(job).await.unwrap(), 2, "{budget:?}");
         assert_eq!(runs.load(Ordering::SeqCst), 2);
         let took = Instant::now() - t0;
-        assert!(took >= cap && took < cap + Duration::from_secs(1), "{took:?}");
+        assert!(
+            took >= cap && took < cap + Duration::from_secs(1),
+            "{took:?}"
+        );
     }
     // A transient failure's server wait is capped the same way.
     let t0 = Instant::now();

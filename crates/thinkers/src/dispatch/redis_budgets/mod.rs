@@ -34,6 +34,7 @@ use futures::future::BoxFuture;
 use redis::aio::MultiplexedConnection;
 use tokio::time::Instant;
 
+use super::budget::Probe;
 use super::{BudgetStore, Lease, Limits, Rate, RateObservation, Reservation};
 use crate::job::Ask;
 use crate::{Error, Result};
@@ -58,6 +59,8 @@ struct Local {
     /// decision saw them.
     seen: (f64, f64, u64),
     paused_until: Option<Instant>,
+    /// This process's first model call on a budget without a catalog rate goes alone.
+    probe: Probe,
 }
 
 struct Inner {
@@ -206,6 +209,13 @@ impl Inner {
             )));
         }
         let b = &ask.budget;
+        if self
+            .lock()
+            .get_mut(&**b)
+            .is_some_and(|l| l.probe.holds(&limits, ask.tokens))
+        {
+            return Ok(Reservation::Wait(Some(SLOT_POLL)));
+        }
         let mut inv = SCRIPTS.reserve.prepare_invoke();
         for part in ["tok:b", "req:b", "held:z", "held:s", "pause", "seq"] {
             inv.key(self.key(b, part));
@@ -218,11 +228,19 @@ impl Inner {
             .arg(ask.slots)
             .arg(millis(self.ttl));
         let mut conn = self.conn.clone();
-        let answer: Vec<i64> = inv
-            .invoke_async(&mut conn)
-            .await
-            .map_err(|e| redis_error("reserve", &e))?;
+        let answer: Vec<i64> = match inv.invoke_async(&mut conn).await {
+            Ok(a) => a,
+            Err(e) => {
+                if let Some(l) = self.lock().get_mut(&**b) {
+                    l.probe.not_sent();
+                }
+                return Err(redis_error("reserve", &e));
+            }
+        };
         let [kind, value, tokens, requests, slots] = answer[..] else {
+            if let Some(l) = self.lock().get_mut(&**b) {
+                l.probe.not_sent();
+            }
             return Err(Error::system(
                 "redis budgets",
                 format!("the reserve script answered {answer:?}, not five numbers"),
@@ -234,6 +252,11 @@ impl Inner {
             local.seen = (used(tokens), used(requests), unsigned(slots));
             if granted {
                 local.held.insert(unsigned(value));
+            }
+            if kind == 0 {
+                local.probe.granted(unsigned(value));
+            } else {
+                local.probe.not_sent();
             }
         }
         Ok(match kind {
@@ -335,11 +358,10 @@ impl BudgetStore for RedisBudgets {
     }
 
     fn release(&self, lease: &Lease) {
-        let held = self
-            .inner
-            .lock()
-            .get_mut(&*lease.budget)
-            .is_some_and(|l| l.held.remove(&lease.id));
+        let held = self.inner.lock().get_mut(&*lease.budget).is_some_and(|l| {
+            l.probe.ended(lease.id);
+            l.held.remove(&lease.id)
+        });
         if !held {
             return;
         }
