@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use thinkers::Runtime;
 use thinkers::dispatch::RedisBudgets;
-use thinkers::model::{Catalog, Depth};
+use thinkers::model::Depth;
 use thinkers::thinker::ThinkerInput;
 use thinkers_sim::LimitShape;
 
@@ -81,42 +81,6 @@ fn sim_config() -> thinkers_sim::SimConfig {
         }
     }
     b.build().unwrap()
-}
-
-fn catalog(base: &str, dialect: &str, id: &str, limit: &str) -> Catalog {
-    let base_url = match dialect {
-        "anthropic" => base.to_owned(),
-        "gemini" => format!("{base}/v1beta"),
-        _ => format!("{base}/v1"),
-    };
-    let toml = format!(
-        r#"
-[providers.sim]
-dialect = "{dialect}"
-base_url = "{base_url}"
-api_key_env = "THINKERS_SIM_KEY"
-
-[[entries]]
-id = "{id}"
-provider = "sim"
-model = "{id}"
-grade = "small"
-context_window = 128000
-output_ceiling = 4096
-price_in = 0.15
-price_out = 0.6
-currency = "USD"
-{limit}
-"#
-    );
-    Catalog::from_toml_str(&toml, "matrix.toml").unwrap()
-}
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 struct Cell {
@@ -173,7 +137,12 @@ async fn runtimes(base: &str, dialect: &str, cell: &Cell) -> Vec<Runtime> {
         cell.name()
     );
     for _ in 0..cell.processes {
-        let mut b = Runtime::builder(catalog(base, dialect, &id, &cell.limit_line()));
+        let mut b = Runtime::builder(thinkers_bench::dialect_entry_catalog(
+            base,
+            dialect,
+            &id,
+            &cell.limit_line(),
+        ));
         if cell.processes > 1 {
             let url = std::env::var("THINKERS_TEST_REDIS_URL")
                 .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
@@ -271,7 +240,7 @@ fn main() {
     if common::serve_sim_if_child(sim_config) {
         return;
     }
-    let secs = env_u64("THINKERS_BENCH_SECS", 30);
+    let secs = common::env_u64("THINKERS_BENCH_SECS", 30);
     let dialect = std::env::var("THINKERS_MATRIX_DIALECT").unwrap_or_else(|_| "openai".into());
     let (mut child, base) = common::spawn_sim();
     let mut cells = Vec::new();

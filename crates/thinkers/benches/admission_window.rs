@@ -63,13 +63,6 @@ fn thinker(output: u32) -> SingleObjectiveThinker<Brief> {
     thinkers_bench::glossary_thinker(MODEL, output)
 }
 
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 struct Outcome {
     completed: u64,
     failed: u64,
@@ -145,8 +138,8 @@ fn main() {
     if common::serve_sim_if_child(sim_config) {
         return;
     }
-    let secs = env_u64("THINKERS_BENCH_SECS", 60);
-    let output = u32::try_from(env_u64("THINKERS_BENCH_OUTPUT", 512)).unwrap_or(512);
+    let secs = common::env_u64("THINKERS_BENCH_SECS", 60);
+    let output = u32::try_from(common::env_u64("THINKERS_BENCH_OUTPUT", 512)).unwrap_or(512);
     let (mut child, base) = common::spawn_sim();
     common::client_runtime().block_on(async {
         println!(

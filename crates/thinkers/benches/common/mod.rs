@@ -32,6 +32,14 @@ pub(crate) fn serve_sim_if_child(config: impl FnOnce() -> thinkers_sim::SimConfi
     true
 }
 
+/// A number from the environment, or `default`.
+pub(crate) fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// The sim in a child process: the process and its base URL.
 pub(crate) fn spawn_sim() -> (Child, String) {
     let mut child = Command::new(std::env::current_exe().unwrap())

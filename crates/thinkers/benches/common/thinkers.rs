@@ -141,11 +141,21 @@ pub(crate) struct Brief {
 /// A catalog of one OpenAI-dialect sim entry `id` at small grade over `base`, with `extra`
 /// lines added to the entry (limits, a tokenizer).
 pub(crate) fn one_entry_catalog(base: &str, id: &str, extra: &str) -> Catalog {
+    dialect_entry_catalog(base, "openai", id, extra)
+}
+
+/// The same in `dialect` (`openai`, `anthropic` or `gemini`), at the sim's URL for it.
+pub(crate) fn dialect_entry_catalog(base: &str, dialect: &str, id: &str, extra: &str) -> Catalog {
+    let base_url = match dialect {
+        "anthropic" => base.to_owned(),
+        "gemini" => format!("{base}/v1beta"),
+        _ => format!("{base}/v1"),
+    };
     let toml = format!(
         r#"
 [providers.sim]
-dialect = "openai"
-base_url = "{base}/v1"
+dialect = "{dialect}"
+base_url = "{base_url}"
 api_key_env = "THINKERS_SIM_KEY"
 
 [[entries]]

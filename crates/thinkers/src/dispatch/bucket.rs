@@ -19,9 +19,10 @@
 //! from throttles. A throttle (a pause: the provider answered 429) holds every grant until the
 //! pause ends and no longer; if the axis was sending at its rate (busy), it also learns (once per
 //! pause) what the provider really let through since the axis was last idle or throttled,
-//! `units / (elapsed + the wait asked)`, when that is below the rate, else [`THROTTLE_DECREASE`]
-//! of the rate; never less than [`LARGEST_CUT`] of it. The learned rate climbs back by
-//! [`RECOVERY`] of itself per second.
+//! `units / (elapsed + the wait asked)`, when that is below the rate and the provider states no
+//! limit in headers (whose figure is the truth), else [`THROTTLE_DECREASE`] of the rate; never
+//! less than [`LARGEST_CUT`] of it. The learned rate climbs back by [`RECOVERY`] of itself per
+//! second.
 //!
 //! **Headers.** A `remaining` count read while the axis is idle (our own grants do not explain
 //! it) is room the provider has now: until its `reset`, an ask larger than that room (less our
@@ -86,6 +87,8 @@ pub(crate) struct Bucket {
     room: Option<(f64, Instant, Instant)>,
     /// The most room the provider ever stated: its window holds at least that much.
     widest: Option<u64>,
+    /// The provider states its limit in headers: a throttle then says nothing of the rate.
+    heard: bool,
 }
 
 impl Bucket {
@@ -110,6 +113,7 @@ impl Bucket {
             since_at: now,
             room: None,
             widest: None,
+            heard: false,
         }
     }
 
@@ -239,7 +243,7 @@ impl Bucket {
             };
             // What went through is the rate when it is below ours; otherwise (a provider's
             // burst let more through before it refused) ours was still too high: cut it.
-            let learned = if through < before {
+            let learned = if through < before && !self.heard {
                 through
             } else {
                 before * THROTTLE_DECREASE
@@ -262,6 +266,7 @@ impl Bucket {
         reset: Option<Duration>,
     ) {
         if let Some(limit) = limit.filter(|l| *l > 0) {
+            self.heard = true;
             let stated = limit as f64 / 60.0;
             self.stated = self.catalog().is_none_or(|c| stated < c).then_some(stated);
         }

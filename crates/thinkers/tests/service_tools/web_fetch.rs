@@ -322,3 +322,43 @@ async fn a_silent_server_times_out_as_a_service_failure() {
     assert_external(&err, "127.0.0.1", "fetch");
     holder.abort();
 }
+
+#[tokio::test]
+async fn the_largest_retry_after_a_header_can_carry_is_waited_for_the_cap() {
+    // A site that throttles with `Retry-After: 18446744073709551615` (u64::MAX seconds): the
+    // dispatcher waits its cap for each throttle (here 50 ms), never an hour or an overflow, and
+    // ends with the throttle bound, not a system failure.
+    let router = Router::new().route(
+        "/busy",
+        get(|| async {
+            (
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER, "18446744073709551615")],
+                "slow down",
+            )
+        }),
+    );
+    let fake = Fake::start(router).await;
+    let d = Dispatcher::builder()
+        .config(thinkers::dispatch::DispatchConfig {
+            max_server_wait: Duration::from_millis(50),
+            max_throttles: 2,
+            ..thinkers::dispatch::DispatchConfig::default()
+        })
+        .build();
+    let started = Instant::now();
+    let err = call(
+        &d,
+        allowing(&["127.0.0.0/8"]),
+        json!({"url": fake.url("/busy")}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), thinkers::ErrorKind::AttemptsExhausted, "{err}");
+    assert!(err.to_string().contains("throttled"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}

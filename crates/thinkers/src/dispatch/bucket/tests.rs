@@ -241,3 +241,17 @@ async fn a_provider_that_never_states_more_room_than_a_second_keeps_a_seconds_ma
     b.observe(later, None, Some(0), Some(s(5.0)));
     assert!((b.check(later, 800).unwrap().as_secs_f64() - one).abs() < 1e-3);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_provider_that_states_its_limit_is_believed_over_a_throttle() {
+    // The headers said 40 per minute; a refusal after 8 (a burst, another client) cuts the
+    // rate a little instead of to what went through.
+    let t0 = Instant::now();
+    let mut b = Bucket::new(Rate::per_minute(40), t0);
+    b.observe(t0, Some(40), None, None);
+    run(&mut b, t0, s(12.0), 1, None);
+    let now = t0 + s(12.0);
+    b.pause(now, t0 + s(60.0));
+    let learned = b.per_second(now) * 60.0;
+    assert!((learned - 38.0).abs() < 0.01, "{learned} per minute");
+}

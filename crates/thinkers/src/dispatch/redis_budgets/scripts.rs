@@ -5,7 +5,7 @@
 //! token and request axes: hash of the time they are paid up to `tat`, the provider's stated rate
 //! `st`, the learned rate `lr` (since `lat`), the last throttle's end `tu`, the units let through
 //! since `sat` (`since`), the room the provider last stated `rm` (at `rmat`, until `rmu`) and
-//! the most it ever stated `wide`,
+//! the most it ever stated `wide`, whether it states a limit `heard`,
 //! kept an hour after their last use),
 //! `P:held:z` (sorted set of concurrency holders scored by lease expiry), `P:held:s` (hash
 //! holder → slots), `P:pause` (pause end, ms) and `P:seq` (the lease id counter, kept a day
@@ -32,7 +32,7 @@ local KEEP = 3600000
 
 -- nil for an axis neither the catalog nor the provider gave a rate.
 local function load(key, rho, burst)
-  local h = redis.call('HMGET', key, 'tat', 'st', 'lr', 'lat', 'tu', 'since', 'sat', 'rm', 'rmat', 'rmu', 'wide')
+  local h = redis.call('HMGET', key, 'tat', 'st', 'lr', 'lat', 'tu', 'since', 'sat', 'rm', 'rmat', 'rmu', 'wide', 'heard')
   local b = {key = key, cat = rho, burst = burst}
   b.st = tonumber(h[2])
   if rho < 0 and b.st == nil then return nil end
@@ -46,6 +46,7 @@ local function load(key, rho, burst)
   b.rmat = tonumber(h[9]) or now
   b.rmu = tonumber(h[10]) or now
   b.wide = tonumber(h[11])
+  b.heard = h[12] == '1'
   return b
 end
 
@@ -59,6 +60,7 @@ local function save(b)
   else redis.call('HDEL', b.key, 'st') end
   if b.lr then redis.call('HSET', b.key, 'lr', tostring(b.lr), 'lat', tostring(b.lat)) end
   if b.wide then redis.call('HSET', b.key, 'wide', tostring(b.wide)) end
+  if b.heard then redis.call('HSET', b.key, 'heard', '1') end
   redis.call('PEXPIRE', b.key, KEEP)
 end
 
@@ -209,7 +211,7 @@ for i, key in ipairs({KEYS[2], KEYS[3]}) do
       local through = before
       if untl > b.sat then through = b.since / (untl - b.sat) end
       local learned = before * DEC
-      if through < before then learned = through end
+      if through < before and not b.heard then learned = through end
       b.lr = math.max(learned, before * CUT)
       b.lat = now
       b.since = 0
@@ -232,6 +234,7 @@ if b == nil then
   b = {key = KEYS[1], cat = -1, burst = -1, tat = now, tu = now, since = 0, sat = now}
 end
 if limit > 0 then
+  b.heard = true
   local st = limit / 60000
   if b.cat < 0 or st < b.cat then b.st = st else b.st = nil end
 end
