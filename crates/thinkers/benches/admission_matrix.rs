@@ -69,7 +69,7 @@ fn sim_config() -> thinkers_sim::SimConfig {
     let mut b = thinkers_sim::SimConfig::builder();
     for (name, shape, window) in SHAPES {
         for kind in KINDS {
-            let m = thinkers_sim::SimModel::new(&model(name, kind))
+            let m = thinkers_sim::SimModel::new(model(name, kind))
                 .limit_shape(shape)
                 .limit_window(Duration::from_secs(window))
                 .profile(profile.clone());

@@ -226,6 +226,9 @@ impl Bucket {
             self.tat = self.tat.checked_sub(back).unwrap_or(now).max(now);
         }
         self.since = (self.since + used as f64 - reserved as f64).max(0.0);
+        if let Some((room, _, _)) = &mut self.room {
+            *room += reserved as f64 - used as f64;
+        }
     }
 
     /// The provider throttled: hold every grant until `until`, and, if the axis was sending at

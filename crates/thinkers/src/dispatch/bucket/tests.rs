@@ -255,3 +255,15 @@ async fn a_provider_that_states_its_limit_is_believed_over_a_throttle() {
     let learned = b.per_second(now) * 60.0;
     assert!((learned - 38.0).abs() < 0.01, "{learned} per minute");
 }
+
+#[tokio::test(start_paused = true)]
+async fn stated_room_gets_back_what_a_grant_did_not_use() {
+    // 1,000 per second; the provider said 1,000 remain. A grant of 800 that used 100 leaves 900
+    // of that room (and 200 more a fifth of a second later), not 200: another 800 goes then.
+    let t0 = Instant::now();
+    let mut b = Bucket::new(Rate::per_minute(60_000), t0);
+    b.observe(t0, None, Some(1_000), Some(s(60.0)));
+    b.take(t0, 800);
+    b.settle(t0, 800, 100);
+    assert_eq!(b.check(t0 + s(0.2), 800), None);
+}

@@ -175,6 +175,7 @@ local owed = used + margin(b, reserved, used) - reserved
 if owed > 0 then b.tat = math.max(b.tat, now) + math.min(owed / rate(b), MAXW)
 else b.tat = math.max(b.tat + owed / rate(b), now) end
 b.since = math.max(0, b.since + used - reserved)
+if b.rm then b.rm = b.rm + reserved - used end
 save(b)
 return 1
 ";
