@@ -76,6 +76,9 @@ pub struct DispatchConfig {
     pub max_server_wait: Duration,
 }
 
+/// The default cap on a wait a server asks for (`Retry-After`), for model calls and service tools.
+pub const DEFAULT_MAX_SERVER_WAIT: Duration = Duration::from_secs(60);
+
 impl Default for DispatchConfig {
     fn default() -> Self {
         Self {
@@ -85,7 +88,7 @@ impl Default for DispatchConfig {
             max_unreadable_answers: 1,
             throttle_backoff: Duration::from_secs(1),
             transient_backoff: Duration::from_millis(200),
-            max_server_wait: crate::llm::client::DEFAULT_MAX_RETRY_WAIT,
+            max_server_wait: DEFAULT_MAX_SERVER_WAIT,
         }
     }
 }

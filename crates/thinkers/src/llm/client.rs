@@ -63,7 +63,7 @@ pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// The default time all attempts of one model call may take together.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
 /// The default cap on a wait a server asks for (`Retry-After`).
-pub const DEFAULT_MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
+pub const DEFAULT_MAX_RETRY_WAIT: Duration = crate::dispatch::DEFAULT_MAX_SERVER_WAIT;
 
 const WHO: &str = "model client";
 
