@@ -262,6 +262,8 @@ async fn stated_room_gets_back_what_a_grant_did_not_use() {
     // of that room (and 200 more a fifth of a second later), not 200: another 800 goes then.
     let t0 = Instant::now();
     let mut b = Bucket::new(Rate::per_minute(60_000), t0);
+    // (Once 20,000 were stated, the provider's window is known to be 10 s or more.)
+    b.observe(t0, None, Some(20_000), Some(s(60.0)));
     b.observe(t0, None, Some(1_000), Some(s(60.0)));
     b.take(t0, 800);
     b.settle(t0, 800, 100);
