@@ -318,15 +318,7 @@ impl ApiError {
     pub(crate) fn into_response_for(self, dialect: Dialect, request_id: &str) -> Response {
         let status = self.status(dialect);
         let mut headers = HeaderMap::new();
-        let id_header = match dialect {
-            Dialect::OpenAi | Dialect::OpenAiResponses => Some("x-request-id"),
-            Dialect::Anthropic => Some("request-id"),
-            Dialect::Gemini => None,
-            Dialect::Bedrock => Some("x-amzn-requestid"),
-        };
-        if let (Some(name), Ok(v)) = (id_header, HeaderValue::from_str(request_id)) {
-            headers.insert(HeaderName::from_static(name), v);
-        }
+        insert_request_id(&mut headers, dialect, request_id);
         let (state, retry_after) = match &self {
             Self::RateLimited { refusal, .. } => {
                 let retry = (!refusal.too_large).then_some(refusal.retry_after);
@@ -433,4 +425,17 @@ fn anthropic_rate_message(refusal: &Refusal) -> String {
          again later.",
         refusal.figure, refusal.used, refusal.requested
     )
+}
+
+/// Adds the request id under the dialect's header name (Gemini sends none).
+pub(crate) fn insert_request_id(headers: &mut HeaderMap, dialect: Dialect, request_id: &str) {
+    let name = match dialect {
+        Dialect::OpenAi | Dialect::OpenAiResponses => "x-request-id",
+        Dialect::Anthropic => "request-id",
+        Dialect::Gemini => return,
+        Dialect::Bedrock => "x-amzn-requestid",
+    };
+    if let Ok(v) = HeaderValue::from_str(request_id) {
+        headers.insert(HeaderName::from_static(name), v);
+    }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes, HttpBody};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::{StreamExt, stream};
 use rand::Rng;
@@ -407,15 +407,7 @@ async fn handle_with(
 
         let request_headers = headers;
         let mut headers = HeaderMap::new();
-        let id_header = match dialect {
-            Dialect::OpenAi | Dialect::OpenAiResponses => Some("x-request-id"),
-            Dialect::Anthropic => Some("request-id"),
-            Dialect::Gemini => None,
-            Dialect::Bedrock => Some("x-amzn-requestid"),
-        };
-        if let (Some(name), Ok(v)) = (id_header, HeaderValue::from_str(&ctx.request_id)) {
-            headers.insert(HeaderName::from_static(name), v);
-        }
+        crate::api_error::insert_request_id(&mut headers, dialect, &ctx.request_id);
         if let Some(state) = &state {
             rate_headers::insert(&mut headers, dialect, state);
         }

@@ -182,6 +182,14 @@ impl Bucket {
         }
     }
 
+    /// The provider's stated room now (what it said, less our grants since, plus the rate's
+    /// refill) and until when it counts; `None` once its reset passed.
+    fn room_now(&self, now: Instant) -> Option<(f64, Instant)> {
+        let (room, at, until) = self.room?;
+        let refill = self.per_second(now) * now.saturating_duration_since(at).as_secs_f64();
+        (now < until).then_some((room + refill, until))
+    }
+
     /// `None` when `need` can be taken now; otherwise how long until it can.
     pub(crate) fn check(&self, now: Instant, need: u64) -> Option<Duration> {
         let rate = self.per_second(now);
@@ -189,13 +197,10 @@ impl Bucket {
         let ahead = self.tolerance().saturating_sub(secs(need as f64 / rate));
         let opens = self.tat.checked_sub(ahead).unwrap_or(now);
         let mut wait = opens.saturating_duration_since(now);
-        if let Some((room, at, until)) = self.room
-            && now < until
+        if let Some((have, until)) = self.room_now(now)
+            && have < need as f64
         {
-            let have = room + rate * now.saturating_duration_since(at).as_secs_f64();
-            if have < need as f64 {
-                wait = wait.max(secs((need as f64 - have) / rate).min(until - now));
-            }
+            wait = wait.max(secs((need as f64 - have) / rate).min(until - now));
         }
         (!wait.is_zero()).then_some(wait)
     }
@@ -290,12 +295,8 @@ impl Bucket {
         let ahead = self.tat.saturating_duration_since(now).as_secs_f64();
         let span = self.tolerance().max(ASSUMED_WINDOW).as_secs_f64();
         let mut free = 1.0 - ahead / span;
-        if let Some((room, at, until)) = self.room
-            && now < until
-        {
-            let rate = self.per_second(now);
-            let have = room + rate * now.saturating_duration_since(at).as_secs_f64();
-            free = free.min(have / (rate * span));
+        if let Some((have, _)) = self.room_now(now) {
+            free = free.min(have / (self.per_second(now) * span));
         }
         free.clamp(0.0, 1.0)
     }

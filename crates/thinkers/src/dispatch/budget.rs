@@ -146,13 +146,11 @@ impl Probe {
         }
     }
 
-    /// Lease `id` ended; whether it was the probe.
-    pub(crate) fn ended(&mut self, id: u64) -> bool {
-        let probe = matches!(*self, Self::Out(Some(p), _) if p == id);
-        if probe {
+    /// Lease `id` ended: if it was the probe, the probe is done.
+    pub(crate) fn ended(&mut self, id: u64) {
+        if matches!(*self, Self::Out(Some(p), _) if p == id) {
             *self = Self::Done;
         }
-        probe
     }
 }
 
