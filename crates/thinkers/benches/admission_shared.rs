@@ -19,6 +19,8 @@ fn limits() -> Limits {
     // Large enough that every decision is a grant: the full path (purge, check, book).
     Limits {
         tokens: Some(Rate::per_minute(1_000_000_000)),
+        input_tokens: None,
+        output_tokens: None,
         requests: Some(Rate::per_minute(1_000_000_000)),
         concurrency: Some(1_000),
     }
@@ -28,6 +30,8 @@ fn ask() -> Ask {
     Ask {
         budget: "entry".into(),
         tokens: 100,
+        input_tokens: 0,
+        output_tokens: 0,
         requests: 1,
         slots: 1,
     }

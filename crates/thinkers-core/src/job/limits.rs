@@ -51,6 +51,14 @@ impl Rate {
 pub struct Limits {
     /// Tokens per period.
     pub tokens: Option<Rate>,
+    /// Input tokens per period, where the provider limits them apart from output (Anthropic's
+    /// and Bedrock's input-tokens-per-minute).
+    #[serde(default)]
+    pub input_tokens: Option<Rate>,
+    /// Output tokens per period, where the provider limits them apart from input; an ask
+    /// reserves its output budget and settles to what the provider reports.
+    #[serde(default)]
+    pub output_tokens: Option<Rate>,
     /// Requests per period.
     pub requests: Option<Rate>,
     /// Jobs holding the budget at once.

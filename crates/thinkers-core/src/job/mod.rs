@@ -30,7 +30,9 @@ pub use context::{JobContext, META_ITERATION};
 pub use dynjob::{BoxJob, DynJob};
 pub use handle::JobHandle;
 pub use limits::{Limits, Rate};
-pub use requirements::{Ask, AttemptInfo, Grant, Requirement, Requirements, Resources, Seat};
+pub use requirements::{
+    Ask, AttemptInfo, Grant, Requirement, Requirements, Resources, Seat, SeatUse,
+};
 pub use scope::ScopeGuard;
 pub use services::Services;
 pub use submit::{AnyOutput, Submitter, erase};

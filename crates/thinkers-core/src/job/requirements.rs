@@ -52,6 +52,28 @@ impl Seat {
     }
 }
 
+/// The tokens a model call really used, as the provider reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SeatUse {
+    /// Input tokens.
+    pub input: u64,
+    /// Output tokens (with reasoning).
+    pub output: u64,
+}
+
+impl SeatUse {
+    /// Nothing used: a refused (throttled) call, or one answered from a cache.
+    pub const NONE: Self = Self {
+        input: 0,
+        output: 0,
+    };
+
+    /// Input and output together.
+    pub fn total(self) -> u64 {
+        self.input.saturating_add(self.output)
+    }
+}
+
 /// One thing a job needs admitted.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Requirement {
@@ -74,12 +96,16 @@ impl Requirement {
             Self::Seat(seat) => Ask {
                 budget: seat.budget.clone(),
                 tokens: seat.total_tokens(),
+                input_tokens: seat.input_tokens,
+                output_tokens: seat.output_tokens + seat.reasoning_tokens,
                 requests: 1,
                 slots: 1,
             },
             Self::Resource { budget, .. } => Ask {
                 budget: budget.clone(),
                 tokens: 0,
+                input_tokens: 0,
+                output_tokens: 0,
                 requests: 1,
                 slots: 1,
             },
@@ -92,8 +118,12 @@ impl Requirement {
 pub struct Ask {
     /// The budget name (shared: an ask is made for every admission).
     pub budget: Arc<str>,
-    /// Tokens against the budget's token rate.
+    /// Tokens against the budget's token rate (input and output together).
     pub tokens: u64,
+    /// Of those, input tokens, against the budget's input-token rate.
+    pub input_tokens: u64,
+    /// Of those, output tokens (with reasoning), against the budget's output-token rate.
+    pub output_tokens: u64,
     /// Requests against the budget's request rate.
     pub requests: u32,
     /// Units of the budget's concurrency.
@@ -170,7 +200,7 @@ pub trait Grant: Send + Sync + std::fmt::Debug {
 
     /// Reconcile the seat's reservation with the tokens it really used (when reported), then
     /// release everything.
-    fn settle(self: Box<Self>, seat_used: Option<u64>);
+    fn settle(self: Box<Self>, seat_used: Option<SeatUse>);
 
     /// Itself, so the runtime that minted it can tell its own grants from any other.
     fn as_any(&self) -> &dyn std::any::Any;
@@ -188,7 +218,8 @@ pub trait Grant: Send + Sync + std::fmt::Debug {
 pub struct Resources {
     permit: Box<dyn Grant>,
     attempt: AttemptInfo,
-    seat_usage: AtomicU64,
+    seat_input: AtomicU64,
+    seat_output: AtomicU64,
     /// The permit's seats already spent by a model call: bit `i` for requirement `i`.
     seats_spent: AtomicU64,
 }
@@ -203,7 +234,8 @@ impl Resources {
         Self {
             permit,
             attempt,
-            seat_usage: AtomicU64::new(UNREPORTED),
+            seat_input: AtomicU64::new(UNREPORTED),
+            seat_output: AtomicU64::new(UNREPORTED),
             seats_spent: AtomicU64::new(0),
         }
     }
@@ -230,8 +262,11 @@ impl Resources {
     /// Report the tokens the seat really used (as the provider reported them). When the job ends
     /// the reservation is reconciled with this figure and any surplus is given back. A job that
     /// never reports keeps its whole reservation booked, the conservative choice.
-    pub fn report_seat_usage(&self, tokens: u64) {
-        self.seat_usage.store(tokens, Ordering::Relaxed);
+    pub fn report_seat_usage(&self, used: SeatUse) {
+        self.seat_input
+            .store(used.input.min(UNREPORTED - 1), Ordering::Relaxed);
+        self.seat_output
+            .store(used.output.min(UNREPORTED - 1), Ordering::Relaxed);
     }
 
     /// Spend the admitted seat `seat` for one model call: the first seat of the permit equal to
@@ -264,8 +299,10 @@ impl Resources {
 
     #[doc(hidden)]
     pub fn settle(self) {
-        let used = self.seat_usage.load(Ordering::Relaxed);
-        let used = (used != UNREPORTED).then_some(used);
+        let input = self.seat_input.load(Ordering::Relaxed);
+        let output = self.seat_output.load(Ordering::Relaxed);
+        let used =
+            (input != UNREPORTED && output != UNREPORTED).then_some(SeatUse { input, output });
         self.permit.settle(used);
     }
 }

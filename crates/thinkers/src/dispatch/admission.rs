@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::Notify;
 
 use super::budget::{BudgetStore, Lease, Reservation};
-use crate::job::{Ask, Requirement};
+use crate::job::{Ask, Requirement, SeatUse};
 use crate::{Error, Result};
 
 /// A job waiting in a budget's queue.
@@ -123,7 +123,7 @@ impl Drop for Ticket<'_> {
         }
         if let Some(lease) = self.slot.take() {
             // Reserved for this waiter, never used: nothing was sent.
-            self.store.settle(&lease, 0);
+            self.store.settle(&lease, SeatUse::NONE);
             self.store.release(&lease);
         }
         self.queue.serve(self.store);
@@ -377,7 +377,7 @@ impl Permit {
     }
 
     /// Reconcile the seat's reservation with the tokens it really used, then release.
-    pub(crate) fn settle(self, seat_used: Option<u64>) {
+    pub(crate) fn settle(self, seat_used: Option<SeatUse>) {
         if let (Some(adm), Some(used)) = (&self.admission, seat_used) {
             for (idx, lease) in &self.leases {
                 if matches!(self.requirements.get(*idx), Some(Requirement::Seat(_))) {
@@ -394,7 +394,7 @@ impl crate::job::Grant for Permit {
         &self.requirements
     }
 
-    fn settle(self: Box<Self>, seat_used: Option<u64>) {
+    fn settle(self: Box<Self>, seat_used: Option<SeatUse>) {
         Self::settle(*self, seat_used);
     }
 

@@ -34,6 +34,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::budget::{Axis, AxisRate, RateSource};
 use crate::job::Rate;
 
 /// The window a provider is assumed to enforce a figure over, unless the catalog gives an
@@ -149,6 +150,25 @@ impl Bucket {
                     r * (1.0 + RECOVERY * now.saturating_duration_since(at).as_secs_f64());
                 climbed.min(top)
             }
+        }
+    }
+
+    /// The axis as it stands: its rate per minute now, the catalog's, and where the rate comes
+    /// from.
+    pub(crate) fn standing(&self, axis: Axis, now: Instant) -> AxisRate {
+        let per_second = self.per_second(now);
+        let source = if per_second < self.top() * (1.0 - 1e-9) {
+            RateSource::Throttle
+        } else if self.stated.is_some() {
+            RateSource::Header
+        } else {
+            RateSource::Catalog
+        };
+        AxisRate {
+            axis,
+            per_minute: per_second * 60.0,
+            catalog_per_minute: self.catalog().map(|c| c * 60.0),
+            source,
         }
     }
 

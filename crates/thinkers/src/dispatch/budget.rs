@@ -17,7 +17,7 @@ use tokio::time::Instant;
 
 use super::bucket::{Bucket, later};
 use crate::Result;
-use crate::job::{Ask, Limits, Rate};
+use crate::job::{Ask, Limits, Rate, SeatUse};
 
 /// A granted reservation on one budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,8 +26,12 @@ pub struct Lease {
     pub budget: Arc<str>,
     /// The store's id for the reservation.
     pub id: u64,
-    /// Tokens reserved.
+    /// Tokens reserved (input and output together).
     pub tokens: u64,
+    /// Of those, input tokens.
+    pub input_tokens: u64,
+    /// Of those, output tokens (the call's output budget).
+    pub output_tokens: u64,
     /// Concurrency units held.
     pub slots: u32,
 }
@@ -44,22 +48,152 @@ pub enum Reservation {
     Never(String),
 }
 
-/// What a provider said about a budget in its rate-limit headers.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// The paced rate axes a budget may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Axis {
+    /// Tokens, input and output together (`tpm`).
+    Tokens,
+    /// Input tokens (`itpm`).
+    InputTokens,
+    /// Output tokens (`otpm`).
+    OutputTokens,
+    /// Requests (`rpm`).
+    Requests,
+}
+
+impl Axis {
+    /// Every axis, in a fixed order (the order of a store's per-axis arrays).
+    pub const ALL: [Self; 4] = [
+        Self::Tokens,
+        Self::InputTokens,
+        Self::OutputTokens,
+        Self::Requests,
+    ];
+
+    /// The catalog's name for the axis's per-minute figure.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tokens => "tpm",
+            Self::InputTokens => "itpm",
+            Self::OutputTokens => "otpm",
+            Self::Requests => "rpm",
+        }
+    }
+
+    /// The axis's rate in `limits`.
+    pub fn rate(self, limits: &Limits) -> Option<Rate> {
+        match self {
+            Self::Tokens => limits.tokens,
+            Self::InputTokens => limits.input_tokens,
+            Self::OutputTokens => limits.output_tokens,
+            Self::Requests => limits.requests,
+        }
+    }
+
+    /// What `ask` takes from the axis.
+    pub fn asked(self, ask: &Ask) -> u64 {
+        match self {
+            Self::Tokens => ask.tokens,
+            Self::InputTokens => ask.input_tokens,
+            Self::OutputTokens => ask.output_tokens,
+            Self::Requests => u64::from(ask.requests),
+        }
+    }
+
+    /// What `lease` reserved on the axis, and what of it `used` really spent (`None` for the
+    /// request axis: a request is spent whole).
+    pub fn settled(self, lease: &Lease, used: SeatUse) -> Option<(u64, u64)> {
+        match self {
+            Self::Tokens => Some((lease.tokens, used.total())),
+            Self::InputTokens => Some((lease.input_tokens, used.input)),
+            Self::OutputTokens => Some((lease.output_tokens, used.output)),
+            Self::Requests => None,
+        }
+    }
+
+    /// The axis's part of `obs`.
+    pub fn observed(self, obs: &RateObservation) -> AxisObservation {
+        match self {
+            Self::Tokens => obs.tokens,
+            Self::InputTokens => obs.input_tokens,
+            Self::OutputTokens => obs.output_tokens,
+            Self::Requests => obs.requests,
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What a provider said about one axis in its rate-limit headers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AxisObservation {
+    /// The limit it states: its per-minute figure (the meaning OpenAI's and Anthropic's
+    /// `*-limit` headers document).
+    pub limit: Option<u64>,
+    /// What remains now.
+    pub remaining: Option<u64>,
+    /// When the allowance is fully replenished.
+    pub reset: Option<Duration>,
+}
+
+impl AxisObservation {
+    /// Whether the provider said nothing of the axis.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// What a provider said about a budget in its rate-limit headers, per axis.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RateObservation {
-    /// Tokens the provider says remain.
-    pub remaining_tokens: Option<u64>,
-    /// When the token allowance is fully replenished.
-    pub tokens_reset: Option<Duration>,
-    /// Requests the provider says remain.
-    pub remaining_requests: Option<u64>,
-    /// When the request allowance is fully replenished.
-    pub requests_reset: Option<Duration>,
-    /// The token limit the provider states: its per-minute figure (the meaning OpenAI's and
-    /// Anthropic's `*-limit` headers document).
-    pub limit_tokens: Option<u64>,
-    /// The request limit the provider states, per minute.
-    pub limit_requests: Option<u64>,
+    /// Tokens, input and output together (OpenAI's `x-ratelimit-*-tokens`).
+    pub tokens: AxisObservation,
+    /// Input tokens (Anthropic's `anthropic-ratelimit-input-tokens-*`).
+    pub input_tokens: AxisObservation,
+    /// Output tokens (Anthropic's `anthropic-ratelimit-output-tokens-*`).
+    pub output_tokens: AxisObservation,
+    /// Requests.
+    pub requests: AxisObservation,
+}
+
+impl RateObservation {
+    /// Every axis's part, in [`Axis::ALL`]'s order.
+    pub fn axes(&self) -> [AxisObservation; 4] {
+        Axis::ALL.map(|a| a.observed(self))
+    }
+}
+
+/// Where an axis's rate comes from now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateSource {
+    /// The catalog's figure.
+    Catalog,
+    /// A figure the provider stated in its headers (lower than the catalog's, or where the
+    /// catalog has none).
+    Header,
+    /// A rate learned from the provider's throttles (429s), below both.
+    Throttle,
+}
+
+/// One paced axis of a budget as it stands now.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct AxisRate {
+    /// The axis.
+    #[serde(serialize_with = "axis_name")]
+    pub axis: Axis,
+    /// The rate it paces at now, per minute.
+    pub per_minute: f64,
+    /// The catalog's figure, per minute (`None`: the provider stated the axis).
+    pub catalog_per_minute: Option<f64>,
+    /// Where the rate comes from.
+    pub source: RateSource,
+}
+
+fn axis_name<S: serde::Serializer>(axis: &Axis, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(axis.as_str())
 }
 
 /// Keeps the accounting of every budget. Shared by all jobs of a dispatcher (and, for a shared
@@ -78,9 +212,10 @@ pub trait BudgetStore: Send + Sync + 'static {
         let _ = ask;
         None
     }
-    /// Reconcile a lease with the tokens really used; a surplus goes back to the budget (all of
-    /// it for a throttled attempt, settled at 0: the provider charged nothing).
-    fn settle(&self, lease: &Lease, used_tokens: u64);
+    /// Reconcile a lease with the tokens really used, per axis; a surplus goes back to the
+    /// budget (all of it for a throttled attempt, settled at [`SeatUse::NONE`]: the provider
+    /// charged nothing).
+    fn settle(&self, lease: &Lease, used: SeatUse);
     /// Give back a lease's concurrency.
     fn release(&self, lease: &Lease);
     /// Admit nothing on this budget for `wait` (the provider throttled us), and no longer; waiters
@@ -91,6 +226,12 @@ pub trait BudgetStore: Send + Sync + 'static {
     fn observe(&self, budget: &str, obs: RateObservation);
     /// The fraction of the budget free now (the lowest over its axes), for the picker.
     fn headroom(&self, budget: &str) -> Option<f64>;
+    /// How each paced axis of the budget stands now (its rate and where that came from), for
+    /// the record and the explorer. The default (a store that cannot tell cheaply) is empty.
+    fn rates(&self, budget: &str) -> Vec<AxisRate> {
+        let _ = budget;
+        Vec::new()
+    }
 }
 
 /// The first model call on a budget the catalog gave no rate goes out alone, so the provider's
@@ -157,8 +298,8 @@ impl Probe {
 #[derive(Debug, Default)]
 struct State {
     limits: Limits,
-    tokens: Option<Bucket>,
-    requests: Option<Bucket>,
+    /// One paced axis per [`Axis`], in [`Axis::ALL`]'s order.
+    axes: [Option<Bucket>; 4],
     in_flight: u32,
     paused_until: Option<Instant>,
     probe: Probe,
@@ -167,15 +308,24 @@ struct State {
 impl State {
     /// Set the limits; a rate that did not change keeps its bucket (and what it learned).
     fn set(&mut self, limits: Limits, now: Instant) {
-        let keep = |old: Option<Bucket>, new: Option<Rate>| match (old, new) {
-            (Some(b), Some(r)) if b.rate() == Some(r) => Some(b),
-            // An axis the provider stated and the catalog still leaves out keeps what it learned.
-            (Some(b), None) if b.rate().is_none() => Some(b),
-            (_, r) => r.map(|r| Bucket::new(r, now)),
-        };
-        self.tokens = keep(self.tokens.take(), limits.tokens);
-        self.requests = keep(self.requests.take(), limits.requests);
+        for axis in Axis::ALL {
+            let slot = &mut self.axes[axis.index()];
+            *slot = match (slot.take(), axis.rate(&limits)) {
+                (Some(b), Some(r)) if b.rate() == Some(r) => Some(b),
+                // An axis the provider stated and the catalog still leaves out keeps what it
+                // learned.
+                (Some(b), None) if b.rate().is_none() => Some(b),
+                (_, r) => r.map(|r| Bucket::new(r, now)),
+            };
+        }
         self.limits = limits;
+    }
+
+    fn paced(&mut self) -> impl Iterator<Item = (Axis, &mut Bucket)> {
+        Axis::ALL
+            .into_iter()
+            .zip(self.axes.iter_mut())
+            .filter_map(|(a, b)| Some((a, b.as_mut()?)))
     }
 }
 
@@ -203,13 +353,18 @@ impl MemoryBudgets {
             .next_lease
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let r = self.with(&ask.budget, |s| {
-            if let Some(r) = s.limits.tokens
-                && ask.tokens > r.amount
-            {
-                return Reservation::Never(format!(
-                    "asks {} tokens but the limit is {} per {:?}",
-                    ask.tokens, r.amount, r.per
-                ));
+            for axis in [Axis::Tokens, Axis::InputTokens, Axis::OutputTokens] {
+                if let Some(r) = axis.rate(&s.limits)
+                    && axis.asked(ask) > r.amount
+                {
+                    return Reservation::Never(format!(
+                        "asks {} tokens but its {} limit is {} per {:?}",
+                        axis.asked(ask),
+                        axis.as_str(),
+                        r.amount,
+                        r.per
+                    ));
+                }
             }
             if let Some(c) = s.limits.concurrency
                 && ask.slots > c
@@ -233,27 +388,25 @@ impl MemoryBudgets {
             if s.probe.holds(&s.limits, ask.tokens) {
                 return Reservation::Wait(None);
             }
-            let requests = u64::from(ask.requests);
-            let wait = [(&s.tokens, ask.tokens), (&s.requests, requests)]
-                .into_iter()
-                .filter_map(|(b, n)| b.as_ref()?.check(now, n))
+            let wait = s
+                .paced()
+                .filter_map(|(axis, b)| b.check(now, axis.asked(ask)))
                 .max();
             if wait.is_some() {
                 s.probe.not_sent();
                 return Reservation::Wait(wait);
             }
             s.probe.granted(lease_id);
-            if let Some(b) = &mut s.tokens {
-                b.take(now, ask.tokens);
-            }
-            if let Some(b) = &mut s.requests {
-                b.take(now, requests);
+            for (axis, b) in s.paced() {
+                b.take(now, axis.asked(ask));
             }
             s.in_flight += ask.slots;
             Reservation::Granted(Lease {
                 budget: ask.budget.clone(),
                 id: lease_id,
                 tokens: ask.tokens,
+                input_tokens: ask.input_tokens,
+                output_tokens: ask.output_tokens,
                 slots: ask.slots,
             })
         });
@@ -284,11 +437,13 @@ impl BudgetStore for MemoryBudgets {
         Some(self.reserve_now(ask))
     }
 
-    fn settle(&self, lease: &Lease, used_tokens: u64) {
+    fn settle(&self, lease: &Lease, used: SeatUse) {
         let now = Instant::now();
         self.with(&lease.budget, |s| {
-            if let Some(b) = &mut s.tokens {
-                b.settle(now, lease.tokens, used_tokens);
+            for (axis, b) in s.paced() {
+                if let Some((reserved, used)) = axis.settled(lease, used) {
+                    b.settle(now, reserved, used);
+                }
             }
         });
     }
@@ -307,7 +462,7 @@ impl BudgetStore for MemoryBudgets {
             if s.paused_until.is_none_or(|p| p < until) {
                 s.paused_until = Some(until);
             }
-            for b in [&mut s.tokens, &mut s.requests].into_iter().flatten() {
+            for (_, b) in s.paced() {
                 b.pause(now, until);
             }
         });
@@ -316,29 +471,16 @@ impl BudgetStore for MemoryBudgets {
     fn observe(&self, budget: &str, obs: RateObservation) {
         let now = Instant::now();
         self.with(budget, |s| {
-            let axes = [
-                (
-                    &mut s.tokens,
-                    obs.limit_tokens,
-                    obs.remaining_tokens,
-                    obs.tokens_reset,
-                ),
-                (
-                    &mut s.requests,
-                    obs.limit_requests,
-                    obs.remaining_requests,
-                    obs.requests_reset,
-                ),
-            ];
-            for (axis, limit, remaining, reset) in axes {
+            for (axis, said) in Axis::ALL.into_iter().zip(obs.axes()) {
+                let slot = &mut s.axes[axis.index()];
                 // A figure the provider states for an axis the catalog left out paces it too.
-                if axis.is_none()
-                    && let Some(limit) = limit.filter(|l| *l > 0)
+                if slot.is_none()
+                    && let Some(limit) = said.limit.filter(|l| *l > 0)
                 {
-                    *axis = Some(Bucket::stated(limit, now));
+                    *slot = Some(Bucket::stated(limit, now));
                 }
-                if let Some(b) = axis {
-                    b.observe(now, limit, remaining, reset);
+                if let Some(b) = slot {
+                    b.observe(now, said.limit, said.remaining, said.reset);
                 }
             }
         });
@@ -348,7 +490,7 @@ impl BudgetStore for MemoryBudgets {
         let now = Instant::now();
         self.with(budget, |s| {
             let mut h: f64 = 1.0;
-            for b in [&mut s.tokens, &mut s.requests].into_iter().flatten() {
+            for (_, b) in s.paced() {
                 h = h.min(b.headroom(now));
             }
             if let Some(c) = s.limits.concurrency {
@@ -356,5 +498,13 @@ impl BudgetStore for MemoryBudgets {
             }
             h.max(0.0)
         })
+    }
+
+    fn rates(&self, budget: &str) -> Vec<AxisRate> {
+        let now = Instant::now();
+        self.with(budget, |s| {
+            s.paced().map(|(axis, b)| b.standing(axis, now)).collect()
+        })
+        .unwrap_or_default()
     }
 }

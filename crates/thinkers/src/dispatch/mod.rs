@@ -34,7 +34,10 @@ mod run;
 pub use crate::job::{JobHandle, Limits, Rate, Services};
 pub(crate) use admission::check_admitted;
 pub use admission::{Admission, Permit};
-pub use budget::{BudgetStore, Lease, MemoryBudgets, RateObservation, Reservation};
+pub use budget::{
+    Axis, AxisObservation, AxisRate, BudgetStore, Lease, MemoryBudgets, RateObservation,
+    RateSource, Reservation,
+};
 #[cfg(feature = "redis")]
 pub use redis_budgets::{DEFAULT_LEASE_TTL, RedisBudgets};
 

@@ -257,7 +257,7 @@ async fn attempts<J: Job>(
         if let Ok(Err(Error::Retry(RetrySignal::Throttled { .. }))) = &result {
             // A throttled request was charged nothing: its whole token reservation goes back (it
             // still counts against the request rate, since it reached the provider).
-            res.report_seat_usage(0);
+            res.report_seat_usage(crate::job::SeatUse::NONE);
         }
         res.settle();
         let signal = match result {

@@ -395,9 +395,12 @@ pub async fn converse_bound(
     }
     let usage = outcome.response.usage;
     res.report_seat_usage(if from_cache {
-        0
+        crate::job::SeatUse::NONE
     } else {
-        usage.input + usage.output
+        crate::job::SeatUse {
+            input: usage.input,
+            output: usage.output,
+        }
     });
     services
         .counter()

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use chrono::{DateTime, Utc};
 use reqwest::header::{AsHeaderName, HeaderMap, HeaderName};
 
-use crate::dispatch::RateObservation;
+use crate::dispatch::{AxisObservation, RateObservation};
 
 fn get(h: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
     h.get(name).and_then(|v| v.to_str().ok()).map(str::trim)
@@ -74,41 +74,47 @@ fn http_date_from(s: &str, now: SystemTime) -> Option<Duration> {
     Some(until(at.into(), now))
 }
 
-// Each bucket's (remaining, reset) header names, spelled out once rather than formatted on every
-// answer.
-const OPENAI_TOKENS: [HeaderName; 2] = [
-    HeaderName::from_static("x-ratelimit-remaining-tokens"),
-    HeaderName::from_static("x-ratelimit-reset-tokens"),
-];
-const OPENAI_REQUESTS: [HeaderName; 2] = [
-    HeaderName::from_static("x-ratelimit-remaining-requests"),
-    HeaderName::from_static("x-ratelimit-reset-requests"),
-];
-const ANTHROPIC_TOKENS: [HeaderName; 2] = [
-    HeaderName::from_static("anthropic-ratelimit-tokens-remaining"),
-    HeaderName::from_static("anthropic-ratelimit-tokens-reset"),
-];
-const ANTHROPIC_INPUT_TOKENS: [HeaderName; 2] = [
-    HeaderName::from_static("anthropic-ratelimit-input-tokens-remaining"),
-    HeaderName::from_static("anthropic-ratelimit-input-tokens-reset"),
-];
-/// Each bucket's stated limit, in the same order of preference as the buckets.
-const LIMITS: [[&str; 3]; 2] = [
+/// One axis's `[limit, remaining, reset]` header names in one provider's spelling.
+type Names = [HeaderName; 3];
+
+const fn names(limit: &'static str, remaining: &'static str, reset: &'static str) -> Names {
     [
-        "x-ratelimit-limit-tokens",
-        "anthropic-ratelimit-tokens-limit",
-        "anthropic-ratelimit-input-tokens-limit",
-    ],
-    [
-        "x-ratelimit-limit-requests",
-        "anthropic-ratelimit-requests-limit",
-        "anthropic-ratelimit-requests-limit",
-    ],
-];
-const ANTHROPIC_REQUESTS: [HeaderName; 2] = [
-    HeaderName::from_static("anthropic-ratelimit-requests-remaining"),
-    HeaderName::from_static("anthropic-ratelimit-requests-reset"),
-];
+        HeaderName::from_static(limit),
+        HeaderName::from_static(remaining),
+        HeaderName::from_static(reset),
+    ]
+}
+
+const OPENAI_TOKENS: Names = names(
+    "x-ratelimit-limit-tokens",
+    "x-ratelimit-remaining-tokens",
+    "x-ratelimit-reset-tokens",
+);
+const OPENAI_REQUESTS: Names = names(
+    "x-ratelimit-limit-requests",
+    "x-ratelimit-remaining-requests",
+    "x-ratelimit-reset-requests",
+);
+const ANTHROPIC_TOKENS: Names = names(
+    "anthropic-ratelimit-tokens-limit",
+    "anthropic-ratelimit-tokens-remaining",
+    "anthropic-ratelimit-tokens-reset",
+);
+const ANTHROPIC_INPUT_TOKENS: Names = names(
+    "anthropic-ratelimit-input-tokens-limit",
+    "anthropic-ratelimit-input-tokens-remaining",
+    "anthropic-ratelimit-input-tokens-reset",
+);
+const ANTHROPIC_OUTPUT_TOKENS: Names = names(
+    "anthropic-ratelimit-output-tokens-limit",
+    "anthropic-ratelimit-output-tokens-remaining",
+    "anthropic-ratelimit-output-tokens-reset",
+);
+const ANTHROPIC_REQUESTS: Names = names(
+    "anthropic-ratelimit-requests-limit",
+    "anthropic-ratelimit-requests-remaining",
+    "anthropic-ratelimit-requests-reset",
+);
 
 /// Which providers' rate-limit spellings the headers hold at all: one pass over the names, so an
 /// answer without them (a local server, a proxy that strips them) costs no lookups.
@@ -122,43 +128,41 @@ fn spellings(h: &HeaderMap) -> (bool, bool) {
     (openai, anthropic)
 }
 
-/// One bucket's remaining count and time to reset, whichever provider spelled it.
-fn buckets(h: &HeaderMap, now: SystemTime) -> [(Option<u64>, Option<Duration>); 2] {
+/// Every axis as the headers state it, whichever provider spelled it.
+///
+/// Anthropic states its input and output token limits apart (`input-tokens-*`,
+/// `output-tokens-*`), and `tokens-*` as whichever of them is the more restrictive: so
+/// `tokens-*` is read as the token axis only when neither separate family is present, and never
+/// paces input and output together at the output figure.
+fn axes(h: &HeaderMap, now: SystemTime) -> RateObservation {
     let (has_openai, has_anthropic) = spellings(h);
-    let openai = |[remaining, reset]: [HeaderName; 2]| {
-        if !has_openai {
-            return (None, None);
-        }
-        (number(h, remaining), get(h, reset).and_then(go_duration))
+    let openai = |[limit, remaining, reset]: &Names| AxisObservation {
+        limit: number(h, limit),
+        remaining: number(h, remaining),
+        reset: get(h, reset).and_then(go_duration),
     };
-    let anthropic = |[remaining, reset]: [HeaderName; 2]| {
-        if !has_anthropic {
-            return (None, None);
-        }
-        (
-            number(h, remaining),
-            get(h, reset).and_then(|s| rfc3339_from(s, now)),
-        )
+    let anthropic = |[limit, remaining, reset]: &Names| AxisObservation {
+        limit: number(h, limit),
+        remaining: number(h, remaining),
+        reset: get(h, reset).and_then(|s| rfc3339_from(s, now)),
     };
-    // The first spelling that says anything wins; the others are not looked up (each lookup
-    // hashes a header name, on every answer).
-    let pick = |a: (Option<u64>, Option<Duration>),
-                b: &dyn Fn() -> (Option<u64>, Option<Duration>)| {
-        if a.0.is_some() || a.1.is_some() {
-            a
-        } else {
-            b()
+    let mut obs = RateObservation::default();
+    if has_openai {
+        obs.tokens = openai(&OPENAI_TOKENS);
+        obs.requests = openai(&OPENAI_REQUESTS);
+    }
+    if has_anthropic {
+        obs.input_tokens = anthropic(&ANTHROPIC_INPUT_TOKENS);
+        obs.output_tokens = anthropic(&ANTHROPIC_OUTPUT_TOKENS);
+        let separate = !obs.input_tokens.is_empty() || !obs.output_tokens.is_empty();
+        if obs.tokens.is_empty() && !separate {
+            obs.tokens = anthropic(&ANTHROPIC_TOKENS);
         }
-    };
-    // Anthropic's `tokens-*` is the most restrictive token limit in force; input tokens next.
-    [
-        pick(openai(OPENAI_TOKENS), &|| {
-            pick(anthropic(ANTHROPIC_TOKENS), &|| {
-                anthropic(ANTHROPIC_INPUT_TOKENS)
-            })
-        }),
-        pick(openai(OPENAI_REQUESTS), &|| anthropic(ANTHROPIC_REQUESTS)),
-    ]
+        if obs.requests.is_empty() {
+            obs.requests = anthropic(&ANTHROPIC_REQUESTS);
+        }
+    }
+    obs
 }
 
 /// How long the provider asked us to wait, if it said.
@@ -177,39 +181,19 @@ pub(crate) fn retry_after(h: &HeaderMap, now: SystemTime) -> Option<Duration> {
             return Some(d);
         }
     }
-    let b = buckets(h, now);
-    let exhausted = b
+    let obs = axes(h, now);
+    let all = obs.axes();
+    let exhausted = all
         .iter()
-        .filter(|(remaining, _)| *remaining == Some(0))
-        .filter_map(|(_, reset)| *reset)
+        .filter(|a| a.remaining == Some(0))
+        .filter_map(|a| a.reset)
         .max();
-    exhausted.or_else(|| b.iter().filter_map(|(_, reset)| *reset).max())
+    exhausted.or_else(|| all.iter().filter_map(|a| a.reset).max())
 }
 
 /// The provider's view of our rate-limit budget, if it sent one.
 pub(crate) fn rate_observation(h: &HeaderMap, now: SystemTime) -> Option<RateObservation> {
-    let [
-        (remaining_tokens, tokens_reset),
-        (remaining_requests, requests_reset),
-    ] = buckets(h, now);
-    let (has_openai, has_anthropic) = spellings(h);
-    let limit = |names: [&str; 3]| {
-        let openai = has_openai.then(|| number(h, names[0])).flatten();
-        openai.or_else(|| {
-            has_anthropic
-                .then(|| number(h, names[1]).or_else(|| number(h, names[2])))
-                .flatten()
-        })
-    };
-    let [limit_tokens, limit_requests] = LIMITS.map(limit);
-    let obs = RateObservation {
-        remaining_tokens,
-        tokens_reset,
-        remaining_requests,
-        requests_reset,
-        limit_tokens,
-        limit_requests,
-    };
+    let obs = axes(h, now);
     (obs != RateObservation::default()).then_some(obs)
 }
 
@@ -275,6 +259,36 @@ mod tests {
     }
 
     #[test]
+    fn anthropic_input_and_output_limits_are_separate_axes() {
+        let now = at("2025-08-21T12:40:00Z");
+        let h = headers(&[
+            ("anthropic-ratelimit-input-tokens-limit", "40000"),
+            ("anthropic-ratelimit-input-tokens-remaining", "30000"),
+            (
+                "anthropic-ratelimit-input-tokens-reset",
+                "2025-08-21T12:40:02Z",
+            ),
+            ("anthropic-ratelimit-output-tokens-limit", "8000"),
+            ("anthropic-ratelimit-output-tokens-remaining", "0"),
+            (
+                "anthropic-ratelimit-output-tokens-reset",
+                "2025-08-21T12:40:05Z",
+            ),
+            ("anthropic-ratelimit-tokens-limit", "8000"),
+            ("anthropic-ratelimit-tokens-remaining", "0"),
+            ("anthropic-ratelimit-tokens-reset", "2025-08-21T12:40:05Z"),
+        ]);
+        let obs = rate_observation(&h, now).unwrap_or_default();
+        assert_eq!(obs.input_tokens.limit, Some(40_000));
+        assert_eq!(obs.output_tokens.limit, Some(8_000));
+        assert_eq!(obs.output_tokens.remaining, Some(0));
+        // Before, the output figure (8,000) paced input and output together.
+        assert_eq!(obs.tokens, AxisObservation::default());
+        // The exhausted axis's reset is the wait.
+        assert_eq!(retry_after(&h, now), Some(Duration::from_secs(5)));
+    }
+
+    #[test]
     fn each_bucket_is_read_from_whichever_spelling_is_present() {
         let now = at("2025-08-21T12:40:00Z");
         let h = headers(&[
@@ -283,8 +297,8 @@ mod tests {
             ("anthropic-ratelimit-tokens-remaining", "7"),
         ]);
         let obs = rate_observation(&h, now);
-        assert_eq!(obs.and_then(|o| o.remaining_requests), Some(5));
-        assert_eq!(obs.and_then(|o| o.remaining_tokens), Some(7));
+        assert_eq!(obs.and_then(|o| o.requests.remaining), Some(5));
+        assert_eq!(obs.and_then(|o| o.tokens.remaining), Some(7));
         let unrelated = headers(&[("content-type", "application/json"), ("x-request-id", "r")]);
         assert_eq!(rate_observation(&unrelated, now), None);
     }
@@ -302,12 +316,17 @@ mod tests {
         assert_eq!(
             rate_observation(&h, now),
             Some(RateObservation {
-                remaining_tokens: Some(159_976),
-                tokens_reset: Some(Duration::from_millis(9)),
-                remaining_requests: Some(4999),
-                requests_reset: Some(Duration::from_millis(12)),
-                limit_tokens: Some(160_000),
-                limit_requests: None,
+                tokens: AxisObservation {
+                    limit: Some(160_000),
+                    remaining: Some(159_976),
+                    reset: Some(Duration::from_millis(9)),
+                },
+                requests: AxisObservation {
+                    limit: None,
+                    remaining: Some(4999),
+                    reset: Some(Duration::from_millis(12)),
+                },
+                ..RateObservation::default()
             })
         );
         let h = headers(&[
@@ -321,16 +340,21 @@ mod tests {
             ("anthropic-ratelimit-requests-remaining", "999"),
             ("anthropic-ratelimit-requests-reset", "2025-08-21T12:40:30Z"),
         ]);
-        let obs = rate_observation(&h, now);
-        assert_eq!(obs.and_then(|o| o.remaining_tokens), Some(96_000));
-        assert_eq!(
-            obs.and_then(|o| o.tokens_reset),
-            Some(Duration::from_secs(60))
-        );
-        assert_eq!(
-            obs.and_then(|o| o.requests_reset),
-            Some(Duration::from_secs(30))
-        );
+        let obs = rate_observation(&h, now).unwrap_or_default();
+        // The input family is stated apart: `tokens-*` (the more restrictive of input and
+        // output) is not read as a limit on both together.
+        assert_eq!(obs.input_tokens.remaining, Some(80_000));
+        assert_eq!(obs.input_tokens.reset, Some(Duration::from_secs(59)));
+        assert!(obs.tokens.is_empty());
+        assert_eq!(obs.requests.reset, Some(Duration::from_secs(30)));
+        let h = headers(&[
+            ("anthropic-ratelimit-tokens-limit", "90000"),
+            ("anthropic-ratelimit-tokens-remaining", "96000"),
+            ("anthropic-ratelimit-tokens-reset", "2025-08-21T12:41:00Z"),
+        ]);
+        let obs = rate_observation(&h, now).unwrap_or_default();
+        assert_eq!(obs.tokens.limit, Some(90_000));
+        assert_eq!(obs.tokens.reset, Some(Duration::from_secs(60)));
         assert_eq!(
             rate_observation(&headers(&[("x-ratelimit-remaining-tokens", "-1")]), now),
             None

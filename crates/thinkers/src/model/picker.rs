@@ -166,6 +166,8 @@ mod tests {
         let ask = Ask {
             budget: cheapest.budget_name(),
             tokens: 200_000,
+            input_tokens: 0,
+            output_tokens: 0,
             requests: 1,
             slots: 1,
         };
@@ -198,6 +200,8 @@ mod tests {
         let ask = Ask {
             budget: a.budget_name(),
             tokens: 1,
+            input_tokens: 0,
+            output_tokens: 0,
             requests: 1,
             slots: 1,
         };

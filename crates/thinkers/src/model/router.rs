@@ -272,6 +272,8 @@ mod tests {
         let ask = Ask {
             budget: Seat::budget_for("sim-small-text").into(),
             tokens: 10_000,
+            input_tokens: 0,
+            output_tokens: 0,
             requests: 1,
             slots: 1,
         };

@@ -72,7 +72,10 @@ impl Job for SeatJob {
         }
         tokio::time::sleep(self.hold).await;
         if let Some(u) = self.used {
-            res.report_seat_usage(u);
+            res.report_seat_usage(thinkers::job::SeatUse {
+                input: u,
+                output: 0,
+            });
         }
         Ok(at)
     }

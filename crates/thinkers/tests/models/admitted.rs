@@ -98,7 +98,7 @@ impl Grant for Forged {
     fn requirements(&self) -> &[Requirement] {
         &self.0
     }
-    fn settle(self: Box<Self>, _: Option<u64>) {}
+    fn settle(self: Box<Self>, _: Option<thinkers::job::SeatUse>) {}
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }

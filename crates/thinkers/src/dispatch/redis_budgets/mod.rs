@@ -35,8 +35,8 @@ use redis::aio::MultiplexedConnection;
 use tokio::time::Instant;
 
 use super::budget::Probe;
-use super::{BudgetStore, Lease, Limits, Rate, RateObservation, Reservation};
-use crate::job::Ask;
+use super::{Axis, BudgetStore, Lease, Limits, Rate, RateObservation, Reservation};
+use crate::job::{Ask, SeatUse};
 use crate::{Error, Result};
 use scripts::SCRIPTS;
 
@@ -55,9 +55,9 @@ struct Local {
     limits: Limits,
     /// Leases holding concurrency that this process must keep alive.
     held: HashSet<u64>,
-    /// The used fraction of the token and request buckets and the slots in use, as the last
-    /// decision saw them.
-    seen: (f64, f64, u64),
+    /// The used fraction of each axis (in [`Axis::ALL`]'s order) and the slots in use, as the
+    /// last decision saw them.
+    seen: ([f64; 4], u64),
     paused_until: Option<Instant>,
     /// This process's first model call on a budget without a catalog rate goes alone.
     probe: Probe,
@@ -192,13 +192,18 @@ impl Inner {
             }
             local.limits
         };
-        if let Some(r) = limits.tokens
-            && ask.tokens > r.amount
-        {
-            return Ok(Reservation::Never(format!(
-                "asks {} tokens but the limit is {} per {:?}",
-                ask.tokens, r.amount, r.per
-            )));
+        for axis in [Axis::Tokens, Axis::InputTokens, Axis::OutputTokens] {
+            if let Some(r) = axis.rate(&limits)
+                && axis.asked(ask) > r.amount
+            {
+                return Ok(Reservation::Never(format!(
+                    "asks {} tokens but its {} limit is {} per {:?}",
+                    axis.asked(ask),
+                    axis.as_str(),
+                    r.amount,
+                    r.per
+                )));
+            }
         }
         if let Some(c) = limits.concurrency
             && ask.slots > c
@@ -217,16 +222,19 @@ impl Inner {
             return Ok(Reservation::Wait(Some(SLOT_POLL)));
         }
         let mut inv = SCRIPTS.reserve.prepare_invoke();
-        for part in ["tok:b", "req:b", "held:z", "held:s", "pause", "seq"] {
+        for part in ["held:z", "held:s", "pause", "seq"] {
             inv.key(self.key(b, part));
         }
-        bucket_args(&mut inv, limits.tokens);
-        bucket_args(&mut inv, limits.requests);
+        for axis in Axis::ALL {
+            inv.key(self.key(b, axis_key(axis)));
+        }
         inv.arg(limits.concurrency.map_or(-1, i64::from))
-            .arg(signed(ask.tokens))
-            .arg(ask.requests)
             .arg(ask.slots)
             .arg(millis(self.ttl));
+        for axis in Axis::ALL {
+            bucket_args(&mut inv, axis.rate(&limits));
+            inv.arg(signed(axis.asked(ask)));
+        }
         let mut conn = self.conn.clone();
         let answer: Vec<i64> = match inv.invoke_async(&mut conn).await {
             Ok(a) => a,
@@ -237,19 +245,19 @@ impl Inner {
                 return Err(redis_error("reserve", &e));
             }
         };
-        let [kind, value, tokens, requests, slots] = answer[..] else {
+        let [kind, value, slots, t, i, o, r] = answer[..] else {
             if let Some(l) = self.lock().get_mut(&**b) {
                 l.probe.not_sent();
             }
             return Err(Error::system(
                 "redis budgets",
-                format!("the reserve script answered {answer:?}, not five numbers"),
+                format!("the reserve script answered {answer:?}, not seven numbers"),
             ));
         };
         let granted = kind == 0 && limits.concurrency.is_some() && ask.slots > 0;
         if let Some(local) = self.lock().get_mut(&**b) {
             let used = |headroom_ppm: i64| 1.0 - unsigned(headroom_ppm) as f64 / 1e6;
-            local.seen = (used(tokens), used(requests), unsigned(slots));
+            local.seen = ([t, i, o, r].map(used), unsigned(slots));
             if granted {
                 local.held.insert(unsigned(value));
             }
@@ -264,11 +272,23 @@ impl Inner {
                 budget: b.clone(),
                 id: unsigned(value),
                 tokens: ask.tokens,
+                input_tokens: ask.input_tokens,
+                output_tokens: ask.output_tokens,
                 slots: ask.slots,
             }),
             _ if value < 0 => Reservation::Wait(Some(SLOT_POLL)),
             _ => Reservation::Wait(Some(Duration::from_millis(unsigned(value)))),
         })
+    }
+}
+
+/// The key part of an axis's hash.
+fn axis_key(axis: Axis) -> &'static str {
+    match axis {
+        Axis::Tokens => "tok:b",
+        Axis::InputTokens => "in:b",
+        Axis::OutputTokens => "out:b",
+        Axis::Requests => "req:b",
     }
 }
 
@@ -346,14 +366,20 @@ impl BudgetStore for RedisBudgets {
         Box::pin(self.inner.reserve(ask))
     }
 
-    fn settle(&self, lease: &Lease, used_tokens: u64) {
+    fn settle(&self, lease: &Lease, used: SeatUse) {
         let Some(limits) = self.limits(&lease.budget) else {
             return;
         };
         let mut inv = SCRIPTS.settle.prepare_invoke();
-        inv.key(self.inner.key(&lease.budget, "tok:b"));
-        bucket_args(&mut inv, limits.tokens);
-        inv.arg(signed(lease.tokens)).arg(signed(used_tokens));
+        for axis in Axis::ALL {
+            // An axis neither the catalog nor a provider paces has nothing to settle; the
+            // script skips an axis whose hash is absent.
+            if let Some((reserved, used)) = axis.settled(lease, used) {
+                inv.key(self.inner.key(&lease.budget, axis_key(axis)));
+                bucket_args(&mut inv, axis.rate(&limits));
+                inv.arg(signed(reserved)).arg(signed(used));
+            }
+        }
         self.inner.spawn("settle", inv);
     }
 
@@ -382,11 +408,11 @@ impl BudgetStore for RedisBudgets {
         let limits = self.limits(budget).unwrap_or_default();
         let mut inv = SCRIPTS.pause.prepare_invoke();
         inv.key(self.inner.key(budget, "pause"))
-            .key(self.inner.key(budget, "tok:b"))
-            .key(self.inner.key(budget, "req:b"))
             .arg(millis(wait).max(1));
-        bucket_args(&mut inv, limits.tokens);
-        bucket_args(&mut inv, limits.requests);
+        for axis in Axis::ALL {
+            inv.key(self.inner.key(budget, axis_key(axis)));
+            bucket_args(&mut inv, axis.rate(&limits));
+        }
         self.inner.spawn("pause", inv);
     }
 
@@ -394,32 +420,17 @@ impl BudgetStore for RedisBudgets {
         let Some(limits) = self.limits(budget) else {
             return;
         };
-        let axes = [
-            (
-                "tok:b",
-                limits.tokens,
-                obs.limit_tokens,
-                obs.remaining_tokens,
-                obs.tokens_reset,
-            ),
-            (
-                "req:b",
-                limits.requests,
-                obs.limit_requests,
-                obs.remaining_requests,
-                obs.requests_reset,
-            ),
-        ];
-        for (key, rate, limit, remaining, reset) in axes {
-            if limit.is_none() && remaining.is_none() {
+        for axis in Axis::ALL {
+            let said = axis.observed(&obs);
+            if said.limit.is_none() && said.remaining.is_none() {
                 continue;
             }
             let mut inv = SCRIPTS.observe.prepare_invoke();
-            inv.key(self.inner.key(budget, key));
-            bucket_args(&mut inv, rate);
-            inv.arg(limit.map_or(-1, signed))
-                .arg(remaining.map_or(-1, signed))
-                .arg(reset.map_or(-1, millis));
+            inv.key(self.inner.key(budget, axis_key(axis)));
+            bucket_args(&mut inv, axis.rate(&limits));
+            inv.arg(said.limit.map_or(-1, signed))
+                .arg(said.remaining.map_or(-1, signed))
+                .arg(said.reset.map_or(-1, millis));
             self.inner.spawn("observe", inv);
         }
     }
@@ -427,13 +438,11 @@ impl BudgetStore for RedisBudgets {
     fn headroom(&self, budget: &str) -> Option<f64> {
         let g = self.inner.lock();
         let l = g.get(budget)?;
-        let (tokens, requests, slots) = l.seen;
+        let (used, slots) = l.seen;
         let mut h: f64 = 1.0;
-        if l.limits.tokens.is_some() {
-            h = h.min(1.0 - tokens);
-        }
-        if l.limits.requests.is_some() {
-            h = h.min(1.0 - requests);
+        // The script answers for every axis it paces (a catalog's, or one a provider stated).
+        for u in used {
+            h = h.min(1.0 - u);
         }
         if let Some(c) = l.limits.concurrency {
             h = h.min(1.0 - slots as f64 / f64::from(c.max(1)));

@@ -1,8 +1,8 @@
 //! The server-side Lua scripts of [`super::RedisBudgets`]. Each runs atomically in Redis and reads
 //! the clock with `TIME`, so every process judges buckets and leases by the same clock.
 //!
-//! Keys of one budget (`P` is the store's prefix and the budget name): `P:tok:b`/`P:req:b` (the
-//! token and request axes: hash of the time they are paid up to `tat`, the provider's stated rate
+//! Keys of one budget (`P` is the store's prefix and the budget name): `P:tok:b`, `P:in:b`,
+//! `P:out:b`, `P:req:b` (the token, input-token, output-token and request axes: hash of the time they are paid up to `tat`, the provider's stated rate
 //! `st`, the learned rate `lr` (since `lat`), the last throttle's end `tu`, the units let through
 //! since `sat` (`since`), the room the provider last stated `rm` (at `rmat`, until `rmu`) and
 //! the most it ever stated `wide`, whether it states a limit `heard`,
@@ -108,7 +108,7 @@ local function margin(b, n, used)
 end
 
 local function headroom(b)
-  if b == nil then return 1000000 end
+  if not b then return 1000000 end
   local ahead = math.max(0, b.tat - now)
   local span = math.max(tolerance(b), AWIN)
   local free = 1 - ahead / span
@@ -129,54 +129,66 @@ local function held(hz, hs)
 end
 ";
 
-/// Reserve. KEYS: tok:b req:b held:z held:s pause seq.
-/// ARGV: the token bucket (rate per ms, burst ms, amount), the request bucket (the same three),
-/// concurrency (-1 when unlimited), asked tokens, requests, slots, lease ttl ms.
-/// Returns {0, lease id, ...} granted or {1, wait ms or -1 for "after a release", ...}, followed
-/// by the token and request headroom (parts per million) and the slots held after the decision.
+/// Reserve. KEYS: held:z held:s pause seq, then the axes' keys (tok:b in:b out:b req:b).
+/// ARGV: concurrency (-1 when unlimited), slots, lease ttl ms, then per axis four: its rate per
+/// ms, burst ms, amount (the axis's three) and the units asked.
+/// Returns {0, lease id, ...} granted or {1, wait ms or -1 for "after a release", ...},
+/// followed by the slots held after the decision and each axis's headroom (parts per million).
 const RESERVE: &str = r"
-local tr, tb, ta = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local rr, rb, ra = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local cl = tonumber(ARGV[7])
-local at, ar, as, ttl = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
-local tok, req, inflight = load(KEYS[1], tr, tb), load(KEYS[2], rr, rb), 0
-if cl >= 0 then inflight = held(KEYS[3], KEYS[4]) end
-local function answer(kind, value)
-  return {kind, value, headroom(tok), headroom(req), inflight}
+local cl, as, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local axes, asked = {}, {}
+for i = 5, #KEYS do
+  local a = 4 + 4 * (i - 5)
+  axes[i - 4] = load(KEYS[i], tonumber(ARGV[a]), tonumber(ARGV[a + 1])) or false
+  asked[i - 4] = tonumber(ARGV[a + 3])
 end
-local paused = tonumber(redis.call('GET', KEYS[5]) or '0')
+local inflight = 0
+if cl >= 0 then inflight = held(KEYS[1], KEYS[2]) end
+local function answer(kind, value)
+  local out = {kind, value, inflight}
+  for i = 1, #axes do out[#out + 1] = headroom(axes[i] or nil) end
+  return out
+end
+local paused = tonumber(redis.call('GET', KEYS[3]) or '0')
 if paused > now then return answer(1, math.ceil(paused - now)) end
 if cl >= 0 and inflight + as > cl then return answer(1, -1) end
 local w = nil
-if tok then w = wait(tok, at) end
-if req then
-  local wr = wait(req, ar)
-  if wr and (w == nil or wr > w) then w = wr end
+for i = 1, #axes do
+  if axes[i] then
+    local wi = wait(axes[i], asked[i])
+    if wi and (w == nil or wi > w) then w = wi end
+  end
 end
 if w then return answer(1, math.max(1, math.ceil(w))) end
-local id = redis.call('INCR', KEYS[6])
-redis.call('PEXPIRE', KEYS[6], 86400000)
-if tok then take(tok, at); save(tok) end
-if req then take(req, ar); save(req) end
+local id = redis.call('INCR', KEYS[4])
+redis.call('PEXPIRE', KEYS[4], 86400000)
+for i = 1, #axes do
+  if axes[i] then take(axes[i], asked[i]); save(axes[i]) end
+end
 if cl >= 0 and as > 0 then
-  redis.call('ZADD', KEYS[3], now + ttl, id)
-  redis.call('HSET', KEYS[4], id, as)
+  redis.call('ZADD', KEYS[1], now + ttl, id)
+  redis.call('HSET', KEYS[2], id, as)
   inflight = inflight + as
 end
 return answer(0, id)
 ";
 
-/// Settle a grant's tokens. KEYS: tok:b. ARGV: the token axis (three), reserved, used.
+/// Settle a grant's tokens on each token axis. KEYS: the axes' keys. ARGV: per axis five: the
+/// axis's three, reserved, used.
 const SETTLE: &str = r"
-local b = load(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]))
-if b == nil then return 0 end
-local reserved, used = tonumber(ARGV[4]), tonumber(ARGV[5])
-local owed = used + margin(b, reserved, used) - reserved
-if owed > 0 then b.tat = math.max(b.tat, now) + math.min(owed / rate(b), MAXW)
-else b.tat = math.max(b.tat + owed / rate(b), now) end
-b.since = math.max(0, b.since + used - reserved)
-if b.rm then b.rm = b.rm + reserved - used end
-save(b)
+for i = 1, #KEYS do
+  local a = 5 * (i - 1)
+  local b = load(KEYS[i], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]))
+  if b then
+    local reserved, used = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
+    local owed = used + margin(b, reserved, used) - reserved
+    if owed > 0 then b.tat = math.max(b.tat, now) + math.min(owed / rate(b), MAXW)
+    else b.tat = math.max(b.tat + owed / rate(b), now) end
+    b.since = math.max(0, b.since + used - reserved)
+    if b.rm then b.rm = b.rm + reserved - used end
+    save(b)
+  end
+end
 return 1
 ";
 
@@ -196,14 +208,14 @@ return n
 ";
 
 /// Pause the budget and hold its axes until the pause ends; an axis that was sending at its
-/// rate learns the rate (once per pause). KEYS: pause tok:b req:b. ARGV: wait ms, the token
-/// axis (three), the request axis (three). A longer pause already set stays.
+/// rate learns the rate (once per pause). KEYS: pause, then the axes' keys. ARGV: wait ms, then
+/// each axis's three. A longer pause already set stays.
 const PAUSE: &str = r"
 local untl = now + math.min(tonumber(ARGV[1]), MAXW)
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 if cur < untl then redis.call('SET', KEYS[1], math.ceil(untl), 'PX', math.ceil(untl - now)) end
-for i, key in ipairs({KEYS[2], KEYS[3]}) do
-  local b = load(key, tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i]))
+for i = 2, #KEYS do
+  local b = load(KEYS[i], tonumber(ARGV[3 * i - 4]), tonumber(ARGV[3 * i - 3]))
   if b then
     local busy = b.tat >= now
     b.tat = math.max(b.tat, untl)

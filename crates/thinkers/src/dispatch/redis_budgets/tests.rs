@@ -9,7 +9,8 @@ use anyhow::{Context as _, Result, bail};
 use tokio::time::Instant;
 
 use super::*;
-use crate::dispatch::Rate;
+use crate::dispatch::{AxisObservation, Rate};
+use crate::job::SeatUse;
 use crate::test_services::redis_url;
 
 /// A fresh key prefix, so tests running at once never share budgets.
@@ -21,6 +22,8 @@ fn ask(budget: &str, tokens: u64, slots: u32) -> Ask {
     Ask {
         budget: budget.into(),
         tokens,
+        input_tokens: tokens,
+        output_tokens: 0,
         requests: 1,
         slots,
     }
@@ -71,6 +74,8 @@ async fn four_processes_never_exceed_a_shared_budget() -> Result<()> {
             per,
             burst: None,
         }),
+        input_tokens: None,
+        output_tokens: None,
         requests: Some(Rate {
             amount: 30,
             per,
@@ -216,7 +221,13 @@ async fn settle_pause_and_refusals_are_shared() -> Result<()> {
         Reservation::Wait(Some(d)) => assert!(d > Duration::from_secs(25), "{d:?}"),
         other => bail!("expected a wait of about 30 s, got {other:?}"),
     }
-    a.settle(&lease, 100);
+    a.settle(
+        &lease,
+        SeatUse {
+            input: 100,
+            output: 0,
+        },
+    );
     assert!(
         reserve(&b, &ask("entry", 400, 0), Duration::from_secs(2))
             .await?
@@ -252,8 +263,11 @@ async fn a_providers_smaller_allowance_is_booked_for_every_process() -> Result<(
     a.observe(
         "entry",
         RateObservation {
-            remaining_tokens: Some(100),
-            tokens_reset: Some(Duration::from_secs(60)),
+            tokens: AxisObservation {
+                remaining: Some(100),
+                reset: Some(Duration::from_secs(60)),
+                limit: None,
+            },
             ..RateObservation::default()
         },
     );
@@ -299,7 +313,10 @@ async fn a_stated_limit_and_a_throttle_pace_every_process() -> Result<()> {
     a.observe(
         "entry",
         RateObservation {
-            limit_requests: Some(60),
+            requests: AxisObservation {
+                limit: Some(60),
+                ..AxisObservation::default()
+            },
             ..RateObservation::default()
         },
     );

@@ -155,9 +155,9 @@ async fn sends_the_encoded_bytes_and_reads_rate_headers() -> anyhow::Result<()> 
     let rate = out
         .rate
         .ok_or_else(|| anyhow::anyhow!("no rate observation"))?;
-    assert_eq!(rate.remaining_tokens, Some(1000));
-    assert_eq!(rate.tokens_reset, Some(Duration::from_secs(1)));
-    assert_eq!(rate.remaining_requests, Some(9));
+    assert_eq!(rate.tokens.remaining, Some(1000));
+    assert_eq!(rate.tokens.reset, Some(Duration::from_secs(1)));
+    assert_eq!(rate.requests.remaining, Some(9));
     let seen = seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
     assert_eq!(seen.bodies[0], enc.body);
     assert_eq!(

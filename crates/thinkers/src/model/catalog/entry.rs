@@ -104,6 +104,10 @@ pub struct Entry {
     pub(super) context_window: u32,
     pub(super) output_ceiling: u32,
     pub(super) tpm: Option<u64>,
+    /// Input tokens per minute, where the provider limits them apart (`itpm`).
+    pub(super) itpm: Option<u64>,
+    /// Output tokens per minute, where the provider limits them apart (`otpm`).
+    pub(super) otpm: Option<u64>,
     pub(super) rpm: Option<u64>,
     /// The burst the provider accepts, as a stretch of `tpm`/`rpm` (`burst_seconds`).
     pub(super) burst: Option<std::time::Duration>,
@@ -155,6 +159,16 @@ impl Entry {
     /// Tokens per minute the provider allows, if limited.
     pub fn tpm(&self) -> Option<u64> {
         self.tpm
+    }
+
+    /// Input tokens per minute the provider allows, where it limits them apart from output.
+    pub fn itpm(&self) -> Option<u64> {
+        self.itpm
+    }
+
+    /// Output tokens per minute the provider allows, where it limits them apart from input.
+    pub fn otpm(&self) -> Option<u64> {
+        self.otpm
     }
 
     /// Requests per minute the provider allows, if limited.
@@ -286,8 +300,9 @@ impl Entry {
         &self.budget
     }
 
-    /// Its admission limits: `tpm` as tokens per minute, `rpm` as requests per minute (each
-    /// with the entry's burst), and `concurrency`; an absent limit is unlimited.
+    /// Its admission limits: `tpm` as tokens per minute, `itpm`/`otpm` as input/output tokens
+    /// per minute, `rpm` as requests per minute (each with the entry's burst), and
+    /// `concurrency`; an absent limit is unlimited.
     pub fn limits(&self) -> Limits {
         let rate = |amount| Rate {
             burst: self.burst,
@@ -295,6 +310,8 @@ impl Entry {
         };
         Limits {
             tokens: self.tpm.map(rate),
+            input_tokens: self.itpm.map(rate),
+            output_tokens: self.otpm.map(rate),
             requests: self.rpm.map(rate),
             concurrency: self.concurrency,
         }

@@ -341,6 +341,8 @@ fn read_entry(
     }
 
     let tpm = f.limit("tpm", u64::MAX >> 1)?;
+    let itpm = f.limit("itpm", u64::MAX >> 1)?;
+    let otpm = f.limit("otpm", u64::MAX >> 1)?;
     let rpm = f.limit("rpm", u64::MAX >> 1)?;
     let concurrency = f.limit("concurrency", u64::from(u32::MAX))?;
     let burst = f
@@ -368,6 +370,8 @@ fn read_entry(
         context_window: u32::try_from(context_window).unwrap_or(u32::MAX),
         output_ceiling: u32::try_from(output_ceiling).unwrap_or(u32::MAX),
         tpm,
+        itpm,
+        otpm,
         rpm,
         burst,
         concurrency: concurrency.map(|c| u32::try_from(c).unwrap_or(u32::MAX)),
