@@ -7,8 +7,9 @@
 //!
 //! The cells: limit shape (a token bucket holding the minute's figure, a fixed minute, a sliding
 //! 10 s and a sliding 1 s window; the sim's, each pro rata) × limit kind (`tpm = 150000`,
-//! `rpm = 600`) × catalog (right; 10× too high; absent; 10× too low, a ceiling the user chose,
-//! which must hold) × processes (1, and 3 runtimes sharing one budget through Redis).
+//! `rpm = 600`, and, in Anthropic's dialect, `itpm = 120000` or `otpm = 20000`) × catalog
+//! (right; 10× too high; absent; 10× too low, a ceiling the user chose, which must hold) ×
+//! processes (1, and 3 runtimes sharing one budget through Redis).
 //!
 //! Printed per cell: utilisation of the true limit (the sim's settled tokens, or admitted
 //! requests, per minute over the figure; for a catalog 10× too low, over the catalog's figure),
@@ -37,6 +38,10 @@ use thinkers_sim::LimitShape;
 
 const TPM: u64 = 150_000;
 const RPM: u64 = 600;
+/// Input and output tokens per minute, for the providers that limit them apart (Anthropic,
+/// Bedrock): each binds this job at about the rate `TPM` does.
+const ITPM: u64 = 120_000;
+const OTPM: u64 = 20_000;
 const IN_FLIGHT: usize = 50;
 const OUTPUT: u32 = 512;
 
@@ -46,7 +51,7 @@ const SHAPES: [(&str, LimitShape, u64); 4] = [
     ("sliding10", LimitShape::Sliding, 10),
     ("sliding1", LimitShape::Sliding, 1),
 ];
-const KINDS: [&str; 2] = ["tpm", "rpm"];
+const KINDS: [&str; 4] = ["tpm", "rpm", "itpm", "otpm"];
 /// The catalog's figure as a multiple of the true one (`None`: absent).
 const CATALOGS: [(&str, Option<f64>); 4] = [
     ("right", Some(1.0)),
@@ -73,10 +78,11 @@ fn sim_config() -> thinkers_sim::SimConfig {
                 .limit_shape(shape)
                 .limit_window(Duration::from_secs(window))
                 .profile(profile.clone());
-            b = b.model(if kind == "tpm" {
-                m.tpm(TPM)
-            } else {
-                m.rpm(RPM)
+            b = b.model(match kind {
+                "tpm" => m.tpm(TPM),
+                "itpm" => m.itpm(ITPM),
+                "otpm" => m.otpm(OTPM),
+                _ => m.rpm(RPM),
             });
         }
     }
@@ -99,7 +105,22 @@ impl Cell {
     }
 
     fn truth(&self) -> u64 {
-        if self.kind == "tpm" { TPM } else { RPM }
+        match self.kind {
+            "tpm" => TPM,
+            "itpm" => ITPM,
+            "otpm" => OTPM,
+            _ => RPM,
+        }
+    }
+
+    /// The dialect the cell speaks: separate input and output limits are Anthropic's (its
+    /// headers state them apart), every other kind the one asked for.
+    fn dialect<'a>(&self, asked: &'a str) -> &'a str {
+        if matches!(self.kind, "itpm" | "otpm") {
+            "anthropic"
+        } else {
+            asked
+        }
     }
 
     /// The figure the cell must not exceed: the truth, or the user's lower ceiling.
@@ -157,6 +178,7 @@ async fn runtimes(base: &str, dialect: &str, cell: &Cell) -> Vec<Runtime> {
 }
 
 async fn run_cell(base: &str, dialect: &str, cell: &Cell, secs: u64) -> Outcome {
+    let dialect = cell.dialect(dialect);
     common::control()
         .post(format!("{base}/sim/reset"))
         .send()
@@ -214,10 +236,11 @@ async fn run_cell(base: &str, dialect: &str, cell: &Cell, secs: u64) -> Outcome 
         last_429 = Some(secs as f64);
     }
     let elapsed = Duration::from_secs(secs);
-    let used = if cell.kind == "tpm" {
-        at_deadline.settled_tokens_per_minute(elapsed)
-    } else {
-        at_deadline.admitted_per_minute(elapsed)
+    let used = match cell.kind {
+        "tpm" => at_deadline.settled_tokens_per_minute(elapsed),
+        "itpm" => at_deadline.settled_input_tokens_per_minute(elapsed),
+        "otpm" => at_deadline.settled_output_tokens_per_minute(elapsed),
+        _ => at_deadline.admitted_per_minute(elapsed),
     };
     Outcome {
         utilisation: used / cell.bound(),
@@ -263,8 +286,9 @@ fn main() {
     }
     common::client_runtime().block_on(async {
         println!(
-            "dialect {dialect}; {IN_FLIGHT} runs in flight, {secs} s per cell; true limits \
-             tpm = {TPM} or rpm = {RPM}; a 10x-too-low catalog is measured against its own figure"
+            "dialect {dialect} (itpm/otpm: anthropic); {IN_FLIGHT} runs in flight, {secs} s per \
+             cell; true limits tpm = {TPM}, rpm = {RPM}, itpm = {ITPM} or otpm = {OTPM}; a \
+             10x-too-low catalog is measured against its own figure"
         );
         println!(
             "{:<30} {:>7} {:>6} {:>7} {:>6} {:>9} {:>9}",

@@ -256,7 +256,7 @@ impl Probe {
     /// Whether an ask of `tokens` on a budget with `limits` must wait for the probe; the first
     /// such ask becomes the probe.
     pub(crate) fn holds(&mut self, limits: &Limits, tokens: u64) -> bool {
-        if tokens == 0 || limits.tokens.is_some() || limits.requests.is_some() {
+        if tokens == 0 || Axis::ALL.iter().any(|a| a.rate(limits).is_some()) {
             return false;
         }
         match *self {
@@ -385,7 +385,9 @@ impl MemoryBudgets {
             {
                 return Reservation::Wait(None);
             }
-            if s.probe.holds(&s.limits, ask.tokens) {
+            // A budget the provider already stated rates for has nothing left to probe.
+            let stated = s.axes.iter().any(Option::is_some);
+            if !stated && s.probe.holds(&s.limits, ask.tokens) {
                 return Reservation::Wait(None);
             }
             let wait = s
@@ -508,3 +510,6 @@ impl BudgetStore for MemoryBudgets {
         .unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests;

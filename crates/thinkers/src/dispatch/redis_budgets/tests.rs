@@ -343,3 +343,58 @@ async fn a_stated_limit_and_a_throttle_pace_every_process() -> Result<()> {
     }
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_and_output_axes_are_shared_and_settled_apart() -> Result<()> {
+    // otpm = 6,000 (100 a second) and itpm = 600,000: A books 1,000 output tokens; B waits
+    // about 10 s for the output axis, then, once A settled at 100 used, about 1 s.
+    let limits = Limits {
+        input_tokens: Some(Rate::per_minute(600_000)),
+        output_tokens: Some(Rate::per_minute(6_000)),
+        ..Limits::default()
+    };
+    let mut stores = stores(2, &prefix(), DEFAULT_LEASE_TTL, limits).await?;
+    let (Some(b), Some(a)) = (stores.pop(), stores.pop()) else {
+        return Ok(());
+    };
+    let call = Ask {
+        budget: "entry".into(),
+        tokens: 1_500,
+        input_tokens: 500,
+        output_tokens: 1_000,
+        requests: 1,
+        slots: 0,
+    };
+    assert!(matches!(
+        a.try_reserve(&Ask {
+            output_tokens: 6_001,
+            ..call.clone()
+        })
+        .await?,
+        Reservation::Never(why) if why.contains("otpm")
+    ));
+    let lease = reserve(&a, &call, Duration::from_secs(1))
+        .await?
+        .context("granted")?;
+    match b.try_reserve(&call).await? {
+        Reservation::Wait(Some(d)) => assert!(d > Duration::from_secs(9), "{d:?}"),
+        other => bail!("expected a wait of about 10 s, got {other:?}"),
+    }
+    a.settle(
+        &lease,
+        SeatUse {
+            input: 500,
+            output: 100,
+        },
+    );
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        match b.try_reserve(&call).await? {
+            Reservation::Wait(Some(d)) if d < Duration::from_millis(1_100) => break,
+            Reservation::Granted(_) => bail!("granted before the output axis allowed it"),
+            _ if Instant::now() > until => bail!("the settle never reached the shared axis"),
+            _ => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+    Ok(())
+}

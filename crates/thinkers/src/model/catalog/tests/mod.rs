@@ -186,6 +186,20 @@ fn burst_seconds_gives_both_rates_an_explicit_burst() {
 }
 
 #[test]
+fn input_and_output_token_limits_are_axes_of_their_own() {
+    let text = VALID.replacen("rpm = 600\n", "rpm = 600\nitpm = 40000\notpm = 8000\n", 1);
+    let c = Catalog::from_toml_str(&text, "itpm.toml").unwrap();
+    let e = c.entry("acme-small").unwrap();
+    assert_eq!((e.itpm(), e.otpm()), (Some(40_000), Some(8_000)));
+    let limits = e.limits();
+    assert_eq!(limits.input_tokens, Some(Rate::per_minute(40_000)));
+    assert_eq!(limits.output_tokens, Some(Rate::per_minute(8_000)));
+    assert_eq!(limits.tokens, Some(Rate::per_minute(100_000)));
+    let err = broken("rpm = 600\n", "rpm = 600\notpm = 0\n");
+    assert_invalid(&err, Problem::BadValue, &["acme-small", "otpm"]);
+}
+
+#[test]
 fn output_sizes_use_overrides_and_are_capped_at_the_ceiling() {
     let c = valid();
     let e = c.entry("acme-small").unwrap();

@@ -1,0 +1,150 @@
+use super::*;
+
+const B: &str = "model:e";
+
+fn ask(input: u64, output: u64) -> Ask {
+    Ask {
+        budget: B.into(),
+        tokens: input + output,
+        input_tokens: input,
+        output_tokens: output,
+        requests: 1,
+        slots: 1,
+    }
+}
+
+fn store(limits: Limits) -> MemoryBudgets {
+    let s = MemoryBudgets::new();
+    s.configure(B, limits);
+    s
+}
+
+fn granted(s: &MemoryBudgets, a: &Ask) -> Lease {
+    match s.reserve_now(a) {
+        Reservation::Granted(l) => l,
+        other => panic!("expected a grant, got {other:?}"),
+    }
+}
+
+fn wait(s: &MemoryBudgets, a: &Ask) -> f64 {
+    match s.reserve_now(a) {
+        Reservation::Wait(Some(d)) => d.as_secs_f64(),
+        other => panic!("expected a timed wait, got {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_output_limit_books_the_output_budget_then_settles_to_what_was_used() {
+    // otpm = 6,000: 100 a second. A call booking 1,000 output tokens holds 10 s of the axis
+    // until it ends; it used 100, so the next may go a second after the first.
+    let s = store(Limits {
+        output_tokens: Some(Rate::per_minute(6_000)),
+        ..Limits::default()
+    });
+    let lease = granted(&s, &ask(5_000, 1_000));
+    assert!((wait(&s, &ask(5_000, 1_000)) - 10.0).abs() < 1e-3);
+    s.settle(
+        &lease,
+        SeatUse {
+            input: 5_000,
+            output: 100,
+        },
+    );
+    s.release(&lease);
+    assert!((wait(&s, &ask(5_000, 1_000)) - 1.0).abs() < 1e-3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn input_and_output_limits_pace_apart_and_the_tighter_binds() {
+    // itpm = 60,000 (1,000 a second) and otpm = 6,000 (100 a second): an ask of 2,000 in and 50
+    // out waits 2 s for the input axis; one of 100 in and 500 out waits 5 s for the output axis.
+    let s = store(Limits {
+        input_tokens: Some(Rate::per_minute(60_000)),
+        output_tokens: Some(Rate::per_minute(6_000)),
+        ..Limits::default()
+    });
+    granted(&s, &ask(2_000, 50));
+    let w = wait(&s, &ask(100, 10));
+    assert!((w - 2.0).abs() < 1e-3, "{w}");
+    tokio::time::advance(Duration::from_secs(2)).await;
+    granted(&s, &ask(100, 500));
+    let w = wait(&s, &ask(100, 10));
+    assert!((w - 5.0).abs() < 1e-3, "{w}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_ask_above_a_whole_output_figure_is_refused_with_its_numbers() {
+    let s = store(Limits {
+        output_tokens: Some(Rate::per_minute(4_000)),
+        ..Limits::default()
+    });
+    match s.reserve_now(&ask(10, 8_192)) {
+        Reservation::Never(why) => {
+            assert!(why.contains("8192") && why.contains("otpm") && why.contains("4000"), "{why}")
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn separate_stated_limits_pace_a_budget_the_catalog_left_without_rates() {
+    // Anthropic states input and output apart; the catalog gave no rate. Each stated figure
+    // becomes its own axis at its own rate, never one axis at the lower figure.
+    let s = store(Limits::default());
+    s.observe(
+        B,
+        RateObservation {
+            input_tokens: AxisObservation {
+                limit: Some(60_000),
+                ..AxisObservation::default()
+            },
+            output_tokens: AxisObservation {
+                limit: Some(6_000),
+                ..AxisObservation::default()
+            },
+            ..RateObservation::default()
+        },
+    );
+    let rates = s.rates(B);
+    let of = |axis| rates.iter().find(|r| r.axis == axis).map(|r| (r.per_minute, r.source));
+    assert_eq!(of(Axis::InputTokens), Some((60_000.0, RateSource::Header)));
+    assert_eq!(of(Axis::OutputTokens), Some((6_000.0, RateSource::Header)));
+    assert_eq!(of(Axis::Tokens), None);
+    granted(&s, &ask(3_000, 100));
+    let w = wait(&s, &ask(10, 10));
+    assert!((w - 3.0).abs() < 1e-3, "input paces at 1,000 a second: {w}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_standing_rate_says_where_it_came_from() {
+    let s = store(Limits {
+        tokens: Some(Rate::per_minute(150_000)),
+        requests: Some(Rate::per_minute(600)),
+        ..Limits::default()
+    });
+    let source = |axis| {
+        s.rates(B)
+            .into_iter()
+            .find(|r| r.axis == axis)
+            .map(|r| (r.per_minute.round(), r.source))
+    };
+    assert_eq!(source(Axis::Tokens), Some((150_000.0, RateSource::Catalog)));
+    s.observe(
+        B,
+        RateObservation {
+            tokens: AxisObservation {
+                limit: Some(100_000),
+                ..AxisObservation::default()
+            },
+            ..RateObservation::default()
+        },
+    );
+    assert_eq!(source(Axis::Tokens), Some((100_000.0, RateSource::Header)));
+    // A throttle while sending at the rate cuts it: the rate is now the one learned. The token
+    // axis has a stated limit (the truth): cut a little. The request axis has none: it learns
+    // what went through, one request in the second up to the pause's end.
+    granted(&s, &ask(1_000, 0));
+    s.pause(B, Duration::from_secs(1));
+    assert_eq!(source(Axis::Tokens), Some((95_000.0, RateSource::Throttle)));
+    assert_eq!(source(Axis::Requests), Some((60.0, RateSource::Throttle)));
+}
