@@ -1,10 +1,10 @@
 //! The runs explorer of `thinkers serve` in headless Chromium, on the database `thinkers demo`
 //! wrote: the workflow list shows every demo workflow, the benchmark's tree expands to its judge
-//! calls, a model call shows its tokens and cost, the benchmark chart and the cost charts
-//! render; then a workflow run by another process on the same database grows in the open tree
-//! while it runs. The host requires a token, which the browser presents once as `?token=`.
+//! calls, a model call shows its tokens and cost, the benchmark chart, the cost charts and the
+//! admission view of every entry called render; then a workflow run by another process on the
+//! same database grows in the open tree while it runs. The host requires a token, which the browser presents once as `?token=`.
 //!
-//! Screenshots of the list, a tree and the benchmark chart are written to
+//! Screenshots of the list, a tree, the benchmark chart, the cost and the limits are written to
 //! `$CARGO_TARGET_DIR/screenshots/explorer-*.png` (printed by the test).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
@@ -200,6 +200,37 @@ async fn the_explorer_shows_the_demo_database_in_headless_chromium() {
     let cost_png = screenshot_path("explorer-cost.png");
     browser.screenshot(&cost_png).await;
 
+    // Admission per entry: each entry the demo called, its limits as learned with their
+    // sources, and its use per minute against them.
+    browser.click(".tab[data-tab='limits']").await;
+    let limits = browser
+        .wait_for(
+            "const e = [...document.querySelectorAll('.limit-entry')]; \
+             const axes = document.querySelectorAll('.limit-axes tbody tr').length; \
+             const use = document.querySelectorAll('svg.util-chart rect.use').length; \
+             const lim = document.querySelectorAll('svg.util-chart polyline.limit').length; \
+             return e.length && axes && use && lim ? [e.map(x => x.dataset.entry), axes] : null",
+            |v| !v.is_null(),
+        )
+        .await;
+    let called: HashSet<String> = store
+        .llm_runs(&thinkers::store::LlmRunFilter::new())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.entry)
+        .collect();
+    for entry in limits[0].as_array().unwrap() {
+        assert!(called.contains(entry.as_str().unwrap()), "{limits}");
+    }
+    assert_eq!(
+        limits[0].as_array().unwrap().len(),
+        called.len(),
+        "{limits}"
+    );
+    let limits_png = screenshot_path("explorer-limits.png");
+    browser.screenshot(&limits_png).await;
+
     // Live: a workflow another process runs on the same database grows in the open tree.
     // It makes no model call; the catalog only has to be bound.
     let catalog = thinkers::model::Catalog::bundled().with_sim_url("http://127.0.0.1:9");
@@ -268,7 +299,7 @@ async fn the_explorer_shows_the_demo_database_in_headless_chromium() {
             v == &json!(true)
         })
         .await;
-    for p in [&list_png, &tree_png, &chart_png, &cost_png] {
+    for p in [&list_png, &tree_png, &chart_png, &cost_png, &limits_png] {
         let size = std::fs::metadata(p).unwrap().len();
         assert!(size > 5000, "{} is {size} bytes", p.display());
         println!("screenshot saved to {}", p.display());

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::{CompactionRow, JobEnd, JobStart, JobStatus, LlmRun, Recorder};
+use super::{CompactionRow, JobEnd, JobStart, JobStatus, LimitEvent, LlmRun, Recorder};
 use crate::id::JobId;
 
 /// A stored job row: the start row merged with its end row.
@@ -30,6 +30,7 @@ struct Inner {
     index: HashMap<JobId, usize>,
     runs: Vec<LlmRun>,
     compactions: Vec<CompactionRow>,
+    limits: Vec<LimitEvent>,
 }
 
 /// Keeps every row in memory. Cheap to clone; clones share the rows.
@@ -74,6 +75,11 @@ impl MemoryRecorder {
     pub fn compactions(&self) -> Vec<CompactionRow> {
         self.lock().compactions.clone()
     }
+
+    /// Every admission event (throttles, rate changes), in arrival order.
+    pub fn limit_events(&self) -> Vec<LimitEvent> {
+        self.lock().limits.clone()
+    }
 }
 
 impl Recorder for MemoryRecorder {
@@ -103,5 +109,9 @@ impl Recorder for MemoryRecorder {
 
     fn compaction(&self, row: CompactionRow) {
         self.lock().compactions.push(row);
+    }
+
+    fn limit_event(&self, row: LimitEvent) {
+        self.lock().limits.push(row);
     }
 }

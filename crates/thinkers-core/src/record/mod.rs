@@ -2,15 +2,18 @@
 //!
 //! The dispatcher calls the recorder at the submission door ([`Recorder::job_started`]) and when a
 //! job ends ([`Recorder::job_finished`]); the model layer calls [`Recorder::llm_run`] once per model
-//! call. Recorder methods must not block: a store-backed recorder queues rows and writes them in
+//! call; admission's events (a throttle, a change of a budget's standing rate) go to
+//! [`Recorder::limit_event`]. Recorder methods must not block: a store-backed recorder queues rows and writes them in
 //! batches on its own task. [`Recorder::flush`] waits until everything queued so far is durable.
 //!
 //! Implementations: [`NoopRecorder`] (recording off), [`MemoryRecorder`] (tests, in-process
 //! inspection) and the SQLite recorder in `thinkers::store`.
 
+mod limit;
 mod memory;
 pub mod trajectory;
 
+pub use limit::{DETAIL_CHARS, LimitEvent, LimitEventKind, one_line, status_in};
 pub use memory::{JobRow, MemoryRecorder};
 pub use trajectory::{JobRecord, Trajectory, TrajectoryEntry};
 
@@ -181,6 +184,12 @@ pub trait Recorder: Send + Sync + 'static {
     /// A conversation was compacted. Recorders that keep no compactions ignore it; a recorder
     /// that wraps another must forward it.
     fn compaction(&self, row: CompactionRow) {
+        let _ = row;
+    }
+    /// Admission met a throttle, or a budget's standing rate changed (see [`LimitEvent`]).
+    /// Recorders that keep no such events ignore it; a recorder that wraps another must
+    /// forward it.
+    fn limit_event(&self, row: LimitEvent) {
         let _ = row;
     }
     /// Wait until every row queued so far is stored.

@@ -18,7 +18,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use crate::job::JobId;
-use crate::record::{CompactionRow, JobEnd, JobStart, LlmRun, Recorder};
+use crate::record::{CompactionRow, JobEnd, JobStart, LimitEvent, LlmRun, Recorder};
 
 /// Totals of the model calls made by one job and every job below it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -270,6 +270,10 @@ impl Recorder for LedgerRecorder {
 
     fn compaction(&self, row: CompactionRow) {
         self.inner.compaction(row);
+    }
+
+    fn limit_event(&self, row: LimitEvent) {
+        self.inner.limit_event(row);
     }
 
     fn flush(&self) -> BoxFuture<'_, crate::Result<()>> {

@@ -26,6 +26,7 @@
 mod admission;
 pub mod bucket;
 mod budget;
+mod limit_log;
 
 #[cfg(feature = "redis")]
 mod redis_budgets;
@@ -101,6 +102,8 @@ pub(crate) struct DispatcherInner {
     pub(crate) recorder: Arc<dyn Recorder>,
     pub(crate) services: Services,
     pub(crate) config: DispatchConfig,
+    /// What admission met, for the record (the last recorded standing of each budget).
+    pub(crate) limit_log: limit_log::LimitLog,
     /// Every root job's token hangs from it: [`Dispatcher::shutdown`] cancels it.
     root: CancellationToken,
     /// Why [`Dispatcher::shutdown`] cancelled everything, once it has.
@@ -199,6 +202,7 @@ impl DispatcherBuilder {
                 recorder: self.recorder,
                 services: self.services,
                 config: self.config,
+                limit_log: limit_log::LimitLog::default(),
                 root: CancellationToken::new(),
                 stop_reason: OnceLock::new(),
                 tasks: TaskTracker::new(),
@@ -246,6 +250,11 @@ impl Dispatcher {
     /// The retry bounds.
     pub fn config(&self) -> &DispatchConfig {
         &self.inner.config
+    }
+
+    /// What admission met, for the record (see `limit_log.rs`).
+    pub(crate) fn limit_log(&self) -> &limit_log::LimitLog {
+        &self.inner.limit_log
     }
 
     /// Cancel every job this dispatcher runs (each records its end as `cancelled`, naming

@@ -287,9 +287,13 @@ async fn attempts<J: Job>(
                         backoff(config.throttle_backoff, attempt.throttles - 1, salt)
                     })
                     .min(config.max_server_wait);
-                // A throttled budget holds every job on it for the wait and no longer.
+                // A throttled budget holds every job on it for the wait and no longer. The
+                // throttle and what it changed are recorded (`limit_log.rs`).
                 if let Some(b) = &budget {
-                    dispatcher.admission().store().pause(b, wait);
+                    let (store, log) = (dispatcher.admission().store(), dispatcher.limit_log());
+                    log.first_standing(&**store, b, None, cx);
+                    store.pause(b, wait);
+                    log.throttled(&**store, b, retry_after, wait, detail.as_deref(), cx);
                 }
                 tokio::time::sleep(wait).await;
             }

@@ -389,10 +389,15 @@ pub async fn converse_bound(
             return Err(failed.settle(e, cx));
         }
     };
-    let store = crate::dispatch::budgets_of(cx)?;
+    // The answer's headers feed the budget; its standing before (the first time) and after is
+    // recorded when it changed (`dispatch/limit_log.rs`).
+    let dispatcher = crate::dispatch::dispatcher_of(cx)?;
+    let (store, log) = (dispatcher.admission().store(), dispatcher.limit_log());
+    log.first_standing(&**store, &b.budget, Some(&b.entry), cx);
     if let Some(obs) = outcome.rate {
         store.observe(&b.budget, obs);
     }
+    log.standing(&**store, &b.budget, Some(&b.entry), cx);
     let usage = outcome.response.usage;
     res.report_seat_usage(if from_cache {
         crate::job::SeatUse::NONE
@@ -479,11 +484,21 @@ impl Failed<'_> {
                 budget: None,
                 retry_after,
                 detail,
-            }) => Error::Retry(RetrySignal::Throttled {
-                budget: Some(self.budget.to_string()),
-                retry_after: self.capped(retry_after, cx),
-                detail,
-            }),
+            }) => {
+                // The attempt loop records the throttle; it learns the entry and the wait the
+                // provider asked (before the cap) from this note.
+                if cx.recorder().keeps_rows()
+                    && let Ok(dispatcher) = crate::dispatch::dispatcher_of(cx)
+                {
+                    let log = dispatcher.limit_log();
+                    log.model_throttle(cx.id(), self.entry, retry_after);
+                }
+                Error::Retry(RetrySignal::Throttled {
+                    budget: Some(self.budget.to_string()),
+                    retry_after: self.capped(retry_after, cx),
+                    detail,
+                })
+            }
             Error::Retry(RetrySignal::Transient {
                 service, detail, ..
             }) if self.spent >= self.limits.call_timeout => Error::external(

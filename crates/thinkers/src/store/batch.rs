@@ -31,7 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::owner::{HEARTBEAT, Owner, OwnerOps};
 use crate::job::JobId;
-use crate::record::{CompactionRow, JobEnd, JobStart, LlmRun, Recorder, now_ms};
+use crate::record::{CompactionRow, JobEnd, JobStart, LimitEvent, LlmRun, Recorder, now_ms};
 use crate::{Error, Result};
 
 /// The most messages one batch (one transaction) takes from the queue.
@@ -54,6 +54,7 @@ pub(crate) enum Msg {
     /// A model call; with a sender, answered after the commit of the batch holding it.
     Run(LlmRun, Option<Done>),
     Compaction(CompactionRow),
+    Limit(LimitEvent),
     Flush(Done),
     Close(Done),
 }
@@ -73,6 +74,7 @@ pub(crate) struct Batch {
     pub(crate) ends: Vec<JobEnd>,
     pub(crate) runs: Vec<LlmRun>,
     pub(crate) compactions: Vec<CompactionRow>,
+    pub(crate) limits: Vec<LimitEvent>,
     rows: u64,
     /// Model calls waiting for this batch's commit.
     durable: Vec<Done>,
@@ -115,6 +117,10 @@ impl Batch {
                 self.rows += 1;
                 self.compactions.push(row);
             }
+            Msg::Limit(row) => {
+                self.rows += 1;
+                self.limits.push(row);
+            }
             other @ (Msg::Flush(_) | Msg::Close(_)) => return Some(other),
         }
         None
@@ -126,6 +132,7 @@ impl Batch {
         self.ends.clear();
         self.runs.clear();
         self.compactions.clear();
+        self.limits.clear();
         self.rows = 0;
     }
 }
@@ -362,6 +369,10 @@ impl Recorder for BatchRecorder {
 
     fn compaction(&self, row: CompactionRow) {
         self.send(Msg::Compaction(row));
+    }
+
+    fn limit_event(&self, row: LimitEvent) {
+        self.send(Msg::Limit(row));
     }
 
     fn flush(&self) -> BoxFuture<'_, Result<()>> {

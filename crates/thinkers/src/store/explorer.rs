@@ -1,5 +1,6 @@
 //! Queries of the runs explorer (`thinkers serve`): a filtered, paged list of workflows, the
-//! root classes to filter by, and stored benchmark reports. Each statement is written once and
+//! root classes to filter by, stored benchmark reports, and admission's events (throttles and
+//! rate changes, [`LimitEvent`]). Each statement is written once and
 //! expanded for SQLite and PostgreSQL (the SQL is the same; only the bind markers differ, which
 //! `QueryBuilder` writes).
 
@@ -8,7 +9,7 @@ use sqlx::{QueryBuilder, Row as _};
 
 use super::{Store, WorkflowSummary};
 use crate::job::JobId;
-use crate::record::{JobStatus, now_ms};
+use crate::record::{JobStatus, LimitEvent, LimitEventKind, now_ms};
 use crate::{Error, Result};
 
 /// Which workflows [`Store::workflow_page`] returns: newest first (by the root job's start),
@@ -67,6 +68,53 @@ fn corrupt(what: &str, value: &str) -> Error {
         "store (decode)",
         format!("stored {what} `{value}` is invalid"),
     )
+}
+
+/// A `limit_events` row.
+#[derive(sqlx::FromRow)]
+struct LimitRow {
+    at_ms: i64,
+    budget: String,
+    entry: Option<String>,
+    job: String,
+    workflow: String,
+    kind: String,
+    status: Option<i64>,
+    asked_ms: Option<i64>,
+    waited_ms: Option<i64>,
+    detail: Option<String>,
+    axis: Option<String>,
+    per_minute: Option<f64>,
+    catalog_per_minute: Option<f64>,
+    source: Option<String>,
+}
+
+fn limit_from_row(row: LimitRow) -> Result<LimitEvent> {
+    let id = |text: &str| JobId::parse(text).map_err(|_| corrupt("job id", text));
+    let unsigned = |n: i64| u64::try_from(n).map_err(|_| corrupt("wait", &n.to_string()));
+    let kind = match row.kind.as_str() {
+        "throttle" => LimitEventKind::Throttle {
+            status: row.status.and_then(|s| u16::try_from(s).ok()),
+            asked_ms: row.asked_ms.map(unsigned).transpose()?,
+            waited_ms: unsigned(row.waited_ms.unwrap_or_default())?,
+            detail: row.detail,
+        },
+        "rate" => LimitEventKind::Rate {
+            axis: row.axis.unwrap_or_default(),
+            per_minute: row.per_minute.unwrap_or_default(),
+            catalog_per_minute: row.catalog_per_minute,
+            source: row.source.unwrap_or_default(),
+        },
+        other => return Err(corrupt("limit event kind", other)),
+    };
+    Ok(LimitEvent {
+        at_ms: row.at_ms,
+        job: id(&row.job)?,
+        workflow: id(&row.workflow)?,
+        budget: row.budget,
+        entry: row.entry,
+        kind,
+    })
 }
 
 /// The statements, expanded once per backend (`$db` the sqlx database, `$pool` its pool).
@@ -150,6 +198,27 @@ macro_rules! explorer_backend {
                     .collect()
             }
 
+            pub(super) async fn limit_events(
+                pool: &$pool,
+                since_ms: Option<i64>,
+            ) -> Result<Vec<LimitEvent>> {
+                let mut b = QueryBuilder::<$db>::new(
+                    "SELECT at_ms, budget, entry, job, workflow, kind, status, asked_ms, \
+                     waited_ms, detail, axis, per_minute, catalog_per_minute, source \
+                     FROM limit_events",
+                );
+                if let Some(t) = since_ms {
+                    b.push(" WHERE at_ms >= ").push_bind(t);
+                }
+                b.push(" ORDER BY at_ms, budget, kind, axis");
+                let rows: Vec<LimitRow> = b
+                    .build_query_as()
+                    .fetch_all(pool)
+                    .await
+                    .map_err(|e| db("read limit events", &e))?;
+                rows.into_iter().map(limit_from_row).collect()
+            }
+
             pub(super) async fn save_report(
                 pool: &$pool,
                 workflow: JobId,
@@ -231,6 +300,16 @@ impl Store {
             Self::Sqlite(s) => on_sqlite::root_classes(s.pool()).await,
             #[cfg(feature = "postgres")]
             Self::Postgres(s) => on_postgres::root_classes(s.pool()).await,
+        }
+    }
+
+    /// Admission's recorded events (throttles and rate changes) at or after `since_ms` (all
+    /// when `None`), oldest first.
+    pub async fn limit_events(&self, since_ms: Option<i64>) -> Result<Vec<LimitEvent>> {
+        match self {
+            Self::Sqlite(s) => on_sqlite::limit_events(s.pool(), since_ms).await,
+            #[cfg(feature = "postgres")]
+            Self::Postgres(s) => on_postgres::limit_events(s.pool(), since_ms).await,
         }
     }
 

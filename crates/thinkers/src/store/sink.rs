@@ -219,6 +219,60 @@ macro_rules! batch_sink {
                         .execute(&mut *tx)
                         .await?;
                     }
+                    // Admission events are rare too (throttles, rate changes): one each.
+                    for l in &batch.limits {
+                        use $crate::record::LimitEventKind as K;
+                        let (status, asked, waited, detail) = match &l.kind {
+                            K::Throttle {
+                                status,
+                                asked_ms,
+                                waited_ms,
+                                detail,
+                            } => (
+                                status.map(i64::from),
+                                asked_ms.map(count),
+                                Some(count(*waited_ms)),
+                                detail.as_deref(),
+                            ),
+                            K::Rate { .. } => (None, None, None, None),
+                        };
+                        let (axis, per_minute, catalog, source) = match &l.kind {
+                            K::Rate {
+                                axis,
+                                per_minute,
+                                catalog_per_minute,
+                                source,
+                            } => (
+                                Some(axis.as_str()),
+                                Some(*per_minute),
+                                *catalog_per_minute,
+                                Some(source.as_str()),
+                            ),
+                            K::Throttle { .. } => (None, None, None, None),
+                        };
+                        sqlx::query(
+                            "INSERT INTO limit_events (at_ms, budget, entry, job, workflow, \
+                             kind, status, asked_ms, waited_ms, detail, axis, per_minute, \
+                             catalog_per_minute, source) \
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                        )
+                        .bind(l.at_ms)
+                        .bind(l.budget.as_str())
+                        .bind(l.entry.as_deref())
+                        .bind(l.job.to_string())
+                        .bind(l.workflow.to_string())
+                        .bind(l.kind.as_str())
+                        .bind(status)
+                        .bind(asked)
+                        .bind(waited)
+                        .bind(detail)
+                        .bind(axis)
+                        .bind(per_minute)
+                        .bind(catalog)
+                        .bind(source)
+                        .execute(&mut *tx)
+                        .await?;
+                    }
                     tx.commit().await
                 })
             }
@@ -286,6 +340,9 @@ macro_rules! recorder_type {
             }
             fn compaction(&self, row: $crate::record::CompactionRow) {
                 self.0.compaction(row);
+            }
+            fn limit_event(&self, row: $crate::record::LimitEvent) {
+                self.0.limit_event(row);
             }
             fn flush(&self) -> futures::future::BoxFuture<'_, $crate::Result<()>> {
                 self.0.flush()

@@ -575,3 +575,6 @@ mod steps;
 
 /// Compactions, the report queries and undecodable rows, on both backends.
 mod reports;
+
+/// Admission's events (throttles, rate changes), on both backends.
+mod limits;

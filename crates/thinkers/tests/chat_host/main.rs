@@ -15,6 +15,7 @@ mod api;
 mod browser;
 // The WebDriver client the CLI's explorer test uses too (one copy for both crates).
 mod explorer_api;
+mod explorer_limits;
 mod explorer_store;
 #[cfg(feature = "postgres")]
 #[allow(dead_code)]

@@ -11,11 +11,14 @@
 //! | `GET /api/runs/workflows/{id}/events` | server-sent `snapshot` events (the same JSON) whenever the record changes, then `end` once the root job ended |
 //! | `GET /api/runs/benchmarks` | stored benchmark reports, newest first |
 //! | `GET /api/runs/cost` | spend per entry and per class, cumulative over time, and sizing per class |
+//! | `GET /api/runs/limits?since_ms=` | per entry: each axis's limit as learned and its source, rate changes, throttles, utilisation over time, what retries cost ([`limits`]) |
 //! | `GET /api/runs/approvals` | every approval, pending ones first |
 //! | `POST /api/runs/approvals/{id}` | `{"decision": "approve"}` or `{"decision": "deny", "reason": …}`; then the host's [`super::DecisionHook`], if any |
 //!
 //! The record keeps no request or response bodies of model calls; the call view says so. API
 //! keys are never recorded, so none can be shown.
+
+mod limits;
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -84,6 +87,7 @@ pub(super) fn routes() -> Router<ChatHost> {
         .route("/api/runs/cost", get(spend))
         .route("/api/runs/approvals", get(approvals))
         .route("/api/runs/approvals/{id}", post(decide))
+        .merge(limits::routes())
 }
 
 async fn page() -> impl IntoResponse {
