@@ -80,7 +80,10 @@ async fn an_ask_above_a_whole_output_figure_is_refused_with_its_numbers() {
     });
     match s.reserve_now(&ask(10, 8_192)) {
         Reservation::Never(why) => {
-            assert!(why.contains("8192") && why.contains("otpm") && why.contains("4000"), "{why}")
+            assert!(
+                why.contains("8192") && why.contains("otpm") && why.contains("4000"),
+                "{why}"
+            );
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
@@ -106,7 +109,12 @@ async fn separate_stated_limits_pace_a_budget_the_catalog_left_without_rates() {
         },
     );
     let rates = s.rates(B);
-    let of = |axis| rates.iter().find(|r| r.axis == axis).map(|r| (r.per_minute, r.source));
+    let of = |axis| {
+        rates
+            .iter()
+            .find(|r| r.axis == axis)
+            .map(|r| (r.per_minute, r.source))
+    };
     assert_eq!(of(Axis::InputTokens), Some((60_000.0, RateSource::Header)));
     assert_eq!(of(Axis::OutputTokens), Some((6_000.0, RateSource::Header)));
     assert_eq!(of(Axis::Tokens), None);
