@@ -3,9 +3,10 @@
 //! Only what the sim needs is read from each `[[entries]]` table: `model`, `tpm`, `rpm`,
 //! `native_tools`, `thinking`, `output_ceiling` and the optional `[entries.sim]` table: the
 //! behaviour profile, plus the limits only the sim enforces (`itpm`, `otpm`, `max_concurrency`,
-//! `limit_shape`, `limit_window_ms`; the runtime ignores `[entries.sim]`). Everything else
-//! (providers, prices, grades, compliance tags…) is ignored. When several entries name the same
-//! model, the first one wins.
+//! `limit_shape`, `limit_window_ms`) and its prompt cache settings (`prompt_cache`,
+//! `cache_min_tokens`, `cache_ttl_ms`, `cache_reads_count`); the runtime ignores `[entries.sim]`.
+//! Everything else (providers, prices, grades, compliance tags…) is ignored. When several entries
+//! name the same model, the first one wins.
 
 use std::path::Path;
 
@@ -16,12 +17,16 @@ use crate::error::{Result, SimError};
 use crate::limits::LimitShape;
 
 /// The keys of `[entries.sim]` that are limits rather than profile settings.
-const LIMIT_KEYS: [&str; 5] = [
+const LIMIT_KEYS: [&str; 9] = [
     "itpm",
     "otpm",
     "max_concurrency",
     "limit_shape",
     "limit_window_ms",
+    "prompt_cache",
+    "cache_min_tokens",
+    "cache_ttl_ms",
+    "cache_reads_count",
 ];
 
 /// The limits an `[entries.sim]` table may set.
@@ -38,6 +43,14 @@ struct SimLimits {
     limit_shape: LimitShape,
     #[serde(default)]
     limit_window_ms: Option<u64>,
+    #[serde(default)]
+    prompt_cache: Option<bool>,
+    #[serde(default)]
+    cache_min_tokens: Option<u64>,
+    #[serde(default)]
+    cache_ttl_ms: Option<u64>,
+    #[serde(default)]
+    cache_reads_count: Option<bool>,
 }
 
 /// Splits an `[entries.sim]` table into its limits and its behaviour profile (`None` when the
@@ -119,6 +132,10 @@ impl SimConfig {
                 thinking: entry.thinking.unwrap_or(false),
                 output_ceiling: entry.output_ceiling.unwrap_or(DEFAULT_OUTPUT_CEILING),
                 profile,
+                prompt_cache: limits.prompt_cache.unwrap_or(true),
+                cache_min_tokens: limits.cache_min_tokens,
+                cache_ttl_ms: limits.cache_ttl_ms,
+                cache_reads_count: limits.cache_reads_count,
             });
         }
         config.validate()?;

@@ -124,6 +124,25 @@ pub struct SimModel {
     /// The behaviour profile; `None` uses the configuration's default profile.
     #[serde(default)]
     pub profile: Option<Profile>,
+    /// Prompt caching as the providers do it (see [`crate::cache`]): explicit breakpoints on
+    /// Anthropic and Bedrock, automatic prefixes on OpenAI and Gemini. Default `true`; `false`
+    /// reports no cache use (breakpoints are still checked).
+    #[serde(default = "yes")]
+    pub prompt_cache: bool,
+    /// The shortest cacheable prefix, in tokens (the sim's estimate): 1024 unless set (Anthropic
+    /// documents 2048 or 4096 for some models, Gemini 4096 for Pro ones).
+    #[serde(default)]
+    pub cache_min_tokens: Option<u64>,
+    /// How long an automatic (OpenAI, Gemini) cache entry lives after its last use, in
+    /// milliseconds: 300,000 (5 minutes) unless set. Anthropic's and Bedrock's breakpoints say
+    /// their own (`"5m"` or `"1h"`).
+    #[serde(default)]
+    pub cache_ttl_ms: Option<u64>,
+    /// Whether tokens read from the cache are charged to `itpm` and `tpm`. Unset: not on
+    /// Anthropic's Messages API (cache reads do not count toward its ITPM on current models),
+    /// charged on the other dialects.
+    #[serde(default)]
+    pub cache_reads_count: Option<bool>,
 }
 
 fn yes() -> bool {
@@ -150,6 +169,52 @@ impl SimModel {
             thinking: false,
             output_ceiling: DEFAULT_OUTPUT_CEILING,
             profile: None,
+            prompt_cache: true,
+            cache_min_tokens: None,
+            cache_ttl_ms: None,
+            cache_reads_count: None,
+        }
+    }
+
+    /// Turns prompt caching on (the default) or off.
+    #[must_use]
+    pub fn prompt_cache(mut self, on: bool) -> Self {
+        self.prompt_cache = on;
+        self
+    }
+
+    /// Sets the shortest cacheable prefix, in tokens.
+    #[must_use]
+    pub fn cache_min_tokens(mut self, tokens: u64) -> Self {
+        self.cache_min_tokens = Some(tokens);
+        self
+    }
+
+    /// Sets how long an automatic (OpenAI, Gemini) cache entry lives after its last use.
+    #[must_use]
+    pub fn cache_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.cache_ttl_ms = Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        self
+    }
+
+    /// Sets whether cache reads are charged to `itpm` and `tpm` (unset: not on Anthropic, yes
+    /// elsewhere).
+    #[must_use]
+    pub fn cache_reads_count(mut self, count: bool) -> Self {
+        self.cache_reads_count = Some(count);
+        self
+    }
+
+    /// The cache settings in force: the configured ones or their defaults.
+    pub(crate) fn cache_settings(&self) -> crate::cache::Settings {
+        crate::cache::Settings {
+            enabled: self.prompt_cache,
+            min_tokens: self
+                .cache_min_tokens
+                .unwrap_or(crate::cache::DEFAULT_MIN_TOKENS),
+            ttl: self
+                .cache_ttl_ms
+                .map_or(crate::cache::DEFAULT_TTL, std::time::Duration::from_millis),
         }
     }
 
@@ -239,6 +304,13 @@ impl SimModel {
                 "limit_window_ms",
                 0,
                 "a window must last at least 1 ms",
+            ));
+        }
+        if self.cache_ttl_ms == Some(0) {
+            return Err(bad(
+                "cache_ttl_ms",
+                0,
+                "a cache entry must live at least 1 ms; set prompt_cache = false for no cache",
             ));
         }
         Ok(())

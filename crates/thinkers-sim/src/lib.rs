@@ -50,6 +50,14 @@
 //! Faults ([`FaultKind`]) on demand through the `x-sim-fault` header, injected [`FaultRule`]s or
 //! random per-model rates.
 //!
+//! ## Prompt caching
+//!
+//! Per model, on by default ([`cache`]): Anthropic `cache_control` and Bedrock `cachePoint`
+//! breakpoints (5 minutes or 1 hour, a 20-block lookback, at most 4 on Anthropic), automatic
+//! prefixes in 128-token steps on OpenAI (`prompt_cache_key` names a cache) and Gemini, from a
+//! minimum of `cache_min_tokens` (1024). Usage reports each dialect's own fields; whether reads
+//! are charged to `itpm`/`tpm` is `cache_reads_count` (not on Anthropic by default).
+//!
 //! ## Observing
 //!
 //! [`Sim::stats`] / `GET /sim/stats` count requests, admissions, settled tokens, 429s (per limit
@@ -63,6 +71,7 @@
 mod anthropic;
 mod api_error;
 mod bedrock;
+pub mod cache;
 mod catalog;
 pub mod config;
 pub mod error;

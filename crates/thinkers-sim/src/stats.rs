@@ -62,9 +62,26 @@ pub struct ModelStats {
     pub faults_by_kind: BTreeMap<FaultKind, u64>,
     /// Requests refused as invalid (4xx other than 429).
     pub invalid: u64,
+    /// Input tokens of answered requests read from the prompt cache (part of `input_tokens`).
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Input tokens of answered requests written to the prompt cache (part of `input_tokens`;
+    /// Anthropic and Bedrock only, the automatic caches report no writes).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 impl ModelStats {
+    /// The share of answered input tokens read from the prompt cache (0 when none were answered).
+    #[allow(clippy::cast_precision_loss)]
+    pub fn cache_hit_ratio(&self) -> f64 {
+        if self.input_tokens == 0 {
+            0.0
+        } else {
+            self.cache_read_tokens as f64 / self.input_tokens as f64
+        }
+    }
+
     /// Settled tokens, input + output: what the requests were charged against a `tpm` limit.
     pub fn settled_tokens(&self) -> u64 {
         self.settled_input_tokens + self.settled_output_tokens
@@ -111,6 +128,8 @@ impl ModelStats {
         }
         self.faults += other.faults;
         self.invalid += other.invalid;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
         for (kind, n) in &other.faults_by_kind {
             *self.faults_by_kind.entry(*kind).or_default() += n;
         }
@@ -200,6 +219,13 @@ impl Stats {
 
     fn entry(&mut self, model: &str) -> &mut ModelStats {
         self.models.entry(model.to_owned()).or_default()
+    }
+
+    /// Counts the prompt cache use of an answered request.
+    pub(crate) fn record_cache(&mut self, model: &str, read: u64, written: u64) {
+        let stats = self.entry(model);
+        stats.cache_read_tokens += read;
+        stats.cache_write_tokens += written;
     }
 
     /// Counts a content fault on a request already recorded as answered.

@@ -19,7 +19,7 @@ async fn official_sdks_parse_the_sims_answers() {
     let sim = Sim::start(SimConfig::from_catalog_toml(catalog).unwrap().calm())
         .await
         .unwrap();
-    python::check(&python, "sdk_check.py", &sim, 11).await;
+    python::check(&python, "sdk_check.py", &sim, 13).await;
 }
 
 /// The official `openai` SDK's Responses and Azure OpenAI clients against the sim
@@ -42,7 +42,7 @@ async fn the_openai_sdk_drives_responses_and_azure() {
         .build()
         .unwrap();
     let sim = Sim::start(config).await.unwrap();
-    python::check(&python, "sdk_check_responses.py", &sim, 8).await;
+    python::check(&python, "sdk_check_responses.py", &sim, 9).await;
     // What reached the wire: Azure's key header on its paths, the 429 the limit served.
     let requests = sim.requests();
     assert!(

@@ -21,5 +21,5 @@ async fn boto3_parses_the_sims_converse_answers() {
     let sim = Sim::start(SimConfig::from_catalog_toml(catalog).unwrap().calm())
         .await
         .unwrap();
-    python::check(&python, "bedrock_check.py", &sim, 10).await;
+    python::check(&python, "bedrock_check.py", &sim, 11).await;
 }

@@ -25,5 +25,5 @@ async fn the_official_gemini_sdk_parses_the_sims_answers() {
         .unwrap()
         .calm();
     let sim = Sim::start(config).await.unwrap();
-    python::check(&python, "gemini_check.py", &sim, 7).await;
+    python::check(&python, "gemini_check.py", &sim, 8).await;
 }

@@ -2,6 +2,7 @@
 //! - `openai`: Chat Completions answers, tools, structured output, streaming, logprobs, checks;
 //! - `anthropic`: Messages answers, tools, thinking and signatures, streaming, checks;
 //! - `bedrock`: Converse authentication, throttling, reasoning signatures, event-stream frames;
+//! - `cache`: prompt caching per dialect (writes, reads, minimums, breakpoints, `itpm`, stats);
 //! - `gemini`: generateContent answers, function calls, structured output, thought signatures,
 //!   streaming, checks, 429s with `RetryInfo`;
 //! - `modes`: text-tool mode, scripted mode, determinism;
@@ -16,6 +17,7 @@
 mod admin;
 mod anthropic;
 mod bedrock;
+mod cache;
 mod exchange_faults;
 mod faults;
 mod gemini;

@@ -27,7 +27,7 @@ fn block_type(block: &Value) -> &str {
 }
 
 /// The text of a `system` field or of a `tool_result`'s `content`: a string, or its text blocks.
-fn text_of(value: Option<&Value>) -> String {
+pub(crate) fn text_of(value: Option<&Value>) -> String {
     match value {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(blocks)) => blocks

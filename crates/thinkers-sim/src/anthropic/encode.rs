@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use crate::cache::CacheUse;
 use crate::plan::{Body, Finish, Plan};
 use crate::seeding::Signer;
 
@@ -9,7 +10,10 @@ use crate::seeding::Signer;
 pub(crate) struct Envelope<'a> {
     pub(crate) id: &'a str,
     pub(crate) model: &'a str,
+    /// The whole input estimate, cached or not.
     pub(crate) input_tokens: u64,
+    /// What the input read from and wrote to the prompt cache.
+    pub(crate) cache: CacheUse,
     pub(crate) signer: &'a Signer,
 }
 
@@ -21,13 +25,18 @@ pub(crate) fn stop_reason(finish: Finish) -> &'static str {
     }
 }
 
-/// The `usage` object with `output_tokens` as given.
+/// The `usage` object with `output_tokens` as given: `input_tokens` is the input neither read
+/// from nor written to the cache (the three input figures add up to the whole input).
 pub(crate) fn usage(env: &Envelope<'_>, output_tokens: u64) -> Value {
     json!({
-        "input_tokens": env.input_tokens,
+        "input_tokens": env.cache.uncached(env.input_tokens),
         "output_tokens": output_tokens,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": env.cache.written(),
+        "cache_read_input_tokens": env.cache.read,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": env.cache.write_5m,
+            "ephemeral_1h_input_tokens": env.cache.write_1h
+        },
         "service_tier": "standard"
     })
 }

@@ -5,6 +5,6 @@ mod decode;
 mod encode;
 mod stream;
 
-pub(crate) use decode::decode;
+pub(crate) use decode::{decode, text_of};
 pub(crate) use encode::{Envelope, message};
 pub(crate) use stream::frames;

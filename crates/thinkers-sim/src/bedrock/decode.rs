@@ -31,7 +31,7 @@ fn blocks(message: &Value) -> &[Value] {
 }
 
 /// The text of a `toolResult`'s content: its `text` members, and its `json` members as JSON.
-fn result_text(result: &Value) -> String {
+pub(crate) fn result_text(result: &Value) -> String {
     result
         .get("content")
         .and_then(Value::as_array)

@@ -2,12 +2,16 @@
 
 use serde_json::{Value, json};
 
+use crate::cache::CacheUse;
 use crate::plan::{Body, Finish, Plan};
 use crate::seeding::Signer;
 
 /// What every Converse answer carries besides the plan.
 pub(crate) struct Envelope<'a> {
+    /// The whole input estimate, cached or not.
     pub(crate) input_tokens: u64,
+    /// What the input read from and wrote to the prompt cache.
+    pub(crate) cache: CacheUse,
     pub(crate) signer: &'a Signer,
 }
 
@@ -19,12 +23,20 @@ pub(crate) fn stop_reason(finish: Finish) -> &'static str {
     }
 }
 
+/// The `usage` object: `inputTokens` is the input neither read from nor written to the cache,
+/// `cacheReadInputTokens` and `cacheWriteInputTokens` (present once a cache point was read or
+/// written) the rest; `totalTokens` counts all of them and the output.
 pub(crate) fn usage(env: &Envelope<'_>, output_tokens: u64) -> Value {
-    json!({
-        "inputTokens": env.input_tokens,
+    let mut usage = json!({
+        "inputTokens": env.cache.uncached(env.input_tokens),
         "outputTokens": output_tokens,
         "totalTokens": env.input_tokens + output_tokens,
-    })
+    });
+    if env.cache.read + env.cache.written() > 0 {
+        usage["cacheReadInputTokens"] = json!(env.cache.read);
+        usage["cacheWriteInputTokens"] = json!(env.cache.written());
+    }
+    usage
 }
 
 /// The content blocks of the answer, complete.

@@ -15,7 +15,7 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderName, HeaderValue as HttpValue};
 use serde_json::Value;
 
-pub(crate) use decode::decode;
+pub(crate) use decode::{decode, result_text};
 pub(crate) use encode::{Envelope, response};
 pub(crate) use stream::frames;
 

@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use crate::cache::CacheUse;
 use crate::plan::{Body, Finish, Plan};
 use crate::seeding::Signer;
 use crate::tokens;
@@ -10,7 +11,10 @@ use crate::tokens;
 pub(crate) struct Envelope<'a> {
     pub(crate) response_id: &'a str,
     pub(crate) model: &'a str,
+    /// The whole input estimate, cached or not.
     pub(crate) input_tokens: u64,
+    /// What the input read from and wrote to the prompt cache.
+    pub(crate) cache: CacheUse,
     pub(crate) signer: &'a Signer,
     /// `includeThoughts`: the thought summary is a part of the answer.
     pub(crate) include_thoughts: bool,
@@ -39,6 +43,12 @@ pub(crate) fn usage(env: &Envelope<'_>, plan: &Plan) -> Value {
     });
     if thoughts > 0 {
         usage["thoughtsTokenCount"] = json!(thoughts);
+    }
+    // Implicit caching: the cached part of `promptTokenCount` (absent when zero, as proto3 JSON
+    // leaves out defaults).
+    if env.cache.read > 0 {
+        usage["cachedContentTokenCount"] = json!(env.cache.read);
+        usage["cacheTokensDetails"] = json!([{"modality": "TEXT", "tokenCount": env.cache.read}]);
     }
     usage
 }

@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use crate::cache::CacheUse;
 use crate::logprobs::content_logprobs;
 use crate::plan::{Body, Finish, Plan};
 
@@ -10,7 +11,10 @@ pub(crate) struct Envelope<'a> {
     pub(crate) id: &'a str,
     pub(crate) created: i64,
     pub(crate) model: &'a str,
+    /// The whole input estimate, cached or not.
     pub(crate) input_tokens: u64,
+    /// What the input read from and wrote to the prompt cache.
+    pub(crate) cache: CacheUse,
 }
 
 /// The fixed fingerprint the sim reports.
@@ -30,7 +34,7 @@ pub(crate) fn usage(env: &Envelope<'_>, plan: &Plan) -> Value {
         "prompt_tokens": env.input_tokens,
         "completion_tokens": plan.output_tokens,
         "total_tokens": env.input_tokens + plan.output_tokens,
-        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "prompt_tokens_details": {"cached_tokens": env.cache.read, "audio_tokens": 0},
         "completion_tokens_details": {
             "reasoning_tokens": plan.reasoning_tokens,
             "audio_tokens": 0,

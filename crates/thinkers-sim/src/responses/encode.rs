@@ -10,6 +10,7 @@ use rand::Rng;
 use serde_json::{Value, json};
 
 use super::decode::signed_text;
+use crate::cache::CacheUse;
 use crate::exchange::Exchange;
 use crate::plan::{Body, Finish, Plan};
 use crate::seeding::Signer;
@@ -20,7 +21,10 @@ pub(crate) struct Envelope<'a> {
     pub(crate) id: &'a str,
     pub(crate) created: i64,
     pub(crate) model: &'a str,
+    /// The whole input estimate, cached or not.
     pub(crate) input_tokens: u64,
+    /// What the input read from and wrote to the prompt cache.
+    pub(crate) cache: CacheUse,
     pub(crate) signer: &'a Signer,
     pub(crate) exchange: &'a Exchange,
 }
@@ -89,7 +93,7 @@ pub(crate) fn usage(env: &Envelope<'_>, plan: &Plan) -> Value {
         .map_or(0, |t| tokens::output_tokens([t]));
     json!({
         "input_tokens": env.input_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": env.cache.read},
         "output_tokens": plan.output_tokens,
         "output_tokens_details": {"reasoning_tokens": reasoning},
         "total_tokens": env.input_tokens + plan.output_tokens

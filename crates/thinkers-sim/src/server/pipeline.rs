@@ -1,6 +1,8 @@
 //! The path of one model request, shared by every dialect:
-//! authenticate → parse → find the model → decode and check → log → admit against the limits →
-//! choose a fault → wait the latency → serve a transport fault, or plan and render the answer.
+//! authenticate → parse → find the model → decode and check (cache breakpoints included) → log →
+//! admit against the limits (cache reads charged or not, per model) → choose a fault → wait the
+//! latency → serve a transport fault, or read and write the prompt cache, plan and render the
+//! answer.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +19,7 @@ use super::faulty::{self, FaultCtx, Rendered};
 use super::render::render;
 use super::state::{Admission, ModelSlot, Shared, lock};
 use crate::api_error::ApiError;
+use crate::cache::{self, CacheUse};
 use crate::exchange::{AnswerFormat, Dialect, Exchange};
 use crate::fault::{FAULT_HEADER, FaultKind, FaultParams, parse_fault_header};
 use crate::limits::{Cost, RateState};
@@ -276,7 +279,29 @@ async fn handle_with(
             ));
         }
     };
+    // Breakpoints are checked whether or not the model caches.
+    let prompt = match cache::build(dialect, &raw, &exchange) {
+        Ok(prompt) => prompt,
+        Err(e) => {
+            lock(&shared.stats).record(&slot.model.name, Outcome::Invalid);
+            return ctx.error(e);
+        }
+    };
     let input = tokens::input_tokens(&exchange);
+    // Anthropic does not count cache reads toward its input-token limits; the others do, unless
+    // the model says otherwise.
+    let reads_count = slot
+        .model
+        .cache_reads_count
+        .unwrap_or(dialect != Dialect::Anthropic);
+    let charged = |used: CacheUse| {
+        if reads_count {
+            input
+        } else {
+            input - used.read
+        }
+    };
+    let peeked = slot.cache_peek(&prompt, input);
     if shared.log_bodies {
         lock(&shared.log).push(LoggedRequest {
             model: slot.model.name.clone(),
@@ -304,7 +329,7 @@ async fn handle_with(
     // Charged its input and the output it asks for; in flight until `admission` is dropped, with
     // the response body (see `hold_until_sent`).
     let reservation = Cost {
-        input,
+        input: charged(peeked),
         output: exchange.max_output.unwrap_or(0),
     };
     let admission = match slot.admit(reservation) {
@@ -339,7 +364,7 @@ async fn handle_with(
                 () = shared.shutdown.cancelled() => {}
             }
         }
-        let settle = |output: u64| -> Option<RateState> {
+        let settle = |input: u64, output: u64| -> Option<RateState> {
             lock(&shared.stats).record_settled(&slot.model.name, input, output);
             admission.settle(Cost { input, output })
         };
@@ -347,7 +372,7 @@ async fn handle_with(
         if let Some((kind, params)) = fault
             && (kind.is_transport() && (kind != FaultKind::StreamError || !exchange.stream))
         {
-            let state = settle(0);
+            let state = settle(charged(peeked), 0);
             lock(&shared.stats).record(&slot.model.name, Outcome::Fault(kind));
             return match kind {
                 FaultKind::Overloaded529 => ctx.error(ApiError::Overloaded),
@@ -370,6 +395,8 @@ async fn handle_with(
             None => (None, FaultParams::default()),
         };
 
+        // The prompt reached the model: its prefixes are read and written.
+        let cached = slot.cache_commit(&prompt, input);
         let content_fault = fault.filter(|k| !k.is_transport() && !k.is_exchange());
         let mut plan = plan::plan(
             &exchange,
@@ -382,11 +409,14 @@ async fn handle_with(
         );
         // An exchange fault delivers no answer, except a slow first event, which delivers it late.
         let unanswered = fault.filter(|k| k.is_exchange() && *k != FaultKind::SlowFirstEvent);
-        let state = settle(if unanswered.is_some() {
-            0
-        } else {
-            plan.output_tokens
-        });
+        let state = settle(
+            charged(cached),
+            if unanswered.is_some() {
+                0
+            } else {
+                plan.output_tokens
+            },
+        );
         {
             let mut stats = lock(&shared.stats);
             if let Some(kind) = unanswered {
@@ -399,6 +429,7 @@ async fn handle_with(
                         output: plan.output_tokens,
                     },
                 );
+                stats.record_cache(&slot.model.name, cached.read, cached.written());
                 if let Some(kind) = fault {
                     stats.record_content_fault(&slot.model.name, kind);
                 }
@@ -415,7 +446,7 @@ async fn handle_with(
         let created = chrono::Utc::now().timestamp();
         if let Some(kind) = fault.filter(|k| k.is_exchange()) {
             let answer = render(
-                &shared, &slot, &exchange, &mut plan, dialect, input, created, None,
+                &shared, &slot, &exchange, &mut plan, dialect, input, cached, created, None,
             );
             let fault_ctx = FaultCtx {
                 dialect,
@@ -439,7 +470,7 @@ async fn handle_with(
             Dialect::Gemini => (None, cut_stream.then_some(1)),
         };
         match render(
-            &shared, &slot, &exchange, &mut plan, dialect, input, created, frames_cut,
+            &shared, &slot, &exchange, &mut plan, dialect, input, cached, created, frames_cut,
         ) {
             Rendered::Stream(frames) if dialect == Dialect::Bedrock => {
                 headers.insert(

@@ -3,6 +3,7 @@
 
 use super::faulty::Rendered;
 use super::state::{ModelSlot, Shared};
+use crate::cache::CacheUse;
 use crate::exchange::{Dialect, Exchange};
 use crate::plan;
 use crate::{anthropic, bedrock, gemini, openai, responses};
@@ -18,6 +19,7 @@ pub(super) fn render(
     plan: &mut plan::Plan,
     dialect: Dialect,
     input: u64,
+    cache: CacheUse,
     created: i64,
     frames_cut: Option<usize>,
 ) -> Rendered {
@@ -29,6 +31,7 @@ pub(super) fn render(
                 created,
                 model: &slot.model.name,
                 input_tokens: input,
+                cache,
             };
             if exchange.stream {
                 Rendered::Stream(openai::frames(
@@ -47,6 +50,7 @@ pub(super) fn render(
                 id: &id,
                 model: &slot.model.name,
                 input_tokens: input,
+                cache,
                 signer: &shared.signer,
             };
             if exchange.stream {
@@ -62,6 +66,7 @@ pub(super) fn render(
                 created,
                 model: &slot.model.name,
                 input_tokens: input,
+                cache,
                 signer: &shared.signer,
                 exchange,
             };
@@ -77,6 +82,7 @@ pub(super) fn render(
                 response_id: &id,
                 model: &slot.model.name,
                 input_tokens: input,
+                cache,
                 signer: &shared.signer,
                 include_thoughts: exchange.include_thoughts,
             };
@@ -89,6 +95,7 @@ pub(super) fn render(
         Dialect::Bedrock => {
             let env = bedrock::Envelope {
                 input_tokens: input,
+                cache,
                 signer: &shared.signer,
             };
             if exchange.stream {

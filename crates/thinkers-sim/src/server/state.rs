@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::cache::{CacheUse, Prompt, PromptCache};
 use crate::config::{Profile, SimConfig, SimModel};
 use crate::fault::{FaultQueue, FaultRule};
 use crate::limits::{Cost, Limits, RateState, Refusal, Ticket, Window};
@@ -31,6 +32,7 @@ pub(crate) struct ModelSlot {
     pub(crate) profile: Profile,
     pub(crate) window: Mutex<Window>,
     pub(crate) ordinal: AtomicU64,
+    pub(crate) cache: Mutex<PromptCache>,
 }
 
 impl ModelSlot {
@@ -48,12 +50,24 @@ impl ModelSlot {
             shape: model.limit_shape,
             window: model.limit_window_duration(),
         };
+        let cache = Mutex::new(PromptCache::new(model.cache_settings()));
         Self {
             model,
             profile,
             window: Mutex::new(Window::new(limits, Instant::now())),
             ordinal: AtomicU64::new(0),
+            cache,
         }
+    }
+
+    /// What `prompt` (of `total` input tokens) would read and write in the model's cache now.
+    pub(crate) fn cache_peek(&self, prompt: &Prompt, total: u64) -> CacheUse {
+        lock(&self.cache).peek(prompt, total, Instant::now())
+    }
+
+    /// Reads and writes `prompt`'s prefixes in the model's cache.
+    pub(crate) fn cache_commit(&self, prompt: &Prompt, total: u64) -> CacheUse {
+        lock(&self.cache).commit(prompt, total, Instant::now())
     }
 
     /// Admits a request costing `cost` against the model's limits. The admission is held until
@@ -191,8 +205,8 @@ impl Shared {
         lock(&self.faults).pending()
     }
 
-    /// Back to a freshly started state: counters, log, windows, ordinals, injected faults and
-    /// script use counts.
+    /// Back to a freshly started state: counters, log, windows, prompt caches, ordinals, injected
+    /// faults and script use counts.
     pub(crate) fn reset(&self) {
         lock(&self.stats).clear();
         lock(&self.log).clear();
@@ -207,6 +221,7 @@ impl Shared {
         let now = Instant::now();
         for slot in models.values() {
             lock(&slot.window).clear(now);
+            lock(&slot.cache).clear();
             slot.ordinal.store(0, Ordering::Release);
         }
     }

@@ -275,4 +275,14 @@ def server_errors_and_validation_are_named():
         raise AssertionError("expected a ValidationException")
 
 
+@check
+def cache_points_report_reads_and_writes():
+    system = [{"text": "The cached part of the prompt. " * 200}, {"cachePoint": {"type": "default"}}]
+    first = BR.converse(modelId=SMALL, system=system, messages=[user("Hi")])
+    second = BR.converse(modelId=SMALL, system=system, messages=[user("Hi")])
+    written = first["usage"]["cacheWriteInputTokens"]
+    assert written >= 1024 and first["usage"]["cacheReadInputTokens"] == 0, first["usage"]
+    assert second["usage"]["cacheReadInputTokens"] == written, second["usage"]
+    assert second["usage"]["inputTokens"] == first["usage"]["inputTokens"], second["usage"]
+
 print(f"{len(passed)} passed, 0 failed")

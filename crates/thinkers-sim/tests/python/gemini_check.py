@@ -222,4 +222,16 @@ def gemini_rate_limit_retry_delay():
         raise AssertionError("the second request within the minute was not limited")
 
 
+@check
+def gemini_implicit_cache_usage():
+    config = types.GenerateContentConfig(
+        system_instruction="The cached part of the prompt. " * 200, max_output_tokens=64
+    )
+    CLIENT.models.generate_content(model="gemini-plain", contents="Hi", config=config)
+    r = CLIENT.models.generate_content(model="gemini-plain", contents="Hi", config=config)
+    u = r.usage_metadata
+    assert u.cached_content_token_count and u.cached_content_token_count >= 1024, u
+    assert u.cached_content_token_count <= u.prompt_token_count, u
+    assert u.cache_tokens_details[0].token_count == u.cached_content_token_count, u
+
 print(f"{len(passed)} passed, 0 failed")

@@ -275,4 +275,32 @@ def anthropic_errors():
         assert e.status_code == 529
 
 
+BIG = "The cached part of the prompt. " * 200
+
+
+@check
+def anthropic_prompt_cache_usage():
+    system = [{"type": "text", "text": BIG, "cache_control": {"type": "ephemeral"}}]
+    ask = [{"role": "user", "content": "What is a seat?"}]
+    first = AN.messages.create(model="sim-small-b", max_tokens=64, system=system, messages=ask)
+    second = AN.messages.create(model="sim-small-b", max_tokens=64, system=system, messages=ask)
+    written = first.usage.cache_creation_input_tokens
+    assert written and written >= 1024, first.usage
+    assert first.usage.cache_creation.ephemeral_5m_input_tokens == written, first.usage
+    assert first.usage.cache_creation.ephemeral_1h_input_tokens == 0, first.usage
+    assert second.usage.cache_read_input_tokens == written, second.usage
+    assert second.usage.cache_creation_input_tokens == 0, second.usage
+    assert second.usage.input_tokens == first.usage.input_tokens, (first.usage, second.usage)
+
+
+@check
+def openai_prompt_cache_usage():
+    messages = [{"role": "system", "content": BIG}, {"role": "user", "content": "Hi"}]
+    OA.chat.completions.create(model="sim-small-a", messages=messages, prompt_cache_key="sdk-check")
+    r = OA.chat.completions.create(
+        model="sim-small-a", messages=messages, prompt_cache_key="sdk-check"
+    )
+    cached = r.usage.prompt_tokens_details.cached_tokens
+    assert cached >= 1024 and cached % 128 == 0 and cached <= r.usage.prompt_tokens, r.usage
+
 print(f"{len(passed)} passed, 0 failed")

@@ -219,4 +219,12 @@ def azure_responses():
     assert len(seen) >= 3 and all(s["headers"].get("api-key") == "azure-key" for s in seen)
 
 
+@check
+def responses_prompt_cache_usage():
+    big = "The cached part of the prompt. " * 200
+    OA.responses.create(model="sim-resp-plain", instructions=big, input="Hi")
+    r = OA.responses.create(model="sim-resp-plain", instructions=big, input="Hi")
+    cached = r.usage.input_tokens_details.cached_tokens
+    assert cached >= 1024 and cached % 128 == 0 and cached <= r.usage.input_tokens, r.usage
+
 print(f"{len(passed)} passed, 0 failed")
