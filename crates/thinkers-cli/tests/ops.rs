@@ -58,6 +58,7 @@ fn call(
         output_tokens: output,
         reasoning_tokens: output / 10,
         cached_tokens: 500,
+        cache_write_tokens: 0,
         output_budget: budget,
         latency_ms: 300 + output / 4,
         stop_reason: "end_turn".to_owned(),

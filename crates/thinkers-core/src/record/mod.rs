@@ -120,14 +120,23 @@ pub struct LlmRun {
     pub entry: String,
     /// The provider's model name.
     pub model: String,
-    /// Input tokens the provider reported.
+    /// Every input token of the call as the provider reported it, the cached ones (read and
+    /// written) included, whatever the dialect (Anthropic's own `input_tokens` leaves both out;
+    /// the decoder adds them back).
     pub input_tokens: u64,
     /// Output tokens the provider reported.
     pub output_tokens: u64,
     /// Reasoning tokens the provider reported (part of or beside output, per provider).
     pub reasoning_tokens: u64,
-    /// Cached input tokens the provider reported.
+    /// The part of `input_tokens` read from the provider's prompt cache (cache reads: Anthropic
+    /// `cache_read_input_tokens`, OpenAI `cached_tokens`, Bedrock `cacheReadInputTokens`, Gemini
+    /// `cachedContentTokenCount`).
     pub cached_tokens: u64,
+    /// The part of `input_tokens` written to the provider's prompt cache (cache writes:
+    /// Anthropic `cache_creation_input_tokens`, Bedrock `cacheWriteInputTokens`, OpenAI
+    /// `cache_write_tokens` where reported). 0 where the provider reports none.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
     /// Output tokens booked for the call (the declared output size, as max tokens).
     pub output_budget: u64,
     /// Wall latency of the call in milliseconds.

@@ -411,12 +411,20 @@ pub async fn converse_bound(
         .counter()
         .calibrate(&b.entry, b.counted, usage.input);
     let entry = services.router().catalog().entry(&b.entry)?;
-    let cached = usage.cached.min(usage.input);
+    // The input taken apart: cache reads, cache writes, the rest (each bounded by the whole, in
+    // case a provider's parts exceed it).
+    let cache_read = usage.cached.min(usage.input);
+    let cache_write = usage.cache_creation.min(usage.input - cache_read);
     // A cached answer paid nothing; an entry without prices costs an unknown amount.
     let cost = if from_cache {
         Some(0.0)
     } else {
-        entry.cost(usage.input - cached, cached, usage.output)
+        entry.cost(
+            usage.input - cache_read - cache_write,
+            cache_read,
+            cache_write,
+            usage.output,
+        )
     };
     let currency = entry.currency().map_or_else(|| Arc::from(""), Arc::clone);
     // The row is built only for a recorder that keeps it or a span that carries its usage.
@@ -432,6 +440,7 @@ pub async fn converse_bound(
             output_tokens: usage.output,
             reasoning_tokens: usage.reasoning,
             cached_tokens: usage.cached,
+            cache_write_tokens: usage.cache_creation,
             output_budget: u64::from(b.output_budget),
             latency_ms: u64::try_from(outcome.latency.as_millis()).unwrap_or(u64::MAX),
             stop_reason: stop_name(&outcome.response.stop).to_owned(),

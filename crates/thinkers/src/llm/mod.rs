@@ -26,6 +26,7 @@
 
 mod anthropic;
 mod bedrock;
+mod breakpoints;
 pub mod cache;
 pub mod call;
 pub mod client;
@@ -61,5 +62,7 @@ pub use encoded::{DecodePlan, EncodedRequest, Header};
 pub use request::{ChatRequest, Reasoning, ResponseSchema, ToolChoice, ToolSpec};
 pub use response::{ChatResponse, StopReason, StreamDelta, TokenLogprob, ToolCallView, Usage};
 pub use services::ModelServices;
-pub use target::{ApiKey, Auth, AzureApi, Dialect, StructuredOutput, WireTarget};
+pub use target::{
+    ApiKey, Auth, AzureApi, CacheTtl, Dialect, PromptCache, StructuredOutput, WireTarget,
+};
 pub use tokens::{TokenCounter, Tokenizer};

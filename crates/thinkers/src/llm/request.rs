@@ -71,6 +71,13 @@ pub struct ChatRequest {
     pub stream: bool,
     /// Ask for token log-probabilities with this many alternatives per token (OpenAI family).
     pub logprobs: Option<u8>,
+    /// The `prompt_cache_key` sent to OpenAI (Chat and Responses) when the target caches
+    /// prompts: requests sharing a key and a prefix are routed to the same cache. `None` (the
+    /// usual case) derives it from the request's start ([`ChatRequest::derived_cache_key`]), so
+    /// every turn of a conversation shares one. A key set here must be as deterministic as the
+    /// rest of the body (a replayed workflow must render the same bytes for the response cache
+    /// to answer it) and never a secret. Other dialects ignore it.
+    pub cache_key: Option<String>,
 }
 
 impl ChatRequest {
@@ -86,7 +93,42 @@ impl ChatRequest {
             reasoning: Reasoning::Off,
             stream: false,
             logprobs: None,
+            cache_key: None,
         }
+    }
+
+    /// The `prompt_cache_key` of this request: [`ChatRequest::cache_key`] when set, else
+    /// `thinkers-` and the first 16 hex digits of the SHA-256 of the system content and the
+    /// first message's text and tool results. Those open the conversation and stay put while it
+    /// grows (until compaction folds the first message into a summary), so every turn shares the
+    /// key; they are the conversation's own content, so a replay renders the same key; the hash
+    /// shows nothing of them.
+    pub fn derived_cache_key(&self) -> String {
+        use sha2::{Digest, Sha256};
+        use std::fmt::Write as _;
+        if let Some(key) = &self.cache_key {
+            return key.clone();
+        }
+        let mut h = Sha256::new();
+        h.update(self.system.as_bytes());
+        h.update([0]);
+        if let Some(first) = self.messages.first() {
+            for block in &first.content {
+                match block {
+                    ContentBlock::Text { text } => h.update(text.as_bytes()),
+                    ContentBlock::ToolResult { content, .. } => h.update(content.as_bytes()),
+                    _ => {}
+                }
+                h.update([0]);
+            }
+        }
+        let digest = h.finalize();
+        let mut key = String::with_capacity(9 + 16);
+        key.push_str("thinkers-");
+        for byte in &digest[..8] {
+            let _ = write!(key, "{byte:02x}");
+        }
+        key
     }
 
     /// How many tool calls the conversation already holds (the text-tool fallback mints the

@@ -30,18 +30,31 @@ pub enum StopReason {
     Other(String),
 }
 
-/// Token usage of one call.
+/// Token usage of one call, the same in every dialect.
+///
+/// `input` is the whole input and `cached` and `cache_creation` are parts of it, whatever the
+/// provider's own convention: Anthropic's `input_tokens` leaves cache reads and writes out (the
+/// decoder adds `cache_read_input_tokens` and `cache_creation_input_tokens` back), as does
+/// Bedrock's `inputTokens` (`cacheReadInputTokens`, `cacheWriteInputTokens` added back); OpenAI's
+/// `prompt_tokens`/`input_tokens` and Gemini's `promptTokenCount` already include their cached
+/// tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// All input tokens, cached and cache-written ones included.
+    /// All input tokens, those read from and written to the prompt cache included.
     pub input: u64,
     /// Output tokens, reasoning included.
     pub output: u64,
     /// The reasoning part of `output`.
     pub reasoning: u64,
-    /// The part of `input` read from the provider's prompt cache.
+    /// The part of `input` read from the provider's prompt cache (cache reads: Anthropic
+    /// `cache_read_input_tokens`, OpenAI `cached_tokens`, Bedrock `cacheReadInputTokens`, Gemini
+    /// `cachedContentTokenCount`).
+    #[serde(default)]
     pub cached: u64,
-    /// The part of `input` written to the provider's prompt cache.
+    /// The part of `input` written to the provider's prompt cache (cache writes: Anthropic
+    /// `cache_creation_input_tokens`, Bedrock `cacheWriteInputTokens`, OpenAI
+    /// `cache_write_tokens` where reported; Gemini reports none).
+    #[serde(default)]
     pub cache_creation: u64,
 }
 

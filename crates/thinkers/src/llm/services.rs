@@ -81,7 +81,8 @@ impl ModelServices {
                 .with_thinking(entry.thinking())
                 .with_structured_output(provider.structured_output)
                 .with_stream_tools(provider.stream_tools)
-                .with_azure(provider.azure.clone(), provider.auth);
+                .with_azure(provider.azure.clone(), provider.auth)
+                .with_prompt_cache(entry.prompt_cache());
         if let Some(key) = provider.api_key()? {
             target = target.with_key(ApiKey::new(key));
         } else if provider.dialect == crate::llm::Dialect::BedrockConverse {

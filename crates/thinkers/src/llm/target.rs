@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-pub use crate::model::{ApiKey, Auth, AzureApi, Dialect, StructuredOutput};
+pub use crate::model::{ApiKey, Auth, AzureApi, CacheTtl, Dialect, PromptCache, StructuredOutput};
 
 use crate::llm::encoded::Header;
 
@@ -40,10 +40,13 @@ pub struct WireTarget {
     /// AWS credentials and region to sign requests with (`bedrock-converse` without an API
     /// key); other dialects ignore it.
     pub aws: Option<Arc<super::AwsSigning>>,
+    /// Whether requests ask the provider to cache their prefix (on by default; see
+    /// [`PromptCache`] for what each dialect sends).
+    pub prompt_cache: PromptCache,
 }
 
 impl WireTarget {
-    /// A target with native tools, no thinking and no key.
+    /// A target with native tools, no thinking, no key and prompt caching on.
     pub fn new(dialect: Dialect, base_url: impl Into<String>, model: impl Into<String>) -> Self {
         Self {
             dialect,
@@ -57,7 +60,15 @@ impl WireTarget {
             azure: None,
             auth: Auth::Bearer,
             aws: None,
+            prompt_cache: PromptCache::default(),
         }
+    }
+
+    /// The same target asking (or not) for prompt caching.
+    #[must_use]
+    pub fn with_prompt_cache(mut self, cache: PromptCache) -> Self {
+        self.prompt_cache = cache;
+        self
     }
 
     /// The same target with a key.

@@ -27,10 +27,11 @@ mod router;
 mod thinker_depth;
 
 pub use crate::seat::{Depth, Grade, OutputSize, ParseNameError};
+pub(crate) use catalog::BedrockCaching;
 pub use catalog::{
-    ApiKey, Auth, AwsSettings, AzureApi, Catalog, CatalogBuilder, CatalogError, Dialect,
-    EFFORT_TOKENS, Entry, KeySource, Pricing, Provider, Reasoning, SIM_DEFAULT_KEY, SIM_KEY_ENV,
-    SIM_PLACEHOLDER, StructuredOutput, Tokenizer, effort_tokens,
+    ApiKey, Auth, AwsSettings, AzureApi, CacheTtl, Catalog, CatalogBuilder, CatalogError, Dialect,
+    EFFORT_TOKENS, Entry, KeySource, Pricing, PromptCache, Provider, Reasoning, SIM_DEFAULT_KEY,
+    SIM_KEY_ENV, SIM_PLACEHOLDER, StructuredOutput, Tokenizer, effort_tokens,
 };
 pub use dependent::ModelDependent;
 pub use envelope::{Envelope, EnvelopeRule, EnvelopeViolation};

@@ -196,8 +196,8 @@ impl Statements {
             runs: build(
                 "INSERT INTO llm_runs (job, workflow, class, entry, model, input_tokens, \
                  output_tokens, reasoning_tokens, cached_tokens, output_budget, latency_ms, \
-                 stop_reason, cost, currency, at_ms, escalated, priced)",
-                17,
+                 stop_reason, cost, currency, at_ms, escalated, priced, cache_write_tokens)",
+                18,
                 "",
             ),
         }

@@ -47,7 +47,7 @@ mod sql {
     /// The start of the filtered model-call query; [`super::RunRow`]s.
     pub(super) const LLM_RUNS: &str = "SELECT job, workflow, class, entry, model, input_tokens, \
          output_tokens, reasoning_tokens, cached_tokens, output_budget, latency_ms, stop_reason, \
-         cost, currency, at_ms, escalated, priced FROM llm_runs WHERE 1 = 1";
+         cost, currency, at_ms, escalated, priced, cache_write_tokens FROM llm_runs WHERE 1 = 1";
     /// `$1` workflow; [`super::StoredCompaction`]s.
     pub(super) const COMPACTIONS: &str = "SELECT job, workflow, conversation_id, before_tokens, \
          after_tokens, summarized_messages, at_ms FROM compactions WHERE workflow = $1 \
@@ -108,6 +108,7 @@ struct RunRow {
     escalated: bool,
     /// False when the cost is unknown (`cost` is then a placeholder 0).
     priced: bool,
+    cache_write_tokens: i64,
 }
 
 /// A `compactions` row.
@@ -376,6 +377,7 @@ fn run_from_row(row: RunRow, backend: &str) -> Result<LlmRun> {
         output_tokens: unsigned(row.output_tokens, "output_tokens")?,
         reasoning_tokens: unsigned(row.reasoning_tokens, "reasoning_tokens")?,
         cached_tokens: unsigned(row.cached_tokens, "cached_tokens")?,
+        cache_write_tokens: unsigned(row.cache_write_tokens, "cache_write_tokens")?,
         output_budget: unsigned(row.output_budget, "output_budget")?,
         latency_ms: unsigned(row.latency_ms, "latency_ms")?,
         stop_reason: row.stop_reason,

@@ -198,6 +198,7 @@ macro_rules! batch_sink {
                                     .bind(r.at_ms)
                                     .bind(r.escalated)
                                     .bind(r.cost.is_some())
+                                    .bind(count(r.cache_write_tokens))
                             },
                         );
                         q.execute(&mut *tx).await?;

@@ -167,6 +167,7 @@ fn run(job: JobId, workflow: JobId, class: &str, entry: &str, at: i64) -> LlmRun
         output_tokens: 300,
         reasoning_tokens: 40,
         cached_tokens: 1_000,
+        cache_write_tokens: 150,
         output_budget: 4_096,
         latency_ms: 850,
         stop_reason: "end_turn".to_owned(),

@@ -25,6 +25,7 @@ fn spend(cx: &JobContext, entry: &str, cost: f64, currency: &str) {
         output_tokens: 100,
         reasoning_tokens: 10,
         cached_tokens: 200,
+        cache_write_tokens: 0,
         output_budget: 4_096,
         latency_ms: 250,
         stop_reason: "end_turn".to_owned(),

@@ -49,6 +49,7 @@ pub fn call(class: &str, entry: &str, output: u64, budget: u64, at_ms: i64) -> L
         output_tokens: output,
         reasoning_tokens: 0,
         cached_tokens: 500,
+        cache_write_tokens: 0,
         output_budget: budget,
         latency_ms: 400 + output / 10,
         stop_reason: "end_turn".to_owned(),

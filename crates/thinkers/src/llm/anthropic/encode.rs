@@ -16,6 +16,10 @@
 //! * `Reasoning::Effort` becomes `output_config.effort`; a structured answer becomes
 //!   `output_config.format` (objects closed by `llm::strict`), unless text-protocol tools are in
 //!   play, in which case the schema goes into the system prompt.
+//! * With prompt caching on (the default), `cache_control: {type: ephemeral}` (with `ttl: 1h`
+//!   for the hour) marks the breakpoints `llm::breakpoints` places: the last tool, the system
+//!   content (then sent as one text block), the last block of the previous user turn and of the
+//!   last turn, at most four, none on a thinking block.
 
 use std::borrow::Cow;
 
@@ -25,11 +29,12 @@ use serde_json::{Value, json};
 
 use super::{API_VERSION, MIN_THINKING_BUDGET};
 use crate::Result;
+use crate::llm::breakpoints::{Breakpoints, TurnSize};
 use crate::llm::encoded::{self, DecodePlan, EncodedRequest, Header, Part};
 use crate::llm::message::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::request::{ChatRequest, Reasoning, ToolChoice, ToolSpec};
 use crate::llm::strict::{self, Adaptation, Rendered};
-use crate::llm::target::WireTarget;
+use crate::llm::target::{CacheTtl, PromptCache, WireTarget};
 use crate::llm::{gemini, text_tools};
 
 /// The request body, fields in the order the Messages API documents them.
@@ -88,6 +93,52 @@ struct WireTool<'a> {
     name: &'a str,
     description: &'a str,
     input_schema: InputSchema<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
+}
+
+/// A breakpoint: `{"type": "ephemeral"}`, with `"ttl": "1h"` for the hour (five minutes, the
+/// default, is not written).
+#[derive(Serialize, Clone, Copy)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttl: Option<&'static str>,
+}
+
+impl CacheControl {
+    fn new(ttl: CacheTtl) -> Self {
+        Self {
+            kind: "ephemeral",
+            ttl: (ttl != CacheTtl::FiveMinutes).then(|| ttl.as_str()),
+        }
+    }
+}
+
+/// The system content as one text block carrying a breakpoint.
+#[derive(Serialize)]
+struct SystemBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+    cache_control: CacheControl,
+}
+
+/// A block of a turn, with a breakpoint after it when `cache_control` is set.
+#[derive(Serialize)]
+struct MarkedBlock<'a, 'b> {
+    #[serde(flatten)]
+    block: &'b Block<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
+}
+
+/// A turn whose last markable block carries a breakpoint.
+#[derive(Serialize)]
+struct MarkedTurn<'a, 'b> {
+    role: &'static str,
+    content: Vec<MarkedBlock<'a, 'b>>,
 }
 
 #[derive(Serialize)]
@@ -147,6 +198,30 @@ impl Block<'_> {
             _ => 1,
         }
     }
+
+    /// Whether the block may carry a breakpoint (thinking blocks may not).
+    fn markable(&self) -> bool {
+        !matches!(self, Self::Thinking { .. } | Self::RedactedThinking { .. })
+    }
+}
+
+impl Turn<'_> {
+    /// The turn with a breakpoint on its last markable block.
+    fn marked(&self, mark: CacheControl) -> MarkedTurn<'_, '_> {
+        let at = self.content.iter().rposition(Block::markable);
+        MarkedTurn {
+            role: self.role,
+            content: self
+                .content
+                .iter()
+                .enumerate()
+                .map(|(i, block)| MarkedBlock {
+                    block,
+                    cache_control: (Some(i) == at).then_some(mark),
+                })
+                .collect(),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -179,18 +254,23 @@ pub(crate) fn encode(
         _ => None,
     };
 
-    let system = if system.is_empty() {
+    let mut system_part = if system.is_empty() {
         None
     } else {
         Some(encoded::part(&*system)?)
     };
-    let messages = turns(history, target.thinking)
+    let turns = turns(history, target.thinking);
+    let mut messages = turns
         .iter()
         .map(encoded::part)
         .collect::<Result<Vec<_>>>()?;
 
-    let (tools, tool_choice) = if !text_tools && offers_tools {
-        let tools = req.tools.iter().map(tool).collect::<Result<Vec<_>>>()?;
+    let (mut tools, tool_choice) = if !text_tools && offers_tools {
+        let tools = req
+            .tools
+            .iter()
+            .map(|t| tool(t, None))
+            .collect::<Result<Vec<_>>>()?;
         let choice = match (&req.tool_choice, budget.is_some()) {
             (ToolChoice::None, _) => WireToolChoice::None,
             // `auto` is what the API does when tools are given: it is not written.
@@ -205,6 +285,38 @@ pub(crate) fn encode(
     } else {
         (Vec::new(), None)
     };
+
+    // The prompt-cache breakpoints (`llm::breakpoints`), in the order the prefix is read.
+    if let PromptCache::On(ttl) = target.prompt_cache {
+        let mark = CacheControl::new(ttl);
+        let sizes: Vec<TurnSize> = turns
+            .iter()
+            .zip(&messages)
+            .map(|(t, part)| TurnSize {
+                bytes: part.get().len(),
+                user: t.role == "user",
+                markable: t.content.iter().any(Block::markable),
+            })
+            .collect();
+        let tool_bytes = tools.iter().map(|t| t.get().len()).sum();
+        let system_bytes = system_part.as_ref().map_or(0, |s| s.get().len());
+        let at = Breakpoints::place(true, tool_bytes, system_bytes, &sizes);
+        if at.tools
+            && let (Some(last), Some(spec)) = (tools.last_mut(), req.tools.last())
+        {
+            *last = tool(spec, Some(mark))?;
+        }
+        if at.system {
+            system_part = Some(encoded::part(&[SystemBlock {
+                kind: "text",
+                text: &system,
+                cache_control: mark,
+            }])?);
+        }
+        for &i in &at.turns {
+            messages[i] = encoded::part(&turns[i].marked(mark))?;
+        }
+    }
 
     let effort = match &req.reasoning {
         Reasoning::Effort(e) => Some(e.as_str()),
@@ -225,7 +337,7 @@ pub(crate) fn encode(
     let body = Body {
         model: &target.model,
         max_tokens: req.max_output_tokens.saturating_add(budget.unwrap_or(0)),
-        system: system.as_deref(),
+        system: system_part.as_deref(),
         messages: &messages,
         tools: &tools,
         tool_choice,
@@ -257,7 +369,7 @@ pub(crate) fn encode(
     })
 }
 
-fn tool(t: &ToolSpec) -> Result<Part> {
+fn tool(t: &ToolSpec, cache_control: Option<CacheControl>) -> Result<Part> {
     let rendered;
     let input_schema = if t.parameters.is_object() {
         rendered = strict::rendered(&t.parameters, Adaptation::AsIs);
@@ -269,6 +381,7 @@ fn tool(t: &ToolSpec) -> Result<Part> {
         name: &t.name,
         description: &t.description,
         input_schema,
+        cache_control,
     })
 }
 

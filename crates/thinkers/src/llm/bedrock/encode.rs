@@ -20,6 +20,11 @@
 //! * Converse has no `none` tool choice: with [`ToolChoice::None`] the tools are left out, unless
 //!   the history holds tool blocks (Converse then requires `toolConfig`), in which case they are
 //!   offered with the default `auto`.
+//! * With prompt caching on (the default), a Claude or Nova model (`model::BedrockCaching`: the
+//!   model id holds `anthropic.claude` or `amazon.nova`) gets `{"cachePoint": {"type":
+//!   "default"}}` blocks where `llm::breakpoints` places them: after the system text, after the
+//!   tools (Claude only), at the end of the previous user turn and of the last turn; at most
+//!   four. Other models get none.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -29,12 +34,14 @@ use serde_json::{Map, Value, json};
 
 use crate::Result;
 use crate::llm::anthropic::MIN_THINKING_BUDGET;
+use crate::llm::breakpoints::{Breakpoints, TurnSize};
 use crate::llm::encoded::{self, DecodePlan, EncodedRequest, Header, Part};
 use crate::llm::message::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::request::{ChatRequest, Reasoning, ToolChoice, ToolSpec};
 use crate::llm::strict::{self, Adaptation, Rendered};
 use crate::llm::target::WireTarget;
 use crate::llm::text_tools;
+use crate::model::BedrockCaching;
 
 /// The request body, fields in the order the Converse API documents them.
 #[derive(Serialize)]
@@ -52,9 +59,29 @@ struct Body<'a> {
     output_config: Option<OutputConfig<'a>>,
 }
 
+/// A `system` block: a union, the text or a checkpoint after it.
 #[derive(Serialize)]
-struct SystemText<'a> {
-    text: &'a str,
+#[serde(rename_all = "camelCase")]
+enum SystemText<'a> {
+    Text(&'a str),
+    CachePoint(CachePoint),
+}
+
+/// A prompt-cache checkpoint: `{"cachePoint": {"type": "default"}}` as a block of `system`,
+/// `toolConfig.tools` or a message's content.
+#[derive(Serialize, Clone, Copy)]
+struct CachePoint {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const CACHE_POINT: CachePoint = CachePoint { kind: "default" };
+
+/// A `toolConfig.tools` member that is a checkpoint.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolCachePoint {
+    cache_point: CachePoint,
 }
 
 #[derive(Serialize)]
@@ -145,6 +172,7 @@ enum Block<'a> {
     Document(Document<'a>),
     ToolUse(ToolUse<'a>),
     ToolResult(ToolResult<'a>),
+    CachePoint(CachePoint),
 }
 
 #[derive(Serialize)]
@@ -204,6 +232,11 @@ impl Block<'_> {
             _ => 1,
         }
     }
+
+    /// Whether a checkpoint may follow the block (not reasoning).
+    fn markable(&self) -> bool {
+        !matches!(self, Self::ReasoningContent(_))
+    }
 }
 
 #[derive(Serialize)]
@@ -233,12 +266,14 @@ pub(crate) fn encode(
         _ => None,
     };
 
-    let system = if system.is_empty() {
+    let system_bytes = system.len();
+    let mut system = if system.is_empty() {
         Vec::new()
     } else {
-        vec![SystemText { text: &system }]
+        vec![SystemText::Text(&system)]
     };
-    let messages = turns(history, target.thinking)
+    let mut turns = turns(history, target.thinking);
+    let mut messages = turns
         .iter()
         .map(encoded::part)
         .collect::<Result<Vec<_>>>()?;
@@ -251,11 +286,41 @@ pub(crate) fn encode(
     });
     let send_tools =
         !text_tools && offers_tools && (req.tool_choice != ToolChoice::None || history_has_tools);
-    let tools = if send_tools {
+    let mut tools = if send_tools {
         req.tools.iter().map(tool).collect::<Result<Vec<_>>>()?
     } else {
         Vec::new()
     };
+
+    // Prompt-cache checkpoints (`llm::breakpoints`), for the models that take them.
+    let caching = BedrockCaching::of(&target.model);
+    if target.prompt_cache.is_on() && caching != BedrockCaching::None {
+        let sizes: Vec<TurnSize> = turns
+            .iter()
+            .zip(&messages)
+            .map(|(t, part)| TurnSize {
+                bytes: part.get().len(),
+                user: t.role == "user",
+                markable: t.content.iter().any(Block::markable),
+            })
+            .collect();
+        let tool_bytes = tools.iter().map(|t| t.get().len()).sum();
+        let mut at = Breakpoints::place(true, tool_bytes, system_bytes, &sizes);
+        // Nova takes no checkpoint among its tools.
+        at.tools &= caching == BedrockCaching::Claude;
+        if at.tools {
+            tools.push(encoded::part(&ToolCachePoint {
+                cache_point: CACHE_POINT,
+            })?);
+        }
+        if at.system {
+            system.push(SystemText::CachePoint(CACHE_POINT));
+        }
+        for &i in &at.turns {
+            turns[i].content.push(Block::CachePoint(CACHE_POINT));
+            messages[i] = encoded::part(&turns[i])?;
+        }
+    }
     let tool_config = send_tools.then(|| ToolConfig {
         tools: &tools,
         // `auto` is what Converse does when tools are given: it is not written.

@@ -10,6 +10,12 @@
 //! An assistant turn that calls tools always carries `content`: `null` for OpenAI (documented),
 //! `""` for compatible servers (llama.cpp-family chat templates fail without the key, and
 //! llama-cpp-python's server refuses `null`).
+//!
+//! OpenAI caches prompt prefixes on its own; with prompt caching on (the default) OpenAI proper
+//! also gets a `prompt_cache_key` ([`ChatRequest::derived_cache_key`], stable across a
+//! conversation's turns), so its turns are routed to the cache the earlier ones filled. Nothing
+//! that changes from turn to turn is put before the conversation: the system message is the
+//! request's system content (and the text-tool protocol's fixed instructions).
 
 use std::borrow::Cow;
 
@@ -50,6 +56,8 @@ struct Body<'a> {
     stream: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -271,6 +279,9 @@ pub(crate) fn encode(
         Reasoning::Tokens(n) if *n > 0 && target.thinking => Some(super::effort_for_tokens(*n)),
         _ => None,
     };
+    // OpenAI proper routes requests with one key and one prefix to the same cache; a compatible
+    // server gets no key (its caching, if any, is its own, and a strict one refuses the field).
+    let cache_key = (!compat && target.prompt_cache.is_on()).then(|| req.derived_cache_key());
     let body = Body {
         model: &target.model,
         messages: &messages,
@@ -286,6 +297,7 @@ pub(crate) fn encode(
         stream_options: stream.then_some(StreamOptions {
             include_usage: true,
         }),
+        prompt_cache_key: cache_key.as_deref(),
     };
     let body = encoded::finish(&body)?;
 

@@ -15,6 +15,9 @@
 //!   [`ChatRequest::max_output_tokens`]).
 //! * Not sent: `logprobs` (a Chat Completions feature here), `previous_response_id` and
 //!   `conversation` (the runtime keeps the conversation itself).
+//! * With prompt caching on (the default), `prompt_cache_key` is the request's
+//!   [`ChatRequest::derived_cache_key`], the same for every turn of a conversation, so its turns
+//!   are routed to the cache the earlier ones filled (OpenAI caches prefixes on its own).
 
 use std::borrow::Cow;
 
@@ -54,6 +57,8 @@ struct Body<'a> {
     include: &'a [&'a str],
     #[serde(skip_serializing_if = "Option::is_none")]
     stream: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -203,6 +208,7 @@ pub(crate) fn encode(
     } else {
         &[]
     };
+    let cache_key = target.prompt_cache.is_on().then(|| req.derived_cache_key());
     let body = Body {
         model: &target.model,
         instructions: (!system.is_empty()).then_some(&*system),
@@ -218,6 +224,7 @@ pub(crate) fn encode(
         store: false,
         include,
         stream: stream.then_some(true),
+        prompt_cache_key: cache_key.as_deref(),
     };
     let body = encoded::finish(&body)?;
 

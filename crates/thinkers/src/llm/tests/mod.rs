@@ -7,6 +7,7 @@ pub(crate) mod fixtures;
 mod client;
 mod client_waits;
 mod compat;
+mod prompt_cache;
 mod sizes;
 mod spec;
 mod transport;

@@ -135,6 +135,31 @@ impl CatalogBuilder {
         self.entry_field("price_cached", Value::from(price))
     }
 
+    /// The last entry's price per million input tokens written to the provider's prompt cache
+    /// (otherwise 1.25x the input price for Anthropic's models, 2x with the hour TTL, and the
+    /// input price elsewhere).
+    #[must_use]
+    pub fn cache_write_price(self, price: f64) -> Self {
+        self.entry_field("price_cache_write", Value::from(price))
+    }
+
+    /// Whether the last entry's requests ask the provider to cache their prefix (on unless
+    /// turned off; see [`crate::model::PromptCache`]); with a TTL other than the default (an
+    /// Anthropic entry only), Anthropic's cache lasts that long.
+    #[must_use]
+    pub fn prompt_cache(self, cache: crate::model::PromptCache) -> Self {
+        match cache {
+            crate::model::PromptCache::Off => self.entry_field("prompt_cache", Value::from(false)),
+            // The default TTL is not written: `cache_ttl` is an Anthropic field.
+            crate::model::PromptCache::On(ttl) if ttl == crate::model::CacheTtl::default() => {
+                self.entry_field("prompt_cache", Value::from(true))
+            }
+            crate::model::PromptCache::On(ttl) => self
+                .entry_field("prompt_cache", Value::from(true))
+                .entry_field("cache_ttl", Value::from(ttl.as_str())),
+        }
+    }
+
     /// The last entry costs nothing (a model on your own machine): its calls are recorded at a
     /// cost of 0 USD. Without this or [`Self::prices`] the entry has no prices and the cost of
     /// its calls is recorded as unknown.
@@ -327,7 +352,7 @@ mod tests {
         assert!(!entry.priced());
         assert_eq!(entry.pricing(), None);
         assert_eq!(entry.currency(), None);
-        assert_eq!(entry.cost(1_000, 0, 1_000), None);
+        assert_eq!(entry.cost(1_000, 0, 0, 1_000), None);
         assert_eq!(entry.list_price(), None);
         let free = Catalog::openai("gpt-4o-mini", Grade::Small)
             .free()
@@ -335,7 +360,7 @@ mod tests {
             .unwrap();
         let entry = free.entry("gpt-4o-mini").unwrap();
         assert!(entry.priced());
-        assert_eq!(entry.cost(1_000, 0, 1_000), Some(0.0));
+        assert_eq!(entry.cost(1_000, 0, 0, 1_000), Some(0.0));
     }
 
     #[test]

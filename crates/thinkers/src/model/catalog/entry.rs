@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::PromptCache;
 use crate::dispatch::{Limits, Rate};
 use crate::model::Tokenizer;
 use crate::model::{Depth, Grade, OutputSize};
@@ -19,18 +20,29 @@ pub struct Pricing {
     pub input: f64,
     /// Per million output tokens (reasoning tokens are billed as output).
     pub output: f64,
-    /// Per million cached input tokens (the input price when the catalog gives none).
+    /// Per million input tokens read from the provider's prompt cache (`price_cached`; the input
+    /// price when the catalog gives none).
     pub cached: f64,
+    /// Per million input tokens written to the provider's prompt cache (`price_cache_write`).
+    /// When the catalog gives none: for an Anthropic entry 1.25x the input price with the
+    /// five-minute TTL and 2x with the hour ([`super::CacheTtl::write_multiplier`]), as Anthropic
+    /// prices writes; for the other dialects the input price (OpenAI, Gemini and Bedrock's
+    /// non-Anthropic models charge nothing extra to write).
+    pub cache_write: f64,
     /// ISO 4217 code, three upper-case letters, for example `USD`.
     pub currency: Arc<str>,
 }
 
 impl Pricing {
-    /// The cost of one call in [`Pricing::currency`]. `input` counts the uncached input tokens
-    /// only; `cached` the input tokens served from the provider's cache; `output` every emitted
-    /// token, reasoning included.
-    pub fn cost(&self, input: u64, cached: u64, output: u64) -> f64 {
-        (input as f64 * self.input + cached as f64 * self.cached + output as f64 * self.output)
+    /// The cost of one call in [`Pricing::currency`]. The input tokens are taken apart: `input`
+    /// counts the uncached ones only, `cache_read` those read from the provider's prompt cache,
+    /// `cache_write` those written to it (the three add up to the call's whole input); `output`
+    /// counts every emitted token, reasoning included.
+    pub fn cost(&self, input: u64, cache_read: u64, cache_write: u64, output: u64) -> f64 {
+        (input as f64 * self.input
+            + cache_read as f64 * self.cached
+            + cache_write as f64 * self.cache_write
+            + output as f64 * self.output)
             / 1_000_000.0
     }
 }
@@ -123,6 +135,8 @@ pub struct Entry {
     pub(super) output_budgets: [Option<u32>; 4],
     /// How its requests are counted for admission (`tokenizer`).
     pub(super) tokenizer: Tokenizer,
+    /// Whether its requests ask the provider to cache their prefix (`prompt_cache`, `cache_ttl`).
+    pub(super) prompt_cache: PromptCache,
 }
 
 impl Entry {
@@ -317,10 +331,17 @@ impl Entry {
         }
     }
 
-    /// The cost of one call in the entry's currency (see [`Pricing::cost`]); `None` (unknown)
-    /// for an entry without prices.
-    pub fn cost(&self, input: u64, cached: u64, output: u64) -> Option<f64> {
-        self.pricing.as_ref().map(|p| p.cost(input, cached, output))
+    /// The cost of one call in the entry's currency (see [`Pricing::cost`]: uncached input,
+    /// cache reads, cache writes, output); `None` (unknown) for an entry without prices.
+    pub fn cost(&self, input: u64, cache_read: u64, cache_write: u64, output: u64) -> Option<f64> {
+        self.pricing
+            .as_ref()
+            .map(|p| p.cost(input, cache_read, cache_write, output))
+    }
+
+    /// Whether its requests ask the provider to cache their prefix, and for how long.
+    pub fn prompt_cache(&self) -> PromptCache {
+        self.prompt_cache
     }
 
     /// Input plus output price per million tokens: the picker's cost tie-break; `None` for an

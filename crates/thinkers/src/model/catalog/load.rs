@@ -7,6 +7,7 @@ use serde::Deserialize;
 use toml::{Spanned, Value};
 
 use super::azure::{Auth, AzureApi, valid_api_version};
+use super::cache::{BedrockCaching, CacheTtl, PromptCache};
 use super::entry::{Entry, Pricing, Reasoning};
 use super::error::{CatalogError, Location, Problem};
 use super::fields::{Fields, RawTable, Source};
@@ -131,6 +132,7 @@ fn read_provider(
         })?,
     };
     let stream_tools = f.boolean("stream_tools")?.unwrap_or(true);
+    let prompt_cache = f.boolean("prompt_cache")?.unwrap_or(true);
     let azure = read_azure(&mut f, dialect, base_url)?;
     let auth = read_auth(&mut f, dialect, azure.is_some())?;
     let aws = if dialect == Dialect::BedrockConverse {
@@ -150,6 +152,7 @@ fn read_provider(
         azure,
         auth,
         aws,
+        prompt_cache,
     })
 }
 
@@ -348,7 +351,24 @@ fn read_entry(
     let burst = f
         .seconds("burst_seconds", 60.0)?
         .map(std::time::Duration::from_secs_f64);
-    let pricing = read_pricing(&mut f)?;
+    // The provider was checked to exist above.
+    let (dialect, provider_caches) = providers
+        .get(&provider)
+        .map_or((Dialect::OpenAi, true), |p| (p.dialect, p.prompt_cache));
+    let prompt_cache = read_prompt_cache(&mut f, dialect, provider_caches)?;
+    let ttl = match prompt_cache {
+        PromptCache::On(ttl) => ttl,
+        PromptCache::Off => CacheTtl::default(),
+    };
+    // Anthropic prices a cache write above the input price, on its API and on Bedrock.
+    let priced_writes = match dialect {
+        Dialect::Anthropic => Some(ttl),
+        Dialect::BedrockConverse if BedrockCaching::of(&model) == BedrockCaching::Claude => {
+            Some(CacheTtl::FiveMinutes)
+        }
+        _ => None,
+    };
+    let pricing = read_pricing(&mut f, priced_writes)?;
     let reasoning = read_reasoning(&mut f)?;
     let thinking = f.boolean("thinking")?.unwrap_or(false);
     let native_tools = f.boolean("native_tools")?.unwrap_or(true);
@@ -383,6 +403,55 @@ fn read_entry(
         compliance,
         output_budgets,
         tokenizer,
+        prompt_cache,
+    })
+}
+
+/// `prompt_cache` (the entry's, else its provider's, else on) and `cache_ttl` (Anthropic
+/// entries only: `"5m"` by default, or `"1h"`).
+fn read_prompt_cache(
+    f: &mut Fields<'_>,
+    dialect: Dialect,
+    provider_caches: bool,
+) -> Result<PromptCache, CatalogError> {
+    let on = f.boolean("prompt_cache")?.unwrap_or(provider_caches);
+    let ttl = match f.string("cache_ttl")? {
+        None => CacheTtl::default(),
+        Some(_) if dialect != Dialect::Anthropic => {
+            return Err(f.error(
+                "cache_ttl",
+                f.value_of("cache_ttl"),
+                Problem::Conflict,
+                format!(
+                    "a cache TTL is read only for the `anthropic` dialect, not `{dialect}` \
+                     (the others cache for as long as the provider decides)"
+                ),
+            ));
+        }
+        Some(name) => CacheTtl::from_name(name).ok_or_else(|| {
+            f.error(
+                "cache_ttl",
+                f.value_of("cache_ttl"),
+                Problem::BadValue,
+                format!(
+                    "unknown cache TTL; use one of: {}",
+                    CacheTtl::NAMES.join(", ")
+                ),
+            )
+        })?,
+    };
+    if !on && f.value_of("cache_ttl").is_some() {
+        return Err(f.error(
+            "cache_ttl",
+            f.value_of("cache_ttl"),
+            Problem::Conflict,
+            "cache_ttl has no effect with prompt_cache = false; remove one of them",
+        ));
+    }
+    Ok(if on {
+        PromptCache::On(ttl)
+    } else {
+        PromptCache::Off
     })
 }
 
@@ -418,9 +487,22 @@ fn read_grade(f: &mut Fields<'_>) -> Result<Grade, CatalogError> {
 }
 
 /// The price fields of an entry: none of them (the entry has no prices, its cost is unknown),
-/// or `price_in`, `price_out` and `currency` together (`price_cached` optional).
-fn read_pricing(f: &mut Fields<'_>) -> Result<Option<Pricing>, CatalogError> {
-    const FIELDS: [&str; 4] = ["price_in", "price_out", "price_cached", "currency"];
+/// or `price_in`, `price_out` and `currency` together (`price_cached` and `price_cache_write`
+/// optional; an absent write price follows [`Pricing::cache_write`]).
+///
+/// `priced_writes` is the TTL of an entry whose provider prices cache writes apart (Anthropic's
+/// models), `None` for one that charges the input price.
+fn read_pricing(
+    f: &mut Fields<'_>,
+    priced_writes: Option<CacheTtl>,
+) -> Result<Option<Pricing>, CatalogError> {
+    const FIELDS: [&str; 5] = [
+        "price_in",
+        "price_out",
+        "price_cached",
+        "price_cache_write",
+        "currency",
+    ];
     if FIELDS.iter().all(|field| f.value_of(field).is_none()) {
         return Ok(None);
     }
@@ -438,6 +520,9 @@ fn read_pricing(f: &mut Fields<'_>) -> Result<Option<Pricing>, CatalogError> {
         .price("price_out")?
         .ok_or_else(|| missing(f, "price_out"))?;
     let cached = f.price("price_cached")?.unwrap_or(input);
+    let cache_write = f
+        .price("price_cache_write")?
+        .unwrap_or_else(|| priced_writes.map_or(input, |ttl| input * ttl.write_multiplier()));
     let currency = f
         .string("currency")?
         .ok_or_else(|| missing(f, "currency"))?;
@@ -453,6 +538,7 @@ fn read_pricing(f: &mut Fields<'_>) -> Result<Option<Pricing>, CatalogError> {
         input,
         output,
         cached,
+        cache_write,
         currency: currency.into(),
     }))
 }

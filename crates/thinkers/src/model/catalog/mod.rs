@@ -14,6 +14,7 @@
 mod aws;
 mod azure;
 mod builder;
+mod cache;
 mod entry;
 mod error;
 mod fields;
@@ -30,6 +31,8 @@ use std::path::Path;
 pub use aws::{AWS_ACCESS_KEY_ENV, AWS_SECRET_KEY_ENV, AWS_SESSION_TOKEN_ENV, AwsSettings};
 pub use azure::{Auth, AzureApi};
 pub use builder::{CatalogBuilder, DEFAULT_CONTEXT_WINDOW, DEFAULT_OUTPUT_CEILING};
+pub(crate) use cache::BedrockCaching;
+pub use cache::{CacheTtl, PromptCache};
 pub use entry::{EFFORT_TOKENS, Entry, Pricing, Reasoning, effort_tokens};
 pub use error::{CatalogError, InvalidValue, Location, Problem};
 pub use keys::ApiKey;

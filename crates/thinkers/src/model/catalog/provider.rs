@@ -218,6 +218,9 @@ pub struct Provider {
     /// Region and credential variables of a `bedrock-converse` provider (`None` for the other
     /// dialects).
     pub aws: Option<super::AwsSettings>,
+    /// Whether its entries ask it to cache prompt prefixes by default (`prompt_cache`, default
+    /// true; an entry's own `prompt_cache` wins).
+    pub prompt_cache: bool,
 }
 
 impl Provider {
@@ -295,6 +298,7 @@ mod tests {
             azure: None,
             auth: Auth::Bearer,
             aws: None,
+            prompt_cache: true,
         }
     }
 

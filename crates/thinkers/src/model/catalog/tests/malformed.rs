@@ -72,7 +72,7 @@ fn an_entry_without_any_price_field_loads_with_its_cost_unknown() {
     let catalog = Catalog::from_toml_str(&text, "unpriced.toml").unwrap();
     let e = catalog.entry("local-large").unwrap();
     assert!(!e.priced());
-    assert_eq!(e.cost(1_000, 0, 1_000), None);
+    assert_eq!(e.cost(1_000, 0, 0, 1_000), None);
     assert!(catalog.entry("acme-small").unwrap().priced());
 }
 

@@ -104,6 +104,8 @@ fn a_valid_catalog_loads_every_field() {
             input: 0.5,
             output: 2.0,
             cached: 0.25,
+            // An OpenAI entry's writes cost the input price.
+            cache_write: 0.5,
             currency: "USD".into()
         })
     );
@@ -154,10 +156,12 @@ fn limits_budget_and_cost() {
     assert_eq!(limits.tokens, Some(Rate::per_minute(100_000)));
     assert_eq!(limits.requests, Some(Rate::per_minute(600)));
     assert_eq!(limits.concurrency, Some(8));
-    // 1M uncached in at 0.5, 2M cached at 0.25, 0.5M out at 2.
-    let cost = e.cost(1_000_000, 2_000_000, 500_000).unwrap();
+    // 1M uncached in at 0.5, 2M cache reads at 0.25, 2M cache writes at 0.5, 0.5M out at 2.
+    let cost = e.cost(1_000_000, 2_000_000, 0, 500_000).unwrap();
     assert!((cost - (0.5 + 0.5 + 1.0)).abs() < 1e-9, "{cost}");
-    assert_eq!(e.cost(0, 0, 0), Some(0.0));
+    let cost = e.cost(1_000_000, 2_000_000, 2_000_000, 500_000).unwrap();
+    assert!((cost - (0.5 + 0.5 + 1.0 + 1.0)).abs() < 1e-9, "{cost}");
+    assert_eq!(e.cost(0, 0, 0, 0), Some(0.0));
     assert!((e.list_price().unwrap() - 2.5).abs() < 1e-12);
 }
 
@@ -438,4 +442,5 @@ fn invalid_catalogs_become_invalid_input_naming_the_source() {
 }
 
 mod azure;
+mod caching;
 mod malformed;
