@@ -15,7 +15,7 @@
 //! requests, per minute over the figure; for a catalog 10× too low, over the catalog's figure),
 //! 429s served and their share of requests, failed runs, runs per minute, and the second of the
 //! last 429 (how long a wrong catalog took to converge). Select cells with `THINKERS_MATRIX`
-//! (every `/`-separated word must occur in the cell's name, e.g. `tpm/right`), the dialect with
+//! (every `/`-separated word must be a part of the cell's name, e.g. `tpm/right`), the dialect with
 //! `THINKERS_MATRIX_DIALECT` (`openai`, the default, `anthropic` or `gemini`: no headers), the
 //! Redis URL with `THINKERS_TEST_REDIS_URL`. Run with
 //! `cargo bench -p thinkers --features redis --bench admission_matrix`.
@@ -254,7 +254,7 @@ async fn run_cell(base: &str, dialect: &str, cell: &Cell, secs: u64) -> Outcome 
 
 fn selected(name: &str) -> bool {
     match std::env::var("THINKERS_MATRIX") {
-        Ok(f) if !f.is_empty() => f.split('/').all(|w| name.contains(w)),
+        Ok(f) if !f.is_empty() => f.split('/').all(|w| name.split('/').any(|part| part == w)),
         _ => true,
     }
 }

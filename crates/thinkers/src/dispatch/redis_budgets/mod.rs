@@ -46,8 +46,24 @@ pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
 /// How long a reservation that waits for a concurrency slot waits before asking again.
 const SLOT_POLL: Duration = Duration::from_millis(25);
 
+/// The longest a reservation told to wait for a rate asks again after. The wait the shared axis
+/// names assumes every grant ahead uses its whole reservation; a grant that settles for less
+/// (in any process: none can wake another) gives the time back, so a waiter asks again at least
+/// this often instead of sleeping the worst case.
+const RATE_POLL: Duration = Duration::from_millis(25);
+
 /// The key prefix unless configured otherwise.
 const DEFAULT_PREFIX: &str = "thinkers:budget";
+
+/// What holds a reservation back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// A rate axis: the wait assumes every grant ahead uses its whole reservation, and shrinks
+    /// when one settles for less (see [`RATE_POLL`]).
+    Rate,
+    /// A pause (waited whole), a concurrency slot, a probe, a refusal.
+    Other,
+}
 
 /// What this process knows of one budget.
 #[derive(Debug, Default)]
@@ -176,19 +192,20 @@ impl Inner {
         });
     }
 
-    async fn reserve(&self, ask: &Ask) -> Result<Reservation> {
+    /// Decide `ask` in Redis, with the whole wait the shared state names and what holds it.
+    async fn reserve(&self, ask: &Ask) -> Result<(Reservation, Held)> {
         let limits = {
             let g = self.lock();
             let Some(local) = g.get(&*ask.budget) else {
-                return Ok(Reservation::Never(format!(
-                    "budget `{}` is not configured",
-                    ask.budget
-                )));
+                return Ok((
+                    Reservation::Never(format!("budget `{}` is not configured", ask.budget)),
+                    Held::Other,
+                ));
             };
             if let Some(until) = local.paused_until
                 && until > Instant::now()
             {
-                return Ok(Reservation::Wait(Some(until - Instant::now())));
+                return Ok((Reservation::Wait(Some(until - Instant::now())), Held::Other));
             }
             local.limits
         };
@@ -196,22 +213,28 @@ impl Inner {
             if let Some(r) = axis.rate(&limits)
                 && axis.asked(ask) > r.amount
             {
-                return Ok(Reservation::Never(format!(
-                    "asks {} tokens but its {} limit is {} per {:?}",
-                    axis.asked(ask),
-                    axis.as_str(),
-                    r.amount,
-                    r.per
-                )));
+                return Ok((
+                    Reservation::Never(format!(
+                        "asks {} tokens but its {} limit is {} per {:?}",
+                        axis.asked(ask),
+                        axis.as_str(),
+                        r.amount,
+                        r.per
+                    )),
+                    Held::Other,
+                ));
             }
         }
         if let Some(c) = limits.concurrency
             && ask.slots > c
         {
-            return Ok(Reservation::Never(format!(
-                "asks {} concurrent slots but the limit is {c}",
-                ask.slots
-            )));
+            return Ok((
+                Reservation::Never(format!(
+                    "asks {} concurrent slots but the limit is {c}",
+                    ask.slots
+                )),
+                Held::Other,
+            ));
         }
         let b = &ask.budget;
         if self
@@ -219,7 +242,7 @@ impl Inner {
             .get_mut(&**b)
             .is_some_and(|l| l.probe.holds(&limits, ask.tokens))
         {
-            return Ok(Reservation::Wait(Some(SLOT_POLL)));
+            return Ok((Reservation::Wait(Some(SLOT_POLL)), Held::Other));
         }
         let mut inv = SCRIPTS.reserve.prepare_invoke();
         for part in ["held:z", "held:s", "pause", "seq"] {
@@ -267,7 +290,12 @@ impl Inner {
                 local.probe.not_sent();
             }
         }
-        Ok(match kind {
+        let held = if kind == 1 && value >= 0 {
+            Held::Rate
+        } else {
+            Held::Other
+        };
+        let decided = match kind {
             0 => Reservation::Granted(Lease {
                 budget: b.clone(),
                 id: unsigned(value),
@@ -278,7 +306,8 @@ impl Inner {
             }),
             _ if value < 0 => Reservation::Wait(Some(SLOT_POLL)),
             _ => Reservation::Wait(Some(Duration::from_millis(unsigned(value)))),
-        })
+        };
+        Ok((decided, held))
     }
 }
 
@@ -363,7 +392,14 @@ impl BudgetStore for RedisBudgets {
     }
 
     fn try_reserve<'a>(&'a self, ask: &'a Ask) -> BoxFuture<'a, Result<Reservation>> {
-        Box::pin(self.inner.reserve(ask))
+        Box::pin(async move {
+            Ok(match self.inner.reserve(ask).await? {
+                (Reservation::Wait(Some(d)), Held::Rate) => {
+                    Reservation::Wait(Some(d.min(RATE_POLL)))
+                }
+                (r, _) => r,
+            })
+        })
     }
 
     fn settle(&self, lease: &Lease, used: SeatUse) {

@@ -132,7 +132,8 @@ end
 /// Reserve. KEYS: held:z held:s pause seq, then the axes' keys (tok:b in:b out:b req:b).
 /// ARGV: concurrency (-1 when unlimited), slots, lease ttl ms, then per axis four: its rate per
 /// ms, burst ms, amount (the axis's three) and the units asked.
-/// Returns {0, lease id, ...} granted or {1, wait ms or -1 for "after a release", ...},
+/// Returns {0, lease id, ...} granted, {1, wait ms or -1 for "after a release", ...} or {2, the
+/// pause's wait ms, ...},
 /// followed by the slots held after the decision and each axis's headroom (parts per million).
 const RESERVE: &str = r"
 local cl, as, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -150,7 +151,7 @@ local function answer(kind, value)
   return out
 end
 local paused = tonumber(redis.call('GET', KEYS[3]) or '0')
-if paused > now then return answer(1, math.ceil(paused - now)) end
+if paused > now then return answer(2, math.ceil(paused - now)) end
 if cl >= 0 and inflight + as > cl then return answer(1, -1) end
 local w = nil
 for i = 1, #axes do

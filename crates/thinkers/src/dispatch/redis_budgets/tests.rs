@@ -47,6 +47,12 @@ async fn stores(
     Ok(out)
 }
 
+/// The store's decision with the whole wait the shared state names (a waiter asks again sooner:
+/// `RATE_POLL`).
+async fn raw(store: &RedisBudgets, ask: &Ask) -> Result<Reservation> {
+    Ok(store.inner.reserve(ask).await?.0)
+}
+
 /// Reserve until granted (waiting as told), giving up after `deadline`.
 async fn reserve(store: &RedisBudgets, ask: &Ask, deadline: Duration) -> Result<Option<Lease>> {
     let until = Instant::now() + deadline;
@@ -216,7 +222,7 @@ async fn settle_pause_and_refusals_are_shared() -> Result<()> {
     let lease = reserve(&a, &ask("entry", 500, 0), Duration::from_secs(1))
         .await?
         .context("granted")?;
-    match b.try_reserve(&ask("entry", 400, 0)).await? {
+    match raw(&b, &ask("entry", 400, 0)).await? {
         // 300 short at 10 per second.
         Reservation::Wait(Some(d)) => assert!(d > Duration::from_secs(25), "{d:?}"),
         other => bail!("expected a wait of about 30 s, got {other:?}"),
@@ -239,7 +245,7 @@ async fn settle_pause_and_refusals_are_shared() -> Result<()> {
     a.pause("entry", Duration::from_secs(30));
     let until = Instant::now() + Duration::from_secs(2);
     loop {
-        match b.try_reserve(&ask("entry", 0, 0)).await? {
+        match raw(&b, &ask("entry", 0, 0)).await? {
             Reservation::Wait(Some(d)) if d > Duration::from_secs(20) => break,
             _ if Instant::now() > until => bail!("the pause never reached the other process"),
             _ => tokio::time::sleep(Duration::from_millis(20)).await,
@@ -283,7 +289,7 @@ async fn a_providers_smaller_allowance_is_booked_for_every_process() -> Result<(
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    match b.try_reserve(&ask("entry", 500, 0)).await? {
+    match raw(&b, &ask("entry", 500, 0)).await? {
         Reservation::Wait(Some(d)) => {
             // 400 short at 1,000 per minute.
             assert!(d > Duration::from_secs(20), "waits for the refill: {d:?}");
@@ -323,7 +329,7 @@ async fn a_stated_limit_and_a_throttle_pace_every_process() -> Result<()> {
     let until = Instant::now() + Duration::from_secs(2);
     loop {
         // Grants go through while the observation is on its way; then one waits ~1 s.
-        match b.try_reserve(&ask("entry", 0, 0)).await? {
+        match raw(&b, &ask("entry", 0, 0)).await? {
             Reservation::Wait(Some(d)) if d > Duration::from_millis(500) => {
                 assert!(d <= Duration::from_secs(1), "{d:?}");
                 break;
@@ -337,10 +343,57 @@ async fn a_stated_limit_and_a_throttle_pace_every_process() -> Result<()> {
     // A throttle of 300 ms holds both for that long and no longer.
     a.pause("entry", Duration::from_millis(300));
     tokio::time::sleep(Duration::from_millis(100)).await;
-    match b.try_reserve(&ask("entry", 0, 0)).await? {
+    match raw(&b, &ask("entry", 0, 0)).await? {
         Reservation::Wait(Some(d)) => assert!(d <= Duration::from_millis(1_000), "{d:?}"),
         other => bail!("expected a wait, got {other:?}"),
     }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_asks_again_soon_and_gets_what_another_process_did_not_use() -> Result<()> {
+    // otpm = 6,000 (100 a second). A books 1,000 output tokens: the shared axis names a 10 s
+    // wait, but B is told to ask again within `RATE_POLL` (no process can wake another), and
+    // once A settled at 100 used, B is granted about a second after A's grant, not ten.
+    let limits = Limits {
+        output_tokens: Some(Rate::per_minute(6_000)),
+        ..Limits::default()
+    };
+    let mut stores = stores(2, &prefix(), DEFAULT_LEASE_TTL, limits).await?;
+    let (Some(b), Some(a)) = (stores.pop(), stores.pop()) else {
+        return Ok(());
+    };
+    let call = Ask {
+        budget: "entry".into(),
+        tokens: 1_100,
+        input_tokens: 100,
+        output_tokens: 1_000,
+        requests: 1,
+        slots: 0,
+    };
+    let t0 = Instant::now();
+    let lease = reserve(&a, &call, Duration::from_secs(1))
+        .await?
+        .context("granted")?;
+    match b.try_reserve(&call).await? {
+        Reservation::Wait(Some(d)) => assert!(d <= RATE_POLL, "{d:?}"),
+        other => bail!("expected a short wait, got {other:?}"),
+    }
+    a.settle(
+        &lease,
+        SeatUse {
+            input: 100,
+            output: 100,
+        },
+    );
+    reserve(&b, &call, Duration::from_secs(5))
+        .await?
+        .context("granted once A's unused time came back")?;
+    let took = t0.elapsed();
+    assert!(
+        took > Duration::from_millis(900) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
     Ok(())
 }
 
@@ -376,7 +429,7 @@ async fn input_and_output_axes_are_shared_and_settled_apart() -> Result<()> {
     let lease = reserve(&a, &call, Duration::from_secs(1))
         .await?
         .context("granted")?;
-    match b.try_reserve(&call).await? {
+    match raw(&b, &call).await? {
         Reservation::Wait(Some(d)) => assert!(d > Duration::from_secs(9), "{d:?}"),
         other => bail!("expected a wait of about 10 s, got {other:?}"),
     }
@@ -389,7 +442,7 @@ async fn input_and_output_axes_are_shared_and_settled_apart() -> Result<()> {
     );
     let until = Instant::now() + Duration::from_secs(2);
     loop {
-        match b.try_reserve(&call).await? {
+        match raw(&b, &call).await? {
             Reservation::Wait(Some(d)) if d < Duration::from_millis(1_100) => break,
             Reservation::Granted(_) => bail!("granted before the output axis allowed it"),
             _ if Instant::now() > until => bail!("the settle never reached the shared axis"),
