@@ -399,18 +399,15 @@ pub async fn converse_bound(
     }
     log.standing(&**store, &b.budget, Some(&b.entry), cx);
     let usage = outcome.response.usage;
+    let entry = services.router().catalog().entry(&b.entry)?;
     res.report_seat_usage(if from_cache {
         crate::job::SeatUse::NONE
     } else {
-        crate::job::SeatUse {
-            input: usage.input,
-            output: usage.output,
-        }
+        usage.seat_use(entry.cache_reads_count())
     });
     services
         .counter()
         .calibrate(&b.entry, b.counted, usage.input);
-    let entry = services.router().catalog().entry(&b.entry)?;
     // The input taken apart: cache reads, cache writes, the rest (each bounded by the whole, in
     // case a provider's parts exceed it).
     let cache_read = usage.cached.min(usage.input);

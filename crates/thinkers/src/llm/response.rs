@@ -58,6 +58,23 @@ pub struct Usage {
     pub cache_creation: u64,
 }
 
+impl Usage {
+    /// What the call used of its seat as the provider counts it toward its limits: the output,
+    /// and the input less the cache reads when the provider leaves them out of its input limits
+    /// (`cache_reads_count` false, as Anthropic does).
+    pub fn seat_use(&self, cache_reads_count: bool) -> crate::job::SeatUse {
+        let reads = if cache_reads_count {
+            0
+        } else {
+            self.cached.min(self.input)
+        };
+        crate::job::SeatUse {
+            input: self.input - reads,
+            output: self.output,
+        }
+    }
+}
+
 /// The log-probability of one output token.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TokenLogprob {
@@ -192,6 +209,20 @@ pub(crate) fn settle_stop(stop: StopReason, content: &[ContentBlock]) -> StopRea
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn cache_reads_leave_the_seat_only_where_the_provider_does_not_count_them() {
+        let usage = Usage {
+            input: 2_000,
+            output: 40,
+            cached: 1_500,
+            ..Usage::default()
+        };
+        let counted = usage.seat_use(true);
+        assert_eq!((counted.input, counted.output), (2_000, 40));
+        let anthropic = usage.seat_use(false);
+        assert_eq!((anthropic.input, anthropic.output), (500, 40));
+    }
 
     #[test]
     fn tool_turn_is_decided_by_content() {

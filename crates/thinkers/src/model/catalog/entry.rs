@@ -137,6 +137,8 @@ pub struct Entry {
     pub(super) tokenizer: Tokenizer,
     /// Whether its requests ask the provider to cache their prefix (`prompt_cache`, `cache_ttl`).
     pub(super) prompt_cache: PromptCache,
+    /// Whether the provider counts cache reads toward its input limits (`cache_reads_count`).
+    pub(super) cache_reads_count: bool,
 }
 
 impl Entry {
@@ -342,6 +344,14 @@ impl Entry {
     /// Whether its requests ask the provider to cache their prefix, and for how long.
     pub fn prompt_cache(&self) -> PromptCache {
         self.prompt_cache
+    }
+
+    /// Whether the provider counts cache reads toward its input-token limits (`tpm`, `itpm`):
+    /// `cache_reads_count` in the catalog; by default not on the Anthropic dialect (Anthropic
+    /// leaves them out of its input-tokens-per-minute limit for current models), yes elsewhere.
+    /// When not, a call's input settles on the budget without its cache reads.
+    pub fn cache_reads_count(&self) -> bool {
+        self.cache_reads_count
     }
 
     /// Input plus output price per million tokens: the picker's cost tie-break; `None` for an

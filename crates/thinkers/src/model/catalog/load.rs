@@ -369,6 +369,9 @@ fn read_entry(
         _ => None,
     };
     let pricing = read_pricing(&mut f, priced_writes)?;
+    let cache_reads_count = f
+        .boolean("cache_reads_count")?
+        .unwrap_or(dialect != Dialect::Anthropic);
     let reasoning = read_reasoning(&mut f)?;
     let thinking = f.boolean("thinking")?.unwrap_or(false);
     let native_tools = f.boolean("native_tools")?.unwrap_or(true);
@@ -404,6 +407,7 @@ fn read_entry(
         output_budgets,
         tokenizer,
         prompt_cache,
+        cache_reads_count,
     })
 }
 

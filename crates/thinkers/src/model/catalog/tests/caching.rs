@@ -187,3 +187,24 @@ fn rejects_a_negative_cache_write_price() {
         &["entry `acme-small`", "field `price_cache_write`", "-1"],
     );
 }
+
+#[test]
+fn cache_reads_count_toward_input_limits_except_on_anthropic_unless_set() -> anyhow::Result<()> {
+    let entries = [
+        entry("sonnet", "claude", "claude-sonnet-4-5", ""),
+        entry(
+            "sonnet-counted",
+            "claude",
+            "claude-sonnet-4-5",
+            "cache_reads_count = true\n",
+        ),
+        entry("claude-aws", "aws", "anthropic.claude-sonnet-4-5", ""),
+    ]
+    .concat();
+    let c = catalog("", &entries)?;
+    assert!(!c.entry("sonnet")?.cache_reads_count());
+    assert!(c.entry("sonnet-counted")?.cache_reads_count());
+    assert!(c.entry("claude-aws")?.cache_reads_count());
+    assert!(c.entry("acme-small")?.cache_reads_count());
+    Ok(())
+}
