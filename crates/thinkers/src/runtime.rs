@@ -60,6 +60,8 @@ pub struct RuntimeBuilder {
     client: Option<ModelClient>,
     conversations: Option<ConversationService>,
     services: Services,
+    spend_caps: Vec<crate::dispatch::SpendCap>,
+    spend_store: Option<Arc<dyn crate::dispatch::SpendStore>>,
 }
 
 impl std::fmt::Debug for RuntimeBuilder {
@@ -84,6 +86,8 @@ impl Runtime {
             client: None,
             conversations: None,
             services: Services::default(),
+            spend_caps: Vec::new(),
+            spend_store: None,
         }
     }
 
@@ -270,6 +274,22 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Enforce a spending cap on model calls (per run, per scope-axis value, per UTC day; see
+    /// [`crate::dispatch::spend`]): each call holds its worst-case cost before it is sent, and a
+    /// call that would pass a cap fails with [`crate::Error::SpendCapReached`]. May be given
+    /// several times.
+    pub fn spend_cap(mut self, cap: crate::dispatch::SpendCap) -> Self {
+        self.spend_caps.push(cap);
+        self
+    }
+
+    /// Keep the spending caps' sums in this store (default: in-process; a
+    /// [`crate::dispatch::RedisBudgets`] shares them between processes).
+    pub fn spend_store(mut self, store: Arc<dyn crate::dispatch::SpendStore>) -> Self {
+        self.spend_store = Some(store);
+        self
+    }
+
     /// Use this budget store (default: in-process).
     pub fn budgets(mut self, budgets: Arc<dyn BudgetStore>) -> Self {
         self.budgets = Some(budgets);
@@ -317,6 +337,16 @@ impl RuntimeBuilder {
                 "its providers point at the simulated provider ({sim}); bind it first with \
                  Catalog::with_sim_url",
             ));
+        }
+        let mut services = self.services;
+        if !self.spend_caps.is_empty() {
+            let store = self
+                .spend_store
+                .unwrap_or_else(|| Arc::new(crate::dispatch::MemorySpend::new()));
+            services.insert(Arc::new(crate::dispatch::SpendCaps::new(
+                self.spend_caps,
+                store,
+            )?));
         }
         let router = match self.picker {
             Some(p) => ModelRouter::new(self.catalog, self.envelope, p),
@@ -382,10 +412,7 @@ impl RuntimeBuilder {
                 .service(Arc::new(crate::durable::DurableSteps::new(s.steps())))
                 .service(Arc::new(s.durable_response_cache()));
         }
-        let dispatcher = dispatcher
-            .services(self.services)
-            .config(self.config)
-            .build();
+        let dispatcher = dispatcher.services(services).config(self.config).build();
         Ok(Runtime {
             lifecycle: Arc::new(Lifecycle {
                 shut_down: AtomicBool::new(false),

@@ -94,6 +94,8 @@ pub enum ErrorKind {
     Retry,
     /// See [`Error::AwaitingApproval`].
     AwaitingApproval,
+    /// See [`Error::SpendCapReached`].
+    SpendCapReached,
 }
 
 impl ErrorKind {
@@ -116,7 +118,7 @@ impl ErrorKind {
 }
 
 /// One table: name, correctable, retry signal, what the model is told. Indexed by `ErrorKind`.
-const ERROR_TABLE: [(&str, bool, bool, &str); 9] = [
+const ERROR_TABLE: [(&str, bool, bool, &str); 10] = [
     (
         "invalid_input",
         true,
@@ -150,6 +152,12 @@ const ERROR_TABLE: [(&str, bool, bool, &str); 9] = [
         false,
         false,
         "The job is waiting for a person's approval",
+    ),
+    (
+        "spend_cap_reached",
+        false,
+        false,
+        "A spending cap stops this model call",
     ),
 ];
 
@@ -230,6 +238,24 @@ pub enum Error {
         /// The pending calls: approval id and tool.
         pending: Vec<PendingCall>,
     },
+    /// A model call was not sent: its worst-case cost would take a spending cap past its
+    /// amount. Never retried.
+    #[error(
+        "spending cap {cap} of {limit} {currency} would be passed: {spent} {currency} spent or \
+         held, and the call needs up to {needed} {currency}"
+    )]
+    SpendCapReached {
+        /// The cap, as its owner named it (`run`, `day 2026-12-06`, `axis tenant=acme`).
+        cap: String,
+        /// The cap's currency (ISO code).
+        currency: String,
+        /// The cap's amount.
+        limit: f64,
+        /// What was spent, or is held by calls in flight, under the cap.
+        spent: f64,
+        /// The call's worst-case cost.
+        needed: f64,
+    },
 }
 
 /// A tool call waiting for a person, as [`Error::AwaitingApproval`] names it.
@@ -271,6 +297,7 @@ impl Error {
             Self::AttemptsExhausted { .. } => ErrorKind::AttemptsExhausted,
             Self::Retry(_) => ErrorKind::Retry,
             Self::AwaitingApproval { .. } => ErrorKind::AwaitingApproval,
+            Self::SpendCapReached { .. } => ErrorKind::SpendCapReached,
         }
     }
 

@@ -47,6 +47,7 @@ impl Error {
                 source(s);
             }
             Self::Unadmittable { reason, .. } => text(reason),
+            Self::SpendCapReached { cap, .. } => text(cap),
             Self::AttemptsExhausted { last, .. } => text(last),
             Self::Retry(signal) => match signal {
                 RetrySignal::Transient {

@@ -31,6 +31,7 @@ mod limit_log;
 #[cfg(feature = "redis")]
 mod redis_budgets;
 mod run;
+pub mod spend;
 
 pub use crate::job::{JobHandle, Limits, Rate, Services};
 pub(crate) use admission::check_admitted;
@@ -41,6 +42,7 @@ pub use budget::{
 };
 #[cfg(feature = "redis")]
 pub use redis_budgets::{DEFAULT_LEASE_TTL, RedisBudgets};
+pub use spend::{MemorySpend, SpendCap, SpendCaps, SpendStore};
 
 use std::borrow::Cow;
 use std::future::Future;

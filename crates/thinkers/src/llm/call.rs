@@ -27,9 +27,10 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
+use super::failed::Failed;
 use super::{
-    ChatRequest, ChatResponse, ClientLimits, EncodedRequest, ModelServices, Reasoning, SendOptions,
-    StopReason, StreamDelta,
+    ChatRequest, ChatResponse, EncodedRequest, ModelServices, Reasoning, SendOptions, StopReason,
+    StreamDelta,
 };
 use crate::error::RetrySignal;
 use crate::job::{Job, JobContext, Requirements, Resources, Seat};
@@ -370,6 +371,19 @@ pub async fn converse_bound(
         entry: Some(Arc::clone(&b.entry)),
         timeout: Some(limits.call_timeout.saturating_sub(spent)),
     };
+    // The worst case is held on the runtime's spending caps before anything is sent.
+    let entry = services.router().catalog().entry(&b.entry)?;
+    let spend = if b.held {
+        None
+    } else {
+        let seat = &b.seat;
+        let worst = entry.worst_cost(
+            seat.input_tokens,
+            seat.output_tokens + seat.reasoning_tokens,
+        );
+        let currency = entry.currency().map_or("", |c| &**c);
+        crate::dispatch::spend::hold(cx, &b.entry, worst, currency).await?
+    };
     let started = std::time::Instant::now();
     // Through the response cache when the dispatcher has one (`super::cache`).
     let sent = super::cache::send(services.client(), &b.encoded, &options, stream, b.held, cx)
@@ -399,7 +413,6 @@ pub async fn converse_bound(
     }
     log.standing(&**store, &b.budget, Some(&b.entry), cx);
     let usage = outcome.response.usage;
-    let entry = services.router().catalog().entry(&b.entry)?;
     res.report_seat_usage(if from_cache {
         crate::job::SeatUse::NONE
     } else {
@@ -423,6 +436,9 @@ pub async fn converse_bound(
             usage.output,
         )
     };
+    if let Some(spend) = spend {
+        spend.settle(cost).await;
+    }
     let currency = entry.currency().map_or_else(|| Arc::from(""), Arc::clone);
     // The row is built only for a recorder that keeps it or a span that carries its usage.
     let recorder = cx.recorder();
@@ -466,83 +482,6 @@ pub async fn converse_bound(
         latency: outcome.latency,
         counted_input_tokens: b.counted,
     })
-}
-
-/// A failed attempt of a model call, and what its retry may cost.
-struct Failed<'a> {
-    entry: &'a str,
-    budget: &'a Arc<str>,
-    /// Time spent in this call's failed attempts so far, this one included.
-    spent: Duration,
-    attempts: u32,
-    limits: ClientLimits,
-}
-
-impl Failed<'_> {
-    /// What the dispatcher is told: a throttle names the entry's budget; a server-requested
-    /// wait is capped at the client's `max_retry_wait` (a longer one is logged with the entry,
-    /// and the entry's budget is paused for the capped wait, so admission holds every call to
-    /// the entry rather than this job sleeping alone); a transient failure past the call's
-    /// deadline is final.
-    fn settle(&self, e: Error, cx: &JobContext) -> Error {
-        match e {
-            Error::Retry(RetrySignal::Throttled {
-                budget: None,
-                retry_after,
-                detail,
-            }) => {
-                // The attempt loop records the throttle; it learns the entry and the wait the
-                // provider asked (before the cap) from this note.
-                if cx.recorder().keeps_rows()
-                    && let Ok(dispatcher) = crate::dispatch::dispatcher_of(cx)
-                {
-                    let log = dispatcher.limit_log();
-                    log.model_throttle(cx.id(), self.entry, retry_after);
-                }
-                Error::Retry(RetrySignal::Throttled {
-                    budget: Some(self.budget.to_string()),
-                    retry_after: self.capped(retry_after, cx),
-                    detail,
-                })
-            }
-            Error::Retry(RetrySignal::Transient {
-                service, detail, ..
-            }) if self.spent >= self.limits.call_timeout => Error::external(
-                service,
-                "timeout",
-                format!(
-                    "no answer within the call's {:?} ({} attempts); the last: {detail}",
-                    self.limits.call_timeout, self.attempts
-                ),
-            ),
-            Error::Retry(RetrySignal::Transient {
-                service,
-                detail,
-                retry_after,
-            }) => Error::transient(service, detail, self.capped(retry_after, cx)),
-            e => e,
-        }
-    }
-
-    fn capped(&self, wait: Option<Duration>, cx: &JobContext) -> Option<Duration> {
-        let cap = self.limits.max_retry_wait;
-        match wait {
-            Some(w) if w > cap => {
-                tracing::warn!(
-                    entry = self.entry,
-                    requested = ?w,
-                    cap = ?cap,
-                    "the provider asked for a longer wait than the client's cap; the entry's \
-                     budget is paused for the cap"
-                );
-                if let Ok(store) = crate::dispatch::budgets_of(cx) {
-                    store.pause(self.budget, cap);
-                }
-                Some(cap)
-            }
-            w => w,
-        }
-    }
 }
 
 /// The normalised name of a stop reason, as recorded.

@@ -34,6 +34,7 @@ mod codec;
 pub(crate) mod correction;
 pub mod encoded;
 mod errors;
+mod failed;
 mod gemini;
 mod headers;
 mod http;

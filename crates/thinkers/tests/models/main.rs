@@ -30,6 +30,7 @@ mod naming;
 mod outages;
 mod responses;
 mod secrets;
+mod spend;
 mod streams;
 mod support;
 mod waits;

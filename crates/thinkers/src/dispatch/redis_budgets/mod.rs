@@ -25,6 +25,7 @@
 //!   budget must configure the same limits.
 
 mod scripts;
+mod spend;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError, Weak};

@@ -341,6 +341,14 @@ impl Entry {
             .map(|p| p.cost(input, cache_read, cache_write, output))
     }
 
+    /// The most a call of `input` counted tokens and an output budget of `output` can cost: the
+    /// whole output budget, and the input at the input price or, where a cache write costs
+    /// more, all of it written to the cache. `None` for an entry without prices.
+    pub fn worst_cost(&self, input: u64, output: u64) -> Option<f64> {
+        let p = self.pricing.as_ref()?;
+        Some(p.cost(input, 0, 0, output).max(p.cost(0, 0, input, output)))
+    }
+
     /// Whether its requests ask the provider to cache their prefix, and for how long.
     pub fn prompt_cache(&self) -> PromptCache {
         self.prompt_cache

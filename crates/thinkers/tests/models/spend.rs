@@ -1,0 +1,241 @@
+//! Spending caps (issue 45, item 5): a call holds its worst-case cost on every cap that applies
+//! before it is sent; one that would pass a cap is not sent and fails with
+//! `Error::SpendCapReached`, naming the cap, what was spent and what it needed. The record's
+//! total under a cap never passes it, on one process and on three sharing Redis.
+
+use std::sync::Arc;
+
+use thinkers::dispatch::{SpendCap, SpendStore};
+use thinkers::job::{ScopeGuard, doer};
+use thinkers::record::MemoryRecorder;
+use thinkers::{Error, ErrorKind, Runtime};
+
+use crate::support::{
+    Timeouts, call, client, entry, fault_catalog_toml, fault_sim, model, quick_retries,
+};
+
+/// Worst case of one `call` on the fault catalog: 4,096 output tokens at 2 per million, plus a
+/// few dozen input tokens at 1 per million.
+const WORST: f64 = 0.0082;
+
+async fn capped(
+    toml: &str,
+    caps: Vec<SpendCap>,
+    store: Option<Arc<dyn SpendStore>>,
+) -> (Runtime, Arc<MemoryRecorder>) {
+    let recorder = Arc::new(MemoryRecorder::new());
+    let catalog = thinkers::model::Catalog::from_toml_str(toml, "spend.toml").unwrap();
+    let mut b = Runtime::builder(catalog)
+        .client(client(&Timeouts::default()))
+        .config(quick_retries())
+        .recorder(recorder.clone());
+    for cap in caps {
+        b = b.spend_cap(cap);
+    }
+    if let Some(store) = store {
+        b = b.spend_store(store);
+    }
+    (b.build().await.unwrap(), recorder)
+}
+
+/// What the record says was spent on calls to `entry`.
+fn spent(recorder: &MemoryRecorder, entry: &str) -> f64 {
+    recorder
+        .llm_runs()
+        .iter()
+        .filter(|r| r.entry == entry)
+        .map(|r| r.cost.unwrap_or(f64::NAN))
+        .sum()
+}
+
+fn cap_error(e: &Error) -> (String, f64, f64, f64) {
+    match e {
+        Error::SpendCapReached {
+            cap,
+            limit,
+            spent,
+            needed,
+            ..
+        } => (cap.clone(), *limit, *spent, *needed),
+        other => panic!("expected a spend cap refusal, got {other}"),
+    }
+}
+
+#[tokio::test]
+async fn a_run_cap_stops_a_runaway_loop_before_the_call_that_would_pass_it() {
+    let sim = fault_sim().await;
+    let toml = fault_catalog_toml(&sim.openai_base_url(), &sim.base_url(), "THINKERS_SIM_KEY");
+    let limit = 0.009;
+    let (rt, recorder) = capped(&toml, vec![SpendCap::per_run(limit, "usd")], None).await;
+    let e = entry(false, 0);
+    let target = e.clone();
+    // A loop that would make a thousand calls in one run.
+    let err = rt
+        .run(doer("runaway", move |cx| {
+            let target = target.clone();
+            async move {
+                for _ in 0..1_000 {
+                    cx.submit(call(&target)).await?;
+                }
+                Ok(())
+            }
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::SpendCapReached, "{err}");
+    let (cap, cap_limit, was_spent, needed) = cap_error(&err);
+    assert!(cap.starts_with("run "), "{cap}");
+    assert!((cap_limit - limit).abs() < 1e-12);
+    assert!(was_spent + needed > limit && needed > WORST * 0.9, "{err}");
+    let sent = sim.stats().model(&model(false, 0)).requests;
+    let recorded = spent(&recorder, &e);
+    assert!(sent > 1 && sent < 1_000, "{sent} calls sent");
+    assert!(
+        recorded <= limit,
+        "recorded {recorded} under a cap of {limit}"
+    );
+    assert!(
+        (recorded - was_spent).abs() < 1e-6,
+        "{recorded} vs {was_spent}"
+    );
+    // The message names the cap and the figures.
+    let text = err.to_string();
+    assert!(text.contains("run ") && text.contains("USD"), "{text}");
+    // Another run starts from nothing.
+    rt.run(call(&e)).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_call_worse_than_a_day_cap_is_never_sent() {
+    let sim = fault_sim().await;
+    let toml = fault_catalog_toml(&sim.openai_base_url(), &sim.base_url(), "THINKERS_SIM_KEY");
+    let (rt, _) = capped(&toml, vec![SpendCap::per_day(0.005, "USD")], None).await;
+    let err = rt.run(call(&entry(true, 1))).await.unwrap_err();
+    let (cap, _, was_spent, needed) = cap_error(&err);
+    assert!(cap.starts_with("day "), "{cap}");
+    assert_eq!(was_spent, 0.0);
+    assert!(needed > 0.005, "{needed}");
+    assert_eq!(sim.stats().model(&model(true, 1)).requests, 0);
+}
+
+#[tokio::test]
+async fn an_axis_cap_spans_the_runs_of_one_value_and_no_other() {
+    let sim = fault_sim().await;
+    let toml = fault_catalog_toml(&sim.openai_base_url(), &sim.base_url(), "THINKERS_SIM_KEY");
+    let limit = 0.009;
+    let (rt, recorder) = capped(
+        &toml,
+        vec![SpendCap::per_axis("tenant", limit, "USD")],
+        None,
+    )
+    .await;
+    let e = entry(false, 2);
+    let acme = ScopeGuard::unbound().with_axis("tenant", "acme");
+    let mut refused = None;
+    for i in 0..1_000 {
+        match rt.dispatcher().submit_scoped(call(&e), acme.clone()).await {
+            Ok(_) => {}
+            Err(err) => {
+                refused = Some((i, err));
+                break;
+            }
+        }
+    }
+    let (runs, err) = refused.expect("the tenant's cap stops its runs");
+    assert!(runs > 1, "{runs} runs before the cap");
+    assert_eq!(cap_error(&err).0, "tenant=acme");
+    assert!(spent(&recorder, &e) <= limit);
+    // Another tenant, and a run bound to none, are not under acme's cap.
+    let other = ScopeGuard::unbound().with_axis("tenant", "globex");
+    rt.dispatcher()
+        .submit_scoped(call(&e), other)
+        .await
+        .unwrap();
+    rt.run(call(&e)).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_cap_refuses_an_unpriced_entry_and_a_negative_amount() {
+    let sim = fault_sim().await;
+    let toml = fault_catalog_toml(&sim.openai_base_url(), &sim.base_url(), "THINKERS_SIM_KEY")
+        .replace("price_in = 1.0\nprice_out = 2.0\ncurrency = \"USD\"\n", "");
+    let (rt, _) = capped(&toml, vec![SpendCap::per_run(1.0, "USD")], None).await;
+    let err = rt.run(call(&entry(false, 3))).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unadmittable, "{err}");
+    assert!(err.to_string().contains("has no prices"), "{err}");
+    assert_eq!(sim.stats().model(&model(false, 3)).requests, 0);
+    let catalog = thinkers::model::Catalog::from_toml_str(&toml, "spend.toml").unwrap();
+    let built = Runtime::builder(catalog)
+        .spend_cap(SpendCap::per_day(-1.0, "USD"))
+        .build()
+        .await;
+    assert!(matches!(built, Err(e) if e.kind() == ErrorKind::InvalidInput));
+}
+
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_sharing_redis_never_pass_one_cap_together() {
+    use thinkers::dispatch::RedisBudgets;
+    let url = std::env::var("THINKERS_TEST_REDIS_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| "redis://127.0.0.1:6379".to_owned());
+    let prefix = format!("thinkers-test-spend:{}", uuid::Uuid::new_v4().simple());
+    let store =
+        match RedisBudgets::connect_with(&url, &prefix, std::time::Duration::from_secs(5)).await {
+            Ok(s) => s,
+            Err(e) if std::env::var("THINKERS_REQUIRE_SERVICES").is_ok_and(|v| v == "1") => {
+                panic!("Redis is required but does not answer at {url}: {e}")
+            }
+            Err(e) => {
+                eprintln!("\n*** SKIPPED: Redis does not answer at {url} ({e}) ***\n");
+                return;
+            }
+        };
+    let sim = fault_sim().await;
+    let toml = fault_catalog_toml(&sim.openai_base_url(), &sim.base_url(), "THINKERS_SIM_KEY");
+    let limit = 0.012;
+    let mut workers = Vec::new();
+    let mut recorders = Vec::new();
+    for w in 0..3 {
+        let (rt, recorder) = capped(
+            &toml,
+            vec![SpendCap::per_axis("tenant", limit, "USD")],
+            Some(Arc::new(store.clone())),
+        )
+        .await;
+        recorders.push(recorder);
+        let e = entry(false, 4 + w);
+        workers.push(tokio::spawn(async move {
+            let scope = ScopeGuard::unbound().with_axis("tenant", "shared");
+            // A process refused while another holds the cap tries again, until it has been
+            // refused twenty times in a row.
+            let (mut refused, mut in_a_row) = (0, 0);
+            while in_a_row < 20 {
+                match rt.dispatcher().submit_scoped(call(&e), scope.clone()).await {
+                    Ok(_) => in_a_row = 0,
+                    Err(err) => {
+                        assert_eq!(err.kind(), ErrorKind::SpendCapReached, "{err}");
+                        refused += 1;
+                        in_a_row += 1;
+                        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                    }
+                }
+            }
+            refused
+        }));
+    }
+    for w in workers {
+        assert!(w.await.unwrap() >= 20);
+    }
+    let total: f64 = recorders
+        .iter()
+        .enumerate()
+        .map(|(w, r)| spent(r, &entry(false, 4 + w)))
+        .sum();
+    assert!(
+        total <= limit,
+        "three processes spent {total} under a shared cap of {limit}"
+    );
+    assert!(total > limit - WORST * 1.1, "they used the cap: {total}");
+}
