@@ -42,6 +42,9 @@ mod mcp;
 #[path = "../examples/read_only.rs"]
 mod read_only;
 #[allow(dead_code)]
+#[path = "../examples/spend_cap.rs"]
+mod spend_cap;
+#[allow(dead_code)]
 #[path = "../examples/thinker.rs"]
 mod thinker;
 #[allow(dead_code)]
@@ -90,6 +93,31 @@ async fn tool_example_calls_typed_and_by_json_and_refuses_bad_arguments() {
         0,
         "a tool needs no model"
     );
+}
+
+#[tokio::test]
+async fn spend_cap_example_stops_the_runaway_loop_within_the_cap() {
+    let env = support::offline_with(|c| c, spend_cap::capped)
+        .await
+        .unwrap();
+    let out = spend_cap::run(&env.rt).await.unwrap();
+    assert_eq!(
+        out.error.kind(),
+        thinkers::ErrorKind::SpendCapReached,
+        "{}",
+        out.error
+    );
+    assert!(out.calls > 1, "{} calls", out.calls);
+    let spent: f64 = env.rec.llm_runs().iter().filter_map(|r| r.cost).sum();
+    assert_eq!(env.rec.llm_runs().len(), out.calls as usize);
+    assert!(spent <= spend_cap::CAP_USD, "{spent}");
+    assert_eq!(
+        env.sim.unwrap().requests().len(),
+        out.calls as usize,
+        "the refused call was never sent"
+    );
+    let root = one_job(&env.rec, "runaway");
+    assert_eq!(root.status(), JobStatus::Failed);
 }
 
 #[tokio::test]

@@ -241,8 +241,8 @@ pub enum Error {
     /// A model call was not sent: its worst-case cost would take a spending cap past its
     /// amount. Never retried.
     #[error(
-        "spending cap {cap} of {limit} {currency} would be passed: {spent} {currency} spent or \
-         held, and the call needs up to {needed} {currency}"
+        "spending cap {cap} of {limit} {currency} would be passed: {spent:.6} {currency} spent \
+         or held, and the call needs up to {needed:.6} {currency}"
     )]
     SpendCapReached {
         /// The cap, as its owner named it (`run`, `day 2026-12-06`, `axis tenant=acme`).

@@ -29,6 +29,14 @@ pub(crate) struct Env {
 
 /// A calm sim serving the bundled catalog (after `tune` adjusts it), and a runtime bound to it.
 pub(crate) async fn offline(tune: impl FnOnce(SimConfig) -> SimConfig) -> Result<Env> {
+    offline_with(tune, |b| b).await
+}
+
+/// [`offline`], the runtime's builder adjusted by `build` first (a spending cap, a policy).
+pub(crate) async fn offline_with(
+    tune: impl FnOnce(SimConfig) -> SimConfig,
+    build: impl FnOnce(thinkers::RuntimeBuilder) -> thinkers::RuntimeBuilder,
+) -> Result<Env> {
     let config = SimConfig::from_catalog_toml(BUNDLED_TOML)?.calm();
     let config = SimConfig {
         log_bodies: true,
@@ -37,8 +45,7 @@ pub(crate) async fn offline(tune: impl FnOnce(SimConfig) -> SimConfig) -> Result
     let sim = Sim::start(config).await?;
     let catalog = Catalog::bundled().with_sim_url(&sim.base_url());
     let rec = MemoryRecorder::new();
-    let rt = Runtime::builder(catalog)
-        .recorder(Arc::new(rec.clone()))
+    let rt = build(Runtime::builder(catalog).recorder(Arc::new(rec.clone())))
         .build()
         .await?;
     Ok(Env {
