@@ -1,5 +1,9 @@
 //! `thinkers cost`: tokens, calls, latency and spend of recorded model calls, grouped by class,
 //! catalog entry or workflow (one row per currency), or summed over one job's subtree.
+//!
+//! The input tokens are shown in three parts: those neither read from nor written to a prompt
+//! cache ("uncached in"), the cache reads and the cache writes. The JSON carries `input_tokens`
+//! (all of them), `cache_read_tokens` and `cache_write_tokens`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -145,10 +149,11 @@ fn table(leading: &[&str]) -> Table {
     let mut header: Vec<&str> = leading.to_vec();
     header.extend([
         "calls",
-        "in",
+        "uncached in",
+        "cache read",
+        "cache write",
         "out",
         "reasoning",
-        "cached",
         "p50 ms",
         "p95 ms",
         "p99 ms",
@@ -164,10 +169,11 @@ fn table(leading: &[&str]) -> Table {
 fn cells(mut leading: Vec<String>, row: &CostRow) -> Vec<String> {
     leading.extend([
         row.calls.to_string(),
-        row.input_tokens.to_string(),
+        row.uncached_input_tokens().to_string(),
+        row.cache_read_tokens.to_string(),
+        row.cache_write_tokens.to_string(),
         row.output_tokens.to_string(),
         row.reasoning_tokens.to_string(),
-        row.cached_tokens.to_string(),
         row.latency.p50.to_string(),
         row.latency.p95.to_string(),
         row.latency.p99.to_string(),

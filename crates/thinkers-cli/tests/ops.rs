@@ -58,7 +58,7 @@ fn call(
         output_tokens: output,
         reasoning_tokens: output / 10,
         cached_tokens: 500,
-        cache_write_tokens: 0,
+        cache_write_tokens: 200,
         output_budget: budget,
         latency_ms: 300 + output / 4,
         stop_reason: "end_turn".to_owned(),
@@ -344,10 +344,12 @@ async fn cost_groups_per_currency_and_rolls_up_workflows_and_subtrees() {
             "classify_ticket",
             "USD",
             "20",
-            "30000",
+            // 20 calls of 1,500 input tokens: 500 read from the cache, 200 written to it.
+            "16000",
+            "10000",
+            "4000",
             "2340",
             "225",
-            "10000",
             "327",
             "348",
             "348",
@@ -356,7 +358,7 @@ async fn cost_groups_per_currency_and_rolls_up_workflows_and_subtrees() {
     );
     assert_eq!(row(&stdout, "judge_answer", Some("EUR"))[2], "6");
     // Never one total across currencies.
-    assert_eq!(row(&stdout, "TOTAL", Some("EUR"))[10], "0.0600");
+    assert_eq!(row(&stdout, "TOTAL", Some("EUR"))[11], "0.0600");
     assert_eq!(row(&stdout, "TOTAL", Some("USD"))[1], "USD");
 
     // By workflow: every job's spend, sub-thinker and tools included, lands on its workflow.
@@ -369,8 +371,12 @@ async fn cost_groups_per_currency_and_rolls_up_workflows_and_subtrees() {
     let usd = row(&stdout, &first, Some("USD"));
     assert_eq!(usd[1], "research");
     // 10 × 0.0004 + 0.02 + 4 × 0.03 + 2 × 0.05 + 0.08
-    assert_eq!((usd[3].as_str(), usd[11].as_str()), ("18", "0.3240"));
-    assert_eq!(row(&stdout, &first, Some("EUR"))[11], "0.0300");
+    assert_eq!((usd[3].as_str(), usd[12].as_str()), ("18", "0.3240"));
+    assert_eq!(
+        (usd[4].as_str(), usd[5].as_str(), usd[6].as_str()),
+        ("14400", "9000", "3600")
+    );
+    assert_eq!(row(&stdout, &first, Some("EUR"))[12], "0.0300");
 
     // Under the sub-thinker: its call and its tools' calls only.
     let sub = seeded[0].sub.to_string();
@@ -378,7 +384,11 @@ async fn cost_groups_per_currency_and_rolls_up_workflows_and_subtrees() {
     assert!(out.status.success(), "{stderr}");
     assert!(stdout.contains("Spend of sub_thinker"), "{stdout}");
     let usd = row(&stdout, "USD", None);
-    assert_eq!((usd[1].as_str(), usd[9].as_str()), ("8", "0.3200"));
+    assert_eq!((usd[1].as_str(), usd[10].as_str()), ("8", "0.3200"));
+    assert_eq!(
+        (usd[2].as_str(), usd[3].as_str(), usd[4].as_str()),
+        ("6400", "4000", "1600")
+    );
 }
 
 #[tokio::test]
@@ -425,10 +435,15 @@ async fn cost_shows_the_calls_of_an_entry_without_prices_as_unknown() {
     let unpriced = row(&stdout, "local-llama", None);
     assert_eq!((unpriced[1].as_str(), unpriced[2].as_str()), ("-", "2"));
     assert_eq!(unpriced.last().unwrap(), "unknown", "{stdout}");
-    assert_eq!(row(&stdout, "gpt-4o-mini", Some("USD"))[10], "0.2500");
+    assert_eq!(row(&stdout, "gpt-4o-mini", Some("USD"))[11], "0.2500");
     // The totals: the known spend, and the unknown beside it, never added as 0.
-    assert_eq!(row(&stdout, "TOTAL", Some("USD"))[10], "0.2500");
-    assert_eq!(row(&stdout, "TOTAL", Some("-"))[10], "unknown");
+    assert_eq!(row(&stdout, "TOTAL", Some("USD"))[11], "0.2500");
+    assert_eq!(row(&stdout, "TOTAL", Some("-"))[11], "unknown");
+    // The unpriced calls' tokens are counted all the same, cache reads and writes apart.
+    assert_eq!(
+        row(&stdout, "TOTAL", Some("-"))[3..6],
+        ["1600", "1000", "400"]
+    );
 
     let (out, stdout, _) = run(thinkers()
         .args(["cost", "--by", "entry", "--json", "--db"])
@@ -439,6 +454,9 @@ async fn cost_shows_the_calls_of_an_entry_without_prices_as_unknown() {
     let local = rows.iter().find(|r| r["group"] == "local-llama").unwrap();
     assert!(local["cost"].is_null(), "{local}");
     assert_eq!(local["unpriced_calls"], 2);
+    assert_eq!(local["input_tokens"], 3_000, "{local}");
+    assert_eq!(local["cache_read_tokens"], 1_000, "{local}");
+    assert_eq!(local["cache_write_tokens"], 400, "{local}");
 }
 
 #[tokio::test]

@@ -15,6 +15,7 @@ use tracing_subscriber::layer::SubscriberExt as _;
 use thinkers::Dispatcher;
 use thinkers::error::Error;
 use thinkers::job::doer;
+use thinkers::record::LlmRun;
 use thinkers::telemetry::{self, ModelUsage, otel};
 
 fn attr<'a>(span: &'a SpanData, key: &str) -> Option<&'a Value> {
@@ -77,7 +78,8 @@ async fn job_and_model_call_spans_form_the_job_tree() -> Result<()> {
                             input_tokens: 1_200,
                             output_tokens: 300,
                             reasoning_tokens: 0,
-                            cached_tokens: 1_000,
+                            cache_read_tokens: 1_000,
+                            cache_write_tokens: 150,
                             finish_reason: "end_turn",
                             cost: Some(0.0125),
                             currency: "USD",
@@ -153,6 +155,8 @@ async fn job_and_model_call_spans_form_the_job_tree() -> Result<()> {
         ("gen_ai.request.max_tokens", "4096"),
         ("gen_ai.response.model", "sim-small-2025"),
         ("gen_ai.usage.input_tokens", "1200"),
+        ("gen_ai.usage.cache_read.input_tokens", "1000"),
+        ("gen_ai.usage.cache_creation.input_tokens", "150"),
         ("gen_ai.usage.output_tokens", "300"),
         ("gen_ai.response.finish_reasons", "end_turn"),
         ("thinkers.entry", "sim-small-a"),
@@ -203,19 +207,18 @@ async fn a_failed_attempt_marks_its_span_as_an_error() -> Result<()> {
 async fn a_call_of_unknown_cost_carries_no_cost_but_says_it_is_unknown() -> Result<()> {
     let (exporter, provider, guard) = capture();
     let span = telemetry::model_call_span("local-llama", "llama", "openai", 1_024);
-    telemetry::record_usage(
-        &span,
-        &ModelUsage {
-            response_model: "llama",
-            input_tokens: 10,
-            output_tokens: 5,
-            reasoning_tokens: 0,
-            cached_tokens: 0,
-            finish_reason: "end_turn",
-            cost: None,
-            currency: "",
-        },
-    );
+    // The usage as the model call writes it: from the call's row.
+    let run = LlmRun {
+        model: "llama".to_owned(),
+        input_tokens: 10,
+        cached_tokens: 4,
+        cache_write_tokens: 2,
+        output_tokens: 5,
+        stop_reason: "end_turn".to_owned(),
+        cost: None,
+        ..LlmRun::default()
+    };
+    telemetry::record_usage(&span, &ModelUsage::from(&run));
     drop(span);
     drop(guard);
     provider.force_flush()?;
@@ -228,5 +231,9 @@ async fn a_call_of_unknown_cost_carries_no_cost_but_says_it_is_unknown() -> Resu
     assert_eq!(attr(call, "thinkers.cost"), None, "never a cost of 0");
     assert_eq!(attr(call, "thinkers.currency"), None);
     assert_eq!(text(call, "gen_ai.usage.output_tokens"), "5");
+    // Cache reads and writes are their own figures, beside the whole input.
+    assert_eq!(text(call, "gen_ai.usage.input_tokens"), "10");
+    assert_eq!(text(call, "gen_ai.usage.cache_read.input_tokens"), "4");
+    assert_eq!(text(call, "gen_ai.usage.cache_creation.input_tokens"), "2");
     Ok(())
 }

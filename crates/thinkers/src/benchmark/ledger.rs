@@ -25,8 +25,14 @@ use crate::record::{CompactionRow, JobEnd, JobStart, LimitEvent, LlmRun, Recorde
 pub struct SubtreeTotals {
     /// Model calls.
     pub calls: u64,
-    /// Input tokens the providers reported.
+    /// Input tokens the providers reported, all of them (cache reads and writes included).
     pub input_tokens: u64,
+    /// The part of `input_tokens` read from the providers' prompt caches (cache reads).
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// The part of `input_tokens` written to the providers' prompt caches (cache writes).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
     /// Output tokens the providers reported.
     pub output_tokens: u64,
     /// Summed call latency in milliseconds.
@@ -45,6 +51,8 @@ impl SubtreeTotals {
     fn add(&mut self, run: &LlmRun) {
         self.calls += 1;
         self.input_tokens += run.input_tokens;
+        self.cache_read_tokens += run.cached_tokens;
+        self.cache_write_tokens += run.cache_write_tokens;
         self.output_tokens += run.output_tokens;
         self.latency_ms += run.latency_ms;
         match run.cost {
@@ -324,6 +332,8 @@ mod tests {
             workflow,
             entry: entry.into(),
             input_tokens: 10,
+            cached_tokens: 4,
+            cache_write_tokens: 1,
             output_tokens: 5,
             latency_ms: 7,
             cost: Some(cost),
@@ -365,6 +375,7 @@ mod tests {
         let ta = ledger.subtree(a);
         assert_eq!(ta.calls, 3);
         assert_eq!(ta.input_tokens, 30);
+        assert_eq!((ta.cache_read_tokens, ta.cache_write_tokens), (12, 3));
         assert_eq!(ta.output_tokens, 15);
         assert_eq!(ta.latency_ms, 21);
         assert_eq!(ta.cost["USD"], 3.0);

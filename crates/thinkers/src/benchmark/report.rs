@@ -37,8 +37,14 @@ pub struct RunRow {
     pub calls: u64,
     /// Loop iterations (a thinker's turns), or the calls when the subject does not count them.
     pub iterations: u64,
-    /// Input tokens over all calls.
+    /// Input tokens over all calls, cache reads and writes included.
     pub input_tokens: u64,
+    /// The part of `input_tokens` read from the providers' prompt caches (cache reads).
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// The part of `input_tokens` written to the providers' prompt caches (cache writes).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
     /// Output tokens over all calls.
     pub output_tokens: u64,
     /// Summed call latency, milliseconds.
@@ -75,6 +81,13 @@ pub struct RunRow {
 }
 
 impl RunRow {
+    /// The input tokens neither read from nor written to a prompt cache.
+    pub fn uncached_input_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_sub(self.cache_read_tokens)
+            .saturating_sub(self.cache_write_tokens)
+    }
+
     /// The cost as text: `0.000123 USD`, several currencies joined with ` + `; "unknown" or
     /// "≥ … + unknown" when some calls' cost is unknown.
     pub fn cost_text(&self) -> String {
@@ -95,8 +108,14 @@ pub struct ModelMeans {
     pub calls: f64,
     /// Mean iterations.
     pub iterations: f64,
-    /// Mean input tokens.
+    /// Mean input tokens, cache reads and writes included.
     pub input_tokens: f64,
+    /// Mean cache reads (the part of the input read from the providers' prompt caches).
+    #[serde(default)]
+    pub cache_read_tokens: f64,
+    /// Mean cache writes (the part of the input written to the providers' prompt caches).
+    #[serde(default)]
+    pub cache_write_tokens: f64,
     /// Mean output tokens.
     pub output_tokens: f64,
     /// Mean summed call latency, milliseconds.
@@ -118,6 +137,11 @@ pub struct ModelMeans {
 }
 
 impl ModelMeans {
+    /// The mean input tokens neither read from nor written to a prompt cache.
+    pub fn uncached_input_tokens(&self) -> f64 {
+        (self.input_tokens - self.cache_read_tokens - self.cache_write_tokens).max(0.0)
+    }
+
     /// The mean cost as text, as [`RunRow::cost_text`] shows a run's.
     pub fn cost_text(&self) -> String {
         cost_text(&self.cost, self.unpriced_calls)
@@ -225,6 +249,8 @@ impl BenchmarkReport {
                 r.unjudged.clone().unwrap_or_default(),
                 r.scorer_score.map(|s| format!("{s}")).unwrap_or_default(),
                 r.unpriced_calls.to_string(),
+                r.cache_read_tokens.to_string(),
+                r.cache_write_tokens.to_string(),
             ];
             let line: Vec<String> = cells.iter().map(|c| csv_field(c)).collect();
             out.push_str(&line.join(","));
@@ -236,8 +262,10 @@ impl BenchmarkReport {
 
 /// The CSV columns of [`BenchmarkReport::rows_csv`].
 /// `cost` and `currency` cover the calls whose cost is known; `unpriced_calls` counts the others
-/// (entries without prices), so a row with any has a cost of at least `cost`.
-pub const CSV_HEADER: [&str; 21] = [
+/// (entries without prices), so a row with any has a cost of at least `cost`. `input_tokens`
+/// counts all input; `cache_read_tokens` and `cache_write_tokens` are the parts of it read from
+/// and written to the providers' prompt caches.
+pub const CSV_HEADER: [&str; 23] = [
     "role",
     "model",
     "run",
@@ -259,15 +287,41 @@ pub const CSV_HEADER: [&str; 21] = [
     "unjudged",
     "scorer_score",
     "unpriced_calls",
+    "cache_read_tokens",
+    "cache_write_tokens",
 ];
 
-const ROW_HEADER: [&str; 12] = [
-    "run", "model", "status", "calls", "iter", "tok in", "tok out", "latency", "wall", "cost",
-    "judge", "scorer",
+/// The input in three parts: uncached, cache reads (`cache rd`), cache writes (`cache wr`).
+const ROW_HEADER: [&str; 14] = [
+    "run",
+    "model",
+    "status",
+    "calls",
+    "iter",
+    "uncached in",
+    "cache rd",
+    "cache wr",
+    "tok out",
+    "latency",
+    "wall",
+    "cost",
+    "judge",
+    "scorer",
 ];
 
-const MEANS_HEADER: [&str; 11] = [
-    "model", "runs", "failed", "calls", "iter", "tok in", "tok out", "latency", "wall", "cost",
+const MEANS_HEADER: [&str; 13] = [
+    "model",
+    "runs",
+    "failed",
+    "calls",
+    "iter",
+    "uncached in",
+    "cache rd",
+    "cache wr",
+    "tok out",
+    "latency",
+    "wall",
+    "cost",
     "judge",
 ];
 
@@ -301,7 +355,9 @@ fn row_cells(r: &RunRow) -> Vec<String> {
         status,
         r.calls.to_string(),
         r.iterations.to_string(),
-        r.input_tokens.to_string(),
+        r.uncached_input_tokens().to_string(),
+        r.cache_read_tokens.to_string(),
+        r.cache_write_tokens.to_string(),
         r.output_tokens.to_string(),
         format!("{} ms", r.latency_ms),
         format!("{} ms", r.wall_ms),
@@ -319,7 +375,9 @@ fn means_cells(m: &ModelMeans) -> Vec<String> {
         m.failed.to_string(),
         format!("{:.1}", m.calls),
         format!("{:.1}", m.iterations),
-        format!("{:.0}", m.input_tokens),
+        format!("{:.0}", m.uncached_input_tokens()),
+        format!("{:.0}", m.cache_read_tokens),
+        format!("{:.0}", m.cache_write_tokens),
         format!("{:.0}", m.output_tokens),
         format!("{:.0} ms", m.latency_ms),
         format!("{:.0} ms", m.wall_ms),
@@ -370,6 +428,8 @@ fn means(rows: &[RunRow]) -> Vec<ModelMeans> {
                 calls: mean(&|r| r.calls as f64),
                 iterations: mean(&|r| r.iterations as f64),
                 input_tokens: mean(&|r| r.input_tokens as f64),
+                cache_read_tokens: mean(&|r| r.cache_read_tokens as f64),
+                cache_write_tokens: mean(&|r| r.cache_write_tokens as f64),
                 output_tokens: mean(&|r| r.output_tokens as f64),
                 latency_ms: mean(&|r| r.latency_ms as f64),
                 wall_ms: mean(&|r| r.wall_ms as f64),
@@ -467,6 +527,8 @@ mod tests {
             calls: 2,
             iterations: 2,
             input_tokens: 100,
+            cache_read_tokens: 60,
+            cache_write_tokens: 15,
             output_tokens: 10,
             latency_ms: 30,
             wall_ms: 40,
@@ -503,6 +565,14 @@ mod tests {
         assert_eq!((a.runs, a.failed, a.judged), (2, 0, 2));
         assert_eq!(a.judge_score, Some(7.0));
         assert_eq!(a.cost["USD"], 0.5);
+        assert_eq!(
+            (
+                a.uncached_input_tokens(),
+                a.cache_read_tokens,
+                a.cache_write_tokens
+            ),
+            (25.0, 60.0, 15.0)
+        );
         let b = report.means_of("b").unwrap();
         assert_eq!((b.runs, b.failed, b.judged), (2, 1, 0));
         assert_eq!(b.judge_score, None);
@@ -519,11 +589,25 @@ mod tests {
         let table = report.table();
         assert!(table.contains("8/10 close"), "{table}");
         assert!(table.contains("failed: boom"), "{table}");
+        // The input in three parts: uncached, cache reads, cache writes; then the output.
+        let first = table.lines().nth(2).unwrap();
+        let cells: Vec<&str> = first.split_whitespace().collect();
+        assert_eq!(
+            cells[0..9],
+            ["#1", "a", "ok", "2", "2", "25", "60", "15", "10"],
+            "{table}"
+        );
+        let header = table.lines().nth(1).unwrap();
+        assert!(
+            header.contains("uncached in  cache rd  cache wr  tok out"),
+            "{table}"
+        );
         let csv = report.rows_csv();
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 5);
         assert_eq!(lines[0], CSV_HEADER.join(","));
         assert!(lines[3].contains("\"boom, \"\"quoted\"\"\""), "{csv}");
+        assert!(lines[1].ends_with(",0,60,15"), "{csv}");
     }
 
     #[test]
@@ -545,6 +629,6 @@ mod tests {
         assert!(table.contains("≥ 0.250000 USD + unknown"), "{table}");
         assert!(table.contains("unknown"), "{table}");
         let csv = report.rows_csv();
-        assert!(csv.lines().nth(2).unwrap().ends_with(",2"), "{csv}");
+        assert!(csv.lines().nth(2).unwrap().ends_with(",2,60,15"), "{csv}");
     }
 }

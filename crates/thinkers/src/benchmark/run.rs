@@ -312,6 +312,8 @@ fn blank_row(role: RunRole, model: &str, run: u32) -> RunRow {
         calls: 0,
         iterations: 0,
         input_tokens: 0,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
         output_tokens: 0,
         latency_ms: 0,
         wall_ms: 0,
@@ -344,6 +346,8 @@ fn settle<O>(
     row.calls = totals.calls;
     row.iterations = evidence.iterations.map_or(totals.calls, u64::from);
     row.input_tokens = totals.input_tokens;
+    row.cache_read_tokens = totals.cache_read_tokens;
+    row.cache_write_tokens = totals.cache_write_tokens;
     row.output_tokens = totals.output_tokens;
     row.latency_ms = totals.latency_ms;
     row.cost = totals.cost;

@@ -10,6 +10,10 @@
 //! counted as free, and a total over priced and unpriced calls reads "X USD" plus an "unknown"
 //! row, that is at least X.
 //!
+//! Every row counts the input tokens whole ([`CostRow::input_tokens`]) and the parts of them
+//! read from and written to the providers' prompt caches apart ([`CostRow::cache_read_tokens`],
+//! [`CostRow::cache_write_tokens`]); the rest is [`CostRow::uncached_input_tokens`].
+//!
 //! Spend rolls up into the workflow that caused it: every model call row carries the workflow of
 //! the job that made it (the root job's id, set at the submission door), so the calls of
 //! sub-thinkers and tools deep in a workflow land in the workflow's row of a
@@ -105,14 +109,17 @@ pub struct CostRow {
     pub currency: String,
     /// Model calls.
     pub calls: u64,
-    /// Input tokens.
+    /// Input tokens, all of them: the uncached ones and the cache reads and writes
+    /// ([`CostRow::uncached_input_tokens`] is the rest).
     pub input_tokens: u64,
+    /// The part of `input_tokens` read from the providers' prompt caches (cache reads).
+    pub cache_read_tokens: u64,
+    /// The part of `input_tokens` written to the providers' prompt caches (cache writes).
+    pub cache_write_tokens: u64,
     /// Output tokens.
     pub output_tokens: u64,
     /// Reasoning tokens.
     pub reasoning_tokens: u64,
-    /// Cached input tokens.
-    pub cached_tokens: u64,
     /// Spend, in [`CostRow::currency`]; `None` (unknown) when the cost of any of the calls is
     /// unknown (their entry has no prices).
     pub cost: Option<f64>,
@@ -132,9 +139,10 @@ impl CostRow {
             currency,
             calls: runs.len() as u64,
             input_tokens: runs.iter().map(|r| r.input_tokens).sum(),
+            cache_read_tokens: runs.iter().map(|r| r.cached_tokens).sum(),
+            cache_write_tokens: runs.iter().map(|r| r.cache_write_tokens).sum(),
             output_tokens: runs.iter().map(|r| r.output_tokens).sum(),
             reasoning_tokens: runs.iter().map(|r| r.reasoning_tokens).sum(),
-            cached_tokens: runs.iter().map(|r| r.cached_tokens).sum(),
             cost: runs.iter().map(|r| r.cost).sum(),
             unpriced_calls: runs.iter().filter(|r| r.cost.is_none()).count() as u64,
             latency: Latency {
@@ -147,6 +155,13 @@ impl CostRow {
 }
 
 impl CostRow {
+    /// The input tokens neither read from nor written to a prompt cache.
+    pub fn uncached_input_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_sub(self.cache_read_tokens)
+            .saturating_sub(self.cache_write_tokens)
+    }
+
     /// The spend as text: the amount to four decimals, or "unknown" (see [`spend_text`]).
     pub fn cost_text(&self) -> String {
         let known = self.cost.map(|c| format!("{c:.4}"));
@@ -317,6 +332,7 @@ mod tests {
             output_tokens: 10,
             reasoning_tokens: 2,
             cached_tokens: 50,
+            cache_write_tokens: 20,
             latency_ms: 100,
             cost: Some(cost),
             currency: currency.to_owned(),
@@ -341,6 +357,14 @@ mod tests {
             (a_usd.calls, a_usd.cost, a_usd.input_tokens),
             (2, Some(1.5), 200)
         );
+        assert_eq!(
+            (
+                a_usd.cache_read_tokens,
+                a_usd.cache_write_tokens,
+                a_usd.uncached_input_tokens()
+            ),
+            (100, 40, 60)
+        );
         assert_eq!(r.row("a", "EUR").unwrap().cost, Some(2.0));
         assert_eq!(r.total("USD").unwrap().cost, Some(1.5));
         assert_eq!(r.total("EUR").unwrap().cost, Some(6.0));
@@ -364,6 +388,11 @@ mod tests {
         let unknown = r.row("a", "").unwrap();
         assert_eq!((unknown.calls, unknown.cost), (2, None));
         assert_eq!(unknown.unpriced_calls, 2);
+        // Its tokens are counted all the same, cache reads and writes apart.
+        assert_eq!(
+            (unknown.cache_read_tokens, unknown.cache_write_tokens),
+            (100, 40)
+        );
         assert_eq!(unknown.cost_text(), "unknown");
         assert_eq!(r.total("").unwrap().cost, None);
         assert_eq!(r.total("USD").unwrap().cost, Some(1.5));

@@ -12,7 +12,9 @@
 //!   fields named after the OpenTelemetry GenAI semantic conventions (`gen_ai.operation.name`,
 //!   `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.request.max_tokens`, and, filled by
 //!   [`record_usage`] when the answer arrives, `gen_ai.response.model`,
-//!   `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`,
+//!   `gen_ai.usage.input_tokens` (all input, cached included), its parts
+//!   `gen_ai.usage.cache_read.input_tokens` and `gen_ai.usage.cache_creation.input_tokens` (read
+//!   from and written to the provider's prompt cache), `gen_ai.usage.output_tokens`,
 //!   `gen_ai.response.finish_reasons`) plus `thinkers.entry`, `thinkers.cost` and
 //!   `thinkers.currency` (for a call to an entry without prices, whose cost is unknown, neither
 //!   is set and `thinkers.cost_unknown` is `true`: an absent cost is never a cost of 0). Exported through OpenTelemetry its name is `chat {model}` and its
@@ -127,10 +129,11 @@ pub fn model_call_span(entry: &str, model: &str, provider: &str, max_tokens: u64
         gen_ai.response.model = Empty,
         gen_ai.response.finish_reasons = Empty,
         gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.cache_read.input_tokens = Empty,
+        gen_ai.usage.cache_creation.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
         thinkers.entry = entry,
         thinkers.usage.reasoning_tokens = Empty,
-        thinkers.usage.cached_tokens = Empty,
         thinkers.cost = Empty,
         thinkers.currency = Empty,
         thinkers.cost_unknown = Empty,
@@ -143,14 +146,16 @@ pub fn model_call_span(entry: &str, model: &str, provider: &str, max_tokens: u64
 pub struct ModelUsage<'a> {
     /// The model the provider says answered (it may name a dated version of the requested one).
     pub response_model: &'a str,
-    /// Input tokens the provider reported.
+    /// Input tokens the provider reported, all of them (cache reads and writes included).
     pub input_tokens: u64,
+    /// The part of `input_tokens` read from the provider's prompt cache (cache reads).
+    pub cache_read_tokens: u64,
+    /// The part of `input_tokens` written to the provider's prompt cache (cache writes).
+    pub cache_write_tokens: u64,
     /// Output tokens the provider reported.
     pub output_tokens: u64,
     /// Reasoning tokens the provider reported.
     pub reasoning_tokens: u64,
-    /// Cached input tokens the provider reported.
-    pub cached_tokens: u64,
     /// The normalised stop reason (`end_turn`, `tool_use`, `max_tokens`, …).
     pub finish_reason: &'a str,
     /// The call's cost in `currency`; `None` when unknown (the entry has no prices).
@@ -164,9 +169,10 @@ impl<'a> From<&'a LlmRun> for ModelUsage<'a> {
         Self {
             response_model: &run.model,
             input_tokens: run.input_tokens,
+            cache_read_tokens: run.cached_tokens,
+            cache_write_tokens: run.cache_write_tokens,
             output_tokens: run.output_tokens,
             reasoning_tokens: run.reasoning_tokens,
-            cached_tokens: run.cached_tokens,
             finish_reason: &run.stop_reason,
             cost: run.cost,
             currency: &run.currency,
@@ -182,10 +188,17 @@ pub fn record_usage(span: &Span, usage: &ModelUsage<'_>) {
     }
     span.record("gen_ai.response.model", usage.response_model);
     span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+    span.record(
+        "gen_ai.usage.cache_read.input_tokens",
+        usage.cache_read_tokens,
+    );
+    span.record(
+        "gen_ai.usage.cache_creation.input_tokens",
+        usage.cache_write_tokens,
+    );
     span.record("gen_ai.usage.output_tokens", usage.output_tokens);
     span.record("gen_ai.response.finish_reasons", usage.finish_reason);
     span.record("thinkers.usage.reasoning_tokens", usage.reasoning_tokens);
-    span.record("thinkers.usage.cached_tokens", usage.cached_tokens);
     match usage.cost {
         Some(cost) => {
             span.record("thinkers.cost", cost);

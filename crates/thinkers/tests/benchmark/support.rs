@@ -208,6 +208,14 @@ pub fn assert_row_matches_records(report: &BenchmarkReport, rec: &MemoryRecorder
             "output tokens of {row:?}"
         );
         assert_eq!(
+            (row.cache_read_tokens, row.cache_write_tokens),
+            (
+                runs.iter().map(|r| r.cached_tokens).sum::<u64>(),
+                runs.iter().map(|r| r.cache_write_tokens).sum::<u64>()
+            ),
+            "cache reads and writes of {row:?}"
+        );
+        assert_eq!(
             row.latency_ms,
             runs.iter().map(|r| r.latency_ms).sum::<u64>()
         );

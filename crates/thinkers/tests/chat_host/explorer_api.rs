@@ -1,10 +1,14 @@
 //! The explorer's approvals over HTTP: a durable run waiting on a call is listed (in the
 //! approvals and in its workflow), denied through `POST /api/runs/approvals/{id}`, and the next
-//! run goes on with the denial; a bad decision names its field.
+//! run goes on with the denial; a bad decision names its field. Spend counts cache reads and
+//! writes apart.
 
 use serde_json::{Value, json};
 use thinkers::durable::ApprovalPolicy;
+use thinkers::job::JobId;
 use thinkers::model::{Catalog, Grade, ModelDependent as _, OutputSize};
+use thinkers::record::{JobEnd, JobStart, JobStatus, LlmRun, Recorder as _, now_ms};
+use thinkers::store::SqliteRecorder;
 use thinkers::thinker::{
     LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
     ThinkerJob,
@@ -160,4 +164,110 @@ async fn a_waiting_call_is_listed_and_denied_in_the_explorer() {
         .unwrap();
     assert_eq!(unknown.status(), 422);
     h.running.shutdown().await.unwrap();
+}
+
+/// One recorded model call of `root` (1,000 input tokens: 600 read from the prompt cache, 150
+/// written to it).
+fn cached_call(root: JobId, entry: &str, cost: Option<f64>, currency: &str) -> LlmRun {
+    LlmRun {
+        job: root,
+        workflow: root,
+        class: "cached".to_owned(),
+        entry: entry.to_owned(),
+        model: entry.to_owned(),
+        input_tokens: 1_000,
+        output_tokens: 80,
+        cached_tokens: 600,
+        cache_write_tokens: 150,
+        latency_ms: 200,
+        stop_reason: "end_turn".to_owned(),
+        cost,
+        currency: currency.to_owned(),
+        at_ms: now_ms(),
+        ..LlmRun::default()
+    }
+}
+
+#[tokio::test]
+async fn the_explorer_counts_cache_reads_and_writes_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    // No model is called: the rows are recorded as they would be.
+    let rt = thinkers::Runtime::builder(Catalog::bundled().with_sim_url("http://127.0.0.1:9"))
+        .database(dir.path().join("x.db").to_str().unwrap())
+        .build()
+        .await
+        .unwrap();
+    let recorder = SqliteRecorder::new(rt.store().unwrap()).unwrap();
+    let (root, at) = (JobId::new(), now_ms());
+    recorder.job_started(JobStart {
+        id: root,
+        parent: None,
+        workflow: root,
+        class: "cached".to_owned(),
+        ordinal: None,
+        started_at_ms: at,
+    });
+    recorder.job_finished(JobEnd {
+        id: root,
+        status: JobStatus::Succeeded,
+        error_kind: None,
+        error: None,
+        ended_at_ms: at + 1_000,
+        attempts: 1,
+    });
+    for _ in 0..2 {
+        recorder.llm_run(cached_call(root, "priced", Some(0.01), "USD"));
+    }
+    recorder.llm_run(cached_call(root, "unpriced", None, ""));
+    recorder.flush().await.unwrap();
+    let h = host_with(rt, false).await;
+    let get = |path: &str| {
+        let url = format!("{}{path}", h.url);
+        async move {
+            reqwest::get(url)
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+
+    // The workflow list: all input, and the cache reads and writes of it, the unpriced call's
+    // included; its cost stays unknown beside the known amount.
+    let list = get("/api/runs/workflows").await;
+    let usage = &list["workflows"][0]["usage"];
+    assert_eq!(usage["input_tokens"], 3_000, "{list}");
+    assert_eq!(usage["cache_read_tokens"], 1_800, "{list}");
+    assert_eq!(usage["cache_write_tokens"], 450, "{list}");
+    assert_eq!(usage["unpriced_calls"], 1, "{list}");
+
+    // The cost report's rows carry the same names.
+    let cost = get("/api/runs/cost").await;
+    let row = |entry: &str| {
+        cost["by_entry"]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["group"] == entry)
+            .cloned()
+            .unwrap()
+    };
+    let priced = row("priced");
+    assert_eq!(
+        (
+            &priced["cache_read_tokens"],
+            &priced["cache_write_tokens"],
+            &priced["input_tokens"]
+        ),
+        (&json!(1_200), &json!(300), &json!(2_000)),
+        "{cost}"
+    );
+    let unpriced = row("unpriced");
+    assert!(unpriced["cost"].is_null(), "{cost}");
+    assert_eq!(unpriced["cache_write_tokens"], 150, "{cost}");
+    assert_eq!(
+        cost["by_class"]["totals"][0]["cache_read_tokens"], 600,
+        "{cost}"
+    );
 }

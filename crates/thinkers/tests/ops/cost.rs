@@ -25,7 +25,7 @@ fn spend(cx: &JobContext, entry: &str, cost: f64, currency: &str) {
         output_tokens: 100,
         reasoning_tokens: 10,
         cached_tokens: 200,
-        cache_write_tokens: 0,
+        cache_write_tokens: 50,
         output_budget: 4_096,
         latency_ms: 250,
         stop_reason: "end_turn".to_owned(),
@@ -107,6 +107,9 @@ async fn spend_rolls_up_per_workflow_and_per_ancestor() -> Result<()> {
         assert!((eur.cost.unwrap() - 2.75).abs() < 1e-9, "{eur:?}");
         assert_eq!((usd.calls, eur.calls), (4, 2));
         assert_eq!(usd.input_tokens, 4_000);
+        // Of which read from and written to the prompt caches, each its own figure.
+        assert_eq!((usd.cache_read_tokens, usd.cache_write_tokens), (800, 200));
+        assert_eq!(usd.uncached_input_tokens(), 3_000);
         assert_eq!(by_workflow.group(&w.to_string()).len(), 2);
     }
     assert!((by_workflow.total("USD").unwrap().cost.unwrap() - 4.5).abs() < 1e-9);
@@ -124,6 +127,8 @@ async fn spend_rolls_up_per_workflow_and_per_ancestor() -> Result<()> {
     assert_eq!(sub.jobs[0], first.sub);
     assert!((sub.in_currency("USD").unwrap().cost.unwrap() - 1.0).abs() < 1e-9);
     assert!((sub.in_currency("EUR").unwrap().cost.unwrap() - 2.75).abs() < 1e-9);
+    let eur = sub.in_currency("EUR").unwrap();
+    assert_eq!((eur.cache_read_tokens, eur.cache_write_tokens), (400, 100));
     // A leaf is its own subtree.
     let leaf = cost::rollup_by_ancestor(&jobs, &workflow_runs, first.tool);
     assert_eq!(leaf.jobs, [first.tool]);

@@ -125,7 +125,9 @@ fn workflow_id(id: &str) -> Result<JobId, ApiError> {
 }
 
 /// Calls, tokens and cost per currency of `runs`; the calls whose cost is unknown (entries
-/// without prices) are counted in `unpriced_calls`, not in `cost`.
+/// without prices) are counted in `unpriced_calls`, not in `cost`. `input_tokens` counts all
+/// input, `cache_read_tokens` and `cache_write_tokens` the parts of it read from and written to
+/// the providers' prompt caches (as in the cost report's rows).
 fn totals(runs: &[LlmRun]) -> Value {
     let mut cost: BTreeMap<&str, f64> = BTreeMap::new();
     for r in runs {
@@ -138,7 +140,8 @@ fn totals(runs: &[LlmRun]) -> Value {
         "input_tokens": runs.iter().map(|r| r.input_tokens).sum::<u64>(),
         "output_tokens": runs.iter().map(|r| r.output_tokens).sum::<u64>(),
         "reasoning_tokens": runs.iter().map(|r| r.reasoning_tokens).sum::<u64>(),
-        "cached_tokens": runs.iter().map(|r| r.cached_tokens).sum::<u64>(),
+        "cache_read_tokens": runs.iter().map(|r| r.cached_tokens).sum::<u64>(),
+        "cache_write_tokens": runs.iter().map(|r| r.cache_write_tokens).sum::<u64>(),
         "cost": cost,
         "unpriced_calls": runs.iter().filter(|r| r.cost.is_none()).count(),
     })
@@ -432,6 +435,9 @@ mod tests {
             cost,
             currency: currency.to_owned(),
             at_ms,
+            input_tokens: 1_000,
+            cached_tokens: 400,
+            cache_write_tokens: 100,
             ..LlmRun::default()
         }
     }
@@ -447,6 +453,17 @@ mod tests {
         assert_eq!(usage["calls"], 3);
         assert_eq!(usage["cost"], json!({"USD": 0.5}), "{usage}");
         assert_eq!(usage["unpriced_calls"], 2, "{usage}");
+        // Cache reads and writes are their own figures, the unpriced calls' included.
+        assert_eq!(usage["input_tokens"], 3_000, "{usage}");
+        assert_eq!(usage["cache_read_tokens"], 1_200, "{usage}");
+        assert_eq!(usage["cache_write_tokens"], 300, "{usage}");
+        let report = cost::report(&runs, GroupBy::Entry);
+        let local = serde_json::to_value(report.row("local", "").unwrap()).unwrap();
+        assert_eq!(
+            (&local["cache_read_tokens"], &local["cache_write_tokens"]),
+            (&json!(800), &json!(200)),
+            "{local}"
+        );
         let lines = series(&runs, GroupBy::Entry, 4);
         let groups: Vec<&str> = lines
             .as_array()

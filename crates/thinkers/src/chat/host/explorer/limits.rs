@@ -185,7 +185,8 @@ fn axis_rate(e: &LimitEvent) -> Option<(&str, f64)> {
     }
 }
 
-/// Calls, tokens and cost per currency of `runs` (unknown costs counted apart).
+/// Calls, tokens (all input, and the parts of it read from and written to the prompt caches)
+/// and cost per currency of `runs` (unknown costs counted apart).
 fn spent(runs: &[&LlmRun]) -> Value {
     let mut cost: BTreeMap<&str, f64> = BTreeMap::new();
     for r in runs {
@@ -196,6 +197,8 @@ fn spent(runs: &[&LlmRun]) -> Value {
     json!({
         "calls": runs.len(),
         "input_tokens": runs.iter().map(|r| r.input_tokens).sum::<u64>(),
+        "cache_read_tokens": runs.iter().map(|r| r.cached_tokens).sum::<u64>(),
+        "cache_write_tokens": runs.iter().map(|r| r.cache_write_tokens).sum::<u64>(),
         "output_tokens": runs.iter().map(|r| r.output_tokens).sum::<u64>(),
         "cost": cost,
         "unpriced_calls": runs.iter().filter(|r| r.cost.is_none()).count(),
@@ -341,6 +344,8 @@ mod tests {
             job,
             entry: "e".to_owned(),
             input_tokens: 100,
+            cached_tokens: 30,
+            cache_write_tokens: 10,
             output_tokens: 20,
             cost,
             currency: "USD".to_owned(),
@@ -387,6 +392,12 @@ mod tests {
             "{out}"
         );
         assert_eq!(e["retries"]["escalations"]["unpriced_calls"], 1, "{out}");
+        let paid = &e["retries"]["paid_retries"];
+        assert_eq!(
+            (&paid["cache_read_tokens"], &paid["cache_write_tokens"]),
+            (&json!(60), &json!(20)),
+            "{out}"
+        );
         let buckets = e["utilisation"].as_array().unwrap();
         assert_eq!(out["bucket_ms"], 10_000);
         assert_eq!(buckets.len(), 4, "{out}");
