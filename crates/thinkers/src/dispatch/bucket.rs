@@ -10,8 +10,9 @@
 //! into the past: nothing is banked while idle), less a margin that keeps room, in a window's
 //! share of the rate, for the next ask to arrive whole: providers charge an ask its reservation
 //! when it arrives and its use once it ends, and may enforce a per-minute figure over short
-//! windows. The window is [`ASSUMED_WINDOW`], or shorter (down to [`MIN_WINDOW`]) when the most
-//! room the provider ever stated (`remaining`) lasts less at the rate.
+//! windows. The window is [`ASSUMED_WINDOW`] until the provider states its room (`remaining`);
+//! then it is how long the most room it ever stated lasts at the rate, from [`MIN_WINDOW`] to
+//! [`LONGEST_WINDOW`] (a provider whose room holds a minute's figure enforces it over the minute).
 //!
 //! **The rate** is the lowest of: the catalog's figure (the user's ceiling: never exceeded), the
 //! figure the provider states in its `limit` headers (a per-minute figure, as OpenAI and
@@ -49,6 +50,10 @@ pub const RECOVERY: f64 = 0.001;
 
 /// The smallest share of the rate one throttle can leave.
 pub const LARGEST_CUT: f64 = 0.1;
+
+/// The longest window a provider is taken to enforce a figure over: the minute its figures are
+/// stated for.
+pub const LONGEST_WINDOW: Duration = Duration::from_secs(60);
 
 /// The shortest window a provider is taken to enforce a figure over.
 pub const MIN_WINDOW: Duration = Duration::from_secs(1);
@@ -176,13 +181,13 @@ impl Bucket {
         self.rate.and_then(|r| r.burst).unwrap_or(Duration::ZERO)
     }
 
-    /// The shortest window the provider may enforce the rate over, in seconds: the assumed one,
-    /// or, when the most room it ever stated is less than that window's share, the time that
-    /// room lasts at the rate (at least [`MIN_WINDOW`]).
+    /// The shortest window the provider may enforce the rate over, in seconds: the assumed one
+    /// until it states its room; then the time the most room it ever stated lasts at the rate
+    /// (from [`MIN_WINDOW`] to [`LONGEST_WINDOW`]).
     fn window(&self, now: Instant) -> f64 {
-        let assumed = ASSUMED_WINDOW.as_secs_f64();
-        self.widest.map_or(assumed, |r| {
-            (r as f64 / self.per_second(now)).clamp(MIN_WINDOW.as_secs_f64(), assumed)
+        self.widest.map_or(ASSUMED_WINDOW.as_secs_f64(), |r| {
+            (r as f64 / self.per_second(now))
+                .clamp(MIN_WINDOW.as_secs_f64(), LONGEST_WINDOW.as_secs_f64())
         })
     }
 

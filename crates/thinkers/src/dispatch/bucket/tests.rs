@@ -269,3 +269,23 @@ async fn stated_room_gets_back_what_a_grant_did_not_use() {
     b.settle(t0, 800, 100);
     assert_eq!(b.check(t0 + s(0.2), 800), None);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_provider_that_states_a_minutes_room_keeps_a_minutes_margin() {
+    // 2,500 per second. Until the provider states its room, the margin keeps the next ask's room
+    // in 10 s' share (25,000); once it stated 150,000 (a token bucket holding the minute, or a
+    // fixed minute), it enforces the figure over the minute, and the margin is a minute's share.
+    let t0 = Instant::now();
+    let mut b = Bucket::new(Rate::per_minute(150_000), t0);
+    b.take(t0, 800);
+    b.settle(t0, 800, 370);
+    let ten = (370.0 + 800.0 * 370.0 / 24_200.0) / 2_500.0;
+    assert!((b.check(t0, 800).unwrap().as_secs_f64() - ten).abs() < 1e-3);
+    let later = t0 + s(5.0);
+    b.observe(later, None, Some(150_000), None);
+    b.take(later, 800);
+    b.settle(later, 800, 370);
+    let minute = (370.0 + 800.0 * 370.0 / 149_200.0) / 2_500.0;
+    let wait = b.check(later, 800).unwrap().as_secs_f64();
+    assert!((wait - minute).abs() < 1e-3, "{wait} vs {minute}");
+}

@@ -19,7 +19,7 @@ use std::sync::LazyLock;
 use redis::Script;
 
 use crate::dispatch::bucket::{
-    ASSUMED_WINDOW, LARGEST_CUT, MAX_WAIT, MIN_WINDOW, RECOVERY, THROTTLE_DECREASE,
+    ASSUMED_WINDOW, LARGEST_CUT, LONGEST_WINDOW, MAX_WAIT, MIN_WINDOW, RECOVERY, THROTTLE_DECREASE,
 };
 
 /// Shared helpers: the server clock, the paced axes, the concurrency holders. An axis is
@@ -97,7 +97,7 @@ end
 
 local function window(b)
   if b.wide == nil then return AWIN end
-  return math.max(MINW, math.min(AWIN, b.wide / rate(b)))
+  return math.max(MINW, math.min(LWIN, b.wide / rate(b)))
 end
 
 local function margin(b, n, used)
@@ -267,10 +267,11 @@ return 1
 /// The prelude's constants, from the Rust ones.
 fn constants() -> String {
     format!(
-        "local DEC, CUT, REC, AWIN, MINW, MAXW = {THROTTLE_DECREASE:?}, {LARGEST_CUT:?}, \
-         {RECOVERY:?}, {}, {}, {}\n",
+        "local DEC, CUT, REC, AWIN, MINW, LWIN, MAXW = {THROTTLE_DECREASE:?}, {LARGEST_CUT:?}, \
+         {RECOVERY:?}, {}, {}, {}, {}\n",
         ASSUMED_WINDOW.as_millis(),
         MIN_WINDOW.as_millis(),
+        LONGEST_WINDOW.as_millis(),
         MAX_WAIT.as_millis()
     )
 }
