@@ -99,10 +99,11 @@ impl ChatRequest {
 
     /// The `prompt_cache_key` of this request: [`ChatRequest::cache_key`] when set, else
     /// `thinkers-` and the first 16 hex digits of the SHA-256 of the system content and the
-    /// first message's text and tool results. Those open the conversation and stay put while it
-    /// grows (until compaction folds the first message into a summary), so every turn shares the
-    /// key; they are the conversation's own content, so a replay renders the same key; the hash
-    /// shows nothing of them.
+    /// tools (names, descriptions, schemas): the prefix every turn of a conversation, and every
+    /// run of the same agent, share. OpenAI routes requests with one key and one prefix to the
+    /// same cache, so runs of one agent reuse each other's cached prefix instead of each warming
+    /// its own. The parts are the request's own content, so a replay renders the same key; the
+    /// hash shows nothing of them.
     pub fn derived_cache_key(&self) -> String {
         use sha2::{Digest, Sha256};
         use std::fmt::Write as _;
@@ -112,15 +113,13 @@ impl ChatRequest {
         let mut h = Sha256::new();
         h.update(self.system.as_bytes());
         h.update([0]);
-        if let Some(first) = self.messages.first() {
-            for block in &first.content {
-                match block {
-                    ContentBlock::Text { text } => h.update(text.as_bytes()),
-                    ContentBlock::ToolResult { content, .. } => h.update(content.as_bytes()),
-                    _ => {}
-                }
-                h.update([0]);
-            }
+        for tool in &self.tools {
+            h.update(tool.name.as_bytes());
+            h.update([0]);
+            h.update(tool.description.as_bytes());
+            h.update([0]);
+            h.update(tool.parameters.to_string().as_bytes());
+            h.update([0]);
         }
         let digest = h.finalize();
         let mut key = String::with_capacity(9 + 16);

@@ -12,8 +12,9 @@
 //! llama-cpp-python's server refuses `null`).
 //!
 //! OpenAI caches prompt prefixes on its own; with prompt caching on (the default) OpenAI proper
-//! also gets a `prompt_cache_key` ([`ChatRequest::derived_cache_key`], stable across a
-//! conversation's turns), so its turns are routed to the cache the earlier ones filled. Nothing
+//! also gets a `prompt_cache_key` ([`ChatRequest::derived_cache_key`], one per system content
+//! and tools), so every turn, and every run of the same agent, is routed to the cache the earlier
+//! ones filled. Nothing
 //! that changes from turn to turn is put before the conversation: the system message is the
 //! request's system content (and the text-tool protocol's fixed instructions).
 

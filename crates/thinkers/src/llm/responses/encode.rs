@@ -16,8 +16,9 @@
 //! * Not sent: `logprobs` (a Chat Completions feature here), `previous_response_id` and
 //!   `conversation` (the runtime keeps the conversation itself).
 //! * With prompt caching on (the default), `prompt_cache_key` is the request's
-//!   [`ChatRequest::derived_cache_key`], the same for every turn of a conversation, so its turns
-//!   are routed to the cache the earlier ones filled (OpenAI caches prefixes on its own).
+//!   [`ChatRequest::derived_cache_key`], one per system content and tools, so every turn, and
+//!   every run of the same agent, is routed to the cache the earlier ones filled (OpenAI caches
+//!   prefixes on its own).
 
 use std::borrow::Cow;
 

@@ -224,17 +224,23 @@ fn bedrock_claude_gets_cache_points_after_system_tools_and_the_user_turns() -> a
 }
 
 #[test]
-fn openai_gets_one_prompt_cache_key_per_conversation() -> anyhow::Result<()> {
+fn openai_gets_one_prompt_cache_key_per_shared_prefix() -> anyhow::Result<()> {
     for dialect in [Dialect::OpenAi, Dialect::OpenAiResponses] {
         let target = fixtures::target(dialect);
-        let first = body(&target, &fixtures::plain())?;
+        let first = body(&target, &fixtures::with_tools())?;
         let key = first["prompt_cache_key"].as_str().unwrap().to_owned();
         assert!(key.starts_with("thinkers-") && key.len() == 25, "{key}");
         // Later turns of the same conversation keep the key.
         let later = body(&target, &fixtures::tool_round())?;
         assert_eq!(later["prompt_cache_key"], json!(key), "{dialect:?}");
-        // Another conversation has another.
-        let other = ChatRequest::new("You are terse.", vec![Message::user_text("Hello?")]);
+        // Another conversation of the same agent (same system content and tools) shares it: its
+        // runs reuse one cached prefix. Another agent has another.
+        let mut same_agent = fixtures::with_tools();
+        same_agent.messages = vec![Message::user_text("A different question?")].into();
+        assert_eq!(body(&target, &same_agent)?["prompt_cache_key"], json!(key));
+        let toolless = fixtures::plain();
+        assert_ne!(body(&target, &toolless)?["prompt_cache_key"], json!(key));
+        let other = ChatRequest::new("You are verbose.", vec![Message::user_text("Hello?")]);
         assert_ne!(body(&target, &other)?["prompt_cache_key"], json!(key));
         // A key set on the request is sent as it is.
         let mut pinned = fixtures::plain();

@@ -53,8 +53,8 @@ impl CacheTtl {
 ///
 /// What "asking" means depends on the dialect: Anthropic gets `cache_control` breakpoints,
 /// Bedrock Converse `cachePoint` blocks (Claude and Nova models), OpenAI Chat and Responses a
-/// stable `prompt_cache_key` per conversation; Gemini and OpenAI-compatible servers get nothing
-/// (their caching, if any, is implicit). Cache reads and writes are recorded whatever this says.
+/// `prompt_cache_key` per system content and tools; Gemini and OpenAI-compatible servers get
+/// nothing (their caching, if any, is implicit). Cache reads and writes are recorded whatever this says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PromptCache {
