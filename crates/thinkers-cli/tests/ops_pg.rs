@@ -113,9 +113,10 @@ async fn cost_and_sizing_show_a_run_recorded_in_postgres() -> Result<()> {
     let table = run_ok(&["cost", "--db", &db]).await?;
     println!("$ thinkers cost --db postgres://…\n{table}");
     let shown = cells(line(&table, "chain_step")?);
+    // calls, uncached in (no call here read or wrote the cache), cache read, cache write, out.
     assert_eq!(
-        shown[2..5],
-        [calls, input_tokens, output_tokens].map(|n| n.to_string())
+        shown[2..7],
+        [calls, input_tokens, 0, 0, output_tokens].map(|n| n.to_string())
     );
     assert!(!table.contains("no model calls"), "{table}");
 
