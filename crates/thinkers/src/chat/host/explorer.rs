@@ -128,22 +128,27 @@ fn workflow_id(id: &str) -> Result<JobId, ApiError> {
 /// without prices) are counted in `unpriced_calls`, not in `cost`. `input_tokens` counts all
 /// input, `cache_read_tokens` and `cache_write_tokens` the parts of it read from and written to
 /// the providers' prompt caches (as in the cost report's rows).
-fn totals(runs: &[LlmRun]) -> Value {
+fn totals<'a, I>(runs: I) -> Value
+where
+    I: IntoIterator<Item = &'a LlmRun>,
+    I::IntoIter: Clone,
+{
+    let runs = runs.into_iter();
     let mut cost: BTreeMap<&str, f64> = BTreeMap::new();
-    for r in runs {
+    for r in runs.clone() {
         if let Some(c) = r.cost {
             *cost.entry(r.currency.as_str()).or_default() += c;
         }
     }
     json!({
-        "calls": runs.len(),
-        "input_tokens": runs.iter().map(|r| r.input_tokens).sum::<u64>(),
-        "output_tokens": runs.iter().map(|r| r.output_tokens).sum::<u64>(),
-        "reasoning_tokens": runs.iter().map(|r| r.reasoning_tokens).sum::<u64>(),
-        "cache_read_tokens": runs.iter().map(|r| r.cached_tokens).sum::<u64>(),
-        "cache_write_tokens": runs.iter().map(|r| r.cache_write_tokens).sum::<u64>(),
+        "calls": runs.clone().count(),
+        "input_tokens": runs.clone().map(|r| r.input_tokens).sum::<u64>(),
+        "output_tokens": runs.clone().map(|r| r.output_tokens).sum::<u64>(),
+        "reasoning_tokens": runs.clone().map(|r| r.reasoning_tokens).sum::<u64>(),
+        "cache_read_tokens": runs.clone().map(|r| r.cached_tokens).sum::<u64>(),
+        "cache_write_tokens": runs.clone().map(|r| r.cache_write_tokens).sum::<u64>(),
         "cost": cost,
-        "unpriced_calls": runs.iter().filter(|r| r.cost.is_none()).count(),
+        "unpriced_calls": runs.filter(|r| r.cost.is_none()).count(),
     })
 }
 

@@ -185,26 +185,6 @@ fn axis_rate(e: &LimitEvent) -> Option<(&str, f64)> {
     }
 }
 
-/// Calls, tokens (all input, and the parts of it read from and written to the prompt caches)
-/// and cost per currency of `runs` (unknown costs counted apart).
-fn spent(runs: &[&LlmRun]) -> Value {
-    let mut cost: BTreeMap<&str, f64> = BTreeMap::new();
-    for r in runs {
-        if let Some(c) = r.cost {
-            *cost.entry(r.currency.as_str()).or_default() += c;
-        }
-    }
-    json!({
-        "calls": runs.len(),
-        "input_tokens": runs.iter().map(|r| r.input_tokens).sum::<u64>(),
-        "cache_read_tokens": runs.iter().map(|r| r.cached_tokens).sum::<u64>(),
-        "cache_write_tokens": runs.iter().map(|r| r.cache_write_tokens).sum::<u64>(),
-        "output_tokens": runs.iter().map(|r| r.output_tokens).sum::<u64>(),
-        "cost": cost,
-        "unpriced_calls": runs.iter().filter(|r| r.cost.is_none()).count(),
-    })
-}
-
 fn group_json(g: &Group<'_>, since: i64, bucket_ms: i64) -> Value {
     // The standing of each axis: its last rate event.
     let mut current: BTreeMap<&str, &LimitEvent> = BTreeMap::new();
@@ -246,8 +226,8 @@ fn group_json(g: &Group<'_>, since: i64, bucket_ms: i64) -> Value {
         "retries": {
             "throttled_attempts": g.throttles.len(),
             "throttle_wait_ms": waited_ms,
-            "paid_retries": spent(&repeats),
-            "escalations": spent(&escalations),
+            "paid_retries": super::totals(repeats.iter().copied()),
+            "escalations": super::totals(escalations.iter().copied()),
         },
     })
 }
