@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Deserialize;
 use toml::{Spanned, Value};
 
-use super::azure::{Auth, AzureApi, valid_api_version};
+use super::azure::{read_auth, read_azure};
 use super::cache::{BedrockCaching, CacheTtl, PromptCache};
 use super::entry::{Entry, Pricing, Reasoning};
 use super::error::{CatalogError, Location, Problem};
@@ -153,107 +153,6 @@ fn read_provider(
         auth,
         aws,
         prompt_cache,
-    })
-}
-
-/// `azure` and `api_version`: how an Azure OpenAI resource is addressed.
-fn read_azure(
-    f: &mut Fields<'_>,
-    dialect: Dialect,
-    base_url: &str,
-) -> Result<Option<AzureApi>, CatalogError> {
-    let style = f.string("azure")?;
-    let version = f.string("api_version")?;
-    let Some(style) = style else {
-        if version.is_some() {
-            return Err(f.error(
-                "api_version",
-                f.value_of("api_version"),
-                Problem::Conflict,
-                "api_version is read only for Azure OpenAI providers; add azure = \"deployment\" \
-                 or azure = \"v1\"",
-            ));
-        }
-        return Ok(None);
-    };
-    if !matches!(dialect, Dialect::OpenAi | Dialect::OpenAiResponses) {
-        return Err(f.error(
-            "azure",
-            f.value_of("azure"),
-            Problem::Conflict,
-            format!(
-                "Azure OpenAI serves the `openai` and `openai-responses` dialects, not `{dialect}`"
-            ),
-        ));
-    }
-    if base_url.contains("/openai") {
-        return Err(f.error(
-            "base_url",
-            f.value_of("base_url"),
-            Problem::BadValue,
-            "with azure, base_url is the resource endpoint (https://NAME.openai.azure.com); the \
-             dialect adds /openai/… itself",
-        ));
-    }
-    if let Some(v) = version
-        && !valid_api_version(v)
-    {
-        return Err(f.error(
-            "api_version",
-            f.value_of("api_version"),
-            Problem::BadValue,
-            "an api-version is letters, digits, `-` and `.`, for example 2024-10-21",
-        ));
-    }
-    match style {
-        "deployment" => match version {
-            Some(v) => Ok(Some(AzureApi::Deployment {
-                api_version: v.to_owned(),
-            })),
-            None => Err(f.error(
-                "api_version",
-                None,
-                Problem::Missing,
-                "azure = \"deployment\" needs the api-version its URLs carry, for example \
-                 api_version = \"2024-10-21\"",
-            )),
-        },
-        "v1" => Ok(Some(AzureApi::V1 {
-            api_version: version.map(str::to_owned),
-        })),
-        _ => Err(f.error(
-            "azure",
-            f.value_of("azure"),
-            Problem::BadValue,
-            format!(
-                "unknown Azure addressing; use one of: {}",
-                AzureApi::NAMES.join(", ")
-            ),
-        )),
-    }
-}
-
-/// `auth`: the key's header (`api-key` by default on Azure, `bearer` elsewhere).
-fn read_auth(f: &mut Fields<'_>, dialect: Dialect, azure: bool) -> Result<Auth, CatalogError> {
-    let default = if azure { Auth::ApiKey } else { Auth::Bearer };
-    let Some(name) = f.string("auth")? else {
-        return Ok(default);
-    };
-    if dialect == Dialect::Anthropic {
-        return Err(f.error(
-            "auth",
-            f.value_of("auth"),
-            Problem::Conflict,
-            "the anthropic dialect always sends its key in x-api-key",
-        ));
-    }
-    Auth::from_name(name).ok_or_else(|| {
-        f.error(
-            "auth",
-            f.value_of("auth"),
-            Problem::BadValue,
-            format!("unknown key header; use one of: {}", Auth::NAMES.join(", ")),
-        )
     })
 }
 
