@@ -54,8 +54,10 @@ fn check_bucket(grants: &[Grant]) {
     }
     for i in 0..by_time.len() {
         let from = by_time[i].at;
-        // Refunds after `from`.
-        let r0 = refunds.partition_point(|r| r.0 <= from);
+        // Refunds from `from` on: one at the very instant of the grant at `from` may have come
+        // after it (a settle and a grant due in the same timer tick run in either order), so it
+        // counts as returned inside the interval; likewise one at `to`.
+        let r0 = refunds.partition_point(|r| r.0 < from);
         for j in i..by_time.len() {
             let to = by_time[j].at;
             let r1 = refunds.partition_point(|r| r.0 <= to);
