@@ -277,7 +277,7 @@ impl RuntimeBuilder {
     /// Enforce a spending cap on model calls (per run, per scope-axis value, per UTC day; see
     /// [`crate::dispatch::spend`]): each call holds its worst-case cost before it is sent, and a
     /// call that would pass a cap fails with [`crate::Error::SpendCapReached`]. May be given
-    /// several times.
+    /// several times; the catalog's caps ([`Catalog::spend_caps`]) hold as well.
     pub fn spend_cap(mut self, cap: crate::dispatch::SpendCap) -> Self {
         self.spend_caps.push(cap);
         self
@@ -339,14 +339,14 @@ impl RuntimeBuilder {
             ));
         }
         let mut services = self.services;
-        if !self.spend_caps.is_empty() {
+        // The catalog's caps, then the ones set in code.
+        let mut caps = self.catalog.spend_caps().to_vec();
+        caps.extend(self.spend_caps);
+        if !caps.is_empty() {
             let store = self
                 .spend_store
                 .unwrap_or_else(|| Arc::new(crate::dispatch::MemorySpend::new()));
-            services.insert(Arc::new(crate::dispatch::SpendCaps::new(
-                self.spend_caps,
-                store,
-            )?));
+            services.insert(Arc::new(crate::dispatch::SpendCaps::new(caps, store)?));
         }
         let router = match self.picker {
             Some(p) => ModelRouter::new(self.catalog, self.envelope, p),

@@ -42,7 +42,7 @@ pub use budget::{
 };
 #[cfg(feature = "redis")]
 pub use redis_budgets::{DEFAULT_LEASE_TTL, RedisBudgets};
-pub use spend::{MemorySpend, SpendCap, SpendCaps, SpendStore};
+pub use spend::{CapOn, CapScope, MemorySpend, SpendCap, SpendCaps, SpendStore};
 
 use std::borrow::Cow;
 use std::future::Future;

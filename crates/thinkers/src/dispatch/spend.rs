@@ -38,10 +38,23 @@ pub enum CapScope {
     Day,
 }
 
+/// Which model calls a cap counts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum CapOn {
+    /// Every call.
+    #[default]
+    Every,
+    /// Calls to this provider's entries (a catalog provider's name).
+    Provider(String),
+    /// Calls to this catalog entry.
+    Entry(String),
+}
+
 /// A cap on what model calls may cost, in one currency.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpendCap {
     scope: CapScope,
+    on: CapOn,
     amount: f64,
     currency: Arc<str>,
 }
@@ -65,14 +78,35 @@ impl SpendCap {
     fn new(scope: CapScope, amount: f64, currency: &str) -> Self {
         Self {
             scope,
+            on: CapOn::Every,
             amount,
             currency: Arc::from(currency.to_ascii_uppercase()),
         }
     }
 
+    /// This cap, counting only the calls to the entries of the catalog provider `name`; its
+    /// sums are kept apart from those of the same cap on every call.
+    #[must_use]
+    pub fn on_provider(mut self, name: &str) -> Self {
+        self.on = CapOn::Provider(name.to_owned());
+        self
+    }
+
+    /// This cap, counting only the calls to the catalog entry `id`.
+    #[must_use]
+    pub fn on_entry(mut self, id: &str) -> Self {
+        self.on = CapOn::Entry(id.to_owned());
+        self
+    }
+
     /// What the cap bounds.
     pub fn scope(&self) -> &CapScope {
         &self.scope
+    }
+
+    /// Which calls it counts.
+    pub fn on(&self) -> &CapOn {
+        &self.on
     }
 
     /// Its amount.
@@ -85,9 +119,26 @@ impl SpendCap {
         &self.currency
     }
 
-    /// The cap's name and its store key for a call made under `cx`; `None` when the cap does not
-    /// apply (an axis cap on a call outside that axis).
-    fn key(&self, cx: &JobContext) -> Option<(String, String)> {
+    /// The cap's name and its store key for a call to `entry` (served by `provider`) made under
+    /// `cx`; `None` when the cap does not apply (an axis cap on a call outside that axis, a cap
+    /// on another provider or entry).
+    fn key(&self, cx: &JobContext, entry: &str, provider: &str) -> Option<(String, String)> {
+        let (name, key) = self.scope_key(cx)?;
+        match &self.on {
+            CapOn::Every => Some((name, key)),
+            CapOn::Provider(p) if p == provider => Some((
+                format!("{name} on provider `{p}`"),
+                format!("{key}:provider={p}"),
+            )),
+            CapOn::Entry(e) if e == entry => Some((
+                format!("{name} on entry `{e}`"),
+                format!("{key}:entry={e}"),
+            )),
+            CapOn::Provider(_) | CapOn::Entry(_) => None,
+        }
+    }
+
+    fn scope_key(&self, cx: &JobContext) -> Option<(String, String)> {
         let cur = &self.currency;
         match &self.scope {
             CapScope::Run => {
@@ -199,14 +250,15 @@ impl SpendCaps {
         &self.caps
     }
 
-    /// Hold a call's worst case, `worst` in `currency` (`None`: the entry has no prices), on
-    /// every cap that applies to a call made under `cx`. A cap that would be passed refuses the
+    /// Hold the worst case of a call to `entry` (served by `provider`), `worst` in `currency`
+    /// (`None`: the entry has no prices), on every cap that applies to it under `cx`. A cap that would be passed refuses the
     /// call ([`Error::SpendCapReached`]), and so does a cap in another currency or over an
     /// unpriced entry (it could not bound the call); what was held on other caps goes back.
     pub async fn hold(
         self: &Arc<Self>,
         cx: &JobContext,
         entry: &str,
+        provider: &str,
         worst: Option<f64>,
         currency: &str,
     ) -> Result<SpendHold> {
@@ -215,7 +267,7 @@ impl SpendCaps {
             held: Vec::new(),
         };
         for cap in &self.caps {
-            let Some((name, key)) = cap.key(cx) else {
+            let Some((name, key)) = cap.key(cx, entry, provider) else {
                 continue;
             };
             let needed = match worst {
@@ -297,15 +349,19 @@ impl Drop for SpendHold {
     }
 }
 
-/// Hold a call's worst case on the caps of the runtime `cx` runs in; `None` when it has none.
+/// Hold the worst case of a call to `entry` (served by `provider`) on the caps of the runtime
+/// `cx` runs in; `None` when it has none.
 pub(crate) async fn hold(
     cx: &JobContext,
     entry: &str,
+    provider: &str,
     worst: Option<f64>,
     currency: &str,
 ) -> Result<Option<SpendHold>> {
     match cx.services().get::<SpendCaps>() {
-        Some(caps) => Ok(Some(caps.hold(cx, entry, worst, currency).await?)),
+        Some(caps) => Ok(Some(
+            caps.hold(cx, entry, provider, worst, currency).await?,
+        )),
         None => Ok(None),
     }
 }

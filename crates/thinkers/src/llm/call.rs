@@ -382,7 +382,7 @@ pub async fn converse_bound(
             seat.output_tokens + seat.reasoning_tokens,
         );
         let currency = entry.currency().map_or("", |c| &**c);
-        crate::dispatch::spend::hold(cx, &b.entry, worst, currency).await?
+        crate::dispatch::spend::hold(cx, &b.entry, entry.provider(), worst, currency).await?
     };
     let started = std::time::Instant::now();
     // Through the response cache when the dispatcher has one (`super::cache`).

@@ -172,9 +172,61 @@ async fn a_cap_refuses_an_unpriced_entry_and_a_negative_amount() {
     assert!(matches!(built, Err(e) if e.kind() == ErrorKind::InvalidInput));
 }
 
+#[tokio::test]
+async fn a_catalog_cap_on_one_provider_counts_its_calls_and_no_other() {
+    let sim = fault_sim().await;
+    let limit = 0.009;
+    // The Anthropic provider is capped per run in the catalog; the OpenAI one is not.
+    let toml = fault_catalog_toml(&sim.openai_base_url(), &sim.base_url(), "THINKERS_SIM_KEY")
+        .replacen(
+            "dialect = \"anthropic\"\n",
+            &format!("dialect = \"anthropic\"\nspend = {{ currency = \"USD\", per_run = {limit} }}\n"),
+            1,
+        );
+    let (rt, recorder) = capped(&toml, Vec::new(), None).await;
+    let (capped_entry, free_entry) = (entry(true, 5), entry(false, 5));
+    let (a, b) = (capped_entry.clone(), free_entry.clone());
+    let err = rt
+        .run(doer("two providers", move |cx| {
+            let (a, b) = (a.clone(), b.clone());
+            async move {
+                // The uncapped provider's calls go on past the cap's amount...
+                for _ in 0..6 {
+                    cx.submit(call(&b)).await?;
+                }
+                // ... and the capped one's stop before passing it.
+                for _ in 0..1_000 {
+                    cx.submit(call(&a)).await?;
+                }
+                Ok(())
+            }
+        }))
+        .await
+        .unwrap_err();
+    let (cap, _, was_spent, _) = cap_error(&err);
+    assert!(cap.starts_with("run ") && cap.ends_with("on provider `fault-anthropic`"), "{cap}");
+    let (capped_spent, free_spent) = (spent(&recorder, &capped_entry), spent(&recorder, &free_entry));
+    assert_eq!(sim.stats().model(&model(false, 5)).requests, 6);
+    assert!(free_spent > 1e-5, "{free_spent}");
+    // What the cap counted is the capped provider's spend alone.
+    assert!((was_spent - capped_spent).abs() < 1e-9, "{was_spent} vs {capped_spent}");
+    assert!(capped_spent <= limit, "{capped_spent}");
+    assert!(sim.stats().model(&model(true, 5)).requests > 1);
+}
+
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_processes_sharing_redis_never_pass_one_cap_together() {
+    for cap in [
+        SpendCap::per_axis("tenant", 0.012, "USD"),
+        SpendCap::per_day(0.012, "USD"),
+    ] {
+        three_processes_share(cap).await;
+    }
+}
+
+#[cfg(feature = "redis")]
+async fn three_processes_share(cap: SpendCap) {
     use thinkers::dispatch::RedisBudgets;
     let url = std::env::var("THINKERS_TEST_REDIS_URL")
         .ok()
@@ -194,16 +246,12 @@ async fn three_processes_sharing_redis_never_pass_one_cap_together() {
         };
     let sim = fault_sim().await;
     let toml = fault_catalog_toml(&sim.openai_base_url(), &sim.base_url(), "THINKERS_SIM_KEY");
-    let limit = 0.012;
+    let limit = cap.amount();
     let mut workers = Vec::new();
     let mut recorders = Vec::new();
     for w in 0..3 {
-        let (rt, recorder) = capped(
-            &toml,
-            vec![SpendCap::per_axis("tenant", limit, "USD")],
-            Some(Arc::new(store.clone())),
-        )
-        .await;
+        let (rt, recorder) =
+            capped(&toml, vec![cap.clone()], Some(Arc::new(store.clone()))).await;
         recorders.push(recorder);
         let e = entry(false, 4 + w);
         workers.push(tokio::spawn(async move {
@@ -235,7 +283,8 @@ async fn three_processes_sharing_redis_never_pass_one_cap_together() {
         .sum();
     assert!(
         total <= limit,
-        "three processes spent {total} under a shared cap of {limit}"
+        "three processes spent {total} under a shared {:?} cap of {limit}",
+        cap.scope()
     );
     assert!(total > limit - WORST * 1.1, "they used the cap: {total}");
 }

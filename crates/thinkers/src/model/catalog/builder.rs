@@ -224,6 +224,7 @@ impl CatalogBuilder {
             source: SOURCE.to_owned(),
             providers: loaded.providers,
             entries: loaded.entries,
+            caps: loaded.caps,
         })
     }
 

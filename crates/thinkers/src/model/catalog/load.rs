@@ -12,6 +12,8 @@ use super::entry::{Entry, Pricing, Reasoning};
 use super::error::{CatalogError, Location, Problem};
 use super::fields::{Fields, RawTable, Source};
 use super::provider::{Dialect, Provider, SIM_PLACEHOLDER, StructuredOutput};
+use super::spend::read_caps;
+use crate::dispatch::{CapOn, SpendCap};
 use crate::job::Seat;
 use crate::model::Tokenizer;
 use crate::model::{Depth, Grade, OutputSize};
@@ -25,12 +27,17 @@ struct RawDocument {
     providers: BTreeMap<String, Spanned<RawTable>>,
     #[serde(default)]
     entries: Vec<Spanned<RawTable>>,
+    /// The caps on every call (`[spend]`).
+    #[serde(default)]
+    spend: Option<Spanned<Value>>,
 }
 
 /// What a loaded document holds.
 pub(super) struct Loaded {
     pub(super) providers: BTreeMap<String, Provider>,
     pub(super) entries: Vec<Entry>,
+    /// The spending caps its `spend` tables state.
+    pub(super) caps: Vec<SpendCap>,
 }
 
 /// Parse and validate a whole document.
@@ -59,10 +66,25 @@ pub(super) fn load_keyed(
         }
     })?;
 
+    let mut caps = Vec::new();
+    if let Some(spend) = doc.spend {
+        let top = RawTable::from([("spend".to_owned(), spend)]);
+        let mut f = Fields::new(source, Location::Document, &top);
+        let items = f.table("spend")?.unwrap_or_default();
+        caps.extend(read_caps(&f, "spend", &items, None, &CapOn::Every)?);
+    }
+
     let mut providers = BTreeMap::new();
     for (name, table) in &doc.providers {
         let line = source.line_col(table.span().start).0;
-        let provider = read_provider(source, name, line, table.get_ref(), keyed.contains(name))?;
+        let provider = read_provider(
+            source,
+            name,
+            line,
+            table.get_ref(),
+            keyed.contains(name),
+            &mut caps,
+        )?;
         providers.insert(name.clone(), provider);
     }
 
@@ -70,10 +92,22 @@ pub(super) fn load_keyed(
     let mut ids = BTreeSet::new();
     for (index, table) in doc.entries.iter().enumerate() {
         let line = source.line_col(table.span().start).0;
-        let entry = read_entry(source, index, line, table.get_ref(), &providers, &mut ids)?;
+        let entry = read_entry(
+            source,
+            index,
+            line,
+            table.get_ref(),
+            &providers,
+            &mut ids,
+            &mut caps,
+        )?;
         entries.push(entry);
     }
-    Ok(Loaded { providers, entries })
+    Ok(Loaded {
+        providers,
+        entries,
+        caps,
+    })
 }
 
 fn read_provider(
@@ -82,6 +116,7 @@ fn read_provider(
     line: usize,
     table: &RawTable,
     keyed: bool,
+    caps: &mut Vec<SpendCap>,
 ) -> Result<Provider, CatalogError> {
     let location = Location::Provider {
         name: name.to_owned(),
@@ -140,6 +175,10 @@ fn read_provider(
     } else {
         None
     };
+    if let Some(items) = f.table("spend")? {
+        let on = CapOn::Provider(name.to_owned());
+        caps.extend(read_caps(&f, "spend", &items, None, &on)?);
+    }
     f.finish()?;
     Ok(Provider {
         name: name.to_owned(),
@@ -182,6 +221,7 @@ fn read_entry(
     table: &RawTable,
     providers: &BTreeMap<String, Provider>,
     ids: &mut BTreeSet<String>,
+    caps: &mut Vec<SpendCap>,
 ) -> Result<Entry, CatalogError> {
     let mut f = Fields::new(
         source,
@@ -268,6 +308,39 @@ fn read_entry(
         _ => None,
     };
     let pricing = read_pricing(&mut f, priced_writes)?;
+    let currency = pricing.as_ref().map(|p| p.currency.as_ref());
+    // A cap on the entry's provider (read before it) must be able to bound the entry's calls.
+    let on_provider = CapOn::Provider(provider.clone());
+    if let Some(cap) = caps.iter().find(|c| {
+        *c.on() == on_provider && currency.is_none_or(|cur| cur != c.currency())
+    }) {
+        let why = currency.map_or_else(
+            || "the entry has no prices".to_owned(),
+            |cur| format!("the entry is priced in {cur}"),
+        );
+        return Err(f.error(
+            "provider",
+            f.value_of("provider"),
+            Problem::BadValue,
+            format!(
+                "provider `{provider}` caps spending in {}, but {why}: the cap could not \
+                 bound its calls",
+                cap.currency()
+            ),
+        ));
+    }
+    if let Some(items) = f.table("spend")? {
+        if currency.is_none() {
+            return Err(f.error(
+                "spend",
+                f.value_of("spend"),
+                Problem::BadValue,
+                "an entry without prices cannot be capped: its calls' cost is unknown",
+            ));
+        }
+        let on = CapOn::Entry(id.clone());
+        caps.extend(read_caps(&f, "spend", &items, currency, &on)?);
+    }
     let cache_reads_count = f
         .boolean("cache_reads_count")?
         .unwrap_or(dialect != Dialect::Anthropic);

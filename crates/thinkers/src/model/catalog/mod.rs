@@ -21,6 +21,7 @@ mod fields;
 mod keys;
 mod load;
 mod provider;
+mod spend;
 #[cfg(test)]
 mod tests;
 mod tokenizer;
@@ -58,6 +59,8 @@ pub struct Catalog {
     source: String,
     providers: BTreeMap<String, Provider>,
     entries: Vec<Entry>,
+    /// The spending caps its `spend` tables state.
+    caps: Vec<crate::dispatch::SpendCap>,
 }
 
 impl Catalog {
@@ -69,6 +72,7 @@ impl Catalog {
             source: source_name.to_owned(),
             providers: loaded.providers,
             entries: loaded.entries,
+            caps: loaded.caps,
         })
     }
 
@@ -105,6 +109,7 @@ impl Catalog {
             source: source_name.to_owned(),
             providers: BTreeMap::new(),
             entries: Vec::new(),
+            caps: Vec::new(),
         }
     }
 
@@ -129,8 +134,8 @@ impl Catalog {
         self.providers.values().any(Provider::needs_sim)
     }
 
-    /// Add another catalog's providers and entries (a user's catalog on top of the bundled
-    /// one). A provider name or entry id both catalogs define is an error naming it.
+    /// Add another catalog's providers, entries and spending caps (a user's catalog on top of
+    /// the bundled one). A provider name or entry id both catalogs define is an error naming it.
     pub fn merge(&mut self, other: Self) -> Result<(), CatalogError> {
         let duplicate = |location: Location, field: &str, value: &str| {
             CatalogError::Invalid(Box::new(InvalidValue {
@@ -168,6 +173,7 @@ impl Catalog {
         }
         self.providers.extend(other.providers);
         self.entries.extend(other.entries);
+        self.caps.extend(other.caps);
         self.source = format!("{} + {}", self.source, other.source);
         Ok(())
     }
@@ -210,6 +216,12 @@ impl Catalog {
             group.sort_by(|a, b| a.id.cmp(&b.id));
         }
         groups
+    }
+
+    /// The spending caps the catalog states (`[spend]`, and `spend` on providers and entries),
+    /// which a runtime built on it enforces beside those set in code.
+    pub fn spend_caps(&self) -> &[crate::dispatch::SpendCap] {
+        &self.caps
     }
 
     /// Every provider, by name.

@@ -444,3 +444,4 @@ fn invalid_catalogs_become_invalid_input_naming_the_source() {
 mod azure;
 mod caching;
 mod malformed;
+mod spend;
