@@ -130,10 +130,9 @@ impl SpendCap {
                 format!("{name} on provider `{p}`"),
                 format!("{key}:provider={p}"),
             )),
-            CapOn::Entry(e) if e == entry => Some((
-                format!("{name} on entry `{e}`"),
-                format!("{key}:entry={e}"),
-            )),
+            CapOn::Entry(e) if e == entry => {
+                Some((format!("{name} on entry `{e}`"), format!("{key}:entry={e}")))
+            }
             CapOn::Provider(_) | CapOn::Entry(_) => None,
         }
     }
@@ -359,9 +358,7 @@ pub(crate) async fn hold(
     currency: &str,
 ) -> Result<Option<SpendHold>> {
     match cx.services().get::<SpendCaps>() {
-        Some(caps) => Ok(Some(
-            caps.hold(cx, entry, provider, worst, currency).await?,
-        )),
+        Some(caps) => Ok(Some(caps.hold(cx, entry, provider, worst, currency).await?)),
         None => Ok(None),
     }
 }

@@ -180,7 +180,9 @@ async fn a_catalog_cap_on_one_provider_counts_its_calls_and_no_other() {
     let toml = fault_catalog_toml(&sim.openai_base_url(), &sim.base_url(), "THINKERS_SIM_KEY")
         .replacen(
             "dialect = \"anthropic\"\n",
-            &format!("dialect = \"anthropic\"\nspend = {{ currency = \"USD\", per_run = {limit} }}\n"),
+            &format!(
+                "dialect = \"anthropic\"\nspend = {{ currency = \"USD\", per_run = {limit} }}\n"
+            ),
             1,
         );
     let (rt, recorder) = capped(&toml, Vec::new(), None).await;
@@ -204,12 +206,21 @@ async fn a_catalog_cap_on_one_provider_counts_its_calls_and_no_other() {
         .await
         .unwrap_err();
     let (cap, _, was_spent, _) = cap_error(&err);
-    assert!(cap.starts_with("run ") && cap.ends_with("on provider `fault-anthropic`"), "{cap}");
-    let (capped_spent, free_spent) = (spent(&recorder, &capped_entry), spent(&recorder, &free_entry));
+    assert!(
+        cap.starts_with("run ") && cap.ends_with("on provider `fault-anthropic`"),
+        "{cap}"
+    );
+    let (capped_spent, free_spent) = (
+        spent(&recorder, &capped_entry),
+        spent(&recorder, &free_entry),
+    );
     assert_eq!(sim.stats().model(&model(false, 5)).requests, 6);
     assert!(free_spent > 1e-5, "{free_spent}");
     // What the cap counted is the capped provider's spend alone.
-    assert!((was_spent - capped_spent).abs() < 1e-9, "{was_spent} vs {capped_spent}");
+    assert!(
+        (was_spent - capped_spent).abs() < 1e-9,
+        "{was_spent} vs {capped_spent}"
+    );
     assert!(capped_spent <= limit, "{capped_spent}");
     assert!(sim.stats().model(&model(true, 5)).requests > 1);
 }
@@ -250,8 +261,7 @@ async fn three_processes_share(cap: SpendCap) {
     let mut workers = Vec::new();
     let mut recorders = Vec::new();
     for w in 0..3 {
-        let (rt, recorder) =
-            capped(&toml, vec![cap.clone()], Some(Arc::new(store.clone()))).await;
+        let (rt, recorder) = capped(&toml, vec![cap.clone()], Some(Arc::new(store.clone()))).await;
         recorders.push(recorder);
         let e = entry(false, 4 + w);
         workers.push(tokio::spawn(async move {

@@ -311,9 +311,10 @@ fn read_entry(
     let currency = pricing.as_ref().map(|p| p.currency.as_ref());
     // A cap on the entry's provider (read before it) must be able to bound the entry's calls.
     let on_provider = CapOn::Provider(provider.clone());
-    if let Some(cap) = caps.iter().find(|c| {
-        *c.on() == on_provider && currency.is_none_or(|cur| cur != c.currency())
-    }) {
+    if let Some(cap) = caps
+        .iter()
+        .find(|c| *c.on() == on_provider && currency.is_none_or(|cur| cur != c.currency()))
+    {
         let why = currency.map_or_else(
             || "the entry has no prices".to_owned(),
             |cur| format!("the entry is priced in {cur}"),

@@ -23,7 +23,14 @@ fn caps_are_read_from_the_document_a_provider_and_an_entry() -> anyhow::Result<(
     let caps: Vec<_> = c
         .spend_caps()
         .iter()
-        .map(|c| (c.scope().clone(), c.on().clone(), c.amount(), c.currency().to_owned()))
+        .map(|c| {
+            (
+                c.scope().clone(),
+                c.on().clone(),
+                c.amount(),
+                c.currency().to_owned(),
+            )
+        })
         .collect();
     let usd = || "USD".to_owned();
     assert_eq!(
@@ -57,9 +64,17 @@ fn a_bad_spend_table_names_its_field_and_value() {
         Catalog::from_toml_str(&text, "broken.toml").expect_err(table)
     };
     let e = at_top("per_run = 1");
-    assert_invalid(&e, Problem::Missing, &["top level", "spend.currency", "spend.per_run"]);
+    assert_invalid(
+        &e,
+        Problem::Missing,
+        &["top level", "spend.currency", "spend.per_run"],
+    );
     let e = at_top("currency = \"USD\"\nper_day = -1");
-    assert_invalid(&e, Problem::BadValue, &["spend.per_day", "-1", "at least 0"]);
+    assert_invalid(
+        &e,
+        Problem::BadValue,
+        &["spend.per_day", "-1", "at least 0"],
+    );
     let e = at_top("currency = \"usd\"\nper_day = 1");
     assert_invalid(&e, Problem::BadValue, &["spend.currency", "usd"]);
     let e = at_top("currency = \"USD\"\nper_mont = 1");
@@ -74,13 +89,21 @@ fn a_bad_spend_table_names_its_field_and_value() {
         "currency = \"EUR\"\n",
         "currency = \"EUR\"\nspend = { currency = \"USD\", per_run = 1 }\n",
     );
-    assert_invalid(&e, Problem::BadValue, &["local-large", "spend.currency", "EUR"]);
+    assert_invalid(
+        &e,
+        Problem::BadValue,
+        &["local-large", "spend.currency", "EUR"],
+    );
     // Nor can a cap bound an unpriced entry.
     let e = broken(
         "price_in = 0\nprice_out = 0\ncurrency = \"EUR\"\n",
         "spend = { currency = \"EUR\", per_run = 1 }\n",
     );
-    assert_invalid(&e, Problem::BadValue, &["local-large", "spend", "without prices"]);
+    assert_invalid(
+        &e,
+        Problem::BadValue,
+        &["local-large", "spend", "without prices"],
+    );
     // A provider's cap must be able to bound every entry it serves.
     let e = broken(
         "base_url = \"http://localhost:8080/v1\"\n",
@@ -89,6 +112,10 @@ fn a_bad_spend_table_names_its_field_and_value() {
     assert_invalid(
         &e,
         Problem::BadValue,
-        &["local-large", "provider `local` caps spending in USD", "priced in EUR"],
+        &[
+            "local-large",
+            "provider `local` caps spending in USD",
+            "priced in EUR",
+        ],
     );
 }
