@@ -2,6 +2,7 @@
 
 mod approvals;
 mod bench;
+mod caps;
 mod catalog;
 mod chat;
 mod cost;

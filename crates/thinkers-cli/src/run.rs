@@ -29,6 +29,8 @@ pub(crate) struct RunArgs {
     /// in-process one is started.
     #[arg(long, env = "THINKERS_SIM_URL")]
     sim_url: Option<String>,
+    #[command(flatten)]
+    caps: crate::caps::CapArgs,
 }
 
 pub(crate) async fn run(args: RunArgs) -> anyhow::Result<()> {
@@ -38,8 +40,9 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<()> {
     registry.check(&args.name, &input)?;
     let catalog = simctl::load_catalog(args.catalog.as_deref())?;
     let (catalog, _sim) = simctl::bind_or_use(catalog, args.sim_url.as_deref()).await?;
-    let rt = Runtime::builder(catalog)
-        .database(args.db.clone())
+    let rt = args
+        .caps
+        .apply(Runtime::builder(catalog).database(args.db.clone()))
         .build()
         .await
         .with_context(|| format!("starting the runtime over {}", args.db))?;

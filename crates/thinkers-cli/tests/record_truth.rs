@@ -388,3 +388,49 @@ async fn sigkill_then_a_second_process_marks_the_work_interrupted_sqlite() -> Re
 async fn sigkill_then_a_second_process_marks_the_work_interrupted_postgres() -> Result<()> {
     killed(true).await
 }
+
+/// `--max-cost` caps a run's spend: a call whose worst case would pass it is never sent, the
+/// process fails naming the cap, and the record says why the run stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_cost_refuses_the_call_that_could_pass_it_sqlite() -> Result<()> {
+    let Some(s) = Setup::new(false).await? else {
+        return Ok(());
+    };
+    let out = s
+        .run(
+            "chain",
+            r#"{"topic": "caps", "steps": 3, "entry": "sim-fast"}"#,
+        )
+        .args(["--max-cost", "0.000001 usd"])
+        .output()
+        .await?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure!(!out.status.success(), "the run should stop: {stderr}");
+    ensure!(
+        stderr.contains("spending cap run") && stderr.contains("0.000001 USD"),
+        "the cap is named: {stderr}"
+    );
+    ensure!(s.answered() == 0, "nothing was sent: {}", s.answered());
+    let (jobs, runs) = s.nothing_running().await?;
+    ensure!(runs == 0, "no model call recorded: {runs}");
+    ensure!(
+        jobs.iter().any(|(st, why)| st == "failed"
+            && why.as_deref().is_some_and(|w| w.contains("spending cap"))),
+        "the record says why: {jobs:?}"
+    );
+    // A bad amount is refused before anything runs, naming it.
+    let out = s
+        .run(
+            "chain",
+            r#"{"topic": "caps", "steps": 1, "entry": "sim-fast"}"#,
+        )
+        .args(["--max-cost-per-day", "ten"])
+        .output()
+        .await?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure!(
+        !out.status.success() && stderr.contains("--max-cost-per-day") && stderr.contains("ten"),
+        "{stderr}"
+    );
+    Ok(())
+}

@@ -40,6 +40,8 @@ pub(crate) struct DemoArgs {
     /// the bundled catalog, served by an in-process simulated provider, when omitted.
     #[arg(long)]
     catalog: Option<PathBuf>,
+    #[command(flatten)]
+    caps: crate::caps::CapArgs,
 }
 
 /// One spinner line for the whole demo, so progress shows while a stage runs.
@@ -83,8 +85,9 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     })
     .await?;
     let db = args.db.to_string_lossy().into_owned();
-    let rt = Runtime::builder(catalog)
-        .database(db.clone())
+    let rt = args
+        .caps
+        .apply(Runtime::builder(catalog).database(db.clone()))
         .build()
         .await
         .with_context(|| format!("starting the runtime over {}", args.db.display()))?;

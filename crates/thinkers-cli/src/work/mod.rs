@@ -150,6 +150,8 @@ pub(crate) async fn submit(args: SubmitArgs) -> anyhow::Result<()> {
 pub(crate) struct WorkerArgs {
     #[command(flatten)]
     queue: QueueArgs,
+    #[command(flatten)]
+    caps: crate::caps::CapArgs,
     /// Workflows run at once.
     #[arg(long, default_value_t = 4)]
     concurrency: usize,
@@ -211,7 +213,9 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
             sim.base_url()
         );
     }
-    let mut builder = Runtime::builder(catalog)
+    let mut builder = args
+        .caps
+        .apply(Runtime::builder(catalog))
         .database(args.queue.db.clone())
         .service(Arc::new(ResponseCacheService::new(Arc::new(
             PgResponseCache::new(&store),

@@ -250,9 +250,10 @@ impl SpendCaps {
     }
 
     /// Hold the worst case of a call to `entry` (served by `provider`), `worst` in `currency`
-    /// (`None`: the entry has no prices), on every cap that applies to it under `cx`. A cap that would be passed refuses the
-    /// call ([`Error::SpendCapReached`]), and so does a cap in another currency or over an
-    /// unpriced entry (it could not bound the call); what was held on other caps goes back.
+    /// (`None`: the entry has no prices), on every cap that applies to it under `cx`. A cap
+    /// that would be passed refuses the call ([`Error::SpendCapReached`]), and so does a cap in
+    /// another currency or over an unpriced entry (it could not bound the call); what was held
+    /// on other caps goes back.
     pub async fn hold(
         self: &Arc<Self>,
         cx: &JobContext,
