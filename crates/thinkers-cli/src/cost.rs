@@ -12,6 +12,7 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use comfy_table::{CellAlignment, Table};
 use thinkers::job::JobId;
+use thinkers::ops::caps;
 use thinkers::ops::cost::{self, CostReport, CostRow, GroupBy};
 use thinkers::ops::parse_since;
 use thinkers::record::now_ms;
@@ -36,6 +37,12 @@ pub(crate) struct CostArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// A catalog whose spending caps (`[spend]`, and `spend` on providers and entries) to show
+    /// the standing of, with `--max-cost`/`--max-cost-per-day`.
+    #[arg(long)]
+    catalog: Option<PathBuf>,
+    #[command(flatten)]
+    caps: crate::caps::CapArgs,
 }
 
 /// Open the store `db` names: a `postgres://` URL, or a SQLite file, refusing one that does not
@@ -78,9 +85,17 @@ pub(crate) async fn run(args: CostArgs) -> anyhow::Result<()> {
     }
     let runs = store.llm_runs(filter).await?;
     let report = cost::report(&runs, args.by);
+    let standing = cap_standing(&args, store.as_ref(), &runs, since).await?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        let mut json = serde_json::to_value(&report)?;
+        if let (Some(caps), Some(obj)) = (&standing, json.as_object_mut()) {
+            obj.insert("caps".to_owned(), serde_json::to_value(caps)?);
+        }
+        println!("{}", serde_json::to_string_pretty(&json)?);
         return Ok(());
+    }
+    if let Some(caps) = &standing {
+        print!("{}", render_caps(caps));
     }
     if report.rows.is_empty() {
         println!("no model calls recorded in {}", opened.location());
@@ -103,6 +118,76 @@ pub(crate) async fn run(args: CostArgs) -> anyhow::Result<()> {
     };
     print!("{}", render(&report, &labels));
     Ok(())
+}
+
+/// Where the caps given (`--catalog`, `--max-cost`, `--max-cost-per-day`) stand by the record;
+/// `None` when none was given. Today's calls are read even when `--since` starts later.
+async fn cap_standing(
+    args: &CostArgs,
+    store: &dyn RecordStore,
+    runs: &[thinkers::record::LlmRun],
+    since: Option<i64>,
+) -> anyhow::Result<Option<Vec<caps::CapStanding>>> {
+    let catalog = args
+        .catalog
+        .as_deref()
+        .map(|p| thinkers::model::Catalog::load(p).map_err(|e| anyhow::anyhow!("{e}")))
+        .transpose()?;
+    let mut all = catalog
+        .as_ref()
+        .map(|c| c.spend_caps().to_vec())
+        .unwrap_or_default();
+    all.extend(args.caps.caps());
+    if all.is_empty() {
+        return Ok(None);
+    }
+    let now = now_ms();
+    let today = now - now.rem_euclid(86_400_000);
+    let fetched;
+    let runs = match since {
+        Some(at) if at > today => {
+            fetched = store.llm_runs(LlmRunFilter::new().since_ms(today)).await?;
+            &fetched[..]
+        }
+        _ => runs,
+    };
+    let provider_of = |entry: &str| {
+        catalog
+            .as_ref()
+            .and_then(|c| c.entry(entry).ok())
+            .map(|e| e.provider().to_owned())
+    };
+    Ok(Some(caps::standing(&all, runs, provider_of, now)))
+}
+
+/// The caps' standing, one line each.
+fn render_caps(caps: &[caps::CapStanding]) -> String {
+    let mut out = String::from("Spending caps (recorded costs; calls in flight hold more):\n");
+    for c in caps {
+        let cur = &c.currency;
+        let line = match (c.spent, c.left) {
+            (Some(spent), Some(left)) => {
+                let which = match (&c.costliest_run, c.runs) {
+                    (Some(wf), n) => format!(" (the costliest of {n} runs: {wf})"),
+                    (None, _) => String::new(),
+                };
+                format!(
+                    "  {}: {spent:.6} of {} {cur} spent{which}, {left:.6} {cur} left",
+                    c.cap, c.limit
+                )
+            }
+            _ => format!(
+                "  {}: {} {cur} each; not in the record (it keeps no scope axes)",
+                c.cap, c.limit
+            ),
+        };
+        out.push_str(&line);
+        if c.unpriced_calls > 0 {
+            out.push_str(&format!(" + {} unpriced calls", c.unpriced_calls));
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// `--under JOB`: the spend of one job's subtree.

@@ -521,3 +521,62 @@ async fn json_logs_on_request_and_payload_flag_accepted() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn cost_shows_where_each_spending_cap_stands() {
+    let (dir, db, seeded) = seeded_db().await;
+    // A catalog capping each run and the `sim-small-a` entry's day; a day cap from the flags.
+    let catalog = dir.path().join("caps.toml");
+    std::fs::write(
+        &catalog,
+        "[spend]\ncurrency = \"USD\"\nper_run = 0.5\n\n[providers.p]\ndialect = \"openai\"\n\
+         base_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"K\"\n\n[[entries]]\n\
+         id = \"sim-small-a\"\nprovider = \"p\"\nmodel = \"m\"\ngrade = \"small\"\n\
+         context_window = 1000\noutput_ceiling = 100\nprice_in = 1\nprice_out = 1\n\
+         currency = \"USD\"\nspend = { per_day = 1 }\n",
+    )
+    .unwrap();
+    let (out, stdout, stderr) = run(thinkers()
+        .args(["cost", "--max-cost-per-day", "2", "--catalog"])
+        .arg(&catalog)
+        .arg("--db")
+        .arg(&db));
+    assert!(out.status.success(), "{stderr}");
+    println!("$ thinkers cost --max-cost-per-day 2 --catalog caps.toml\n{stdout}");
+    let first = seeded[0].workflow.to_string();
+    let second = seeded[1].workflow.to_string();
+    let run_line = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("run:"))
+        .unwrap_or_else(|| panic!("a run cap line: {stdout}"));
+    // Each workflow spent 0.3240 USD: the cap has 0.176 left for the costliest.
+    assert!(
+        run_line.contains("0.324000 of 0.5 USD spent") && run_line.contains("0.176000 USD left"),
+        "{run_line}"
+    );
+    assert!(
+        run_line.contains(&first) || run_line.contains(&second),
+        "{run_line}"
+    );
+    assert!(
+        stdout.contains("day ") && stdout.contains("of 2 USD spent"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("on entry `sim-small-a`"), "{stdout}");
+
+    // The JSON carries the same standing.
+    let (out, stdout, _) = run(thinkers()
+        .args(["cost", "--json", "--max-cost", "0.5", "--db"])
+        .arg(&db));
+    assert!(out.status.success());
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let caps = json["caps"].as_array().unwrap();
+    assert_eq!(caps.len(), 1);
+    assert_eq!(caps[0]["cap"], "run");
+    let left = caps[0]["left"].as_f64().unwrap();
+    assert!((left - 0.176).abs() < 1e-9, "{left}");
+    // Without caps the JSON is the report alone.
+    let (_, stdout, _) = run(thinkers().args(["cost", "--json", "--db"]).arg(&db));
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(json.get("caps").is_none());
+}

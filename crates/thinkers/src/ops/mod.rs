@@ -8,10 +8,12 @@
 //!   rung the class declared, and the rung the history recommends;
 //! * [`cost`] — tokens, calls, latency percentiles and spend, grouped by class, catalog entry or
 //!   workflow, one row per currency; plus the spend of any job's subtree;
+//! * [`caps`] — where each spending cap stands by the recorded costs, and what is left;
 //! * [`since`] — the `--since` window (`24h`, `7d`, an RFC 3339 date).
 //!
 //! **API boundary:** no database access here; reports are plain data for a caller to render.
 
+pub mod caps;
 pub mod cost;
 pub mod since;
 pub mod sizing;
