@@ -299,8 +299,38 @@ pub(crate) fn render(report: &CostReport, labels: &HashMap<String, String>) -> S
         lead.push(currency_cell(row));
         table.add_row(cells(lead, row));
     }
-    format!(
+    let mut out = format!(
         "Model calls by {} (amounts in different currencies are never added):\n{table}\n",
         report.by
-    )
+    );
+    out.push_str(&render_retries(report));
+    out
+}
+
+/// What was paid again, by cause; throttled and failed attempts are billed nothing.
+fn render_retries(report: &CostReport) -> String {
+    let mut out = String::from("Paid again:");
+    if report.retries.is_empty() {
+        out.push_str(" nothing");
+    }
+    for row in &report.retries {
+        let what = match row.group.as_str() {
+            "truncation" => "escalated after a truncated answer",
+            _ => "corrections of an answer that could not be used",
+        };
+        let currency = if row.currency.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", row.currency)
+        };
+        out.push_str(&format!(
+            "\n  {} calls {what}: {}{currency}",
+            row.calls,
+            row.cost_text()
+        ));
+    }
+    out.push_str(
+        "\n(throttled attempts and attempts that failed without an answer are not billed)\n",
+    );
+    out
 }

@@ -14,6 +14,13 @@
 //! read from and written to the providers' prompt caches apart ([`CostRow::cache_read_tokens`],
 //! [`CostRow::cache_write_tokens`]); the rest is [`CostRow::uncached_input_tokens`].
 //!
+//! What retries cost is attributed to their cause ([`CostReport::retries`], [`retry_causes`]):
+//! each model call is its own job's attempt, so a job's call after its first was paid again,
+//! either as an escalation after a truncated answer (`truncation`) or because the answer could
+//! not be used (`correction`: unreadable, or refused by its check). Throttled attempts and
+//! attempts that failed without an answer (server errors, timeouts) are billed nothing and
+//! leave no call row: they cost time, which the runs explorer's limits view shows.
+//!
 //! Spend rolls up into the workflow that caused it: every model call row carries the workflow of
 //! the job that made it (the root job's id, set at the submission door), so the calls of
 //! sub-thinkers and tools deep in a workflow land in the workflow's row of a
@@ -190,6 +197,52 @@ pub struct CostReport {
     pub rows: Vec<CostRow>,
     /// One row per currency over every call, group `total`.
     pub totals: Vec<CostRow>,
+    /// What was paid again, one row per (cause, currency): group `correction` or `truncation`
+    /// (see [`RetryCause`]); no row for a cause nothing was paid for.
+    pub retries: Vec<CostRow>,
+}
+
+/// Why a recorded call repeated an earlier call of its job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryCause {
+    /// The earlier answer could not be used (unreadable, or refused by its check).
+    Correction,
+    /// The earlier answer was truncated: this call escalated its output budget.
+    Truncation,
+}
+
+impl RetryCause {
+    /// The cause's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Correction => "correction",
+            Self::Truncation => "truncation",
+        }
+    }
+}
+
+/// For each call of `runs`, in order: `None` for its job's first call (by end time), else why
+/// it was paid again.
+pub fn retry_causes(runs: &[LlmRun]) -> Vec<Option<RetryCause>> {
+    let mut by_job: HashMap<JobId, Vec<usize>> = HashMap::new();
+    for (i, r) in runs.iter().enumerate() {
+        by_job.entry(r.job).or_default().push(i);
+    }
+    let mut causes = vec![None; runs.len()];
+    for calls in by_job.values_mut() {
+        calls.sort_by_key(|&i| runs.get(i).map(|r| r.at_ms));
+        for &i in calls.iter().skip(1) {
+            if let (Some(slot), Some(r)) = (causes.get_mut(i), runs.get(i)) {
+                *slot = Some(if r.escalated {
+                    RetryCause::Truncation
+                } else {
+                    RetryCause::Correction
+                });
+            }
+        }
+    }
+    causes
 }
 
 impl CostReport {
@@ -224,10 +277,21 @@ pub fn report(runs: &[LlmRun], by: GroupBy) -> CostReport {
         .into_iter()
         .map(|((group, currency), runs)| CostRow::sum(group, currency.to_owned(), &runs))
         .collect();
+    let mut by_cause: BTreeMap<RetryCause, Vec<&LlmRun>> = BTreeMap::new();
+    for (run, cause) in runs.iter().zip(retry_causes(runs)) {
+        if let Some(cause) = cause {
+            by_cause.entry(cause).or_default().push(run);
+        }
+    }
+    let retries = by_cause
+        .into_iter()
+        .flat_map(|(cause, runs)| per_currency(cause.as_str(), runs.into_iter()))
+        .collect();
     CostReport {
         by,
         rows,
         totals: per_currency("total", runs.iter()),
+        retries,
     }
 }
 
@@ -338,6 +402,59 @@ mod tests {
             currency: currency.to_owned(),
             ..LlmRun::default()
         }
+    }
+
+    #[test]
+    fn what_retries_cost_is_attributed_to_their_cause() {
+        let (w, a, b, c) = (JobId::new(), JobId::new(), JobId::new(), JobId::new());
+        let at = |mut r: LlmRun, at_ms: i64, escalated: bool| {
+            r.at_ms = at_ms;
+            r.escalated = escalated;
+            r
+        };
+        let runs = [
+            // Job a: answered, then truncated and escalated, in the record out of order.
+            at(run(a, w, "x", 0.40, "USD"), 30, true),
+            at(run(a, w, "x", 0.10, "USD"), 10, false),
+            // Job b: an unusable answer, corrected twice.
+            at(run(b, w, "x", 0.01, "USD"), 10, false),
+            at(run(b, w, "x", 0.02, "USD"), 20, false),
+            at(run(b, w, "x", 0.03, "EUR"), 30, false),
+            // Job c: one call, no retry.
+            at(run(c, w, "x", 5.0, "USD"), 10, false),
+        ];
+        assert_eq!(
+            retry_causes(&runs),
+            [
+                Some(RetryCause::Truncation),
+                None,
+                None,
+                Some(RetryCause::Correction),
+                Some(RetryCause::Correction),
+                None
+            ]
+        );
+        let r = report(&runs, GroupBy::Class);
+        let figures: Vec<_> = r
+            .retries
+            .iter()
+            .map(|row| {
+                (
+                    row.group.as_str(),
+                    row.currency.as_str(),
+                    row.calls,
+                    row.cost,
+                )
+            })
+            .collect();
+        assert_eq!(
+            figures,
+            [
+                ("correction", "EUR", 1, Some(0.03)),
+                ("correction", "USD", 1, Some(0.02)),
+                ("truncation", "USD", 1, Some(0.40)),
+            ]
+        );
     }
 
     #[test]

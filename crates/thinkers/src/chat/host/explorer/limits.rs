@@ -12,7 +12,7 @@
 //! Rate events are recorded per process (each records its budgets' first standing); a budget
 //! store that cannot tell its rates (Redis) leaves the rates empty, its throttles still show.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
@@ -22,7 +22,6 @@ use serde_json::{Value, json};
 
 use super::super::ChatHost;
 use super::super::api::ApiError;
-use crate::job::JobId;
 use crate::record::{LimitEvent, LimitEventKind, LlmRun};
 use crate::store::LlmRunFilter;
 
@@ -119,20 +118,10 @@ fn report(events: &[LimitEvent], runs: &[LlmRun], since_ms: Option<i64>) -> Valu
 
 /// Whether each call of `runs` was its job's second or later (a paid retry), by end time.
 fn paid_retries(runs: &[LlmRun]) -> Vec<bool> {
-    let mut by_job: HashMap<JobId, Vec<usize>> = HashMap::new();
-    for (i, r) in runs.iter().enumerate() {
-        by_job.entry(r.job).or_default().push(i);
-    }
-    let mut retried = vec![false; runs.len()];
-    for calls in by_job.values_mut() {
-        calls.sort_by_key(|&i| runs.get(i).map(|r| r.at_ms));
-        for &i in calls.iter().skip(1) {
-            if let Some(slot) = retried.get_mut(i) {
-                *slot = true;
-            }
-        }
-    }
-    retried
+    crate::ops::cost::retry_causes(runs)
+        .into_iter()
+        .map(|c| c.is_some())
+        .collect()
 }
 
 fn rate_json(e: &LimitEvent) -> Value {
@@ -298,6 +287,7 @@ fn utilisation(g: &Group<'_>, bucket_ms: i64) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::job::JobId;
 
     fn event(at_ms: i64, job: JobId, kind: LimitEventKind) -> LimitEvent {
         LimitEvent {
