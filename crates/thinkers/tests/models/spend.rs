@@ -236,25 +236,84 @@ async fn three_processes_sharing_redis_never_pass_one_cap_together() {
     }
 }
 
+/// A run cap kept in Redis: three processes each run a fan-out of calls at once under one
+/// run cap; each run stops within it (a run's calls all belong to its process, so the cap's key
+/// is the run's, wherever its sums live).
 #[cfg(feature = "redis")]
-async fn three_processes_share(cap: SpendCap) {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_caps_kept_in_redis_hold_under_concurrent_calls() {
+    let Some(store) = redis_store().await else {
+        return;
+    };
+    let sim = fault_sim().await;
+    let toml = fault_catalog_toml(&sim.openai_base_url(), &sim.base_url(), "THINKERS_SIM_KEY");
+    let limit = 0.02;
+    let mut runs = Vec::new();
+    for w in 0..3 {
+        let (rt, recorder) = capped(
+            &toml,
+            vec![SpendCap::per_run(limit, "USD")],
+            Some(Arc::new(store.clone())),
+        )
+        .await;
+        let e = entry(true, w);
+        runs.push(tokio::spawn(async move {
+            let target = e.clone();
+            let err = rt
+                .run(doer("fan-out", move |cx| {
+                    let target = target.clone();
+                    async move {
+                        for _ in 0..40 {
+                            let calls = (0..8).map(|_| cx.submit(call(&target)));
+                            for result in futures::future::join_all(calls).await {
+                                result?;
+                            }
+                        }
+                        Ok(())
+                    }
+                }))
+                .await
+                .unwrap_err();
+            (err, spent(&recorder, &e))
+        }));
+    }
+    for run in runs {
+        let (err, recorded) = run.await.unwrap();
+        let (cap, ..) = cap_error(&err);
+        assert!(cap.starts_with("run "), "{cap}");
+        assert!(
+            recorded <= limit,
+            "a run spent {recorded} under a cap of {limit}"
+        );
+        assert!(recorded > 0.0);
+    }
+}
+
+#[cfg(feature = "redis")]
+async fn redis_store() -> Option<thinkers::dispatch::RedisBudgets> {
     use thinkers::dispatch::RedisBudgets;
     let url = std::env::var("THINKERS_TEST_REDIS_URL")
         .ok()
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| "redis://127.0.0.1:6379".to_owned());
     let prefix = format!("thinkers-test-spend:{}", uuid::Uuid::new_v4().simple());
-    let store =
-        match RedisBudgets::connect_with(&url, &prefix, std::time::Duration::from_secs(5)).await {
-            Ok(s) => s,
-            Err(e) if std::env::var("THINKERS_REQUIRE_SERVICES").is_ok_and(|v| v == "1") => {
-                panic!("Redis is required but does not answer at {url}: {e}")
-            }
-            Err(e) => {
-                eprintln!("\n*** SKIPPED: Redis does not answer at {url} ({e}) ***\n");
-                return;
-            }
-        };
+    match RedisBudgets::connect_with(&url, &prefix, std::time::Duration::from_secs(5)).await {
+        Ok(s) => Some(s),
+        Err(e) if std::env::var("THINKERS_REQUIRE_SERVICES").is_ok_and(|v| v == "1") => {
+            panic!("Redis is required but does not answer at {url}: {e}")
+        }
+        Err(e) => {
+            eprintln!("\n*** SKIPPED: Redis does not answer at {url} ({e}) ***\n");
+            None
+        }
+    }
+}
+
+#[cfg(feature = "redis")]
+async fn three_processes_share(cap: SpendCap) {
+    let Some(store) = redis_store().await else {
+        return;
+    };
     let sim = fault_sim().await;
     let toml = fault_catalog_toml(&sim.openai_base_url(), &sim.base_url(), "THINKERS_SIM_KEY");
     let limit = cap.amount();
