@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
+use super::cached_prefix::Prints;
 use super::failed::Failed;
 use super::{
     ChatRequest, ChatResponse, EncodedRequest, ModelServices, Reasoning, SendOptions, StopReason,
@@ -36,6 +37,7 @@ use crate::error::RetrySignal;
 use crate::job::{Job, JobContext, Requirements, Resources, Seat};
 use crate::llm::correction::{Corrector, MAX_CORRECTIONS};
 use crate::llm::shape::AnswerShape;
+use crate::model::catalog::PromptCache;
 use crate::model::{Depth, Entry, Grade, ModelDependent, OutputSize, Reasoning as EntryReasoning};
 use crate::record::{LlmRun, now_ms};
 use crate::{Error, Result};
@@ -76,6 +78,10 @@ struct Bound {
     model: Arc<str>,
     encoded: EncodedRequest,
     counted: u64,
+    /// The whole input, as counted: the seat asks for it less the expected cache reads.
+    input_whole: u64,
+    /// The request's prefixes, where its cache reads leave the seat (see `cached_prefix`).
+    prints: Option<Prints>,
     output_budget: u32,
     escalated: bool,
 }
@@ -286,12 +292,22 @@ pub fn require_seat(
     let target = services.target(entry)?;
     let encoded = super::encode(&target, request)?;
     let counted = services.counter().count_for(entry.id(), &encoded.body);
-    let input_tokens = services.counter().estimate(entry.id(), counted);
+    let input_whole = services.counter().estimate(entry.id(), counted);
+    // Where the provider leaves cache reads out of its limits, the seat asks only for the input
+    // it will count: what the request adds to a prefix an earlier call left in the cache.
+    let prints = (entry.prompt_cache().is_on() && !entry.cache_reads_count())
+        .then(|| Prints::of(entry.id(), request));
+    let expected_reads = prints.as_ref().map_or(0, |p| {
+        services
+            .prefixes()
+            .expected(p, tokio::time::Instant::now())
+            .min(input_whole)
+    });
     let budget = entry.budget_name();
     let seat = Seat {
         entry: entry.shared_id(),
         budget: Arc::clone(&budget),
-        input_tokens,
+        input_tokens: input_whole - expected_reads,
         output_tokens: u64::from(output_tokens),
         reasoning_tokens: u64::from(reasoning_tokens),
     };
@@ -309,6 +325,8 @@ pub fn require_seat(
         model: entry.shared_model(),
         encoded,
         counted,
+        input_whole,
+        prints,
         output_budget: output_tokens,
         escalated,
     }))
@@ -377,10 +395,8 @@ pub async fn converse_bound(
         None
     } else {
         let seat = &b.seat;
-        let worst = entry.worst_cost(
-            seat.input_tokens,
-            seat.output_tokens + seat.reasoning_tokens,
-        );
+        // The whole input: a cache read expected may not happen.
+        let worst = entry.worst_cost(b.input_whole, seat.output_tokens + seat.reasoning_tokens);
         let currency = entry.currency().map_or("", |c| &**c);
         crate::dispatch::spend::hold(cx, &b.entry, entry.provider(), worst, currency).await?
     };
@@ -425,6 +441,21 @@ pub async fn converse_bound(
     // case a provider's parts exceed it).
     let cache_read = usage.cached.min(usage.input);
     let cache_write = usage.cache_creation.min(usage.input - cache_read);
+    // What the provider now holds of this request's prefix, for the calls that extend it: in
+    // the units of the seat's own estimate (its share of the provider's count of the input, times
+    // the estimate), so a later seat takes it from an estimate made the same way.
+    if let (Some(prints), PromptCache::On(ttl), false) =
+        (&b.prints, entry.prompt_cache(), from_cache)
+        && usage.input > 0
+    {
+        let held = (cache_read + cache_write) as f64 / usage.input as f64;
+        services.prefixes().learn(
+            prints,
+            (held * b.input_whole as f64).round() as u64,
+            ttl.duration().mul_f64(0.9),
+            tokio::time::Instant::now(),
+        );
+    }
     // A cached answer paid nothing; an entry without prices costs an unknown amount.
     let cost = if from_cache {
         Some(0.0)

@@ -28,6 +28,7 @@ mod anthropic;
 mod bedrock;
 mod breakpoints;
 pub mod cache;
+mod cached_prefix;
 pub mod call;
 pub mod client;
 mod codec;

@@ -14,6 +14,7 @@ pub struct ModelServices {
     client: ModelClient,
     counter: Arc<TokenCounter>,
     targets: Mutex<foldhash::HashMap<String, Arc<WireTarget>>>,
+    prefixes: super::cached_prefix::PrefixMemo,
 }
 
 impl std::fmt::Debug for ModelServices {
@@ -43,6 +44,7 @@ impl ModelServices {
             client,
             counter: Arc::new(counter),
             targets: Mutex::new(foldhash::HashMap::default()),
+            prefixes: super::cached_prefix::PrefixMemo::default(),
         }
     }
 
@@ -59,6 +61,11 @@ impl ModelServices {
     /// The token counter (with per-entry calibration).
     pub fn counter(&self) -> &TokenCounter {
         &self.counter
+    }
+
+    /// The prompt-cache prefixes the providers hold, as the calls' usage told.
+    pub(crate) fn prefixes(&self) -> &super::cached_prefix::PrefixMemo {
+        &self.prefixes
     }
 
     /// The same counter, shared (for a [`crate::conversation::WireSizer`]).

@@ -19,6 +19,7 @@
 )]
 
 mod admitted;
+mod cached_seats;
 mod calls;
 mod correction;
 mod empty;

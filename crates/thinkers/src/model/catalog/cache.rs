@@ -29,6 +29,14 @@ impl CacheTtl {
         }
     }
 
+    /// How long a cached prefix lasts after its last use.
+    pub fn duration(self) -> std::time::Duration {
+        match self {
+            Self::FiveMinutes => std::time::Duration::from_secs(300),
+            Self::OneHour => std::time::Duration::from_secs(3600),
+        }
+    }
+
     /// The TTL of a catalog name.
     pub fn from_name(name: &str) -> Option<Self> {
         match name {
