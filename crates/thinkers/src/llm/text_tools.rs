@@ -9,20 +9,26 @@
 //! * the model calls tools by replying with only `{"tool_calls":[{"name":…,"arguments":{…}}]}`
 //!   (a Markdown code fence around it is tolerated); anything else is the final answer;
 //! * tool results go back in a user turn as `<tool_result name="NAME" id="ID">TEXT</tool_result>`
-//!   blocks.
+//!   blocks, in the order of the calls they answer.
 //!
 //! The runtime mints the call ids (`call_<n>`, numbered after the calls the conversation already
-//! holds, so they stay unique within it). Decoding is lenient where it costs nothing: a reply
+//! holds, so they stay unique within it): a model on this protocol never writes one, so the id a
+//! result carries is always the runtime's. Decoding is lenient where it costs nothing: a reply
 //! whose only code fence holds the tool-call object is accepted, and the prose around it is kept
 //! as text. History is rendered back in the same protocol, so the model sees its own earlier calls
-//! as it wrote them. The caller cannot tell this path from native tools: the answer has the same
-//! shape.
+//! as it wrote them, with one exception: **nothing the model made up is written back**. A call
+//! naming a tool the request does not offer whose result is an error (a name the model invented,
+//! or a tool the scope withheld, refused) is rendered as an empty call object, `{}`, with neither
+//! its name nor its arguments, and its result carries no `name`, only the runtime's id; the model
+//! pairs it with its call by position. The caller cannot tell this path from native tools: the
+//! answer has the same shape.
 //!
 //! When streaming, answer text is held back while it could still be a tool-call object (it starts
 //! with `{` or a fence); once the whole reply is known, either the calls or the held text are
 //! delivered.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -48,7 +54,7 @@ pub(crate) fn prompt_parts(
         Cow::Borrowed(req.system.as_str())
     };
     let history = if text_tools {
-        Cow::Owned(to_text_protocol(&req.messages))
+        Cow::Owned(to_text_protocol(&req.messages, &req.tools))
     } else {
         Cow::Borrowed(&req.messages[..])
     };
@@ -109,10 +115,14 @@ pub(crate) fn render_system(
     out
 }
 
+/// One call as the model wrote it; both fields absent for a call whose tool is not written back
+/// (see the module docs).
 #[derive(Serialize)]
 struct CallOut<'a> {
-    name: &'a str,
-    arguments: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<&'a Value>,
 }
 
 #[derive(Serialize)]
@@ -120,19 +130,60 @@ struct CallsOut<'a> {
     tool_calls: Vec<CallOut<'a>>,
 }
 
+/// Which names of a history are written back: those of the tools the request offers, and those
+/// of calls that did not fail. A call naming a tool not offered whose result is an error, and
+/// that result, keep their name to themselves: the name is the model's, not the runtime's.
+struct Offered<'a> {
+    names: HashSet<&'a str>,
+}
+
+impl<'a> Offered<'a> {
+    fn new(tools: &'a [ToolSpec]) -> Self {
+        Self {
+            names: tools.iter().map(|t| t.name.as_ref()).collect(),
+        }
+    }
+
+    /// Whether the request offers a tool of this name.
+    fn offers(&self, name: &str) -> bool {
+        self.names.contains(name)
+    }
+}
+
+/// The ids of the calls answered with an error in the turns that follow an assistant message, up
+/// to the model's next one.
+fn failed_calls(following: &[Message]) -> HashSet<&str> {
+    following
+        .iter()
+        .take_while(|m| m.role != Role::Assistant)
+        .flat_map(|m| &m.content)
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult {
+                call_id,
+                is_error: true,
+                ..
+            } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Rewrite a conversation into the protocol: tool calls become the JSON the model would have
 /// written, tool results become `<tool_result>` text. Other blocks pass through.
 /// Consecutive turns made only of tool results become one turn, as the protocol describes.
-pub(crate) fn to_text_protocol(messages: &[Message]) -> Vec<Message> {
+/// `offered` is the request's palette: a failed call to a tool not on it is written back without
+/// its name or arguments, and its result without its name (the module docs).
+pub(crate) fn to_text_protocol(messages: &[Message], offered: &[ToolSpec]) -> Vec<Message> {
+    let offered = Offered::new(offered);
     let mut out: Vec<Message> = Vec::with_capacity(messages.len());
     let mut last_was_results = false;
-    for m in messages {
+    for (i, m) in messages.iter().enumerate() {
         let only_results = m.role == Role::User
             && !m.content.is_empty()
             && m.content
                 .iter()
                 .all(|b| matches!(b, ContentBlock::ToolResult { .. }));
-        let rewritten = rewrite(m);
+        let rewritten = rewrite(m, &messages[i + 1..], &offered);
         match out.last_mut() {
             Some(prev) if only_results && last_was_results => {
                 if let (
@@ -151,17 +202,37 @@ pub(crate) fn to_text_protocol(messages: &[Message]) -> Vec<Message> {
     out
 }
 
-fn rewrite(m: &Message) -> Message {
+fn rewrite(m: &Message, following: &[Message], offered: &Offered<'_>) -> Message {
     let mut out = Vec::with_capacity(m.content.len());
     match m.role {
         Role::Assistant => {
+            // Looked up only when a call names a tool the request does not offer.
+            let mut failed: Option<HashSet<&str>> = None;
             let calls: Vec<CallOut<'_>> = m
                 .content
                 .iter()
                 .filter_map(|b| match b {
                     ContentBlock::ToolCall {
-                        name, arguments, ..
-                    } => Some(CallOut { name, arguments }),
+                        id,
+                        name,
+                        arguments,
+                    } => {
+                        let withheld = !offered.offers(name)
+                            && failed
+                                .get_or_insert_with(|| failed_calls(following))
+                                .contains(id.as_str());
+                        Some(if withheld {
+                            CallOut {
+                                name: None,
+                                arguments: None,
+                            }
+                        } else {
+                            CallOut {
+                                name: Some(name),
+                                arguments: Some(arguments),
+                            }
+                        })
+                    }
                     _ => None,
                 })
                 .collect();
@@ -197,6 +268,8 @@ fn rewrite(m: &Message) -> Message {
                     if !results.is_empty() {
                         results.push('\n');
                     }
+                    let withheld = *is_error && !offered.offers(name);
+                    let name = (!withheld).then_some(name.as_str());
                     results.push_str(&render_result(call_id, name, content, *is_error));
                 }
             }
@@ -214,12 +287,13 @@ fn rewrite(m: &Message) -> Message {
     Message::new(m.role, out)
 }
 
-fn render_result(call_id: &str, name: &str, content: &str, is_error: bool) -> String {
+/// One `<tool_result>` block; without a `name` attribute when `name` is `None`.
+fn render_result(call_id: &str, name: Option<&str>, content: &str, is_error: bool) -> String {
     let attr = |s: &str| s.replace('&', "&amp;").replace('"', "&quot;");
     let prefix = if is_error { "ERROR: " } else { "" };
+    let name = name.map_or_else(String::new, |n| format!(" name=\"{}\"", attr(n)));
     format!(
-        "<tool_result name=\"{}\" id=\"{}\">{prefix}{content}</tool_result>",
-        attr(name),
+        "<tool_result{name} id=\"{}\">{prefix}{content}</tool_result>",
         attr(call_id)
     )
 }
@@ -365,139 +439,5 @@ impl TextGate {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn tool() -> ToolSpec {
-        ToolSpec {
-            name: "get_weather".into(),
-            description: "Current weather for a city".into(),
-            parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}).into(),
-        }
-    }
-
-    #[test]
-    fn the_tool_list_sits_between_marker_lines_as_a_json_array() -> anyhow::Result<()> {
-        let s = render_system("Be terse.", &[tool()], &ToolChoice::Auto, None);
-        let start = s
-            .find("\n<tools>\n")
-            .ok_or_else(|| anyhow::anyhow!("no <tools>"))?
-            + 9;
-        let end = s
-            .find("\n</tools>")
-            .ok_or_else(|| anyhow::anyhow!("no </tools>"))?;
-        let list: Vec<Value> = serde_json::from_str(&s[start..end])?;
-        assert_eq!(list[0]["name"], "get_weather");
-        assert_eq!(list[0]["parameters"]["required"], json!(["city"]));
-        assert!(s.starts_with("Be terse.\n\n"));
-        Ok(())
-    }
-
-    #[test]
-    fn the_schema_sits_between_marker_lines() -> anyhow::Result<()> {
-        let schema = ResponseSchema {
-            name: "answer".into(),
-            schema: json!({"type": "object"}).into(),
-        };
-        let s = render_system("", &[], &ToolChoice::Auto, Some(&schema));
-        let inner = s
-            .split("<response_schema>\n")
-            .nth(1)
-            .and_then(|r| r.split("\n</response_schema>").next())
-            .ok_or_else(|| anyhow::anyhow!("no block"))?;
-        assert_eq!(
-            serde_json::from_str::<Value>(inner)?,
-            json!({"type": "object"})
-        );
-        assert!(!s.contains("<tools>"));
-        Ok(())
-    }
-
-    #[test]
-    fn replies_parse_bare_fenced_and_inside_prose() {
-        let bare = r#"{"tool_calls":[{"name":"a","arguments":{"x":1}},{"name":"b","arguments":"{\"y\":2}"}]}"#;
-        let calls = parse_reply(bare, 3).unwrap_or_default();
-        assert_eq!(
-            calls,
-            vec![
-                ContentBlock::tool_call("call_3", "a", json!({"x": 1})),
-                ContentBlock::tool_call("call_4", "b", json!({"y": 2})),
-            ]
-        );
-        let fenced = format!("```json\n{bare}\n```");
-        assert_eq!(parse_reply(&fenced, 3).map(|c| c.len()), Some(2));
-        let prose = format!("Let me look.\n```json\n{bare}\n```\n");
-        let blocks = parse_reply(&prose, 1).unwrap_or_default();
-        assert_eq!(blocks[0], ContentBlock::text("Let me look."));
-        assert_eq!(blocks.len(), 3);
-    }
-
-    #[test]
-    fn final_answers_are_not_tool_calls() {
-        assert!(parse_reply("The weather is fine.", 1).is_none());
-        assert!(parse_reply(r#"{"answer": 42}"#, 1).is_none());
-        assert!(parse_reply(r#"{"tool_calls": []}"#, 1).is_none());
-        assert!(parse_reply(r#"{"tool_calls": [{"arguments": {}}]}"#, 1).is_none());
-    }
-
-    #[test]
-    fn history_renders_back_in_the_protocol() {
-        let msgs = vec![
-            Message::assistant(vec![ContentBlock::tool_call(
-                "call_1",
-                "get_weather",
-                json!({"city": "Paris"}),
-            )]),
-            Message::tool_results(vec![ContentBlock::tool_result(
-                "call_1",
-                "get_weather",
-                "11C",
-            )]),
-            Message::tool_results(vec![ContentBlock::tool_error(
-                "call_2",
-                "get_weather",
-                "no \"city\"",
-            )]),
-        ];
-        let out = to_text_protocol(&msgs);
-        assert_eq!(
-            out[0].text(),
-            r#"{"tool_calls":[{"name":"get_weather","arguments":{"city":"Paris"}}]}"#
-        );
-        assert_eq!(out.len(), 2);
-        assert_eq!(
-            out[1].text(),
-            "<tool_result name=\"get_weather\" id=\"call_1\">11C</tool_result>\n\
-             <tool_result name=\"get_weather\" id=\"call_2\">ERROR: no \"city\"</tool_result>"
-        );
-    }
-
-    #[test]
-    fn the_gate_holds_possible_calls_and_streams_prose() {
-        let mut seen = Vec::new();
-        let mut g = TextGate::default();
-        g.text("  {\"tool_", &mut |d| seen.push(d));
-        g.text("calls\": []}", &mut |d| seen.push(d));
-        assert!(seen.is_empty());
-        g.finish(
-            &[ContentBlock::tool_call("call_1", "a", json!({}))],
-            &mut |d| seen.push(d),
-        );
-        assert_eq!(seen.len(), 2);
-
-        let mut seen = Vec::new();
-        let mut g = TextGate::default();
-        g.text(" ", &mut |d| seen.push(d));
-        g.text("Hello", &mut |d| seen.push(d));
-        g.text(" world", &mut |d| seen.push(d));
-        g.finish(&[ContentBlock::text(" Hello world")], &mut |d| seen.push(d));
-        assert_eq!(
-            seen,
-            vec![
-                StreamDelta::Text(" Hello".into()),
-                StreamDelta::Text(" world".into())
-            ]
-        );
-    }
-}
+#[path = "text_tools_tests.rs"]
+mod tests;

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::artifacts::ArtifactRef;
+use crate::conversation::Stamps;
 use crate::model::{Depth, Grade, OutputSize};
 
 pub use crate::model::META_THINKER_DEPTH;
@@ -69,16 +70,42 @@ impl ThinkerDeclaration {
         self.compaction_trigger
     }
 
-    /// Raise (or change) the grade for a run. The last value set wins; a conversation already
-    /// obtained keeps the grade it was stamped with.
+    /// Raise (or change) the grade. The last value set wins. Set on a thinker
+    /// ([`ModelDependent::set_grade`](crate::model::ModelDependent::set_grade)), it also serves
+    /// the conversation an earlier run obtained: the next run stamps it over that conversation's
+    /// grade.
     pub fn set_grade(&mut self, grade: Grade) {
         self.grade = grade;
     }
 
-    /// Replace the output declaration (a rung or a raw count). The last value set wins; a
-    /// conversation already obtained keeps the output size it was stamped with.
+    /// Replace the output declaration (a rung or a raw count). The last value set wins. Set on a
+    /// thinker (`SingleObjectiveThinker::set_output`), it also serves the conversation an earlier
+    /// run obtained: the next run stamps it over that conversation's output size.
     pub fn set_output(&mut self, output: OutputSize) {
         self.output = output;
+    }
+}
+
+/// The seat words set on a thinker after it was built: its grade
+/// ([`ModelDependent::set_grade`](crate::model::ModelDependent::set_grade)) and output size. The
+/// last declaration wins, so where a new conversation is stamped from the declaration, a
+/// conversation an earlier run obtained (held by the thinker, or resumed by id) has these
+/// stamped over its own at the start of every run that continues it; the stamps are saved with
+/// it, so the conversation keeps them when it is resumed later.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Redeclared {
+    pub(crate) grade: Option<Grade>,
+    pub(crate) output: Option<OutputSize>,
+}
+
+impl Redeclared {
+    /// `stamps` with the words set after construction written over them.
+    pub(crate) fn over(self, stamps: Stamps) -> Stamps {
+        Stamps {
+            grade: self.grade.unwrap_or(stamps.grade),
+            output: self.output.unwrap_or(stamps.output),
+            ..stamps
+        }
     }
 }
 

@@ -32,7 +32,8 @@
 
 /// Implements [`crate::model::ModelDependent`] for a thinker type (or its job) whose seat lives
 /// in its `core: ThinkerCore`: the declaration carries the grade, the core the pin. Every family
-/// uses it, so the seat reads the same everywhere.
+/// uses it, so the seat reads the same everywhere; a grade set through it is stamped over the
+/// conversation the next run continues (`ThinkerCore::set_grade`).
 macro_rules! seat_in_core {
     (impl $(<$($g:ident),+>)? for $ty:ty) => {
         impl$(<$($g),+>)? $crate::model::ModelDependent for $ty {
@@ -40,7 +41,7 @@ macro_rules! seat_in_core {
                 self.core.declaration.grade()
             }
             fn set_grade(&mut self, grade: $crate::model::Grade) {
-                self.core.declaration.set_grade(grade);
+                self.core.set_grade(grade);
             }
             fn pin(&self) -> Option<&str> {
                 self.core.pin.as_deref()

@@ -263,3 +263,54 @@ async fn children_inherit_the_scope_and_hooks_cannot_undo_the_sweep() {
     assert_eq!(sub_obs.refused().len(), 1);
     assert_eq!(deletes.load(Ordering::SeqCst), 0);
 }
+
+/// A refusal lists the tools the model may call in its scope, never one the sweep withheld: a
+/// made-up name and a withheld tool called anyway are both answered with the read-only palette
+/// only, and neither refusal repeats the name the model wrote.
+#[tokio::test]
+async fn refusals_list_only_the_tools_the_palette_offered() {
+    let (d, _) = dispatcher();
+    let deletes = Arc::new(AtomicUsize::new(0));
+    let turns = ScriptedTurns::new()
+        .then_calls(&[
+            ("c1", "delete_record", json!({"id": "42"})),
+            ("c2", "made_up_tool_r0", json!({})),
+        ])
+        .then_answer(json!("done"));
+    // Standard depth: `sub_thinker` (not read-only) is in the registry and withheld too.
+    let thinker = SingleObjectiveThinker::<String>::new(decl(), "Tidy up.")
+        .provider(delete_provider(deletes.clone()))
+        .tool(Lookup::default())
+        .turns(turns.clone());
+    let obs = thinker.observer();
+    d.submit_scoped(
+        thinker.ask(ThinkerInput::query("q")),
+        ScopeGuard::unbound().read_only(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(offered(&turns, 0), ["lookup"]);
+    let r = results(&obs, 2);
+    assert_eq!(r.len(), 2);
+    for (id, is_error, text) in &r {
+        assert!(is_error, "{id} refused");
+        assert!(
+            text.contains("lookup"),
+            "{id} lists the offered tool: {text}"
+        );
+        for withheld in ["delete_record", "sub_thinker", "made_up_tool_r0"] {
+            assert!(!text.contains(withheld), "{id} names {withheld}: {text}");
+        }
+    }
+    assert!(r[0].2.contains("read-only"), "{}", r[0].2);
+    assert!(r[1].2.contains("no such tool"), "{}", r[1].2);
+    // The model's next turn reads exactly these refusals.
+    let sent: String = turns.seen()[1]
+        .request
+        .messages
+        .iter()
+        .map(|m| format!("{m:?}"))
+        .collect();
+    assert!(!sent.contains("sub_thinker"), "{sent}");
+    assert_eq!(deletes.load(Ordering::SeqCst), 0);
+}

@@ -1,7 +1,8 @@
 //! The conversation's stamps are what calls read (issue 30, point 6): grade and output size are
-//! stamped when a conversation is obtained and keep serving it whatever the declaration says
-//! later; a run's depth is stamped over the old one; the compaction fit check measures against
-//! the entry the stamped grade resolves to.
+//! stamped when a conversation is obtained and keep serving it, unless the thinker is given new
+//! ones after construction (`set_grade`, `set_output`: the last declaration wins), which the
+//! next run stamps over them; a run's depth is stamped over the old one; the compaction fit
+//! check measures against the entry the stamped grade resolves to.
 
 use std::sync::Arc;
 
@@ -24,7 +25,7 @@ fn seat(turn: &thinkers::thinker::TurnRequest) -> (Grade, OutputSize, Depth) {
 }
 
 #[tokio::test]
-async fn a_held_conversation_keeps_its_stamps_when_the_declaration_changes() {
+async fn a_held_conversation_is_stamped_with_a_grade_and_output_set_after_its_first_run() {
     let (d, _) = dispatcher();
     let turns = ScriptedTurns::new()
         .then_answer(json!("first"))
@@ -36,8 +37,9 @@ async fn a_held_conversation_keeps_its_stamps_when_the_declaration_changes() {
     .turns(turns.clone());
     let first = ThinkerInput::query("one").with_depth(Depth::Thorough);
     assert_eq!(d.run(t.ask(first)).await.unwrap(), "first");
-    // The declaration changes after the conversation was obtained: the conversation keeps what
-    // it was stamped with; only the run's depth is stamped anew.
+    // The declaration changes after the conversation was obtained: the last declaration wins,
+    // so the next run stamps the new grade and output size over the conversation's, with its
+    // depth.
     t.set_grade(Grade::Large);
     t.set_output(OutputSize::Extended);
     let second = ThinkerInput::query("two").with_depth(Depth::Quick);
@@ -53,14 +55,45 @@ async fn a_held_conversation_keeps_its_stamps_when_the_declaration_changes() {
     assert_eq!(texts.first().map(String::as_str), Some("one"), "{texts:?}");
     assert_eq!(
         seat(&seen[1]),
-        (Grade::Medium, OutputSize::Compact, Depth::Quick),
-        "the held conversation is served by its stamps, not by the changed declaration"
+        (Grade::Large, OutputSize::Extended, Depth::Quick),
+        "the held conversation is served by the last declaration"
     );
     let stamps = *t.observer().conversation().unwrap().stamps();
     assert_eq!(
         (stamps.grade, stamps.output, stamps.depth),
-        (Grade::Medium, OutputSize::Compact, Depth::Quick)
+        (Grade::Large, OutputSize::Extended, Depth::Quick)
     );
+}
+
+#[tokio::test]
+async fn a_resumed_conversation_takes_a_grade_set_on_the_resuming_thinker_and_saves_it() {
+    let (d, _) = dispatcher();
+    let service = ConversationService::new(Arc::new(MemoryConversationStore::new()));
+    let mut conv = service.obtain_new(
+        Stamps::new(Grade::Small, Depth::Standard, OutputSize::Compact),
+        true,
+    );
+    conv.objective_mut()
+        .put(Objective::TASK, "Answer from the glossary.".to_owned());
+    conv.push(Message::user_text("What is a seat?"));
+    conv.push(Message::assistant_text("A reservation at a model."));
+    service.save(&mut conv).await.unwrap();
+
+    let turns = ScriptedTurns::new().then_answer(json!("resumed"));
+    let mut t = SingleObjectiveThinker::<String>::new(
+        ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
+        "Answer.",
+    )
+    .conversations(service.clone())
+    .turns(turns.clone());
+    t.set_grade(Grade::Xl);
+    let input = ThinkerInput::query("And a grade?");
+    d.run(t.resume(conv.id().clone(), input)).await.unwrap();
+    assert_eq!(turns.seen()[0].grade, Grade::Xl);
+    // Saved with the conversation: a later resumption reads the new grade.
+    let saved = service.resume(conv.id()).await.unwrap();
+    assert_eq!(saved.stamps().grade, Grade::Xl);
+    assert_eq!(saved.stamps().output, OutputSize::Compact);
 }
 
 #[tokio::test]
@@ -98,7 +131,7 @@ async fn a_resumed_conversation_is_served_by_the_stamps_it_was_obtained_with() {
 }
 
 #[tokio::test]
-async fn a_chat_keeps_its_stamped_grade_and_takes_a_new_depth() {
+async fn a_chat_takes_a_grade_raised_between_turns_and_a_new_depth() {
     let (d, _) = dispatcher();
     let turns = ScriptedTurns::new()
         .then_text("First answer.")
@@ -123,9 +156,11 @@ async fn a_chat_keeps_its_stamped_grade_and_takes_a_new_depth() {
     );
     assert_eq!(
         seat(&seen[1]),
-        (Grade::Small, OutputSize::Compact, Depth::Thorough),
-        "a chat's grade is its conversation's; its depth is the turn's"
+        (Grade::Xl, OutputSize::Compact, Depth::Thorough),
+        "a grade raised between turns serves the next one; its depth is the turn's"
     );
+    let stamps = *chat.observer().conversation().unwrap().stamps();
+    assert_eq!(stamps.grade, Grade::Xl);
 }
 
 /// Two entries whose context windows differ by far: the compaction threshold depends on which

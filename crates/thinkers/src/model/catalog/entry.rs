@@ -49,10 +49,11 @@ impl Pricing {
 
 /// The reasoning tokens a call reserves (and may spend beyond its answer budget) for a
 /// provider effort name, for entries that map depth to effort names
-/// ([`Reasoning::Effort`]). A provider says how hard to think with such a name but sets no
-/// number, so the framework assumes one: the figures follow the thresholds the OpenAI dialect
-/// uses the other way round (a token budget of at most 2,048 is sent as `low`, at most 8,192 as
-/// `medium`, more as `high`). Names are matched without regard to ASCII case.
+/// ([`Reasoning::Effort`]) and give no reservation of their own (`reasoning_tokens` beside
+/// `reasoning_effort`, [`Entry::reasoning_tokens`]). A provider says how hard to think with such
+/// a name but sets no number, so the framework assumes one: the figures follow the thresholds
+/// the OpenAI dialect uses the other way round (a token budget of at most 2,048 is sent as `low`,
+/// at most 8,192 as `medium`, more as `high`). Names are matched without regard to ASCII case.
 pub const EFFORT_TOKENS: [(&str, u32); 7] = [
     ("none", 0),
     ("minimal", 1_024),
@@ -127,6 +128,10 @@ pub struct Entry {
     /// `None` when the catalog gives no prices: the cost of its calls is unknown.
     pub(super) pricing: Option<Pricing>,
     pub(super) reasoning: Reasoning,
+    /// What each depth's effort name reserves, where the entry says (`reasoning_tokens` beside
+    /// `reasoning_effort`); a depth it leaves out reserves what [`effort_tokens`] assumes.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub(super) effort_tokens: BTreeMap<Depth, u32>,
     pub(super) thinking: bool,
     pub(super) native_tools: bool,
     pub(super) open: bool,
@@ -278,12 +283,18 @@ impl Entry {
     }
 
     /// The reasoning tokens a call at `depth` reserves: the entry's token budget for it, or, for
-    /// an entry that names an effort for it, the figure [`effort_tokens`] assumes for that name.
-    /// 0 when the entry does no separate reasoning or names nothing for the depth.
+    /// an entry that names an effort for it, the entry's own reservation for that depth
+    /// (`reasoning_tokens` beside `reasoning_effort`), else the figure [`effort_tokens`] assumes
+    /// for the name. 0 when the entry does no separate reasoning or names nothing for the depth.
     pub fn reasoning_tokens(&self, depth: Depth) -> u32 {
         match &self.reasoning {
             Reasoning::Tokens(map) => map.get(&depth).copied().unwrap_or(0),
-            Reasoning::Effort(map) => map.get(&depth).map_or(0, |name| effort_tokens(name, depth)),
+            Reasoning::Effort(map) => map.get(&depth).map_or(0, |name| {
+                self.effort_tokens
+                    .get(&depth)
+                    .copied()
+                    .unwrap_or_else(|| effort_tokens(name, depth))
+            }),
             Reasoning::None => 0,
         }
     }

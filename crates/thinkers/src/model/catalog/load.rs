@@ -345,7 +345,7 @@ fn read_entry(
     let cache_reads_count = f
         .boolean("cache_reads_count")?
         .unwrap_or(dialect != Dialect::Anthropic);
-    let reasoning = read_reasoning(&mut f)?;
+    let (reasoning, effort_tokens) = read_reasoning(&mut f)?;
     let thinking = f.boolean("thinking")?.unwrap_or(false);
     let native_tools = f.boolean("native_tools")?.unwrap_or(true);
     let open = f.boolean("open")?.unwrap_or(true);
@@ -373,6 +373,7 @@ fn read_entry(
         concurrency: concurrency.map(|c| u32::try_from(c).unwrap_or(u32::MAX)),
         pricing,
         reasoning,
+        effort_tokens,
         thinking,
         native_tools,
         open,
@@ -520,35 +521,56 @@ fn read_pricing(
     }))
 }
 
-fn read_reasoning(f: &mut Fields<'_>) -> Result<Reasoning, CatalogError> {
-    let tokens = f.table("reasoning_tokens")?;
-    let effort = f.table("reasoning_effort")?;
-    match (tokens, effort) {
-        (Some(_), Some(_)) => Err(f.error(
-            "reasoning_effort",
-            None,
-            Problem::Conflict,
-            "give either reasoning_tokens or reasoning_effort, not both",
-        )),
-        (Some(pairs), None) => {
+/// `reasoning_tokens` and `reasoning_effort`, with the entry's own reservation per effort name.
+/// Alone, `reasoning_tokens` is the budget each depth sends. Beside `reasoning_effort` it is what
+/// each depth's effort name reserves (where it gives none, [`super::EFFORT_TOKENS`] does), so it
+/// may name only depths the effort names: a reservation for a depth that asks for no reasoning
+/// is refused as a conflict.
+fn read_reasoning(f: &mut Fields<'_>) -> Result<(Reasoning, BTreeMap<Depth, u32>), CatalogError> {
+    let tokens = match f.table("reasoning_tokens")? {
+        Some(pairs) => {
             let mut map = BTreeMap::new();
             for (key, value) in pairs {
                 let depth = read_depth(f, "reasoning_tokens", key, value)?;
                 let n = f.nested_count("reasoning_tokens", key, value, u64::from(u32::MAX))?;
                 map.insert(depth, u32::try_from(n).unwrap_or(u32::MAX));
             }
-            Ok(Reasoning::Tokens(map))
+            Some(map)
         }
-        (None, Some(pairs)) => {
+        None => None,
+    };
+    let effort = match f.table("reasoning_effort")? {
+        Some(pairs) => {
             let mut map = BTreeMap::new();
             for (key, value) in pairs {
                 let depth = read_depth(f, "reasoning_effort", key, value)?;
                 let name = f.nested_string("reasoning_effort", key, value)?;
                 map.insert(depth, name.to_owned());
             }
-            Ok(Reasoning::Effort(map))
+            Some(map)
         }
-        (None, None) => Ok(Reasoning::None),
+        None => None,
+    };
+    match (tokens, effort) {
+        (Some(tokens), Some(effort)) => {
+            if let Some(depth) = tokens.keys().find(|d| !effort.contains_key(d)) {
+                let field = format!("reasoning_tokens.{}", depth.as_str());
+                return Err(f.error(
+                    &field,
+                    None,
+                    Problem::Conflict,
+                    format!(
+                        "beside reasoning_effort, reasoning_tokens gives what each effort name \
+                         reserves, and reasoning_effort names none for `{}`",
+                        depth.as_str()
+                    ),
+                ));
+            }
+            Ok((Reasoning::Effort(effort), tokens))
+        }
+        (Some(tokens), None) => Ok((Reasoning::Tokens(tokens), BTreeMap::new())),
+        (None, Some(effort)) => Ok((Reasoning::Effort(effort), BTreeMap::new())),
+        (None, None) => Ok((Reasoning::None, BTreeMap::new())),
     }
 }
 

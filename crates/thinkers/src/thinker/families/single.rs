@@ -110,9 +110,11 @@ where
         subthinker::door_for(&self.core, &self.observer, depth)
     }
 
-    /// Replace the output declaration; the last one set wins.
+    /// Replace the output declaration; the last one set wins. It takes effect on the next
+    /// model call: the next run stamps it over the conversation it continues, so a conversation
+    /// obtained by an earlier run (held, or resumed by id) books the new size from then on.
     pub fn set_output(&mut self, output: OutputSize) {
-        self.core.declaration.set_output(output);
+        self.core.set_output(output);
     }
 
     /// The declaration in force.

@@ -52,8 +52,9 @@ pub(crate) fn service_for(core: &ThinkerCore, cx: &JobContext) -> ConversationSe
 ///   slot and the seeded follow-up right after it.
 ///
 /// Every call of the run reads its seat from the conversation's stamps: an existing conversation
-/// keeps its grade, output size, comfort window and trigger (a changed declaration applies to
-/// conversations obtained after the change) and takes this run's `depth`.
+/// keeps its comfort window and trigger, takes this run's `depth`, and keeps its grade and output
+/// size unless the thinker was given new ones after construction (`set_grade`, `set_output`:
+/// the last declaration wins, `Redeclared`), which are stamped over them.
 pub(crate) async fn open(
     core: &ThinkerCore,
     input: &ThinkerInput,
@@ -76,13 +77,26 @@ pub(crate) async fn open(
         None => held,
     };
     let mut conv = match existing {
-        // A conversation keeps the grade, output size and context overrides it was stamped with
-        // when obtained; the run's depth (the one source of a run's effort) is stamped over the
-        // old one, so the calls of this run read it from the conversation like the rest.
+        // A conversation keeps the context overrides it was stamped with when obtained; the
+        // run's depth (the one source of a run's effort) is stamped over the old one, and so are
+        // a grade and output size set on the thinker after construction, so the calls of this
+        // run read them from the conversation like the rest, and a save keeps them.
         Some(mut conv) => {
             let stamps = *conv.stamps();
-            if stamps.depth != depth {
-                conv.set_stamps(Stamps { depth, ..stamps });
+            let restamped = core.redeclared.over(Stamps { depth, ..stamps });
+            if restamped != stamps {
+                if (restamped.grade, restamped.output) != (stamps.grade, stamps.output) {
+                    tracing::info!(
+                        conversation = %conv.id(),
+                        from_grade = ?stamps.grade,
+                        grade = ?restamped.grade,
+                        from_output = ?stamps.output,
+                        output = ?restamped.output,
+                        "a grade or output size set after construction is stamped over the \
+                         conversation"
+                    );
+                }
+                conv.set_stamps(restamped);
             }
             conv
         }

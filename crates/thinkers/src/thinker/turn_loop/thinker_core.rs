@@ -7,8 +7,9 @@ use std::sync::Arc;
 use crate::conversation::ConversationService;
 use crate::hub::CatalogEntry;
 use crate::model::Depth;
+use crate::model::{Grade, OutputSize};
 use crate::thinker::conversing;
-use crate::thinker::declaration::{ThinkerDeclaration, ThinkerInput};
+use crate::thinker::declaration::{Redeclared, ThinkerDeclaration, ThinkerInput};
 use crate::thinker::doors::Orchestration;
 use crate::thinker::events::ContentStream;
 use crate::thinker::turn::Turns;
@@ -101,6 +102,8 @@ impl Default for ThinkerLimits {
 pub struct ThinkerCore {
     pub(crate) class: String,
     pub(crate) declaration: ThinkerDeclaration,
+    /// The grade and output size set after construction, stamped over a continued conversation.
+    pub(crate) redeclared: Redeclared,
     pub(crate) objective: String,
     pub(crate) registry: ToolRegistry,
     pub(crate) limits: ThinkerLimits,
@@ -123,6 +126,7 @@ impl std::fmt::Debug for ThinkerCore {
         f.debug_struct("ThinkerCore")
             .field("class", &self.class)
             .field("declaration", &self.declaration)
+            .field("redeclared", &self.redeclared)
             .field("tools", &self.registry)
             .field("limits", &self.limits)
             .field("pin", &self.pin)
@@ -135,6 +139,7 @@ impl ThinkerCore {
         Self {
             class: "thinker".into(),
             declaration,
+            redeclared: Redeclared::default(),
             objective,
             registry: ToolRegistry::new(),
             limits: ThinkerLimits::default(),
@@ -147,5 +152,18 @@ impl ThinkerCore {
             durable: false,
             orchestration: Orchestration::default(),
         }
+    }
+
+    /// Raise (or change) the grade after construction: the declaration takes it, and the next
+    /// run stamps it over the conversation it continues ([`Redeclared`]).
+    pub(crate) fn set_grade(&mut self, grade: Grade) {
+        self.declaration.set_grade(grade);
+        self.redeclared.grade = Some(grade);
+    }
+
+    /// Replace the output size after construction, as [`Self::set_grade`] does the grade.
+    pub(crate) fn set_output(&mut self, output: OutputSize) {
+        self.declaration.set_output(output);
+        self.redeclared.output = Some(output);
     }
 }

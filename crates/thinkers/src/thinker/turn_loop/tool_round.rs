@@ -39,7 +39,7 @@ pub(crate) fn sweep(registry: &ToolRegistry, scope: &ScopeGuard, turn: u32) -> P
         withheld: Vec::new(),
     };
     for p in registry.iter() {
-        if scope.is_read_only() && !p.read_only() {
+        if !offers(scope, p.as_ref()) {
             tracing::warn!(
                 tool = p.name(),
                 turn,
@@ -54,6 +54,28 @@ pub(crate) fn sweep(registry: &ToolRegistry, scope: &ScopeGuard, turn: u32) -> P
         palette.specs.push(p.spec());
     }
     palette
+}
+
+/// Whether the palette of a turn in `scope` offers `tool`: everything, except under a read-only
+/// scope, where only read-only tools. The sweep and every refusal's list of tools read this one
+/// rule, so a refusal never names a tool the palette withheld.
+fn offers(scope: &ScopeGuard, tool: &dyn ToolProvider) -> bool {
+    !scope.is_read_only() || tool.read_only()
+}
+
+/// The tools a model may call in `scope`, for a refusal to list: the ones the palette offered,
+/// in registry order.
+fn offered_list(registry: &ToolRegistry, scope: &ScopeGuard) -> String {
+    let names: Vec<&str> = registry
+        .iter()
+        .filter(|p| offers(scope, p.as_ref()))
+        .map(|p| p.name())
+        .collect();
+    if names.is_empty() {
+        "no tool may be called here".to_owned()
+    } else {
+        format!("the tools are: {}", names.join(", "))
+    }
 }
 
 /// What a tool round needs from the thinker.
@@ -377,17 +399,31 @@ fn admit(
     tcx: &ToolCallContext,
     policy: Option<&ApprovalPolicy>,
 ) -> Result<Admitted> {
+    // Neither refusal repeats the name the model wrote (the call's id pairs the refusal with the
+    // call), and each lists only the tools the palette offered in this scope.
     let provider: &Arc<dyn ToolProvider> = registry.get(call.name).ok_or_else(|| {
-        let known: Vec<&str> = registry.iter().map(|p| p.name()).collect();
-        // The name the model wrote is not repeated; the call's id already pairs this refusal
-        // with the call.
         Error::invalid_input(
             "tool",
             None,
-            format!("no such tool; the tools are: {}", known.join(", ")),
+            format!("no such tool; {}", offered_list(registry, scope)),
         )
     })?;
-    admit_call(provider.as_ref(), scope)?;
+    // The admission check is the guarantee (and logs the refusal); for a tool the sweep
+    // withheld, the model reads which tools it may use instead of the name of one it may not.
+    admit_call(provider.as_ref(), scope).map_err(|refused| {
+        if offers(scope, provider.as_ref()) {
+            return refused;
+        }
+        Error::invalid_input(
+            "tool",
+            None,
+            format!(
+                "this tool has side effects and the current scope is read-only; {}",
+                offered_list(registry, scope)
+            ),
+        )
+        .with_source(refused)
+    })?;
     let parsed;
     let arguments = match call.arguments {
         Value::String(s) => {

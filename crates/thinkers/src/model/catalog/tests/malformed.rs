@@ -196,15 +196,21 @@ fn rejects_unknown_depth_in_reasoning_effort() {
 }
 
 #[test]
-fn rejects_both_reasoning_forms() {
+fn rejects_an_effort_reservation_for_a_depth_that_names_no_effort() {
+    // Beside `reasoning_effort`, `reasoning_tokens` is what each effort name reserves: a depth
+    // that asks for no reasoning has nothing to reserve for.
     let err = broken(
         "reasoning_effort = {",
-        "reasoning_tokens = { quick = 1 }\nreasoning_effort = {",
+        "reasoning_tokens = { quick = 1, standard = 2 }\nreasoning_effort = {",
     );
     assert_invalid(
         &err,
         Problem::Conflict,
-        &["entry `local-large`", "reasoning_effort"],
+        &[
+            "entry `local-large`",
+            "reasoning_tokens.standard",
+            "reasoning_effort",
+        ],
     );
 }
 

@@ -251,6 +251,43 @@ fn depth_becomes_reasoning_tokens_or_effort() {
 }
 
 #[test]
+fn an_effort_entry_reserves_its_own_figure_where_it_gives_one() {
+    let text = VALID.replacen(
+        "reasoning_effort = { quick = \"low\", thorough = \"high\" }",
+        "reasoning_effort = { quick = \"low\", thorough = \"high\" }\n\
+         reasoning_tokens = { thorough = 1_200 }",
+        1,
+    );
+    let c = Catalog::from_toml_str(&text, "own.toml").unwrap();
+    let e = c.entry("local-large").unwrap();
+    // The effort names are still what is sent.
+    assert!(matches!(e.reasoning(), Reasoning::Effort(m) if m.len() == 2));
+    assert_eq!(e.reasoning_effort(Depth::Thorough), Some("high"));
+    assert_eq!(
+        e.reasoning_tokens(Depth::Thorough),
+        1_200,
+        "the entry's own"
+    );
+    assert_eq!(
+        e.reasoning_tokens(Depth::Quick),
+        crate::model::effort_tokens("low", Depth::Quick),
+        "the table's, where the entry gives none"
+    );
+    assert_eq!(e.reasoning_tokens(Depth::Standard), 0, "no effort named");
+    // What a seat on the entry reserves, and what the request says.
+    let (sent, reserved) = crate::llm::call::reasoning_for(e, Depth::Thorough);
+    assert_eq!(sent, crate::llm::Reasoning::Effort("high".into()));
+    assert_eq!(reserved, 1_200);
+    // An entry that gives no figure of its own still reserves the table's.
+    let table = valid();
+    let plain = table.entry("local-large").unwrap();
+    assert_eq!(
+        crate::llm::call::reasoning_for(plain, Depth::Thorough).1,
+        16_384
+    );
+}
+
+#[test]
 fn effort_names_reserve_the_documented_tokens() {
     use crate::model::{EFFORT_TOKENS, effort_tokens};
     for (name, tokens) in EFFORT_TOKENS {
