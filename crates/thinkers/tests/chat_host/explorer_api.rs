@@ -271,3 +271,80 @@ async fn the_explorer_counts_cache_reads_and_writes_apart() {
         "{cost}"
     );
 }
+
+#[tokio::test]
+async fn the_explorer_shows_where_each_spending_cap_stands() {
+    use thinkers::dispatch::SpendCap;
+    let dir = tempfile::tempdir().unwrap();
+    let rt = thinkers::Runtime::builder(Catalog::bundled().with_sim_url("http://127.0.0.1:9"))
+        .database(dir.path().join("x.db").to_str().unwrap())
+        .spend_cap(SpendCap::per_run(0.05, "USD"))
+        .spend_cap(SpendCap::per_day(1.0, "USD"))
+        .build()
+        .await
+        .unwrap();
+    let recorder = SqliteRecorder::new(rt.store().unwrap()).unwrap();
+    let (root, at) = (JobId::new(), now_ms());
+    recorder.job_started(JobStart {
+        id: root,
+        parent: None,
+        workflow: root,
+        class: "capped".to_owned(),
+        ordinal: None,
+        started_at_ms: at,
+    });
+    recorder.job_finished(JobEnd {
+        id: root,
+        status: JobStatus::Succeeded,
+        error_kind: None,
+        error: None,
+        ended_at_ms: at + 1_000,
+        attempts: 1,
+    });
+    for _ in 0..2 {
+        // Two calls, each its own job's only call: nothing was paid again.
+        let mut call = cached_call(root, "priced", Some(0.01), "USD");
+        call.job = JobId::new();
+        recorder.llm_run(call);
+    }
+    recorder.flush().await.unwrap();
+    let h = host_with(rt, false).await;
+    let get = |path: String| {
+        let url = format!("{}{path}", h.url);
+        async move {
+            reqwest::get(url)
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let cost = get("/api/runs/cost".into()).await;
+    let caps = cost["caps"].as_array().unwrap();
+    assert_eq!(caps.len(), 2, "{cost}");
+    assert_eq!(caps[0]["cap"], "run", "{cost}");
+    assert!(
+        (caps[0]["left"].as_f64().unwrap() - 0.03).abs() < 1e-9,
+        "{cost}"
+    );
+    assert_eq!(caps[0]["costliest_run"], json!(root.to_string()));
+    assert!(
+        caps[1]["cap"].as_str().unwrap().starts_with("day "),
+        "{cost}"
+    );
+    assert!(
+        (caps[1]["spent"].as_f64().unwrap() - 0.02).abs() < 1e-9,
+        "{cost}"
+    );
+    assert_eq!(cost["by_entry"]["retries"], json!([]), "{cost}");
+    // One run's view: its run cap only.
+    let run = get(format!("/api/runs/workflows/{root}")).await;
+    let caps = run["caps"].as_array().unwrap();
+    assert_eq!(caps.len(), 1, "{run}");
+    assert!(
+        (caps[0]["left"].as_f64().unwrap() - 0.03).abs() < 1e-9,
+        "{run}"
+    );
+    h.running.shutdown().await.unwrap();
+}

@@ -37,6 +37,7 @@ use serde_json::{Value, json};
 use super::ChatHost;
 use super::api::ApiError;
 use crate::job::JobId;
+use crate::ops::caps::CapStanding;
 use crate::ops::cost::{self, GroupBy};
 use crate::record::trajectory::Trajectory;
 use crate::record::{JobStatus, LlmRun};
@@ -255,6 +256,7 @@ async fn snapshot(host: &ChatHost, id: JobId) -> Result<Value, ApiError> {
         "jobs": tree,
         "calls": runs,
         "usage": totals(&runs),
+        "caps": cap_standing(host, &runs, true),
         "approvals": asked,
         "benchmark": benchmark,
         "bodies_kept": false,
@@ -364,9 +366,32 @@ fn series(runs: &[LlmRun], by: GroupBy, points: usize) -> Value {
     json!(lines)
 }
 
+/// Where the host runtime's spending caps stand by the recorded `runs` (only its run caps with
+/// `runs_only`, for the calls of one run); empty without caps.
+fn cap_standing(host: &ChatHost, runs: &[LlmRun], runs_only: bool) -> Vec<CapStanding> {
+    let services = host.inner.dispatcher.services();
+    let Some(caps) = services.get::<crate::dispatch::SpendCaps>() else {
+        return Vec::new();
+    };
+    let caps: Vec<_> = caps
+        .caps()
+        .iter()
+        .filter(|c| !runs_only || *c.scope() == crate::dispatch::CapScope::Run)
+        .cloned()
+        .collect();
+    let models = services.get::<crate::llm::ModelServices>();
+    let provider_of = |entry: &str| {
+        let models = models.as_ref()?;
+        let entry = models.router().catalog().entry(entry).ok()?;
+        Some(entry.provider().to_owned())
+    };
+    crate::ops::caps::standing(&caps, runs, provider_of, crate::record::now_ms())
+}
+
 async fn spend(State(host): State<ChatHost>) -> Result<Response, ApiError> {
     let runs = host.store().records().llm_runs(LlmRunFilter::new()).await?;
     Ok(Json(json!({
+        "caps": cap_standing(&host, &runs, false),
         "by_entry": cost::report(&runs, GroupBy::Entry),
         "by_class": cost::report(&runs, GroupBy::Class),
         "over_time": {
