@@ -51,9 +51,10 @@ pub struct LlmOutcome {
     pub entry: Arc<str>,
     /// The provider's model name.
     pub model: Arc<str>,
-    /// Cost in `currency`; `None` when the entry has no prices (unknown, not zero).
+    /// Cost in `currency`; `None` when it is unknown (not zero): the entry has no prices, or the
+    /// provider's answer carried no usage counts and the entry is not free.
     pub cost: Option<f64>,
-    /// The entry's currency; empty for an entry without prices.
+    /// The entry's currency; empty when the cost is unknown.
     pub currency: Arc<str>,
     /// Whether this was the truncation-escalation attempt (output budget at the ceiling).
     pub escalated: bool,
@@ -429,11 +430,12 @@ pub async fn converse_bound(
     }
     log.standing(&**store, &b.budget, Some(&b.entry), cx);
     let usage = outcome.response.usage;
-    res.report_seat_usage(if from_cache {
-        crate::job::SeatUse::NONE
-    } else {
-        usage.seat_use(entry.cache_reads_count())
-    });
+    // An answer without usage counts leaves the seat unreported: it keeps its whole reservation.
+    if from_cache {
+        res.report_seat_usage(crate::job::SeatUse::NONE);
+    } else if usage.reported {
+        res.report_seat_usage(usage.seat_use(entry.cache_reads_count()));
+    }
     services
         .counter()
         .calibrate(&b.entry, b.counted, usage.input);
@@ -456,9 +458,17 @@ pub async fn converse_bound(
             tokio::time::Instant::now(),
         );
     }
-    // A cached answer paid nothing; an entry without prices costs an unknown amount.
+    // A cached answer paid nothing; an entry without prices costs an unknown amount, and so
+    // does an answer without usage counts unless the entry is free.
+    let free = entry.pricing().is_some_and(|p| {
+        [p.input, p.output, p.cached, p.cache_write]
+            .iter()
+            .all(|x| *x == 0.0)
+    });
     let cost = if from_cache {
         Some(0.0)
+    } else if !usage.reported && !free {
+        None
     } else {
         entry.cost(
             usage.input - cache_read - cache_write,
@@ -470,7 +480,11 @@ pub async fn converse_bound(
     if let Some(spend) = spend {
         spend.settle(cost).await;
     }
-    let currency = entry.currency().map_or_else(|| Arc::from(""), Arc::clone);
+    // An unknown cost has no currency: the reports count it apart, never as free.
+    let currency = match cost {
+        Some(_) => entry.currency().map_or_else(|| Arc::from(""), Arc::clone),
+        None => Arc::from(""),
+    };
     // The row is built only for a recorder that keeps it or a span that carries its usage.
     let recorder = cx.recorder();
     if recorder.keeps_rows() || !span.is_disabled() {

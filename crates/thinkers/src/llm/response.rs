@@ -56,6 +56,11 @@ pub struct Usage {
     /// `cache_write_tokens` where reported; Gemini reports none).
     #[serde(default)]
     pub cache_creation: u64,
+    /// Whether the provider reported its counts (its answer carried a usage object with the
+    /// input and output counts). Without them the figures above are 0, and the call's cost is
+    /// unknown, not free: the record says so, and the seat keeps its whole reservation.
+    #[serde(default)]
+    pub reported: bool,
 }
 
 impl Usage {

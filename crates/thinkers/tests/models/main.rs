@@ -34,4 +34,5 @@ mod secrets;
 mod spend;
 mod streams;
 mod support;
+mod unreported;
 mod waits;

@@ -71,6 +71,7 @@ impl WireUsage {
                 .unwrap_or(0),
             cached,
             cache_creation,
+            reported: self.input_tokens.is_some() && self.output_tokens.is_some(),
         }
     }
 }

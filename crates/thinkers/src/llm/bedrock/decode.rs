@@ -41,6 +41,7 @@ impl WireUsage {
             reasoning: 0,
             cached: self.cache_read_input_tokens,
             cache_creation: self.cache_write_input_tokens,
+            reported: true,
         }
     }
 }

@@ -30,7 +30,7 @@ use crate::llm::encoded::DecodePlan;
 use crate::llm::errors::{ProviderError, in_stream};
 use crate::llm::message::ContentBlock;
 use crate::llm::redact::chain;
-use crate::llm::response::{ChatResponse, StreamDelta, settle_stop};
+use crate::llm::response::{ChatResponse, StreamDelta, Usage, settle_stop};
 use crate::{Error, Result};
 
 /// The media type of an event stream.
@@ -209,7 +209,8 @@ enum Partial {
 #[derive(Debug)]
 pub(crate) struct BedrockStream {
     plan: DecodePlan,
-    usage: WireUsage,
+    /// The `metadata` event's usage; `None` until one arrives.
+    usage: Option<WireUsage>,
     /// By content block index, in order of first appearance.
     blocks: Vec<(usize, Partial)>,
     calls: usize,
@@ -223,7 +224,7 @@ impl BedrockStream {
     pub(crate) fn new(plan: DecodePlan) -> Self {
         Self {
             plan,
-            usage: WireUsage::default(),
+            usage: None,
             blocks: Vec::new(),
             calls: 0,
             stop_reason: None,
@@ -283,7 +284,7 @@ impl BedrockStream {
             }
             Event::Metadata { usage } => {
                 if let Some(u) = usage {
-                    self.usage = u;
+                    self.usage = Some(u);
                 }
                 self.metadata = true;
             }
@@ -444,7 +445,10 @@ impl BedrockStream {
         Ok(ChatResponse {
             content,
             stop,
-            usage: self.usage.to_usage(),
+            usage: self
+                .usage
+                .as_ref()
+                .map_or_else(Usage::default, WireUsage::to_usage),
             model: String::new(),
             logprobs: None,
         })

@@ -52,6 +52,7 @@ impl WireUsage {
             reasoning,
             cached: self.cached_content_token_count.unwrap_or(0),
             cache_creation: 0,
+            reported: self.prompt_token_count.is_some(),
         }
     }
 }

@@ -50,6 +50,7 @@ impl WireUsage {
                 .unwrap_or(0),
             cached: p.and_then(|d| d.cached_tokens).unwrap_or(0),
             cache_creation: p.and_then(|d| d.cache_write_tokens).unwrap_or(0),
+            reported: self.prompt_tokens.is_some() && self.completion_tokens.is_some(),
         }
     }
 }

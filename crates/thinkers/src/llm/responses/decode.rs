@@ -57,6 +57,7 @@ impl WireUsage {
                 .unwrap_or(0),
             cached: input.and_then(|d| d.cached_tokens).unwrap_or(0),
             cache_creation: input.and_then(|d| d.cache_write_tokens).unwrap_or(0),
+            reported: self.input_tokens.is_some() && self.output_tokens.is_some(),
         }
     }
 }

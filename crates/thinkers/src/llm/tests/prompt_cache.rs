@@ -294,6 +294,7 @@ const EXPECTED: Usage = Usage {
     reasoning: 0,
     cached: 600,
     cache_creation: 300,
+    reported: true,
 };
 
 #[test]
