@@ -21,7 +21,9 @@ mod spec;
 
 #[doc(hidden)]
 pub use provider::decode_arguments;
-pub use provider::{ToolCallContext, ToolOutput, ToolProvider, TypedToolProvider, admit_call};
+pub use provider::{
+    ToolCallContext, ToolOutput, ToolProvider, TypedToolProvider, admit_call, admit_tool,
+};
 pub use registry::ToolRegistry;
 pub use spec::ToolSpec;
 
@@ -118,7 +120,9 @@ impl<T: Tool> Job for ToolJob<T> {
         Cow::Borrowed(T::NAME)
     }
 
-    fn requirements(&mut self, req: &mut Requirements, _cx: &JobContext) -> Result<()> {
+    /// Refused under a read-only scope unless the tool is read-only ([`admit_tool`]).
+    fn requirements(&mut self, req: &mut Requirements, cx: &JobContext) -> Result<()> {
+        admit_tool(T::NAME, self.tool.read_only(), cx.scope())?;
         self.tool.requirements(&self.input, req)
     }
 

@@ -133,14 +133,21 @@ forward_provider!(Box<P>, Arc<P>);
 /// tool that is not read-only is refused, whatever the palette offered. The refusal is correctable
 /// (the caller can choose another tool) and names the tool.
 pub fn admit_call(provider: &dyn ToolProvider, scope: &ScopeGuard) -> Result<()> {
-    if scope.is_read_only() && !provider.read_only() {
+    admit_tool(provider.name(), provider.read_only(), scope)
+}
+
+/// The same check for a call of the tool `name` (read-only or not) made as a job in `scope`:
+/// every tool job makes it when it is admitted ([`crate::job::Job::requirements`]), so a
+/// read-only flow cannot start a writer whoever submits it (a thinker's call, a doer, code).
+pub fn admit_tool(name: &str, read_only: bool, scope: &ScopeGuard) -> Result<()> {
+    if scope.is_read_only() && !read_only {
         tracing::warn!(
-            tool = provider.name(),
+            tool = name,
             "refused a non-read-only tool under a read-only scope"
         );
         return Err(Error::invalid_input(
             "tool",
-            Some(provider.name().to_owned()),
+            Some(name.to_owned()),
             "this tool has side effects and the current scope is read-only; use a read-only tool",
         ));
     }

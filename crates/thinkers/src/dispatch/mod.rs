@@ -370,6 +370,9 @@ impl Dispatcher {
 /// The dispatcher behind the job contract's door: a job's children go through it, and
 /// [`ContextDispatcher::dispatcher`] finds it again.
 impl Submitter for DispatcherInner {
+    /// A scope given must be the parent's or narrower ([`ScopeGuard::narrow_to`]), whoever
+    /// calls the door: a wider one fails the child at once (recorded, naming the axis or flag),
+    /// and it never runs.
     fn spawn(
         self: Arc<Self>,
         job: BoxJob<AnyOutput>,
@@ -377,7 +380,20 @@ impl Submitter for DispatcherInner {
         ordinal: Option<u32>,
         scope: Option<Arc<ScopeGuard>>,
     ) -> JobHandle<AnyOutput> {
-        Dispatcher { inner: self }.spawn(job, Some(parent), ordinal, scope)
+        let narrowed = scope
+            .map(|s| parent.scope().narrow_to((*s).clone()).map(Arc::new))
+            .transpose();
+        let dispatcher = Dispatcher { inner: self };
+        match narrowed {
+            Ok(scope) => dispatcher.spawn(job, Some(parent), ordinal, scope),
+            Err(e) => {
+                let refused = Refused {
+                    class: job.class(),
+                    error: Some(e),
+                };
+                dispatcher.spawn(BoxJob::new(refused), Some(parent), ordinal, None)
+            }
+        }
     }
 
     fn run_here<'a>(
@@ -403,6 +419,39 @@ impl Submitter for DispatcherInner {
 
     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
         self
+    }
+}
+
+/// A child refused at the door: it fails with `error` on its first attempt, having done nothing.
+struct Refused {
+    class: Cow<'static, str>,
+    error: Option<crate::Error>,
+}
+
+impl Job for Refused {
+    type Output = AnyOutput;
+
+    fn class(&self) -> Cow<'static, str> {
+        self.class.clone()
+    }
+
+    fn requirements(
+        &mut self,
+        _req: &mut crate::job::Requirements,
+        _cx: &JobContext,
+    ) -> crate::Result<()> {
+        Err(self
+            .error
+            .take()
+            .unwrap_or_else(|| crate::Error::system("dispatcher", "a refused job was retried")))
+    }
+
+    async fn execute(
+        &mut self,
+        _res: &crate::job::Resources,
+        _cx: &JobContext,
+    ) -> crate::Result<AnyOutput> {
+        Err(crate::Error::system("dispatcher", "a refused job was executed"))
     }
 }
 

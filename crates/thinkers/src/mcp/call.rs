@@ -132,8 +132,10 @@ impl Job for McpCallJob {
     }
 
     /// One slot of `mcp:<server>`, unlimited unless the deployment configures that budget (for
-    /// example to bound concurrent calls to a fragile server).
-    fn requirements(&mut self, req: &mut Requirements, _cx: &JobContext) -> Result<()> {
+    /// example to bound concurrent calls to a fragile server). Refused under a read-only scope:
+    /// no MCP tool is read-only.
+    fn requirements(&mut self, req: &mut Requirements, cx: &JobContext) -> Result<()> {
+        crate::tool::admit_tool(&self.name, false, cx.scope())?;
         req.resource(
             format!("mcp:{}", self.connection.server),
             Some(Limits::default()),

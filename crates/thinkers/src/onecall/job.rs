@@ -320,8 +320,10 @@ impl<T: ModelTool> Job for ModelToolJob<T> {
         Cow::Borrowed(T::NAME)
     }
 
-    /// Build the conversation on the first attempt; bind it to a seat on every attempt.
+    /// Build the conversation on the first attempt; bind it to a seat on every attempt. Refused
+    /// under a read-only scope unless the tool is read-only.
     fn requirements(&mut self, req: &mut Requirements, cx: &JobContext) -> Result<()> {
+        crate::tool::admit_tool(T::NAME, self.tool.read_only(), cx.scope())?;
         if self.request.is_none() {
             self.request = Some(self.build()?);
         }

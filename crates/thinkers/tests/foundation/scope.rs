@@ -80,3 +80,96 @@ async fn a_descendant_cannot_widen_its_scope() {
     // Nothing was submitted for the refused widenings.
     assert!(!rec.jobs().iter().any(|r| r.start.class == "w"));
 }
+
+/// A tool with side effects that counts its calls.
+struct Charge(std::sync::Arc<std::sync::atomic::AtomicU32>);
+
+impl thinkers::tool::Tool for Charge {
+    const NAME: &'static str = "charge_card";
+    type Input = serde_json::Value;
+    type Output = bool;
+    fn description(&self) -> std::borrow::Cow<'static, str> {
+        "Charge a card.".into()
+    }
+    async fn call(
+        &self,
+        _input: &serde_json::Value,
+        _cx: &thinkers::tool::ToolContext<'_>,
+    ) -> thinkers::Result<bool> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(true)
+    }
+}
+
+#[tokio::test]
+async fn a_read_only_flow_cannot_start_a_writer_whoever_submits_it() {
+    let (d, _) = dispatcher();
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let tool = std::sync::Arc::new(Charge(calls.clone()));
+    let t = tool.clone();
+    // A doer (not a thinker: no palette sweep) submits the writer straight to the dispatcher.
+    let err = d
+        .submit_scoped(
+            doer("read-only flow", move |cx| {
+                let t = t.clone();
+                async move {
+                    cx.submit(thinkers::tool::ToolJob::new(t, serde_json::json!({})))
+                        .await
+                }
+            }),
+            ScopeGuard::unbound().with_axis("ticket", "T-1").read_only(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("charge_card") && text.contains("read-only"),
+        "{text}"
+    );
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // Outside a read-only scope it runs.
+    let t = tool.clone();
+    d.submit(doer("writable flow", move |cx| {
+        let t = t.clone();
+        async move {
+            cx.submit(thinkers::tool::ToolJob::new(t, serde_json::json!({})))
+                .await
+        }
+    }))
+    .await
+    .unwrap();
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn the_submission_door_refuses_a_wider_scope_whoever_calls_it() {
+    let (d, rec) = dispatcher();
+    let err = d
+        .submit_scoped(
+            doer("root", |cx| async move {
+                // Straight to the door, past `submit_narrowed`: a scope without the read-only
+                // binding and with another ticket.
+                let wider = std::sync::Arc::new(ScopeGuard::unbound().with_axis("ticket", "T-9"));
+                let job =
+                    thinkers::job::erase(doer(
+                        "escapee",
+                        |cx| async move { Ok(cx.scope().clone()) },
+                    ));
+                let handle = cx.submitter().clone().spawn(job, &cx, None, Some(wider));
+                handle.await.map(|_| ())
+            }),
+            ScopeGuard::unbound().with_axis("ticket", "T-1").read_only(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert!(err.to_string().contains("scope."), "{err}");
+    // The child is on the record as failed, having run nothing.
+    let ended = rec
+        .jobs()
+        .into_iter()
+        .find(|j| j.start.class == "escapee")
+        .expect("the refused child is recorded");
+    assert_eq!(ended.status(), thinkers::record::JobStatus::Failed);
+}
