@@ -282,6 +282,19 @@ impl JobContext {
         None
     }
 
+    /// Every value the ancestors (parent, grandparent, …) published under `key`, nearest first:
+    /// for context that may only narrow going down (a calling thinker's depth), read as the
+    /// narrowest of them, so no job in between can widen it by publishing its own.
+    pub fn ancestors_metadata(&self, key: &str) -> Vec<serde_json::Value> {
+        let mut found = Vec::new();
+        let mut node = self.node.parent_node.as_ref();
+        while let Some(n) = node {
+            found.extend(n.meta(key));
+            node = n.parent_node.as_ref();
+        }
+        found
+    }
+
     /// The value the nearest job (this one or an ancestor) published under `key`, and this
     /// job's place below that job (or below the root when none did): the step ordinal and class
     /// of each job from there down to this one, `/`-separated (`-` for a job without an

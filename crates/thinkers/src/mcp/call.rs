@@ -67,12 +67,6 @@ impl McpTool {
         self.read_only_hint
     }
 
-    /// Call the tool with JSON arguments, outside the dispatcher (the job built by
-    /// [`ToolProvider::instantiate`] does exactly this).
-    pub async fn call(&self, arguments: Value) -> Result<ToolOutput> {
-        let arguments = as_object(arguments)?;
-        call(&self.connection, &self.wire_name, arguments).await
-    }
 }
 
 impl ToolProvider for McpTool {

@@ -12,10 +12,12 @@ pub const META_THINKER_DEPTH: &str = "thinker.depth";
 /// or any further ancestor), read from what that thinker published under
 /// [`META_THINKER_DEPTH`]. `None` when no thinker is above this job.
 pub(crate) fn parent_thinker_depth(cx: &JobContext) -> Option<Depth> {
-    cx.ancestor_metadata(META_THINKER_DEPTH)?
-        .as_str()?
-        .parse()
-        .ok()
+    // The shallowest any ancestor published: a job between the thinker and this one that
+    // publishes a deeper depth of its own lowers nothing and raises nothing.
+    cx.ancestors_metadata(META_THINKER_DEPTH)
+        .iter()
+        .filter_map(|v| v.as_str()?.parse::<Depth>().ok())
+        .reduce(|a, b| a.clamp_to(b))
 }
 
 /// The effective depth of a run: the input's, clamped to the calling thinker's, published on the

@@ -138,20 +138,25 @@ impl<T: ModelTool> ModelToolJob<T> {
         self
     }
 
-    /// The caller's depth: the call works at it, lowered to the depth the tool allows, never
-    /// raised (see [`ModelToolJob`]).
+    /// The caller's depth: the call works at it, lowered to the depth the tool allows and to
+    /// the depth of the thinker above it, never raised (see [`ModelToolJob::depth_in`]).
     #[must_use]
     pub fn depth(mut self, depth: Depth) -> Self {
         self.caller = Some(depth);
         self
     }
 
-    /// The depth the call works at when run under `cx`: the caller's (given, or the nearest
-    /// thinker's above `cx`) clamped to the tool's, or the tool's without a caller.
+    /// The depth the call works at when run under `cx`: the caller's (given, or the thinker's
+    /// above `cx`), never deeper than the thinker's above `cx` nor than the tool's own, or the
+    /// tool's without a caller. A depth given with [`Self::depth`] can lower the call's depth,
+    /// never raise it past its calling thinker's.
     pub fn depth_in(&self, cx: &JobContext) -> Depth {
-        self.caller
-            .or_else(|| crate::model::parent_thinker_depth(cx))
-            .map_or(self.allowed, |caller| caller.clamp_to(self.allowed))
+        let thinker = crate::model::parent_thinker_depth(cx);
+        let caller = match (self.caller, thinker) {
+            (Some(given), Some(thinker)) => Some(given.clamp_to(thinker)),
+            (given, thinker) => given.or(thinker),
+        };
+        caller.map_or(self.allowed, |caller| caller.clamp_to(self.allowed))
     }
 
     /// Build the conversation's messages with `builder` instead of the tool's

@@ -308,6 +308,37 @@ async fn a_call_works_at_its_callers_depth_lowered_to_what_the_tool_allows() {
 }
 
 #[tokio::test]
+async fn no_code_between_a_thinker_and_its_tool_raises_the_tools_depth() {
+    use thinkers::job::doer;
+    use thinkers::model::Depth;
+    use thinkers::thinker::META_THINKER_DEPTH;
+
+    let s = setup().await;
+    let medium = Probe {
+        grade: Some(Grade::Medium),
+    };
+    // A thinker at quick above; a doer between it and the tool publishes `thorough` as its own
+    // depth, and the job names `thorough` too: the call still works at quick (`low`).
+    s.rt.run(doer("under_a_quick_thinker", move |cx| {
+        cx.set_metadata(META_THINKER_DEPTH, serde_json::json!("quick"));
+        async move {
+            cx.submit_in_step(doer("in_between", move |cx| {
+                cx.set_metadata(META_THINKER_DEPTH, serde_json::json!("thorough"));
+                let job = ModelToolJob::new(Arc::new(medium), crate::support::probe_input())
+                    .unwrap()
+                    .pinned("sim-medium-a")
+                    .depth(Depth::Thorough);
+                async move { cx.submit_in_step(job).await }
+            }))
+            .await
+        }
+    }))
+    .await
+    .unwrap();
+    assert_eq!(efforts(&s, "sim-medium-a"), [Some("low".to_owned())]);
+}
+
+#[tokio::test]
 async fn an_effort_level_reserves_reasoning_tokens_and_the_cap_makes_room_for_them() {
     let s = setup().await;
     let seats = Arc::new(Mutex::new(Vec::new()));

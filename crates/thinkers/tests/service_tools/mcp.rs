@@ -132,13 +132,19 @@ async fn a_streamable_http_server_works_and_its_loss_is_a_service_failure() {
     let server_name = format!("127.0.0.1:{port}");
     assert_eq!(toolset.server(), server_name);
     let echo = toolset.get("echo").unwrap();
-    let out = echo.call(json!({"message": "over http"})).await.unwrap();
+    // A call goes through the dispatcher (there is no other way to one).
+    let d = Dispatcher::builder().build();
+    let call = |message: &str| {
+        echo.instantiate(&json!({ "message": message }), &ToolCallContext::default())
+            .unwrap()
+    };
+    let out = d.run(call("over http")).await.unwrap();
     assert_eq!(out.json, json!("Echo: over http"));
 
     // The server goes away: the call fails as the server's failure at tools/call.
     server.kill().await.unwrap();
     server.wait().await.unwrap();
-    let err = echo.call(json!({"message": "anyone?"})).await.unwrap_err();
+    let err = d.run(call("anyone?")).await.unwrap_err();
     assert_external(&err, &server_name, "tools/call");
 }
 
