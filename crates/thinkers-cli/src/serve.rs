@@ -105,7 +105,10 @@ pub(crate) struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1")]
     host: IpAddr,
     /// A bearer token every request must carry (`Authorization: Bearer …`; a browser opens
-    /// `/?token=…` once and keeps a cookie). Never printed or logged.
+    /// `/?token=…` once and keeps a cookie), at least 16 characters. Never printed or logged;
+    /// `--token generate` makes a random one and prints it once, on stderr. Without a token
+    /// the host answers only requests addressed to a loopback name (localhost, 127.0.0.1,
+    /// [::1]).
     #[arg(long, env = "THINKERS_SERVE_TOKEN", hide_env_values = true)]
     token: Option<String>,
     #[command(flatten)]
@@ -128,14 +131,23 @@ impl std::fmt::Debug for ServeArgs {
     }
 }
 
+/// The `--token` value that asks for a random token (too short to be one itself).
+const GENERATE: &str = "generate";
+
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let addr = SocketAddr::new(args.host, args.port);
-    let token = args
-        .token
-        .as_deref()
-        .map(HostToken::new)
-        .transpose()
-        .map_err(|e| anyhow::anyhow!("--token: {e}"))?;
+    // A generated token is kept apart too: it is shown once, when the host listens.
+    let (token, generated) = match args.token.as_deref() {
+        None => (None, None),
+        Some(GENERATE) => {
+            let made = HostToken::generate();
+            (Some(made.clone()), Some(made))
+        }
+        Some(given) => {
+            let token = HostToken::new(given).map_err(|e| anyhow::anyhow!("--token: {e}"))?;
+            (Some(token), None)
+        }
+    };
     // Refused before anything starts: a host other machines reach, open to anyone.
     if !addr.ip().is_loopback() && token.is_none() {
         anyhow::bail!(
@@ -173,6 +185,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         println!(
             "  every request needs the token: open {}/?token=<your token> once in a browser",
             running.url()
+        );
+    }
+    if let Some(token) = &generated {
+        // The one place a token is shown: the operator has no other way to learn it.
+        eprintln!(
+            "generated token (shown only now): {}",
+            token.expose_secret()
         );
     }
     let kept = match chat.rt.open_store() {

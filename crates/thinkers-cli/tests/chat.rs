@@ -147,7 +147,7 @@ fn serve_answers_the_page_and_the_api() {
 
     let page = http(
         addr,
-        "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        &format!("GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
     );
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");
     assert!(page.contains("<title>thinkers chat</title>"));
@@ -155,7 +155,7 @@ fn serve_answers_the_page_and_the_api() {
     let created = http(
         addr,
         &format!(
-            "POST /api/chats HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+            "POST /api/chats HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
              Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         ),
@@ -163,7 +163,7 @@ fn serve_answers_the_page_and_the_api() {
     assert!(created.starts_with("HTTP/1.1 201"), "{created}");
     let list = http(
         addr,
-        "GET /api/chats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        &format!("GET /api/chats HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
     );
     assert!(list.contains("from the cli test"), "{list}");
     child.kill().unwrap();

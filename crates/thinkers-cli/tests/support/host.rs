@@ -43,12 +43,13 @@ pub fn serve(db: &str, extra: &[&str]) -> Serve {
     Serve { child, addr }
 }
 
-/// One HTTP/1.1 request; the response's status line and body.
+/// One HTTP/1.1 request, naming the host by its address (a host without a token answers only
+/// loopback names); the response's status line and body.
 pub fn http(addr: &str, method: &str, path: &str, body: &str) -> (String, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )

@@ -1,7 +1,8 @@
 //! Who the host lets in and how much it reads: with a token every route (pages, static files,
 //! the API and both event streams) refuses a request without it (401); a browser is let in
 //! once by `/?token=` and then carries an `HttpOnly` cookie; a non-loopback address without a
-//! token refuses to start; oversized bodies and messages get 413 with JSON naming the field;
+//! token refuses to start; a token under 16 characters is refused, a generated one works;
+//! oversized bodies and messages get 413 with JSON naming the field;
 //! no CORS header is sent, and a write from another site is refused.
 
 use std::net::SocketAddr;
@@ -204,12 +205,55 @@ async fn a_public_address_without_a_token_refuses_to_start() {
     assert_eq!(resp.status(), 401);
     running.shutdown().await.unwrap();
     // A blank token, or one a cookie cannot carry, is refused without echoing it.
-    for bad in ["", "two words", "semi;colon"] {
+    for bad in ["", "two words and then some", "semi;colon;and;then;some"] {
         let err = HostToken::new(bad).unwrap_err().to_string();
         assert!(err.contains("token"), "{err}");
+        assert!(bad.is_empty() || !err.contains(bad), "{err}");
     }
     let shown = format!("{:?}", HostToken::new(TOKEN).unwrap());
     assert!(!shown.contains(TOKEN), "{shown}");
+}
+
+#[tokio::test]
+async fn a_short_token_is_refused_naming_the_minimum_and_a_generated_one_lets_a_request_in() {
+    assert_eq!(HostToken::MIN_CHARS, 16);
+    for short in ["abc", "xyzzy-15-chars!", "ééééééééééééééé"] {
+        assert!(short.chars().count() < 16);
+        let err = HostToken::new(short).unwrap_err().to_string();
+        assert!(err.contains("token") && err.contains("16"), "{err}");
+        assert!(!err.contains(short), "the token was echoed: {err}");
+    }
+    assert!(HostToken::new("exactly-16-chars").is_ok());
+    // Generated: long, unguessable (two differ), accepted by the checks a given one passes.
+    let made = HostToken::generate();
+    let secret = made.expose_secret().to_owned();
+    assert!(secret.len() >= 32, "{}", secret.len());
+    assert!(secret.bytes().all(|b| b.is_ascii_hexdigit()), "{secret}");
+    assert_ne!(HostToken::generate(), made);
+    assert_eq!(HostToken::new(secret.clone()).unwrap(), made);
+    assert!(!format!("{made:?}").contains(&secret));
+
+    let sim = sim().await;
+    let dir = tempfile::tempdir().unwrap();
+    let rt = runtime(&sim, &dir.path().join("chat.db")).await;
+    let config = HostConfig {
+        token: Some(made),
+        ..HostConfig::default()
+    };
+    let host = ChatHost::new(&rt, factory("sim-small-a", false), config).unwrap();
+    let running = host.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let url = running.url();
+    let http = reqwest::Client::new();
+    let refused = http.get(format!("{url}/api/chats")).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+    let served = http
+        .get(format!("{url}/api/chats"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(served.status(), 200);
+    running.shutdown().await.unwrap();
 }
 
 #[tokio::test]

@@ -1,4 +1,5 @@
-//! The chat host over real HTTP: the JSON API and every refusal, server-sent events in order,
+//! The chat host over real HTTP: the JSON API and every refusal, the names and origins a host
+//! answers, server-sent events in order,
 //! chats surviving a restart of the host on the same database file, and the web page driven by
 //! headless Chromium (skipped, loudly, when the browser is not installed); with `postgres`, two
 //! hosts on one PostgreSQL database serialising the turns of one chat.
@@ -17,6 +18,7 @@ mod browser;
 mod explorer_api;
 mod explorer_limits;
 mod explorer_store;
+mod names;
 #[cfg(feature = "postgres")]
 #[allow(dead_code)]
 #[path = "../conversations/pg.rs"]

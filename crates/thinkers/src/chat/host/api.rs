@@ -23,7 +23,13 @@ use crate::Error;
 
 const PAGE: &str = include_str!("page.html");
 
-pub(super) fn router(host: ChatHost) -> Router {
+/// The page, the API and the explorer behind the access checks; `listening` is the address
+/// [`ChatHost::start`] bound (`None` for a router its embedder serves).
+pub(super) fn router(host: ChatHost, listening: Option<std::net::SocketAddr>) -> Router {
+    let served = super::auth::Served {
+        token_required: host.config().token.is_some(),
+        listening,
+    };
     Router::new()
         .route("/", get(page))
         .route("/api/chats", get(list_chats).post(create_chat))
@@ -38,17 +44,24 @@ pub(super) fn router(host: ChatHost) -> Router {
             axum::routing::post(decide),
         )
         .merge(super::explorer::routes())
-        // Innermost first: the body limit, cross-site writes refused, then the token check in
-        // front of everything.
+        // Innermost first: the body limit, cross-site writes refused, the token check, then
+        // (without a token) the loopback-name check in front of everything.
         .layer(DefaultBodyLimit::max(host.config().max_body_bytes))
         .layer(middleware::from_fn_with_state(
             host.clone(),
             super::auth::limit_body,
         ))
-        .layer(middleware::from_fn(super::auth::same_origin_writes))
+        .layer(middleware::from_fn_with_state(
+            served,
+            super::auth::same_origin_writes,
+        ))
         .layer(middleware::from_fn_with_state(
             host.clone(),
             super::auth::require_token,
+        ))
+        .layer(middleware::from_fn_with_state(
+            served,
+            super::auth::loopback_names_only,
         ))
         .with_state(host)
 }

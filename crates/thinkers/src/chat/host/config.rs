@@ -17,24 +17,48 @@ pub const TOKEN_COOKIE: &str = "thinkers_token";
 pub struct HostToken(String);
 
 impl HostToken {
-    /// A token; an empty or blank one, or one with characters a cookie cannot carry
-    /// (whitespace, `;`, `,`, `"`, `\`, control characters), is refused naming `token`
-    /// (without its value).
+    /// The fewest characters a token may have. A token is all that stands between the network
+    /// and the operator's model budget, and a short one is guessed: 16 characters of hex are 64
+    /// bits. [`HostToken::generate`] makes a longer one.
+    pub const MIN_CHARS: usize = 16;
+
+    /// A token; one shorter than [`HostToken::MIN_CHARS`], or with characters a cookie cannot
+    /// carry (whitespace, `;`, `,`, `"`, `\`, control characters), is refused naming `token`
+    /// (never its value).
     pub fn new(token: impl Into<String>) -> crate::Result<Self> {
         let token = token.into();
-        let bad = token.is_empty()
-            || token.chars().any(|c| {
-                c.is_whitespace() || c.is_control() || matches!(c, ';' | ',' | '"' | '\\')
-            });
+        let bad = token
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || matches!(c, ';' | ',' | '"' | '\\'));
         if bad {
             return Err(crate::Error::invalid_input(
                 "token",
                 None,
-                "a host token must be non-empty printable text without spaces, ';', ',', '\"' \
-                 or '\\'",
+                "a host token must be printable text without spaces, ';', ',', '\"' or '\\'",
+            ));
+        }
+        if token.chars().count() < Self::MIN_CHARS {
+            return Err(crate::Error::invalid_input(
+                "token",
+                None,
+                format!(
+                    "a host token must be at least {} characters long",
+                    Self::MIN_CHARS
+                ),
             ));
         }
         Ok(Self(token))
+    }
+
+    /// A fresh random token: 64 hex digits holding 244 random bits (two version-4 UUIDs, whose
+    /// bits come from a cryptographically secure generator seeded by the operating system; only
+    /// their version and variant bits are fixed).
+    pub fn generate() -> Self {
+        Self(format!(
+            "{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        ))
     }
 
     /// Whether `offered` is this token, compared in constant time (both sides are hashed to
@@ -47,7 +71,9 @@ impl HostToken {
         a[..].ct_eq(&b[..]).into()
     }
 
-    pub(crate) fn expose(&self) -> &str {
+    /// The token itself, for the one place it must be shown: to the operator who asked for a
+    /// generated one. Never put it in an error, a log line or a response body.
+    pub fn expose_secret(&self) -> &str {
         &self.0
     }
 }
@@ -71,8 +97,11 @@ pub struct HostConfig {
     /// How long a turn waits for a turn of the same chat running on another host sharing the
     /// database, before it is given up with an error event (PostgreSQL only).
     pub turn_wait: Duration,
-    /// The bearer token every route requires (see [`HostToken`]); `None` lets anyone who
-    /// reaches the port in, which [`super::ChatHost::start`] allows on a loopback address only.
+    /// The bearer token every route requires (see [`HostToken`]); `None` lets in whoever
+    /// reaches the port and names this machine, which [`super::ChatHost::start`] allows on a
+    /// loopback address only: a request must then name a loopback host (`localhost`,
+    /// `*.localhost`, `127.0.0.0/8`, `[::1]`) in its `Host`, so a web page that points its own
+    /// domain at 127.0.0.1 (DNS rebinding) is refused (see the host's module docs).
     pub token: Option<HostToken>,
 }
 

@@ -21,6 +21,29 @@
 //! serves the same chats. Turns of one chat run one at a time: a message arriving after a turn
 //! closed starts the next, which waits until the last has saved.
 //!
+//! # Who is let in
+//!
+//! * **Without a token** (the default; [`ChatHost::start`] then binds a loopback address only)
+//!   a request must name a loopback host: its `Host` (and the authority of an absolute or
+//!   HTTP/2 target) is `localhost`, a `*.localhost` name, an address in `127.0.0.0/8` or
+//!   `[::1]`, with or without a port. Anything else, or no host at all (HTTP/1.0), is a 421
+//!   with a short plain-text reason. Listening on the loopback does not keep a browser's pages
+//!   out: a page the person visits can point its own domain at 127.0.0.1 (DNS rebinding) and
+//!   then read and write this host as its own origin, under its own name; that name is what
+//!   gives it away.
+//! * **With a token** the name is not checked. A rebound page still reaches the port, but it
+//!   cannot authenticate: it does not know the token, and the browser keeps the host's
+//!   cookie for the host's own name, never sending it to the rebound one, so every request is
+//!   a 401. And a host other machines reach (behind a proxy, under a LAN or public name) is
+//!   addressed by names it cannot know in advance.
+//! * **Writes from another site** are refused (403, naming `origin`) token or not: a `POST`
+//!   (any method but `GET`, `HEAD`, `OPTIONS`) whose `Origin` is present and is neither the
+//!   origin its `Host` names nor, for a host listening on a loopback address, a loopback origin
+//!   with the port it listens on. With a token this is a second wall behind the
+//!   `SameSite=Strict` cookie. Clients that send no `Origin` (curl, scripts) are not affected.
+//! * A token has at least [`HostToken::MIN_CHARS`] characters; [`HostToken::generate`] makes
+//!   one.
+//!
 //! On PostgreSQL several hosts may serve the same chats. A turn then also holds the chat's lock
 //! in the database ([`ChatStore::lock_turn`]) and, once it holds it, continues the conversation
 //! as stored (another host may have added a turn since). A turn waits for another host's turn
@@ -160,9 +183,11 @@ impl ChatHost {
         })
     }
 
-    /// The axum router of the page and the API.
+    /// The axum router of the page and the API, with the access checks of the module docs.
+    /// Served by its embedder, it does not know the address it listens on: a write's `Origin`
+    /// must then be exactly the origin its `Host` names.
     pub fn router(&self) -> axum::Router {
-        api::router(self.clone())
+        api::router(self.clone(), None)
     }
 
     /// Serve on `addr` (port 0 picks a free one) until [`RunningHost::shutdown`], which ends
@@ -191,7 +216,7 @@ impl ChatHost {
             .map_err(|e| Error::system("chat host", format!("no local address after bind: {e}")))?;
         let stop = self.inner.stop.clone();
         let shutdown = stop.clone();
-        let app = self.router();
+        let app = api::router(self.clone(), Some(addr));
         let task = tokio::spawn(async move {
             axum::serve(listener, app)
                 .with_graceful_shutdown(async move { shutdown.cancelled().await })
