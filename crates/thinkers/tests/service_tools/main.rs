@@ -21,3 +21,4 @@ mod mcp_thinker;
 mod pubmed;
 mod support;
 mod web_fetch;
+mod web_fetch_ipv6;
