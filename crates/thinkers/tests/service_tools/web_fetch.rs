@@ -362,3 +362,54 @@ async fn the_largest_retry_after_a_header_can_carry_is_waited_for_the_cap() {
         started.elapsed()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_of_nested_divs_answers_within_the_deadline() {
+    // Just under the 2 MiB size cap of nested `<div>`s, the text at the bottom. Parsed as the
+    // HTML standard says, this takes minutes of CPU; the tool must answer within its 2 s
+    // timeout, with the text or with the timeout error. The outer bound is generous (the
+    // machine is shared); without the fix the call held a runtime worker for minutes.
+    let depth = (2 * 1024 * 1024 - 200) / "<div>".len();
+    let body = format!(
+        "<!doctype html><html><head><title>Deep</title></head><body>{}deep text</body></html>",
+        "<div>".repeat(depth)
+    );
+    let router = Router::new().route(
+        "/deep",
+        get(move || {
+            let body = body.clone();
+            async move { ([(header::CONTENT_TYPE, "text/html")], body) }
+        }),
+    );
+    let fake = Fake::start(router).await;
+    let tool = WebFetch::new(WebFetchConfig {
+        timeout: Duration::from_secs(2),
+        policy: AddressPolicy::strict().allow("127.0.0.1").unwrap(),
+        ..WebFetchConfig::default()
+    })
+    .unwrap();
+    let d = Dispatcher::builder().build();
+    let url = fake.url("/deep");
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(30),
+        call(&d, tool, json!({ "url": url })),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("no answer 30 s into a call with a 2 s timeout"));
+    match outcome {
+        Ok(out) => {
+            let p = page(&out);
+            assert_eq!(p.title.as_deref(), Some("Deep"));
+            assert_eq!(p.text, "deep text");
+            assert!(!p.truncated);
+        }
+        Err(err) => {
+            assert_external(&err, "127.0.0.1", "fetch");
+            let message = err.to_string();
+            assert!(
+                message.contains(&url) && message.contains("2s"),
+                "{message}"
+            );
+        }
+    }
+}

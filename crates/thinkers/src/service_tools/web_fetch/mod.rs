@@ -5,6 +5,13 @@
 //! tied to the connection), reads at most [`WebFetchConfig::max_bytes`] of the body (setting
 //! `truncated` when there was more) and renders HTML as plain text that reads like Markdown.
 //!
+//! [`WebFetchConfig::timeout`] bounds the whole call, rendering included: HTML is parsed and
+//! rendered on a blocking thread (never on the async runtime's workers), by a parse whose work is
+//! linear in the page's size (markup nested deeper than a limit is flattened, and a page whose
+//! standard tree would grow out of proportion to its markup is rendered up to that point and
+//! marked `truncated`). The renderer stops soon after the deadline even when the call has already
+//! answered.
+//!
 //! Outcomes, as the model reads them:
 //!
 //! * a URL that is not http(s), does not parse, points at a refused address, redirects too often
@@ -15,11 +22,14 @@
 //!   `fetch` step; a connection failure or timeout → the same, as a transport failure;
 //! * a 429 (or a 503 with `Retry-After`) → a throttling retry signal on the site's budget
 //!   `web:<host>`, which every call to that host asks admission for: the dispatcher pauses the
-//!   budget, waits and runs the call again.
+//!   budget, waits and runs the call again;
+//! * no complete answer within the timeout (fetching or rendering) → [`Error::ExternalService`]
+//!   on the `fetch` step, naming the URL and the timeout.
 //!
 //! Bodies are decoded as UTF-8 (invalid sequences replaced); a page in another charset reads with
 //! replacement characters where it is not ASCII.
 
+mod bounded;
 pub mod guard;
 mod html;
 
@@ -27,7 +37,7 @@ pub use guard::{AddressPolicy, Refused};
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use reqwest::header::{CONTENT_TYPE, LOCATION};
 use reqwest::redirect::Policy;
@@ -48,7 +58,7 @@ pub struct WebFetchConfig {
     /// The most body bytes read; the rest is dropped and the result marked truncated.
     /// Default 2 MiB.
     pub max_bytes: usize,
-    /// A bound on one whole fetch, redirects included. Default 30 s.
+    /// A bound on one whole call: redirects, reading and rendering included. Default 30 s.
     pub timeout: Duration,
     /// The most redirects followed. Default 5.
     pub max_redirects: u32,
@@ -87,7 +97,9 @@ pub struct WebPage {
     pub title: Option<String>,
     /// The readable text: HTML rendered as plain text, other text as served.
     pub text: String,
-    /// Whether the body was longer than the size cap and only its start was read.
+    /// Whether `text` holds only the start of the page: the body was longer than the size cap and
+    /// only its start was read, or its markup would have grown a tree out of proportion to its
+    /// size and only its start was rendered.
     pub truncated: bool,
 }
 
@@ -125,7 +137,7 @@ impl WebFetch {
         &self.config
     }
 
-    async fn fetch(&self, input: &WebFetchInput) -> Result<WebPage> {
+    async fn fetch(&self, input: &WebFetchInput, deadline: Instant) -> Result<WebPage> {
         let mut url = parse_url(&input.url, &input.url)?;
         let mut redirects = 0;
         loop {
@@ -174,7 +186,7 @@ impl WebFetch {
             }
             let budget = budget_for(&host);
             let resp = http::check_status(&step, Some(&budget), resp).await?;
-            return self.read_page(&step, url, resp, &input.url).await;
+            return self.read_page(&step, url, resp, &input.url, deadline).await;
         }
     }
 
@@ -184,6 +196,7 @@ impl WebFetch {
         url: Url,
         mut resp: reqwest::Response,
         value: &str,
+        deadline: Instant,
     ) -> Result<WebPage> {
         let status = resp.status().as_u16();
         let content_type = resp
@@ -205,14 +218,12 @@ impl WebFetch {
         let (body, truncated) = http::read_capped(step, &mut resp, self.config.max_bytes).await?;
         let body = String::from_utf8_lossy(&body);
         let kind = declared.unwrap_or_else(|| Kind::sniff(&body));
-        let (title, text) = match kind {
+        let (title, text, cut) = match kind {
             Kind::Html => {
-                let text = html::to_text(&body, &url).map_err(|e| {
-                    Error::external(step.service, "rendering HTML", e.to_string()).with_source(e)
-                })?;
-                (html::title(&body), text)
+                self.render(step, body.into_owned(), &url, value, deadline)
+                    .await?
             }
-            Kind::Text | Kind::Other => (None, body.into_owned()),
+            Kind::Text | Kind::Other => (None, body.into_owned(), false),
         };
         Ok(WebPage {
             url: url.to_string(),
@@ -220,9 +231,54 @@ impl WebFetch {
             content_type,
             title,
             text,
-            truncated,
+            truncated: truncated || cut,
         })
     }
+
+    /// The title, the text and whether the text was cut, rendered on a blocking thread so the
+    /// CPU-bound parse never holds an async worker. Past `deadline` the answer is the timeout
+    /// error; the blocking thread stops soon after (see [`bounded`]).
+    async fn render(
+        &self,
+        step: &ServiceStep<'_>,
+        body: String,
+        url: &Url,
+        value: &str,
+        deadline: Instant,
+    ) -> Result<(Option<String>, String, bool)> {
+        let base = url.clone();
+        let rendering = tokio::task::spawn_blocking(move || {
+            let rendered = html::to_text(&body, &base, deadline)?;
+            Ok::<_, html::RenderError>((html::title(&body), rendered))
+        });
+        match rendering.await {
+            Ok(Ok((title, rendered))) => Ok((title, rendered.text, rendered.cut)),
+            Ok(Err(html::RenderError::Deadline(_))) => Err(timed_out(value, self.config.timeout)),
+            Ok(Err(e @ html::RenderError::Html(_))) => {
+                Err(Error::external(step.service, "rendering HTML", e.to_string()).with_source(e))
+            }
+            // A panic in the renderer is this page's failure, caught on its thread.
+            Err(e) => Err(Error::external(
+                step.service,
+                "rendering HTML",
+                format!("the HTML renderer failed on this page: {e}"),
+            )),
+        }
+    }
+}
+
+/// The answer when a call found no complete answer within `limit`: naming the URL the model
+/// sent (`value`) and the limit, on the `fetch` step of its host.
+fn timed_out(value: &str, limit: Duration) -> Error {
+    let host = Url::parse(value.trim())
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_default();
+    Error::external(
+        host,
+        "fetch",
+        format!("no complete answer from {value} within {limit:?}"),
+    )
 }
 
 /// The admission budget of one site: throttling by a site pauses further calls to it.
@@ -355,19 +411,13 @@ impl Tool for WebFetch {
 
     async fn call(&self, input: &WebFetchInput, _cx: &ToolContext<'_>) -> Result<WebPage> {
         let limit = self.config.timeout;
-        match tokio::time::timeout(limit, self.fetch(input)).await {
+        // A timeout too large for the clock is a deadline a year away.
+        let deadline = Instant::now()
+            .checked_add(limit)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600));
+        match tokio::time::timeout_at(deadline.into(), self.fetch(input, deadline)).await {
             Ok(outcome) => outcome,
-            Err(_) => {
-                let host = Url::parse(input.url.trim())
-                    .ok()
-                    .and_then(|u| u.host_str().map(str::to_owned))
-                    .unwrap_or_default();
-                Err(Error::external(
-                    host,
-                    "fetch",
-                    format!("no complete answer within {limit:?}"),
-                ))
-            }
+            Err(_) => Err(timed_out(&input.url, limit)),
         }
     }
 }
@@ -413,12 +463,25 @@ mod tests {
             "http://0x7f.1/",
             "http://[::1]/",
             "http://[::ffff:10.0.0.1]/",
+            "http://[::127.0.0.1]/",
+            "http://[::ffff:0:127.0.0.1]/",
+            "http://[64:ff9b:1::7f00:1]/",
+            "http://[2002:7f00:1::]/",
+            "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
+            "http://[100::1]/",
         ] {
             let u = parse_url(url, url).unwrap();
             let err = check_literal(&p, &u, None, url).unwrap_err();
             assert!(!err.to_string().contains("redirect"), "{err}");
         }
-        let u = parse_url("http://example.com/", "x").unwrap();
-        assert!(check_literal(&p, &u, None, "x").is_ok());
+        for public in [
+            "http://example.com/",
+            "http://8.8.8.8/",
+            "http://[2001:4860:4860::8888]/",
+            "http://[64:ff9b::808:808]/",
+        ] {
+            let u = parse_url(public, public).unwrap();
+            assert!(check_literal(&p, &u, None, public).is_ok(), "{public}");
+        }
     }
 }
