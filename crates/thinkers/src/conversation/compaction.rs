@@ -178,7 +178,10 @@ impl Compactor {
         }
         let half = u32::try_from(folded / 2).unwrap_or(u32::MAX);
         let summary_tokens = summary_tokens.min(half);
-        let text = transcript::messages(&conversation.messages()[..cut]);
+        // The summariser is a model too: it reads a failed turn's marker without its reason.
+        let text = transcript::messages(&super::no_answer::for_model_slice(
+            &conversation.messages()[..cut],
+        ));
         let mut summary = self.summarizer.summarize(&text, summary_tokens).await?;
         let mut after = measure(summary.trim(), cut)?;
         let base = measure("", cut)?;

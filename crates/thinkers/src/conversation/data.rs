@@ -244,9 +244,13 @@ impl Conversation {
     }
 
     /// The request for the next call: the rendered objective as system content and every
-    /// message. The caller adds tools, the answer shape and budgets.
+    /// message (a [`super::no_answer`] marker as the model reads it). The caller adds tools,
+    /// the answer shape and budgets.
     pub fn render(&self) -> ChatRequest {
-        ChatRequest::new(self.objective.render(), self.shared_messages())
+        ChatRequest::new(
+            self.objective.render(),
+            super::no_answer::for_model(self.shared_messages()),
+        )
     }
 
     /// The whole conversation as readable text; see [`transcript::render`].

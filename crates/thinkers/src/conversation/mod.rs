@@ -13,6 +13,8 @@
 //! * [`ConversationStore`] keeps durable conversations under optimistic versioning: a save based
 //!   on a stale version fails with a [`VersionConflict`] and writes nothing.
 //!   [`MemoryConversationStore`] is in memory; the SQLite store lives in [`crate::store`].
+//! * A turn that gave no answer leaves a [`no_answer`] marker saying why; a model reads only
+//!   that the turn failed.
 //! * Compaction ([`Compactor`]) folds older turns into one summary written by a [`Summarizer`],
 //!   keeping the objective, the latest turns, every kept tool call paired with its results, and
 //!   the state. Each compaction yields a [`CompactionRecord`].
@@ -21,6 +23,7 @@ mod compaction;
 mod data;
 mod id;
 mod memory;
+pub mod no_answer;
 mod objective;
 mod service;
 mod sizing;

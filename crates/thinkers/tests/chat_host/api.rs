@@ -285,7 +285,8 @@ async fn chats_survive_a_restart_of_the_host_on_the_same_database() {
 }
 
 #[tokio::test]
-async fn a_provider_failure_is_an_error_event_and_the_next_turn_reads_the_marker() {
+async fn a_provider_failure_is_recorded_with_its_reason_and_the_next_turn_reads_only_that_it_failed()
+ {
     let sim = sim().await;
     let dir = tempfile::tempdir().unwrap();
     let h = host(&sim, &dir.path().join("chat.db"), false).await;
@@ -300,22 +301,53 @@ async fn a_provider_failure_is_an_error_event_and_the_next_turn_reads_the_marker
     let hist = history(&h.url, &chat).await;
     let messages = hist["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 2, "{hist}");
-    let marker = messages[1]["content"][0]["text"].as_str().unwrap();
+    let marker = messages[1]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(marker.starts_with("[no answer:"), "{marker}");
+    // The record says why: the entry, where it was called and what the provider said.
+    let sim_addr = sim.base_url().trim_start_matches("http://").to_owned();
+    let internals = [
+        "sim-small-a",
+        "sim-openai",
+        "http://",
+        sim_addr.as_str(),
+        "server_error",
+        "The server had an error",
+    ];
+    for detail in internals {
+        assert!(marker.contains(detail), "{detail} not in {marker}");
+    }
 
     sim.reset(); // the faults left over, and the request log
-    let before = 0;
     let (status, _) = post_text(&h.url, &chat, "Once more: the capital of France?").await;
     assert_eq!(status, 202);
     let after = events.last().unwrap().id;
     let events = events_until_answer(&h.url, &chat, after).await;
     assert_eq!(events.last().unwrap().name, "answer", "{events:?}");
-    let sent = &sim.requests()[before..];
-    let body = sent.last().unwrap().body.to_string();
-    assert!(
-        body.contains("[no answer:"),
-        "the marker reached the model: {body}"
-    );
+    // What the model read of the failed turn: that it failed, nothing of why.
+    let sent = sim.requests();
+    assert!(!sent.is_empty());
+    for request in &sent {
+        let read = request.body["messages"].to_string();
+        assert!(
+            read.contains("[the previous turn failed; no answer was given]"),
+            "{read}"
+        );
+        assert!(
+            !read.contains("[no answer"),
+            "the marker reached the model: {read}"
+        );
+        for detail in internals {
+            assert!(!read.contains(detail), "{detail} reached the model: {read}");
+        }
+    }
+    // The record and the page still show the marker, reason and all.
+    let hist = history(&h.url, &chat).await;
+    let messages = hist["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 4, "{hist}");
+    assert_eq!(messages[1]["content"][0]["text"], marker.as_str());
     h.running.shutdown().await.unwrap();
 }
 

@@ -260,7 +260,7 @@ async fn a_key_echoed_in_a_failed_turn_stays_out_of_the_conversation_and_the_nex
                 &message.text(),
             );
         }
-        // The next turn carries the marker to the provider.
+        // The next turn tells the provider the last one failed (never why).
         f.sim.reset();
         let turn = chat.turn();
         assert!(chat.add_message("Are you there now?"));

@@ -46,8 +46,9 @@ pub const DEFAULT_CHAT_ITERATIONS: u32 = 40;
 /// * Depth is the thinker's own ([`Depth::Standard`] unless set), clamped under a calling
 ///   thinker. A chat wanting the strongest served model declares [`Grade::Ceiling`](crate::model::Grade::Ceiling).
 /// * A failed exchange fails the turn but loses nothing: the conversation is cut back to the
-///   person's last message, an assistant note `[no answer: <why>]` takes the answer's place, and
-///   the next turn's model reads it.
+///   person's last message, an assistant note `[no answer: <why>]` takes the answer's place (the
+///   record and the page show why), and the next turn's model reads only that the turn failed
+///   ([`crate::conversation::no_answer::FAILED_TURN_FOR_MODEL`]), never why.
 pub struct ReactiveThinker {
     core: ThinkerCore,
     observer: ThinkerObserver,

@@ -135,7 +135,8 @@ pub(crate) async fn open(
 }
 
 /// The request of one turn: the objective with the guidance this turn needs, derived here and
-/// never stored, then every message. Each piece is sent only where it changes what the model
+/// never stored, then every message (a failed turn's [`crate::conversation::no_answer`] marker
+/// as the model reads it: that it failed, never why). Each piece is sent only where it changes what the model
 /// does: the ref legend when the answer contract uses refs, the parallel-calls hint
 /// ([`TOOL_GUIDANCE`]) when the `palette` holds more than one tool, and the effort line of the
 /// run's depth as [`effort_line`] says. The depth is the run's, so a depth that changes between
@@ -161,7 +162,10 @@ pub(crate) fn render(
         guidance.push_str(part);
     }
     let system = objective.render_replacing(Objective::GUIDANCE, &guidance);
-    ChatRequest::new(system, conv.shared_messages())
+    ChatRequest::new(
+        system,
+        crate::conversation::no_answer::for_model(conv.shared_messages()),
+    )
 }
 
 /// The line that tells the model the run's depth ([`Depth::hint`]), where the model can act on

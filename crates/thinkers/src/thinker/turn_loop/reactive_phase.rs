@@ -46,12 +46,10 @@ pub(crate) fn clip(text: &str, max: usize) -> String {
     format!("{}…", &text[..end])
 }
 
-/// The marker recorded in place of an answer that did not come.
-fn no_answer_marker(error: &Error) -> String {
-    format!(
-        "[no answer: {}]",
-        clip(&error.for_model(), MAX_REASON_BYTES)
-    )
+/// The marker recorded in place of an answer that did not come: why, for the record and the
+/// page (a model reads only that the turn failed; see [`crate::conversation::no_answer`]).
+fn no_answer_marker(error: &Error) -> Message {
+    crate::conversation::no_answer::marker(&clip(&error.for_model(), MAX_REASON_BYTES))
 }
 
 #[derive(Debug, Default)]
@@ -199,7 +197,7 @@ impl ReactivePhase {
             if conv.messages().len() > end {
                 conv.truncate(end);
             }
-            conv.push(Message::assistant_text(no_answer_marker(error)));
+            conv.push(no_answer_marker(error));
         }
         for text in late {
             conv.push(Message::user_text(text));
@@ -356,6 +354,8 @@ mod tests {
         assert_eq!(clipped.len(), 600 + '…'.len_utf8());
         assert_eq!(clip("short", 600), "short");
         let marker = no_answer_marker(&Error::invalid_input("x", None, "y".repeat(5000)));
+        assert!(crate::conversation::no_answer::is_marker(&marker));
+        let marker = marker.text();
         assert!(marker.starts_with("[no answer: "), "{marker}");
         assert!(marker.len() < 700, "{}", marker.len());
     }
