@@ -41,6 +41,8 @@ pub(crate) struct ChatSetup {
     /// The chat's objective (its system content).
     #[arg(long, default_value = DEFAULT_OBJECTIVE)]
     objective: String,
+    #[command(flatten)]
+    caps: crate::caps::CapArgs,
 }
 
 /// A runtime for chats, and the sim it talks to when offline (kept alive with it).
@@ -77,8 +79,9 @@ pub(crate) async fn chat_runtime(setup: &ChatSetup) -> anyhow::Result<ChatRuntim
             (Catalog::bundled().with_sim_url(&sim.base_url()), Some(sim))
         }
     };
-    let rt = Runtime::builder(catalog)
-        .database(setup.db.to_string_lossy())
+    let rt = setup
+        .caps
+        .apply(Runtime::builder(catalog).database(setup.db.to_string_lossy()))
         .build()
         .await
         .context("opening the database given by --db")?;
