@@ -451,7 +451,10 @@ impl Job for Refused {
         _res: &crate::job::Resources,
         _cx: &JobContext,
     ) -> crate::Result<AnyOutput> {
-        Err(crate::Error::system("dispatcher", "a refused job was executed"))
+        Err(crate::Error::system(
+            "dispatcher",
+            "a refused job was executed",
+        ))
     }
 }
 

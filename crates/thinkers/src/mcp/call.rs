@@ -66,7 +66,6 @@ impl McpTool {
     pub fn read_only_hint(&self) -> Option<bool> {
         self.read_only_hint
     }
-
 }
 
 impl ToolProvider for McpTool {
