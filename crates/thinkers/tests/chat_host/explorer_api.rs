@@ -188,22 +188,16 @@ fn cached_call(root: JobId, entry: &str, cost: Option<f64>, currency: &str) -> L
     }
 }
 
-#[tokio::test]
-async fn the_explorer_counts_cache_reads_and_writes_apart() {
-    let dir = tempfile::tempdir().unwrap();
-    // No model is called: the rows are recorded as they would be.
-    let rt = thinkers::Runtime::builder(Catalog::bundled().with_sim_url("http://127.0.0.1:9"))
-        .database(dir.path().join("x.db").to_str().unwrap())
-        .build()
-        .await
-        .unwrap();
+/// A recorder on `rt`'s store, and a finished root job of `class` recorded in it (its model
+/// calls are recorded by the caller as they would be: no model is called).
+fn recorded_root(rt: &thinkers::Runtime, class: &str) -> (SqliteRecorder, JobId) {
     let recorder = SqliteRecorder::new(rt.store().unwrap()).unwrap();
     let (root, at) = (JobId::new(), now_ms());
     recorder.job_started(JobStart {
         id: root,
         parent: None,
         workflow: root,
-        class: "cached".to_owned(),
+        class: class.to_owned(),
         ordinal: None,
         started_at_ms: at,
     });
@@ -215,23 +209,36 @@ async fn the_explorer_counts_cache_reads_and_writes_apart() {
         ended_at_ms: at + 1_000,
         attempts: 1,
     });
+    (recorder, root)
+}
+
+/// `GET url`, read as JSON.
+async fn get_json(url: String) -> Value {
+    reqwest::get(url)
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_explorer_counts_cache_reads_and_writes_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    // No model is called: the rows are recorded as they would be.
+    let rt = thinkers::Runtime::builder(Catalog::bundled().with_sim_url("http://127.0.0.1:9"))
+        .database(dir.path().join("x.db").to_str().unwrap())
+        .build()
+        .await
+        .unwrap();
+    let (recorder, root) = recorded_root(&rt, "cached");
     for _ in 0..2 {
         recorder.llm_run(cached_call(root, "priced", Some(0.01), "USD"));
     }
     recorder.llm_run(cached_call(root, "unpriced", None, ""));
     recorder.flush().await.unwrap();
     let h = host_with(rt, false).await;
-    let get = |path: &str| {
-        let url = format!("{}{path}", h.url);
-        async move {
-            reqwest::get(url)
-                .await
-                .unwrap()
-                .json::<Value>()
-                .await
-                .unwrap()
-        }
-    };
+    let get = |path: &str| get_json(format!("{}{path}", h.url));
 
     // The workflow list: all input, and the cache reads and writes of it, the unpriced call's
     // included; its cost stays unknown beside the known amount.
@@ -283,24 +290,7 @@ async fn the_explorer_shows_where_each_spending_cap_stands() {
         .build()
         .await
         .unwrap();
-    let recorder = SqliteRecorder::new(rt.store().unwrap()).unwrap();
-    let (root, at) = (JobId::new(), now_ms());
-    recorder.job_started(JobStart {
-        id: root,
-        parent: None,
-        workflow: root,
-        class: "capped".to_owned(),
-        ordinal: None,
-        started_at_ms: at,
-    });
-    recorder.job_finished(JobEnd {
-        id: root,
-        status: JobStatus::Succeeded,
-        error_kind: None,
-        error: None,
-        ended_at_ms: at + 1_000,
-        attempts: 1,
-    });
+    let (recorder, root) = recorded_root(&rt, "capped");
     for _ in 0..2 {
         // Two calls, each its own job's only call: nothing was paid again.
         let mut call = cached_call(root, "priced", Some(0.01), "USD");
@@ -309,17 +299,7 @@ async fn the_explorer_shows_where_each_spending_cap_stands() {
     }
     recorder.flush().await.unwrap();
     let h = host_with(rt, false).await;
-    let get = |path: String| {
-        let url = format!("{}{path}", h.url);
-        async move {
-            reqwest::get(url)
-                .await
-                .unwrap()
-                .json::<Value>()
-                .await
-                .unwrap()
-        }
-    };
+    let get = |path: String| get_json(format!("{}{path}", h.url));
     let cost = get("/api/runs/cost".into()).await;
     let caps = cost["caps"].as_array().unwrap();
     assert_eq!(caps.len(), 2, "{cost}");
