@@ -3,6 +3,10 @@
 
 use serde::Serialize;
 
+use super::error::{CatalogError, Problem};
+use super::fields::Fields;
+use super::provider::Dialect;
+
 /// How long Anthropic keeps a cached prefix (`cache_ttl`: `"5m"`, the default, or `"1h"`). A
 /// write costs 1.25x the input price for five minutes and 2x for an hour, unless the entry gives
 /// `price_cache_write`; a read costs `price_cached`.
@@ -112,4 +116,52 @@ impl BedrockCaching {
             Self::None
         }
     }
+}
+
+/// `prompt_cache` (the entry's, else its provider's, else on) and `cache_ttl` (Anthropic
+/// entries only: `"5m"` by default, or `"1h"`).
+pub(super) fn read_prompt_cache(
+    f: &mut Fields<'_>,
+    dialect: Dialect,
+    provider_caches: bool,
+) -> Result<PromptCache, CatalogError> {
+    let on = f.boolean("prompt_cache")?.unwrap_or(provider_caches);
+    let ttl = match f.string("cache_ttl")? {
+        None => CacheTtl::default(),
+        Some(_) if dialect != Dialect::Anthropic => {
+            return Err(f.error(
+                "cache_ttl",
+                f.value_of("cache_ttl"),
+                Problem::Conflict,
+                format!(
+                    "a cache TTL is read only for the `anthropic` dialect, not `{dialect}` \
+                     (the others cache for as long as the provider decides)"
+                ),
+            ));
+        }
+        Some(name) => CacheTtl::from_name(name).ok_or_else(|| {
+            f.error(
+                "cache_ttl",
+                f.value_of("cache_ttl"),
+                Problem::BadValue,
+                format!(
+                    "unknown cache TTL; use one of: {}",
+                    CacheTtl::NAMES.join(", ")
+                ),
+            )
+        })?,
+    };
+    if !on && f.value_of("cache_ttl").is_some() {
+        return Err(f.error(
+            "cache_ttl",
+            f.value_of("cache_ttl"),
+            Problem::Conflict,
+            "cache_ttl has no effect with prompt_cache = false; remove one of them",
+        ));
+    }
+    Ok(if on {
+        PromptCache::On(ttl)
+    } else {
+        PromptCache::Off
+    })
 }

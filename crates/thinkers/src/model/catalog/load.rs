@@ -7,12 +7,12 @@ use serde::Deserialize;
 use toml::{Spanned, Value};
 
 use super::azure::{read_auth, read_azure};
-use super::cache::{BedrockCaching, CacheTtl, PromptCache};
+use super::cache::{BedrockCaching, CacheTtl, PromptCache, read_prompt_cache};
 use super::entry::{Entry, Pricing, Reasoning};
 use super::error::{CatalogError, Location, Problem};
 use super::fields::{Fields, RawTable, Source};
 use super::provider::{Dialect, Provider, SIM_PLACEHOLDER, StructuredOutput};
-use super::spend::read_caps;
+use super::spend::{read_entry_caps, read_table_caps};
 use crate::dispatch::{CapOn, SpendCap};
 use crate::job::Seat;
 use crate::model::Tokenizer;
@@ -69,9 +69,11 @@ pub(super) fn load_keyed(
     let mut caps = Vec::new();
     if let Some(spend) = doc.spend {
         let top = RawTable::from([("spend".to_owned(), spend)]);
-        let mut f = Fields::new(source, Location::Document, &top);
-        let items = f.table("spend")?.unwrap_or_default();
-        caps.extend(read_caps(&f, "spend", &items, None, &CapOn::Every)?);
+        read_table_caps(
+            &mut Fields::new(source, Location::Document, &top),
+            CapOn::Every,
+            &mut caps,
+        )?;
     }
 
     let mut providers = BTreeMap::new();
@@ -175,10 +177,7 @@ fn read_provider(
     } else {
         None
     };
-    if let Some(items) = f.table("spend")? {
-        let on = CapOn::Provider(name.to_owned());
-        caps.extend(read_caps(&f, "spend", &items, None, &on)?);
-    }
+    read_table_caps(&mut f, CapOn::Provider(name.to_owned()), caps)?;
     f.finish()?;
     Ok(Provider {
         name: name.to_owned(),
@@ -309,39 +308,7 @@ fn read_entry(
     };
     let pricing = read_pricing(&mut f, priced_writes)?;
     let currency = pricing.as_ref().map(|p| p.currency.as_ref());
-    // A cap on the entry's provider (read before it) must be able to bound the entry's calls.
-    let on_provider = CapOn::Provider(provider.clone());
-    if let Some(cap) = caps
-        .iter()
-        .find(|c| *c.on() == on_provider && currency.is_none_or(|cur| cur != c.currency()))
-    {
-        let why = currency.map_or_else(
-            || "the entry has no prices".to_owned(),
-            |cur| format!("the entry is priced in {cur}"),
-        );
-        return Err(f.error(
-            "provider",
-            f.value_of("provider"),
-            Problem::BadValue,
-            format!(
-                "provider `{provider}` caps spending in {}, but {why}: the cap could not \
-                 bound its calls",
-                cap.currency()
-            ),
-        ));
-    }
-    if let Some(items) = f.table("spend")? {
-        if currency.is_none() {
-            return Err(f.error(
-                "spend",
-                f.value_of("spend"),
-                Problem::BadValue,
-                "an entry without prices cannot be capped: its calls' cost is unknown",
-            ));
-        }
-        let on = CapOn::Entry(id.clone());
-        caps.extend(read_caps(&f, "spend", &items, currency, &on)?);
-    }
+    read_entry_caps(&mut f, &id, &provider, currency, caps)?;
     let cache_reads_count = f
         .boolean("cache_reads_count")?
         .unwrap_or(dialect != Dialect::Anthropic);
@@ -382,54 +349,6 @@ fn read_entry(
         tokenizer,
         prompt_cache,
         cache_reads_count,
-    })
-}
-
-/// `prompt_cache` (the entry's, else its provider's, else on) and `cache_ttl` (Anthropic
-/// entries only: `"5m"` by default, or `"1h"`).
-fn read_prompt_cache(
-    f: &mut Fields<'_>,
-    dialect: Dialect,
-    provider_caches: bool,
-) -> Result<PromptCache, CatalogError> {
-    let on = f.boolean("prompt_cache")?.unwrap_or(provider_caches);
-    let ttl = match f.string("cache_ttl")? {
-        None => CacheTtl::default(),
-        Some(_) if dialect != Dialect::Anthropic => {
-            return Err(f.error(
-                "cache_ttl",
-                f.value_of("cache_ttl"),
-                Problem::Conflict,
-                format!(
-                    "a cache TTL is read only for the `anthropic` dialect, not `{dialect}` \
-                     (the others cache for as long as the provider decides)"
-                ),
-            ));
-        }
-        Some(name) => CacheTtl::from_name(name).ok_or_else(|| {
-            f.error(
-                "cache_ttl",
-                f.value_of("cache_ttl"),
-                Problem::BadValue,
-                format!(
-                    "unknown cache TTL; use one of: {}",
-                    CacheTtl::NAMES.join(", ")
-                ),
-            )
-        })?,
-    };
-    if !on && f.value_of("cache_ttl").is_some() {
-        return Err(f.error(
-            "cache_ttl",
-            f.value_of("cache_ttl"),
-            Problem::Conflict,
-            "cache_ttl has no effect with prompt_cache = false; remove one of them",
-        ));
-    }
-    Ok(if on {
-        PromptCache::On(ttl)
-    } else {
-        PromptCache::Off
     })
 }
 

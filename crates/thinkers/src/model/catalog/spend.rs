@@ -19,10 +19,69 @@ use crate::dispatch::{CapOn, SpendCap};
 /// The keys a `spend` table may hold.
 const KEYS: [&str; 4] = ["currency", "per_run", "per_day", "per_scope"];
 
+/// The caps of the `spend` table of a document or provider `f` reads, if it has one, on the calls
+/// `on` says, added to `caps`; it must name its currency.
+pub(super) fn read_table_caps(
+    f: &mut Fields<'_>,
+    on: CapOn,
+    caps: &mut Vec<SpendCap>,
+) -> Result<(), CatalogError> {
+    if let Some(items) = f.table("spend")? {
+        caps.extend(read_caps(f, "spend", &items, None, &on)?);
+    }
+    Ok(())
+}
+
+/// The caps of entry `id`'s `spend` table, in its `currency` (`None`: it has no prices, and
+/// cannot be capped), added to `caps`, once every cap already read on its `provider` is checked
+/// to be able to bound the entry's calls (a provider cap in another currency, or over an
+/// unpriced entry, is an error naming the entry).
+pub(super) fn read_entry_caps(
+    f: &mut Fields<'_>,
+    id: &str,
+    provider: &str,
+    currency: Option<&str>,
+    caps: &mut Vec<SpendCap>,
+) -> Result<(), CatalogError> {
+    let on_provider = CapOn::Provider(provider.to_owned());
+    if let Some(cap) = caps
+        .iter()
+        .find(|c| *c.on() == on_provider && currency.is_none_or(|cur| cur != c.currency()))
+    {
+        let why = currency.map_or_else(
+            || "the entry has no prices".to_owned(),
+            |cur| format!("the entry is priced in {cur}"),
+        );
+        return Err(f.error(
+            "provider",
+            f.value_of("provider"),
+            Problem::BadValue,
+            format!(
+                "provider `{provider}` caps spending in {}, but {why}: the cap could not \
+                 bound its calls",
+                cap.currency()
+            ),
+        ));
+    }
+    if let Some(items) = f.table("spend")? {
+        if currency.is_none() {
+            return Err(f.error(
+                "spend",
+                f.value_of("spend"),
+                Problem::BadValue,
+                "an entry without prices cannot be capped: its calls' cost is unknown",
+            ));
+        }
+        let on = CapOn::Entry(id.to_owned());
+        caps.extend(read_caps(f, "spend", &items, currency, &on)?);
+    }
+    Ok(())
+}
+
 /// Read the `spend` table `items` (named `field` in errors, read through `f`'s table and
 /// location) into caps on the calls `on` says. `currency` is the default when the table names
 /// none (an entry's own); without either, a cap is an error naming the field.
-pub(super) fn read_caps(
+fn read_caps(
     f: &Fields<'_>,
     field: &str,
     items: &[(&str, &Value)],
