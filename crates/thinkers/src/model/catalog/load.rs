@@ -71,7 +71,7 @@ pub(super) fn load_keyed(
         let top = RawTable::from([("spend".to_owned(), spend)]);
         read_table_caps(
             &mut Fields::new(source, Location::Document, &top),
-            CapOn::Every,
+            &CapOn::Every,
             &mut caps,
         )?;
     }
@@ -177,7 +177,7 @@ fn read_provider(
     } else {
         None
     };
-    read_table_caps(&mut f, CapOn::Provider(name.to_owned()), caps)?;
+    read_table_caps(&mut f, &CapOn::Provider(name.to_owned()), caps)?;
     f.finish()?;
     Ok(Provider {
         name: name.to_owned(),

@@ -23,11 +23,11 @@ const KEYS: [&str; 4] = ["currency", "per_run", "per_day", "per_scope"];
 /// `on` says, added to `caps`; it must name its currency.
 pub(super) fn read_table_caps(
     f: &mut Fields<'_>,
-    on: CapOn,
+    on: &CapOn,
     caps: &mut Vec<SpendCap>,
 ) -> Result<(), CatalogError> {
     if let Some(items) = f.table("spend")? {
-        caps.extend(read_caps(f, "spend", &items, None, &on)?);
+        caps.extend(read_caps(f, "spend", &items, None, on)?);
     }
     Ok(())
 }
