@@ -77,22 +77,46 @@ pub(crate) async fn check_status(
     if status.is_success() {
         return Ok(resp);
     }
-    if let Some(signal) = throttle_signal(status, resp.headers(), budget) {
-        return Err(signal);
-    }
+    let resp = throttle_check(step.service, step.step, budget, resp).await?;
     Err(step.classify(failure(resp).await))
 }
 
-/// The retry signal a throttling answer asks for, if it is one.
-pub(crate) fn throttle_signal(
-    status: StatusCode,
-    headers: &HeaderMap,
+/// A throttling answer (429, or 503 with `Retry-After`) as a retry signal on `budget` that names
+/// the service, the step, the status, the URL (without its query, which may carry a key) and the
+/// start of the service's message; any other response passes through.
+pub(crate) async fn throttle_check(
+    service: &str,
+    step: &str,
     budget: Option<&str>,
-) -> Option<Error> {
-    let retry_after = retry_after(headers);
-    let throttled = status == StatusCode::TOO_MANY_REQUESTS
-        || (status == StatusCode::SERVICE_UNAVAILABLE && retry_after.is_some());
-    throttled.then(|| Error::throttled(budget.map(str::to_owned), retry_after))
+    resp: Response,
+) -> Result<Response> {
+    let status = resp.status();
+    let retry_after = retry_after(resp.headers());
+    if !is_throttle(status, retry_after) {
+        return Ok(resp);
+    }
+    let mut url = resp.url().clone();
+    url.set_query(None);
+    url.set_fragment(None);
+    let _ = url.set_password(None);
+    let _ = url.set_username("");
+    let failure = failure(resp).await;
+    let message = if failure.message.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", failure.message)
+    };
+    Err(Error::throttled_because(
+        budget.map(str::to_owned),
+        retry_after,
+        format!("{service} {step}: HTTP {status} from {url}{message}"),
+    ))
+}
+
+/// Whether a response with `status` (and the wait it asked for) is a throttle.
+fn is_throttle(status: StatusCode, retry_after: Option<Duration>) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS
+        || (status == StatusCode::SERVICE_UNAVAILABLE && retry_after.is_some())
 }
 
 /// A non-success response as a [`StatusFailure`], quoting the start of its body.
@@ -212,13 +236,13 @@ mod tests {
 
     #[test]
     fn throttling_is_429_or_503_with_a_wait() {
-        let mut h = HeaderMap::new();
-        let t = throttle_signal(StatusCode::TOO_MANY_REQUESTS, &h, Some("service:x")).unwrap();
-        assert!(t.is_retry_signal());
-        assert!(throttle_signal(StatusCode::SERVICE_UNAVAILABLE, &h, None).is_none());
-        h.insert(RETRY_AFTER, HeaderValue::from_static("2"));
-        assert!(throttle_signal(StatusCode::SERVICE_UNAVAILABLE, &h, None).is_some());
-        assert!(throttle_signal(StatusCode::NOT_FOUND, &h, None).is_none());
+        assert!(is_throttle(StatusCode::TOO_MANY_REQUESTS, None));
+        assert!(!is_throttle(StatusCode::SERVICE_UNAVAILABLE, None));
+        assert!(is_throttle(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some(Duration::from_secs(2))
+        ));
+        assert!(!is_throttle(StatusCode::NOT_FOUND, Some(Duration::ZERO)));
     }
 
     #[test]

@@ -355,7 +355,18 @@ async fn the_largest_retry_after_a_header_can_carry_is_waited_for_the_cap() {
     .await
     .unwrap_err();
     assert_eq!(err.kind(), thinkers::ErrorKind::AttemptsExhausted, "{err}");
-    assert!(err.to_string().contains("throttled"), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("throttled"), "{text}");
+    // The bound names what throttled the call: the site and step, the status, the URL and the
+    // site's message.
+    for part in [
+        "127.0.0.1 fetch",
+        "HTTP 429",
+        &fake.url("/busy"),
+        "slow down",
+    ] {
+        assert!(text.contains(part), "{part:?} missing from {text}");
+    }
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{:?}",

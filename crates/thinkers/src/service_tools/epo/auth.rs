@@ -95,11 +95,8 @@ async fn fetch(
     let resp = sent.map_err(|e| {
         Error::external(SERVICE, STEP, format!("transport failure: {e}")).with_source(e)
     })?;
-    let status = resp.status();
-    if !status.is_success() {
-        if let Some(signal) = http::throttle_signal(status, resp.headers(), Some(budget)) {
-            return Err(signal);
-        }
+    if !resp.status().is_success() {
+        let resp = http::throttle_check(SERVICE, STEP, Some(budget), resp).await?;
         let failure = http::failure(resp).await;
         return Err(Error::external(
             SERVICE,
