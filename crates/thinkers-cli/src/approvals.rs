@@ -1,5 +1,8 @@
-//! `thinkers approvals`, `thinkers approve ID`, `thinkers deny ID --reason …`: the tool calls
-//! waiting for a person, and the decisions on them (see `thinkers::durable`).
+//! `thinkers approvals`, `thinkers approve ID`, `thinkers deny ID --reason …`, `thinkers skip ID
+//! --result …`, `thinkers fail ID --reason …`: the tool calls waiting for a person (for an
+//! approval, or because their outcome is unknown), and the decisions on them (see
+//! `thinkers::durable`). Each decision is made here, on the stored call: it covers that call's
+//! arguments and no other.
 
 use std::path::PathBuf;
 
@@ -53,6 +56,35 @@ pub(crate) struct DenyArgs {
     restate: crate::work::RestateArgs,
 }
 
+/// `thinkers skip`.
+#[derive(Debug, Args)]
+pub(crate) struct SkipArgs {
+    /// The approval's id, as `thinkers approvals` lists it.
+    id: String,
+    /// What the model reads as the call's result (for a call whose outcome was unknown: what
+    /// you found its effect to be).
+    #[arg(long)]
+    result: String,
+    #[command(flatten)]
+    db: DbArg,
+    #[command(flatten)]
+    restate: crate::work::RestateArgs,
+}
+
+/// `thinkers fail`.
+#[derive(Debug, Args)]
+pub(crate) struct FailArgs {
+    /// The approval's id, as `thinkers approvals` lists it.
+    id: String,
+    /// Why the run fails, for the record.
+    #[arg(long)]
+    reason: String,
+    #[command(flatten)]
+    db: DbArg,
+    #[command(flatten)]
+    restate: crate::work::RestateArgs,
+}
+
 async fn open(db: &DbArg) -> anyhow::Result<std::sync::Arc<dyn thinkers::durable::StepStore>> {
     let target = db.db.to_string_lossy().into_owned();
     if !target.starts_with("postgres") && !db.db.exists() {
@@ -89,14 +121,23 @@ fn print_one(a: &Approval) {
     if args.chars().count() > 200 {
         args = args.chars().take(200).collect::<String>() + "…";
     }
+    let kind = match a.kind {
+        thinkers::durable::ApprovalKind::Approval => "",
+        thinkers::durable::ApprovalKind::OutcomeUnknown => {
+            "  OUTCOME UNKNOWN (started, never finished)"
+        }
+    };
+    let hash = a.arguments_hash.get(..12).unwrap_or("none");
     println!(
-        "{}  {}  tool {}  run {}  job {}\n    arguments {}{}",
+        "{}  {}{}  tool {}  run {}  job {}\n    arguments {} (sha256 {}…){}",
         a.id,
         a.status.as_str(),
+        kind,
         a.tool,
         a.run,
         a.job,
         args,
+        hash,
         a.reason
             .as_deref()
             .map(|r| format!("\n    reason {r}"))
@@ -131,6 +172,40 @@ pub(crate) async fn deny(args: DenyArgs) -> anyhow::Result<()> {
     resume(&args.db.db, &args.restate, &a).await?;
     println!(
         "denied {} (tool {}); run {} goes on without it when it runs again",
+        a.id, a.tool, a.run
+    );
+    Ok(())
+}
+
+pub(crate) async fn skip(args: SkipArgs) -> anyhow::Result<()> {
+    if args.result.trim().is_empty() {
+        anyhow::bail!("--result must say what the call's result is: the model reads it");
+    }
+    let steps = open(&args.db).await?;
+    let decision = Decision::Skip {
+        result: args.result.clone(),
+    };
+    let a = steps.decide(&args.id, &decision).await?;
+    resume(&args.db.db, &args.restate, &a).await?;
+    println!(
+        "skipped {} (tool {}); run {} goes on with the stated result when it runs again",
+        a.id, a.tool, a.run
+    );
+    Ok(())
+}
+
+pub(crate) async fn fail(args: FailArgs) -> anyhow::Result<()> {
+    if args.reason.trim().is_empty() {
+        anyhow::bail!("--reason must say why the run fails");
+    }
+    let steps = open(&args.db).await?;
+    let decision = Decision::Fail {
+        reason: args.reason.clone(),
+    };
+    let a = steps.decide(&args.id, &decision).await?;
+    resume(&args.db.db, &args.restate, &a).await?;
+    println!(
+        "failed {} (tool {}); run {} fails on it when it runs again",
         a.id, a.tool, a.run
     );
     Ok(())

@@ -77,6 +77,11 @@ enum Command {
     Approve(approvals::ApproveArgs),
     /// Deny a pending tool call: the model reads the reason and goes on without it.
     Deny(approvals::DenyArgs),
+    /// Answer a pending tool call with a stated result instead of running it (for a call whose
+    /// outcome is unknown: what its effect was found to be).
+    Skip(approvals::SkipArgs),
+    /// Fail the run of a pending tool call, with a reason.
+    Fail(approvals::FailArgs),
 }
 
 #[tokio::main]
@@ -147,5 +152,7 @@ async fn run_command(command: Command) -> anyhow::Result<()> {
         Command::Approvals(args) => approvals::list(args).await,
         Command::Approve(args) => approvals::approve(args).await,
         Command::Deny(args) => approvals::deny(args).await,
+        Command::Skip(args) => approvals::skip(args).await,
+        Command::Fail(args) => approvals::fail(args).await,
     }
 }

@@ -7,8 +7,10 @@
 //!   rows say so, no worker holds it, Redis holds no slot for it); the worker is killed; a second
 //!   process approves; a new worker replays it. Every errand ran exactly once.
 //! * Denial: the model reads the denial and its reason and answers without the errand.
-//! * Crash safety: a worker SIGKILLed after the second of three errands was journaled; another
-//!   worker completes the workflow; each errand ran once and the sim saw no body twice.
+//! * Crash safety: a worker SIGKILLed inside the third of three errands (journaled as started,
+//!   never finished); another worker parks the workflow with that errand's outcome unknown; a
+//!   person approves running it again; the workflow completes; each errand ran once and the sim
+//!   saw no body twice.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 #[allow(dead_code, unreachable_pub)]
@@ -304,8 +306,12 @@ async fn a_killed_worker_never_repeats_a_finished_errand() -> Result<()> {
     // Killed once two errands are journaled and the model's third call is answered (and
     // cached): the third errand is then inside its pause. A model call or an errand in flight at
     // the kill could be sent or run twice; none is.
-    wait_for("two journaled errands", Duration::from_secs(60), || {
-        count(&db, "SELECT COUNT(*) FROM step_journal").map(|n| Ok(n? >= 2))
+    wait_for("two finished errands", Duration::from_secs(60), || {
+        count(
+            &db,
+            "SELECT COUNT(*) FROM step_journal WHERE outcome <> '\"started\"'",
+        )
+        .map(|n| Ok(n? >= 2))
     })
     .await?;
     wait_for(
@@ -324,9 +330,20 @@ async fn a_killed_worker_never_repeats_a_finished_errand() -> Result<()> {
         &url,
         &["--name", "worker-b", "--lease-secs", "2"],
     )?;
+    // The third errand started and never finished: B parks the workflow for a person to say
+    // whether it runs again, and runs nothing of it meanwhile.
+    let unknown = parked(&db, &queue, &id).await?;
+    assert_eq!(unknown["kind"], "outcome_unknown", "{unknown}");
+    assert_eq!(unknown["arguments"]["errand"], "errand-three");
+    assert_eq!(ledger_lines(&ledger), ["errand-one", "errand-two"]);
+    let approval = unknown["id"].as_str().context("id")?;
+    run_ok(&["approve", approval, "--db", &db]).await?;
     let last = finish(&db, &queue, &id, Duration::from_secs(60)).await?;
     assert_eq!(last["status"], "succeeded", "{last}");
-    assert_eq!(last["attempt"], 2, "claimed again after the lease passed");
+    assert_eq!(
+        last["attempt"], 3,
+        "claimed again after the lease passed, then after the decision"
+    );
     assert!(started.elapsed() < Duration::from_secs(60));
     // The two finished errands came from the journal; the third ran once.
     assert_eq!(

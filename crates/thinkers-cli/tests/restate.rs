@@ -2,10 +2,11 @@
 //! npm package), `thinkers worker --engine restate` service processes sharing one deployment
 //! address, thinkers-sim over HTTP, PostgreSQL for the record and the approvals.
 //!
-//! * Crash safety: the service process running an `errands` workflow is SIGKILLed after the
-//!   second of three errands; the other process completes it. Each errand ran once (the ledger
-//!   file), the sim was paid once per model call (no body twice), the record holds both runs'
-//!   trajectories in order.
+//! * Crash safety: the service process running an `errands` workflow is SIGKILLed inside the
+//!   third of three errands (journaled as started, never finished); on the other process the
+//!   workflow waits with that errand's outcome unknown until a person approves running it again,
+//!   then completes. Each errand ran once (the ledger file), the sim was paid once per model
+//!   call (no body twice), the record holds both runs' trajectories in order.
 //! * Approval: the workflow waits for a person while both service processes restart; it
 //!   completes after `thinkers approve`.
 //! * Shared limits: three service processes share one entry's TPM limit through Redis; the
@@ -183,6 +184,25 @@ async fn a_killed_service_process_never_repeats_a_finished_step() -> Result<()> 
     victim.start_kill()?; // SIGKILL
     victim.wait().await?;
     assert_eq!(ledger_lines(&ledger), ["errand-one", "errand-two"]);
+
+    // The third errand started and never finished: on the survivor the workflow waits for a
+    // person to say whether it runs again, and runs nothing meanwhile.
+    let unknown = pending_approval(&db, &id).await?;
+    assert_eq!(unknown["kind"], "outcome_unknown", "{unknown}");
+    assert_eq!(unknown["tool"], "do_errand");
+    assert_eq!(unknown["arguments"]["errand"], "errand-three");
+    assert_eq!(ledger_lines(&ledger), ["errand-one", "errand-two"]);
+    let approval = unknown["id"].as_str().context("id")?;
+    let out = run_ok(&[
+        "approve",
+        approval,
+        "--db",
+        &db,
+        "--restate",
+        &restate.ingress,
+    ])
+    .await?;
+    ensure!(out.contains("approved"), "{out}");
 
     // Each errand ran once; the two finished ones came from the journal.
     let last = all_errands_done(&db, &id, &ledger, Duration::from_secs(90)).await?;

@@ -13,6 +13,7 @@ use syn::{
 #[derive(Default)]
 struct Args {
     read_only: bool,
+    idempotent: bool,
     name: Option<LitStr>,
     params: Vec<(Ident, LitStr)>,
 }
@@ -22,6 +23,9 @@ fn parse_args(attr: TokenStream) -> syn::Result<Args> {
     let parser = syn::meta::parser(|meta| {
         if meta.path.is_ident("read_only") {
             args.read_only = true;
+            Ok(())
+        } else if meta.path.is_ident("idempotent") {
+            args.idempotent = true;
             Ok(())
         } else if meta.path.is_ident("name") {
             args.name = Some(meta.value()?.parse()?);
@@ -37,8 +41,8 @@ fn parse_args(attr: TokenStream) -> syn::Result<Args> {
             })
         } else {
             Err(meta.error(
-                "unknown argument of #[tool]; expected `read_only`, `name = \"…\"` or \
-                 `params(name = \"…\", …)`",
+                "unknown argument of #[tool]; expected `read_only`, `idempotent`, \
+                 `name = \"…\"` or `params(name = \"…\", …)`",
             ))
         }
     });
@@ -202,6 +206,7 @@ pub(crate) fn tool(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStr
         .unwrap_or_else(|| LitStr::new(&fn_name.to_string(), fn_name.span()));
     let input_ident = format_ident!("{}Input", camel(&fn_name.to_string()));
     let read_only = args.read_only;
+    let idempotent = args.idempotent;
     let attrs: Vec<&Attribute> = func.attrs.iter().collect();
     let body = &func.block;
     let ret = &sig.output;
@@ -254,6 +259,10 @@ pub(crate) fn tool(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStr
 
             fn read_only(&self) -> bool {
                 #read_only
+            }
+
+            fn idempotent(&self) -> bool {
+                #idempotent
             }
 
             async fn call(

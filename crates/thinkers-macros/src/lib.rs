@@ -31,7 +31,8 @@ use proc_macro::TokenStream;
 ///   and is not part of the input.
 /// * The return type is a `Result` whose success type is the output.
 /// * `read_only` declares the tool free of side effects (the default is not read-only);
-///   `name = "…"` overrides the tool name.
+///   `idempotent` declares that a call repeated with the same idempotency key has no further
+///   effect (the default is not idempotent); `name = "…"` overrides the tool name.
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     match expand::tool(attr.into(), item.into()) {

@@ -184,6 +184,17 @@ impl Runtime {
             .await
     }
 
+    /// Decide the pending call `id` in any way (see [`crate::durable::Decision`]): run it, deny
+    /// it, answer it with a stated result, or fail its run. The decision covers the stored call
+    /// with its arguments only.
+    pub async fn decide(
+        &self,
+        id: &str,
+        decision: &crate::durable::Decision,
+    ) -> Result<crate::durable::Approval> {
+        self.steps()?.decide(id, decision).await
+    }
+
     /// Wait until every record queued so far is stored.
     pub async fn flush(&self) -> Result<()> {
         self.recorder.flush().await

@@ -56,6 +56,16 @@ pub trait Tool: Send + Sync + 'static {
         false
     }
 
+    /// Whether running a call again with the same [`ToolContext::idempotency_key`] has no
+    /// further effect (the service it calls takes the key and answers a repeat with the first
+    /// result). Defaults to `false`. A durable run whose process died while a call of this tool
+    /// was in flight runs the call again with the same key when the tool says `true`; otherwise
+    /// the call's outcome is unknown and the run waits for a person to decide (see
+    /// `thinkers::durable`).
+    fn idempotent(&self) -> bool {
+        false
+    }
+
     /// Whether this call must wait for a person's approval before it runs (see
     /// `thinkers::durable`). Defaults to `false`; the answer may depend on the arguments (a refund
     /// above some amount, a mail to someone outside the company).
@@ -90,6 +100,26 @@ pub struct ToolContext<'a> {
     pub job: &'a JobContext,
     /// The resources admitted for this attempt.
     pub resources: &'a Resources,
+}
+
+/// The metadata key under which the runtime publishes a tool call's idempotency key on the
+/// call's job (see [`ToolContext::idempotency_key`]).
+pub const META_IDEMPOTENCY_KEY: &str = "idempotency_key";
+
+impl ToolContext<'_> {
+    /// A key that names this effect: the same on every attempt and every replay of the call (it
+    /// is derived from the run, the call's place in it and the call's id), different for every
+    /// other call. Hand it to a service that takes one (payment and mail APIs do), so a repeat
+    /// of the call is answered, not done again.
+    ///
+    /// `Some` for every call a thinker makes; `None` for a tool job code submitted directly,
+    /// unless that code published one under [`META_IDEMPOTENCY_KEY`].
+    pub fn idempotency_key(&self) -> Option<String> {
+        match self.job.metadata(META_IDEMPOTENCY_KEY)? {
+            serde_json::Value::String(key) => Some(key),
+            _ => None,
+        }
+    }
 }
 
 /// One call of a [`Tool`] as a job.

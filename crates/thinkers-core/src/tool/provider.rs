@@ -101,6 +101,11 @@ pub trait ToolProvider: Send + Sync + 'static {
     fn read_only(&self) -> bool {
         false
     }
+    /// Whether a call repeated with the same idempotency key has no further effect (see
+    /// [`super::Tool::idempotent`]). Defaults to `false`; a wrapping provider forwards it.
+    fn idempotent(&self) -> bool {
+        false
+    }
     /// Whether a call with these arguments must wait for a person's approval (see
     /// `thinkers::durable`). Defaults to `false`; a wrapping provider forwards it.
     fn needs_approval(&self, arguments: &Value) -> bool {
@@ -120,6 +125,7 @@ macro_rules! forward_provider {
             fn shared_input_schema(&self) -> Arc<Value> { (**self).shared_input_schema() }
             fn spec(&self) -> ToolSpec { (**self).spec() }
             fn read_only(&self) -> bool { (**self).read_only() }
+            fn idempotent(&self) -> bool { (**self).idempotent() }
             fn needs_approval(&self, arguments: &Value) -> bool { (**self).needs_approval(arguments) }
             fn instantiate(&self, arguments: &Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
                 (**self).instantiate(arguments, cx)
@@ -280,6 +286,9 @@ impl<T: Tool> ToolProvider for TypedToolProvider<T> {
     }
     fn read_only(&self) -> bool {
         self.tool.read_only()
+    }
+    fn idempotent(&self) -> bool {
+        self.tool.idempotent()
     }
     fn needs_approval(&self, arguments: &Value) -> bool {
         // Arguments that do not decode are refused by `instantiate` before anything runs.

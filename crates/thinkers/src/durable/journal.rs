@@ -11,8 +11,8 @@ use super::{
     Approval, JournalEntry, META_APPROVAL, META_DURABLE_RUN, StepKey, StepOutcome, StepStore,
 };
 use crate::job::{BoxJob, Job, JobContext, Requirements, Resources};
-use crate::tool::ToolOutput;
-use crate::{PendingCall, Result};
+use crate::tool::{META_IDEMPOTENCY_KEY, ToolOutput};
+use crate::{Error, PendingCall, Result};
 
 /// A job run as the root of a durable run: it publishes `key` under [`META_DURABLE_RUN`] before
 /// it runs, so every tool call below it is journaled and looked up under that key. Running the
@@ -85,8 +85,6 @@ pub(crate) fn arguments_hash(arguments: &Value) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A tool call that journals how it ended before it returns, so a replay of the run answers the
-/// call from the journal. A retry signal is not an end and is not journaled.
 /// A call waiting for a person, as a job: recorded under the tool's class and ending at once
 /// with [`crate::Error::AwaitingApproval`], so the trajectory shows where the run stopped.
 pub(crate) struct PausedCall {
@@ -117,12 +115,22 @@ impl Job for PausedCall {
     }
 }
 
+/// A thinker's tool call as a job: it publishes the call's idempotency key (see
+/// [`crate::tool::ToolContext::idempotency_key`]) and, with a store, journals the call: a call
+/// with effects is journaled as started before the tool runs (a store that cannot take that
+/// entry refuses the call), and every call is journaled with how it ended before the job
+/// returns, so a replay of the run answers it from the journal. A retry signal is not an end
+/// and is not journaled.
 pub(crate) struct Journaled {
     pub(crate) inner: BoxJob<ToolOutput>,
-    pub(crate) store: Arc<dyn StepStore>,
+    /// The journal; `None` where the call is not journaled (outside a durable run).
+    pub(crate) store: Option<Arc<dyn StepStore>>,
     pub(crate) key: StepKey,
+    pub(crate) idempotency_key: String,
     pub(crate) tool: String,
     pub(crate) arguments_hash: String,
+    /// Whether the tool has effects (is not read-only): then the start is journaled too.
+    pub(crate) effect: bool,
     /// The approval the call waited for, recorded on the job's metadata.
     pub(crate) approval: Option<Approval>,
 }
@@ -147,11 +155,37 @@ impl Job for Journaled {
     }
 
     async fn execute(&mut self, res: &Resources, cx: &JobContext) -> Result<ToolOutput> {
+        cx.set_metadata(
+            META_IDEMPOTENCY_KEY,
+            Value::String(self.idempotency_key.clone()),
+        );
         if let Some(a) = &self.approval {
             cx.set_metadata(
                 META_APPROVAL,
-                serde_json::json!({"id": a.id, "status": a.status.as_str()}),
+                serde_json::json!({"id": a.id, "status": a.status.as_str(), "kind": a.kind.as_str()}),
             );
+        }
+        let Some(store) = &self.store else {
+            return self.inner.execute(res, cx).await;
+        };
+        let entry = |outcome| JournalEntry {
+            tool: self.tool.clone(),
+            arguments_hash: self.arguments_hash.clone(),
+            outcome,
+            job: cx.id().to_string(),
+        };
+        if self.effect {
+            store
+                .start(&self.key, &entry(StepOutcome::Started))
+                .await
+                .map_err(|e| {
+                    Error::system(
+                        format!("tool call {}", self.tool),
+                        "the journal could not record that the call starts, so it did not run \
+                         (a replay could not tell whether its effect happened)",
+                    )
+                    .with_source(e)
+                })?;
         }
         let result = self.inner.execute(res, cx).await;
         let outcome = match &result {
@@ -159,18 +193,13 @@ impl Job for Journaled {
             Err(e) if e.is_retry_signal() => return result,
             Err(e) => StepOutcome::Error(e.for_model()),
         };
-        let entry = JournalEntry {
-            tool: self.tool.clone(),
-            arguments_hash: self.arguments_hash.clone(),
-            outcome,
-            job: cx.id().to_string(),
-        };
-        if let Err(e) = self.store.journal(&self.key, &entry).await {
+        if let Err(e) = store.journal(&self.key, &entry(outcome)).await {
             // The call ran; failing it now would make the model ask for it again. A replay
-            // before the journal recovers runs it once more, which is what the log says.
+            // finds the call started and unfinished (a read-only one, not journaled at all, runs
+            // again), which is what the log says.
             tracing::warn!(tool = %self.tool, run = %self.key.run, place = %self.key.place,
                 call = %self.key.call_id, error = %e,
-                "journaling a finished tool call failed; a replay of this run would run it again");
+                "journaling a finished tool call failed; a replay of this run cannot answer it from the journal");
         }
         result
     }

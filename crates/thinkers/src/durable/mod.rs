@@ -9,8 +9,17 @@
 //!   conversation) and its tool-call id; when the run is replayed (a resumed
 //!   approval, a worker that lost its lease, a restarted process) a call whose entry is in the
 //!   journal gets the journaled result without running. Model calls replay from the response
-//!   cache when one is registered (workers always register one). Only a step that was in flight
-//!   when a process died can run twice.
+//!   cache when one is registered (workers always register one).
+//! * a call of a tool that is not read-only is journaled **before** it runs too (an entry
+//!   [`StepOutcome::Started`]), and the tool receives an idempotency key derived from the run,
+//!   the place and the call id ([`crate::tool::ToolContext::idempotency_key`]), the same on every
+//!   replay. A replay that finds a call started but never finished (its process died while it
+//!   ran) runs it again with the same key only when the tool declares itself idempotent
+//!   ([`crate::tool::Tool::idempotent`]); any other such call's **outcome is unknown**, and the
+//!   run pauses on it exactly as for an approval ([`ApprovalKind::OutcomeUnknown`]) until a person
+//!   (or code) decides: run it again ([`Decision::Approve`]), answer it with a stated result
+//!   without running it ([`Decision::Skip`]), or fail the run ([`Decision::Fail`]). No effect
+//!   runs twice without someone deciding it should.
 //! * a tool call that **needs approval** (the tool's own [`crate::tool::Tool::needs_approval`],
 //!   or the deployment's [`ApprovalPolicy`]) is stored as a pending [`Approval`] and the calling
 //!   thinker ends with [`crate::Error::AwaitingApproval`]: its job, and every ancestor that passes
@@ -73,10 +82,13 @@ pub struct StepKey {
     pub call_id: String,
 }
 
-/// How a journaled call ended.
+/// How a journaled call ended, or that it started and has not ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepOutcome {
+    /// The call of a tool that is not read-only started; nothing says it finished. Written
+    /// before the tool runs, replaced by how it ended.
+    Started,
     /// The tool's output, as the model read it.
     Output(Value),
     /// The tool failed; what the model read.
@@ -96,16 +108,21 @@ pub struct JournalEntry {
     pub job: String,
 }
 
-/// Where a call that needs approval stands.
+/// Where a call that waits for a person stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalStatus {
     /// Waiting for a person.
     Pending,
-    /// A person approved it: the next replay runs it.
+    /// A person approved it: the next replay runs it (again, for an outcome unknown).
     Approved,
     /// A person denied it: the model reads the denial and the reason.
     Denied,
+    /// A person answered it with a stated result: the model reads that result as the call's,
+    /// and the call does not run.
+    Skipped,
+    /// A person failed the run on it: the next replay ends the run with their reason.
+    Failed,
 }
 
 impl ApprovalStatus {
@@ -115,6 +132,8 @@ impl ApprovalStatus {
             Self::Pending => "pending",
             Self::Approved => "approved",
             Self::Denied => "denied",
+            Self::Skipped => "skipped",
+            Self::Failed => "failed",
         }
     }
 
@@ -124,20 +143,58 @@ impl ApprovalStatus {
             "pending" => Self::Pending,
             "approved" => Self::Approved,
             "denied" => Self::Denied,
+            "skipped" => Self::Skipped,
+            "failed" => Self::Failed,
             _ => return None,
         })
     }
 }
 
-/// What a thinker asks when a call needs approval.
+/// Why a call waits for a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalKind {
+    /// The tool (or the deployment's policy) asks a person before the call runs.
+    #[default]
+    Approval,
+    /// The call started and its process died before it finished: whether its effect happened
+    /// is unknown, and the tool is not idempotent.
+    OutcomeUnknown,
+}
+
+impl ApprovalKind {
+    /// The stable name stored in records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Approval => "approval",
+            Self::OutcomeUnknown => "outcome_unknown",
+        }
+    }
+
+    /// Parse a stored name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "approval" => Self::Approval,
+            "outcome_unknown" => Self::OutcomeUnknown,
+            _ => return None,
+        })
+    }
+}
+
+/// What a thinker asks when a call needs a person.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApprovalRequest {
     /// Where the call sits.
     pub key: StepKey,
+    /// Why it waits.
+    pub kind: ApprovalKind,
     /// The tool.
     pub tool: String,
     /// The call's arguments.
     pub arguments: Value,
+    /// SHA-256 (hex) of the arguments as the model sent them: the decision covers this call and
+    /// no other.
+    pub arguments_hash: String,
     /// The thinker job that asked.
     pub job: String,
     /// That job's workflow (root job id).
@@ -157,10 +214,18 @@ pub struct Approval {
     pub place: String,
     /// The tool-call id.
     pub call_id: String,
+    /// Why it waits.
+    #[serde(default)]
+    pub kind: ApprovalKind,
     /// The tool.
     pub tool: String,
     /// The call's arguments.
     pub arguments: Value,
+    /// SHA-256 (hex) of the arguments as the model sent them. A decision covers the call with
+    /// these arguments only: a replay whose call at the same place differs asks again. Empty for
+    /// an approval stored before arguments were bound, which covers no call.
+    #[serde(default)]
+    pub arguments_hash: String,
     /// The thinker job that asked.
     pub job: String,
     /// That job's workflow (root job id of the attempt that asked).
@@ -169,7 +234,7 @@ pub struct Approval {
     pub read_only_scope: bool,
     /// Where it stands.
     pub status: ApprovalStatus,
-    /// Why it was denied.
+    /// Why it was denied or failed, or the result it was answered with (skipped).
     pub reason: Option<String>,
     /// When it was asked for, milliseconds since the Unix epoch.
     pub requested_at_ms: i64,
@@ -180,11 +245,22 @@ pub struct Approval {
 /// A person's decision on a pending call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    /// Run the call.
+    /// Run the call (again, for an outcome unknown, with the same idempotency key).
     Approve,
     /// Do not run it; the model reads the reason.
     Deny {
         /// Why, for the model.
+        reason: String,
+    },
+    /// Do not run it; the model reads `result` as the call's result (for an outcome unknown:
+    /// what the person found the effect to be).
+    Skip {
+        /// What the model reads as the call's result.
+        result: String,
+    },
+    /// Do not run it; the run fails, naming the call and `reason`.
+    Fail {
+        /// Why, for the record.
         reason: String,
     },
 }
@@ -195,27 +271,43 @@ impl Decision {
         match self {
             Self::Approve => ApprovalStatus::Approved,
             Self::Deny { .. } => ApprovalStatus::Denied,
+            Self::Skip { .. } => ApprovalStatus::Skipped,
+            Self::Fail { .. } => ApprovalStatus::Failed,
+        }
+    }
+
+    /// The text stored beside the status: a denial's or failure's reason, a skip's result.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Self::Approve => None,
+            Self::Deny { reason } | Self::Fail { reason } => Some(reason),
+            Self::Skip { result } => Some(result),
         }
     }
 }
 
 /// The store of the journal and the approvals.
 ///
-/// Guarantees: [`StepStore::journal`] keeps the first entry of a key (a later one is ignored);
-/// [`StepStore::ask`] creates the approval of a key once and returns the stored one every later
-/// time, decided or not; [`StepStore::decide`] decides a pending approval once: deciding it
-/// again the same way returns it unchanged, the other way is refused with an error naming the
+/// Guarantees: [`StepStore::start`] writes a [`StepOutcome::Started`] entry only where the key
+/// has none; [`StepStore::journal`] keeps the first finished entry of a key (a later one is
+/// ignored) and replaces a started entry of the same tool and arguments; [`StepStore::ask`]
+/// creates the approval of a (key, kind, arguments hash) once and returns the stored one every
+/// later time, decided or not; [`StepStore::decide`] decides a pending approval once: deciding
+/// it again the same way returns it unchanged, another way is refused with an error naming the
 /// id and its status.
 pub trait StepStore: Send + Sync + 'static {
-    /// The journal entry of a call, if it finished before.
+    /// The journal entry of a call, if it started or finished before.
     fn journaled<'a>(&'a self, key: &'a StepKey) -> BoxFuture<'a, Result<Option<JournalEntry>>>;
+    /// Journal that a call is about to run (`entry.outcome` is [`StepOutcome::Started`]).
+    fn start<'a>(&'a self, key: &'a StepKey, entry: &'a JournalEntry) -> BoxFuture<'a, Result<()>>;
     /// Journal a finished call.
     fn journal<'a>(
         &'a self,
         key: &'a StepKey,
         entry: &'a JournalEntry,
     ) -> BoxFuture<'a, Result<()>>;
-    /// The approval of a call: created pending the first time, the stored one afterwards.
+    /// The approval of a call with these arguments: created pending the first time, the stored
+    /// one afterwards.
     fn ask<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Result<Approval>>;
     /// Approvals, oldest first: the pending ones, or every one.
     fn approvals(&self, pending_only: bool) -> BoxFuture<'_, Result<Vec<Approval>>>;
@@ -261,6 +353,22 @@ pub(crate) fn is_durable(cx: &crate::job::JobContext) -> bool {
 /// Whether `cx`'s tool calls are journaled: within a durable run or a chat turn.
 pub(crate) fn journals(cx: &crate::job::JobContext) -> bool {
     is_durable(cx) || published(cx, META_JOURNAL_RUN)
+}
+
+/// The idempotency key of the call at `key`: SHA-256 (hex) of the run, the place and the call
+/// id, the same on every replay of the run, different for every other call.
+pub(crate) fn idempotency_key(key: &StepKey) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for part in [&key.run, &key.place, &key.call_id] {
+        hasher.update(part.len().to_le_bytes());
+        hasher.update(part.as_bytes());
+    }
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The text a model reads for a call a person denied.

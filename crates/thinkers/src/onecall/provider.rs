@@ -119,6 +119,12 @@ impl<T: ModelTool> ToolProvider for ModelToolProvider<T> {
         self.tool.read_only()
     }
 
+    /// A one-call tool's effect is one model call, which a durable run's response cache answers
+    /// when the call runs again.
+    fn idempotent(&self) -> bool {
+        true
+    }
+
     fn instantiate(&self, arguments: &Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
         let input = decode_arguments::<T::Input>(arguments)?;
         Ok(BoxJob::new(Erased(self.job(input, cx)?)))

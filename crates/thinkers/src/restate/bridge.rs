@@ -139,6 +139,12 @@ fn tool_step(key: &StepKey) -> String {
     format!("tool {} {}", key.place, key.call_id)
 }
 
+/// The step that says a call started (its entry is [`StepOutcome::Started`]); the call's own
+/// step ([`tool_step`]) says how it ended.
+fn start_step(key: &StepKey) -> String {
+    format!("start {} {}", key.place, key.call_id)
+}
+
 fn entry_json(entry: &JournalEntry) -> Value {
     serde_json::json!({
         "tool": entry.tool, "arguments_hash": entry.arguments_hash,
@@ -180,8 +186,29 @@ impl StepStore for RestateSteps {
                 return self.store.journaled(key).await;
             };
             let step = tool_step(key);
-            let found = ask_bridge(&tx, &key.run, |reply| Request::Lookup { step, reply }).await?;
+            let mut found =
+                ask_bridge(&tx, &key.run, |reply| Request::Lookup { step, reply }).await?;
+            if found.is_none() {
+                let step = start_step(key);
+                found = ask_bridge(&tx, &key.run, |reply| Request::Lookup { step, reply }).await?;
+            }
             found.as_ref().map(entry_of).transpose()
+        }
+        .boxed()
+    }
+
+    fn start<'a>(&'a self, key: &'a StepKey, entry: &'a JournalEntry) -> BoxFuture<'a, Result<()>> {
+        async move {
+            let Some(tx) = self.bridges.sender(&key.run) else {
+                return self.store.start(key, entry).await;
+            };
+            let (step, value) = (start_step(key), entry_json(entry));
+            ask_bridge(&tx, &key.run, |done| Request::Complete {
+                step,
+                value,
+                done,
+            })
+            .await
         }
         .boxed()
     }
@@ -211,7 +238,13 @@ impl StepStore for RestateSteps {
             let Some(tx) = self.bridges.sender(&request.key.run) else {
                 return self.store.ask(request).await;
             };
-            let step = format!("ask {} {}", request.key.place, request.key.call_id);
+            let step = format!(
+                "ask {} {} {} {}",
+                request.kind.as_str(),
+                request.key.place,
+                request.key.call_id,
+                request.arguments_hash
+            );
             let (store, owned) = (Arc::clone(&self.store), request.clone());
             let compute = async move {
                 let approval = store.ask(&owned).await?;
@@ -325,6 +358,7 @@ mod tests {
         for outcome in [
             StepOutcome::Output(serde_json::json!({"done": "errand-one"})),
             StepOutcome::Error("the ledger is gone".to_owned()),
+            StepOutcome::Started,
         ] {
             let entry = JournalEntry {
                 tool: "do_errand".to_owned(),

@@ -7,29 +7,40 @@
 use serde_json::Value;
 
 use super::SqliteStore;
-use crate::durable::{Approval, ApprovalStatus};
+use crate::durable::{Approval, ApprovalKind, ApprovalStatus};
 use crate::{Error, Result};
 
 pub(crate) mod sql {
     pub(crate) const JOURNALED: &str = "SELECT tool, arguments_hash, outcome, job FROM step_journal \
          WHERE run = $1 AND place = $2 AND call_id = $3";
-    pub(crate) const JOURNAL: &str = "INSERT INTO step_journal \
+    /// A started entry, where the key has none.
+    pub(crate) const START: &str = "INSERT INTO step_journal \
          (run, place, call_id, tool, arguments_hash, outcome, job, recorded_at_ms) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (run, place, call_id) DO NOTHING";
+    /// A finished entry: new, or replacing the started entry of the same call; a finished entry
+    /// is never replaced.
+    pub(crate) const JOURNAL: &str = "INSERT INTO step_journal \
+         (run, place, call_id, tool, arguments_hash, outcome, job, recorded_at_ms) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (run, place, call_id) DO UPDATE \
+         SET outcome = excluded.outcome, job = excluded.job, \
+             recorded_at_ms = excluded.recorded_at_ms \
+         WHERE step_journal.outcome = '\"started\"' AND step_journal.tool = excluded.tool \
+           AND step_journal.arguments_hash = excluded.arguments_hash";
     pub(crate) const ASK: &str = "INSERT INTO approvals \
-         (id, run, place, call_id, tool, arguments, job, workflow, read_only_scope, status, \
-          requested_at_ms) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10) \
-         ON CONFLICT (run, place, call_id) DO NOTHING";
+         (id, run, place, call_id, kind, tool, arguments, arguments_hash, job, workflow, \
+          read_only_scope, status, requested_at_ms) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', $12) \
+         ON CONFLICT (run, place, call_id, kind, arguments_hash) DO NOTHING";
     macro_rules! select_approvals {
         () => {
-            "SELECT id, run, place, call_id, tool, arguments, job, workflow, read_only_scope, \
-             status, reason, requested_at_ms, decided_at_ms FROM approvals"
+            "SELECT id, run, place, call_id, kind, tool, arguments, arguments_hash, job, \
+             workflow, read_only_scope, status, reason, requested_at_ms, decided_at_ms \
+             FROM approvals"
         };
     }
     pub(crate) const BY_KEY: &str = concat!(
         select_approvals!(),
-        " WHERE run = $1 AND place = $2 AND call_id = $3"
+        " WHERE run = $1 AND place = $2 AND call_id = $3 AND kind = $4 AND arguments_hash = $5"
     );
     pub(crate) const BY_ID: &str = concat!(select_approvals!(), " WHERE id = $1");
     pub(crate) const PENDING: &str = concat!(
@@ -41,29 +52,48 @@ pub(crate) mod sql {
          decided_at_ms = $4 WHERE id = $1 AND status = 'pending'";
 }
 
-/// One `approvals` row as stored.
-pub(crate) type ApprovalRow = (
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    i64,
-    String,
-    Option<String>,
-    i64,
-    Option<i64>,
-);
+/// One `approvals` row as stored, in the order of `select_approvals!`.
+#[derive(sqlx::FromRow)]
+pub(crate) struct ApprovalRow {
+    id: String,
+    run: String,
+    place: String,
+    call_id: String,
+    kind: String,
+    tool: String,
+    arguments: String,
+    arguments_hash: String,
+    job: String,
+    workflow: String,
+    read_only_scope: i64,
+    status: String,
+    reason: Option<String>,
+    requested_at_ms: i64,
+    decided_at_ms: Option<i64>,
+}
 
 /// An approval from its stored row.
 pub(crate) fn approval_from_row(row: ApprovalRow) -> Result<Approval> {
-    let (id, run, place, call_id, tool, arguments, job, workflow, ro, status, reason, at, decided) =
-        row;
+    let ApprovalRow {
+        id,
+        run,
+        place,
+        call_id,
+        kind,
+        tool,
+        arguments,
+        arguments_hash,
+        job,
+        workflow,
+        read_only_scope: ro,
+        status,
+        reason,
+        requested_at_ms: at,
+        decided_at_ms: decided,
+    } = row;
     let status =
         ApprovalStatus::parse(&status).ok_or_else(|| corrupt("approval status", &status))?;
+    let kind = ApprovalKind::parse(&kind).ok_or_else(|| corrupt("approval kind", &kind))?;
     let arguments: Value =
         serde_json::from_str(&arguments).map_err(|_| corrupt("approval arguments", &id))?;
     Ok(Approval {
@@ -71,8 +101,10 @@ pub(crate) fn approval_from_row(row: ApprovalRow) -> Result<Approval> {
         run,
         place,
         call_id,
+        kind,
         tool,
         arguments,
+        arguments_hash,
         job,
         workflow,
         read_only_scope: ro != 0,
@@ -94,6 +126,34 @@ fn corrupt(what: &str, value: &str) -> Error {
 /// `after_decision(&self, run)` hook, mapping sqlx errors with `$err`.
 macro_rules! steps_queries {
     ($store:ty, $err:path) => {
+        impl $store {
+            /// Write a journal entry with `sql` ([`sql::START`] or [`sql::JOURNAL`]).
+            async fn write_entry(
+                &self,
+                sql: &'static str,
+                key: &$crate::durable::StepKey,
+                entry: &$crate::durable::JournalEntry,
+            ) -> $crate::Result<()> {
+                let outcome = serde_json::to_string(&entry.outcome).map_err(|e| {
+                    $crate::Error::system("step journal", "the outcome did not serialize")
+                        .with_source(e)
+                })?;
+                sqlx::query(sql)
+                    .bind(&key.run)
+                    .bind(&key.place)
+                    .bind(&key.call_id)
+                    .bind(&entry.tool)
+                    .bind(&entry.arguments_hash)
+                    .bind(outcome)
+                    .bind(&entry.job)
+                    .bind($crate::record::now_ms())
+                    .execute(self.pool())
+                    .await
+                    .map_err(|e| $err("write the step journal", e))?;
+                Ok(())
+            }
+        }
+
         impl $crate::durable::StepStore for $store {
             fn journaled<'a>(
                 &'a self,
@@ -127,30 +187,20 @@ macro_rules! steps_queries {
                 })
             }
 
+            fn start<'a>(
+                &'a self,
+                key: &'a $crate::durable::StepKey,
+                entry: &'a $crate::durable::JournalEntry,
+            ) -> futures::future::BoxFuture<'a, $crate::Result<()>> {
+                Box::pin(self.write_entry($crate::store::steps::sql::START, key, entry))
+            }
+
             fn journal<'a>(
                 &'a self,
                 key: &'a $crate::durable::StepKey,
                 entry: &'a $crate::durable::JournalEntry,
             ) -> futures::future::BoxFuture<'a, $crate::Result<()>> {
-                Box::pin(async move {
-                    let outcome = serde_json::to_string(&entry.outcome).map_err(|e| {
-                        $crate::Error::system("step journal", "the outcome did not serialize")
-                            .with_source(e)
-                    })?;
-                    sqlx::query($crate::store::steps::sql::JOURNAL)
-                        .bind(&key.run)
-                        .bind(&key.place)
-                        .bind(&key.call_id)
-                        .bind(&entry.tool)
-                        .bind(&entry.arguments_hash)
-                        .bind(outcome)
-                        .bind(&entry.job)
-                        .bind($crate::record::now_ms())
-                        .execute(self.pool())
-                        .await
-                        .map_err(|e| $err("write the step journal", e))?;
-                    Ok(())
-                })
+                Box::pin(self.write_entry($crate::store::steps::sql::JOURNAL, key, entry))
             }
 
             fn ask<'a>(
@@ -164,8 +214,10 @@ macro_rules! steps_queries {
                         .bind(&key.run)
                         .bind(&key.place)
                         .bind(&key.call_id)
+                        .bind(request.kind.as_str())
                         .bind(&request.tool)
                         .bind(request.arguments.to_string())
+                        .bind(&request.arguments_hash)
                         .bind(&request.job)
                         .bind(&request.workflow)
                         .bind(i64::from(request.read_only_scope))
@@ -178,6 +230,8 @@ macro_rules! steps_queries {
                             .bind(&key.run)
                             .bind(&key.place)
                             .bind(&key.call_id)
+                            .bind(request.kind.as_str())
+                            .bind(&request.arguments_hash)
                             .fetch_one(self.pool())
                             .await
                             .map_err(|e| $err("read an approval", e))?;
@@ -213,16 +267,13 @@ macro_rules! steps_queries {
                 Box::pin(async move {
                     let id = id.trim();
                     let wanted = decision.status();
-                    let reason = match decision {
-                        $crate::durable::Decision::Approve => None,
-                        $crate::durable::Decision::Deny { reason } => Some(reason.clone()),
-                    };
+                    let reason = decision.text();
                     // One conditional statement decides (no read-then-write transaction, which
                     // SQLite would refuse to upgrade while the recorder writes).
                     let decided = sqlx::query($crate::store::steps::sql::DECIDE)
                         .bind(id)
                         .bind(wanted.as_str())
-                        .bind(reason.as_deref())
+                        .bind(reason)
                         .bind($crate::record::now_ms())
                         .execute(self.pool())
                         .await

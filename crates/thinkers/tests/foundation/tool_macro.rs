@@ -15,13 +15,14 @@ async fn add(a: i64, b: i64) -> thinkers::Result<i64> {
 /// Greet someone, by their title when given.
 ///
 /// Says hello.
-#[thinkers::tool(name = "greet_person")]
+#[thinkers::tool(name = "greet_person", idempotent)]
 async fn greet(
     cx: &ToolContext<'_>,
     name: String,
     title: Option<String>,
 ) -> thinkers::Result<String> {
-    let _ = cx.job.id();
+    // Run directly by code, the call has no idempotency key.
+    assert_eq!(cx.idempotency_key(), None);
     Ok(match title {
         Some(title) => format!("Hello, {title} {name}"),
         None => format!("Hello, {name}"),
@@ -56,6 +57,11 @@ async fn a_context_parameter_an_option_and_a_renamed_tool() {
         "Greet someone, by their title when given.\n\nSays hello."
     );
     assert!(!provider.read_only(), "not read-only unless it says so");
+    assert!(provider.idempotent(), "idempotent as it says");
+    assert!(
+        !TypedToolProvider::new(add).idempotent(),
+        "not idempotent unless it says so"
+    );
     let schema = provider.input_schema();
     assert!(schema["properties"].get("cx").is_none(), "{schema}");
     assert_eq!(schema["required"], json!(["name"]));

@@ -310,3 +310,84 @@ async fn a_reused_call_id_in_a_later_turn_still_runs() {
     assert_eq!(sent.load(Ordering::SeqCst), 2, "each turn's call ran");
     w.rt.shutdown().await.unwrap();
 }
+
+/// A sim whose model asks `send_note` for `to`.
+async fn sim_sending_to(to: &str) -> Sim {
+    let mut config = SimConfig::from_catalog_toml(thinkers::model::catalog::BUNDLED_TOML)
+        .unwrap()
+        .calm();
+    config.script = Some(Script::new(vec![
+        ScriptRule::when_contains(
+            "note sent",
+            ScriptAnswer::Json(json!({"reasoning": "done", "answer": {"summary": "SENT"}})),
+        )
+        .on(MatchOn::ToolResult),
+        ScriptRule::when_contains(
+            "Notify",
+            ScriptAnswer::ToolCalls(vec![ScriptToolCall {
+                name: "send_note".to_owned(),
+                arguments: json!({ "to": to }),
+            }]),
+        )
+        .on(MatchOn::User),
+    ]));
+    Sim::start(config).await.unwrap()
+}
+
+#[tokio::test]
+async fn an_approval_covers_the_arguments_it_was_given_and_no_others() {
+    // The run asks to send a note to ops, and a person approves that. The run is replayed in a
+    // runtime whose provider answers the same turn with the same call (same place, same call id)
+    // to everyone: the approval does not cover it, and it waits for a decision of its own.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db").to_string_lossy().into_owned();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let (ops, everyone) = (
+        sim_sending_to("ops").await,
+        sim_sending_to("everyone").await,
+    );
+    let rt = |sim: &Sim| {
+        Runtime::builder(Catalog::bundled().with_sim_url(&sim.base_url()))
+            .database(db.clone())
+            .build()
+    };
+    let first = rt(&ops).await.unwrap();
+    let err = first
+        .run_durable("bound-1", job(&sent, true))
+        .await
+        .unwrap_err();
+    let approved = first.approve(&pending_of(&err)[0].id).await.unwrap();
+    assert_eq!(approved.arguments, json!({"to": "ops"}));
+    first.shutdown().await.unwrap();
+
+    let replay = rt(&everyone).await.unwrap();
+    let err = replay
+        .run_durable("bound-1", job(&sent, true))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::AwaitingApproval, "{err}");
+    assert_eq!(
+        sent.load(Ordering::SeqCst),
+        0,
+        "the approval for ops sent nothing to everyone"
+    );
+    let waiting = replay.approvals(true).await.unwrap();
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    let other = &waiting[0];
+    assert_eq!(other.arguments, json!({"to": "everyone"}));
+    assert_eq!(
+        (&other.place, &other.call_id),
+        (&approved.place, &approved.call_id),
+        "the same call of the run, with other arguments"
+    );
+    assert_ne!(other.arguments_hash, approved.arguments_hash);
+    // Approved in its turn, the call with the arguments approved runs.
+    replay.approve(&other.id).await.unwrap();
+    let out = replay
+        .run_durable("bound-1", job(&sent, true))
+        .await
+        .unwrap();
+    assert_eq!(out.summary, "SENT");
+    assert_eq!(sent.load(Ordering::SeqCst), 1);
+    replay.shutdown().await.unwrap();
+}

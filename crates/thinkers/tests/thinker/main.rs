@@ -14,6 +14,7 @@ mod answer;
 mod approval;
 mod bedrock;
 mod e2e;
+mod effects;
 mod gemini;
 mod made_up;
 mod pins;

@@ -234,8 +234,10 @@ async fn post_message(
     Ok((StatusCode::ACCEPTED, axum::Json(body)).into_response())
 }
 
-/// `{"decision": "approve"}` or `{"decision": "deny", "reason": "…"}`: decide a call the chat
-/// waits on; the turn goes on once nothing of it waits.
+/// `{"decision": "approve"}`, `{"decision": "deny", "reason": "…"}`, `{"decision": "skip",
+/// "result": "…"}` or `{"decision": "fail", "reason": "…"}`: decide a call the chat waits on (by
+/// its stored id: the decision covers that call's arguments only); the turn goes on once nothing
+/// of it waits.
 async fn decide(
     State(host): State<ChatHost>,
     Path((id, approval)): Path<(String, String)>,
@@ -247,8 +249,8 @@ async fn decide(
     Ok(decided_json(&decided))
 }
 
-/// The decision a body asks for: `{"decision": "approve"}` or `{"decision": "deny", "reason":
-/// "…"}` (a reason longer than a message is refused with 413, naming `reason`).
+/// The decision a body asks for (a reason or result longer than a message is refused with 413,
+/// naming the field). Nothing else the client sends is read: what is decided is the stored call.
 pub(super) fn decision_of(
     body: &Bytes,
     config: &super::HostConfig,
@@ -276,13 +278,44 @@ pub(super) fn decision_of(
             ),
         ));
     }
+    let result = match map.get("result") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(r)) if r.len() > config.max_message_bytes => {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "result",
+                format!(
+                    "the result is {} bytes; at most {} are accepted",
+                    r.len(),
+                    config.max_message_bytes
+                ),
+            ));
+        }
+        Some(Value::String(r)) if !r.trim().is_empty() => Some(r.clone()),
+        Some(_) => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "result",
+                "result must be a non-empty string",
+            ));
+        }
+    };
     match map.get("decision").and_then(Value::as_str) {
         Some("approve") => Ok(crate::durable::Decision::Approve),
         Some("deny") => Ok(crate::durable::Decision::Deny { reason }),
+        Some("skip") => match result {
+            Some(result) => Ok(crate::durable::Decision::Skip { result }),
+            None => Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "result",
+                "a skip states the call's result: send \"result\"",
+            )),
+        },
+        Some("fail") => Ok(crate::durable::Decision::Fail { reason }),
         _ => Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "decision",
-            "decision must be \"approve\" or \"deny\"",
+            "decision must be \"approve\", \"deny\", \"skip\" or \"fail\"",
         )),
     }
 }

@@ -313,6 +313,11 @@ impl ToolProvider for CatalogDoor {
     fn read_only(&self) -> bool {
         self.kind == DoorKind::Skills
     }
+    /// Running a door again replays the thinker behind it: each of its own effects is journaled
+    /// apart, so none repeats.
+    fn idempotent(&self) -> bool {
+        true
+    }
     fn instantiate(&self, arguments: &Value, _cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
         let field = self.kind.field();
         let accepted = || {

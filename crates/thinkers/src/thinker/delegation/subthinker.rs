@@ -220,6 +220,11 @@ impl ToolProvider for SubThinkerDoor {
             parameters: Arc::clone(input_schema()),
         }
     }
+    /// Running the door again replays the sub-thinker: each of its own effects is journaled
+    /// apart, so none repeats.
+    fn idempotent(&self) -> bool {
+        true
+    }
     fn instantiate(&self, arguments: &Value, cx: &ToolCallContext) -> Result<BoxJob<ToolOutput>> {
         let input: SubThinkerInput = decode_arguments(arguments)?;
         if input.objective.trim().is_empty() {

@@ -295,6 +295,9 @@ async fn answer_calls<P: AnswerPhase>(
     {
         let mut st = observer.lock();
         st.refused.extend(outcome.refused);
+        if let Some(failed) = outcome.failed {
+            return Err(failed);
+        }
         if !outcome.pending.is_empty() {
             if !phase.keeps_paused_calls()
                 && let Some(conv) = st.conversation.as_mut()

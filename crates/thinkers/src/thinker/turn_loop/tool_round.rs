@@ -13,8 +13,8 @@ use serde_json::Value;
 use crate::PendingCall;
 use crate::conversation::ContentBlock;
 use crate::durable::{
-    self, ApprovalPolicy, ApprovalRequest, ApprovalStatus, DurableSteps, Journaled, StepKey,
-    StepOutcome, StepStore,
+    self, Approval, ApprovalKind, ApprovalPolicy, ApprovalRequest, ApprovalStatus, DurableSteps,
+    Journaled, StepKey, StepOutcome, StepStore,
 };
 use crate::job::{BoxJob, JobContext, ScopeGuard};
 use crate::llm::{ToolCallView, ToolSpec};
@@ -22,7 +22,7 @@ use crate::model::{Depth, Grade};
 use crate::thinker::artifacts::{self, Artifacts};
 use crate::thinker::state::{RefusedCall, Withheld};
 use crate::tool::{ToolCallContext, ToolOutput, ToolProvider, ToolRegistry, admit_call};
-use crate::{Error, Result};
+use crate::{Error, ErrorKind, Result};
 
 /// The palette offered in one turn and the tools withheld from it.
 #[derive(Debug, Default)]
@@ -94,27 +94,62 @@ pub(crate) struct Round<'a> {
     pub(crate) message: usize,
 }
 
-/// The outcome of a tool round: one result per call, in call order, the refusals, and the calls
-/// left waiting for a person (their calls have no result: the turn stops there).
+/// The outcome of a tool round: one result per call, in call order, the refusals, the calls
+/// left waiting for a person (their calls have no result: the turn stops there), and the error
+/// of a call a person failed the run on (the turn ends with it).
 pub(crate) struct RoundOutcome {
     pub(crate) results: Vec<ContentBlock>,
     pub(crate) refused: Vec<RefusedCall>,
     pub(crate) pending: Vec<PendingCall>,
+    pub(crate) failed: Option<Error>,
 }
 
 enum Slot {
     Done(ContentBlock),
-    Running(String, String),
+    /// Running: the call id, the tool, and where its end is journaled in a durable run.
+    Running(String, String, Option<Ending>),
     /// Answered from the journal of a durable run: registered like a fresh output.
     Journaled(String, String, ToolOutput),
     Pending,
 }
 
+/// Where a running call's end is journaled when the call's job could not journal it itself (it
+/// timed out, or ran out of attempts): the model read that error, so a replay reads it too.
+struct Ending {
+    store: Arc<dyn StepStore>,
+    key: StepKey,
+    tool: String,
+    arguments_hash: String,
+}
+
+impl Ending {
+    /// Journal `e` as the call's end if it is one the job never saw. A cancelled call is not
+    /// journaled: its outcome is unknown, and a replay finds it started.
+    async fn journal(&self, e: &Error) {
+        if !matches!(e.kind(), ErrorKind::Timeout | ErrorKind::AttemptsExhausted) {
+            return;
+        }
+        let entry = durable::JournalEntry {
+            tool: self.tool.clone(),
+            arguments_hash: self.arguments_hash.clone(),
+            outcome: StepOutcome::Error(e.for_model()),
+            job: String::new(),
+        };
+        if let Err(err) = self.store.journal(&self.key, &entry).await {
+            tracing::warn!(tool = %self.tool, run = %self.key.run, error = %err,
+                "journaling how a tool call ended failed; a replay of this run will find it \
+                unfinished");
+        }
+    }
+}
+
 /// Where one admitted call goes.
 enum Prepared {
-    Run(BoxJob<ToolOutput>),
+    Run(BoxJob<ToolOutput>, Option<Ending>),
     Slot(Slot),
     Pending(PendingCall),
+    /// A person failed the run on this call.
+    Fail(Error),
 }
 
 /// Run one turn's tool calls: admit and validate each, run every admitted call in parallel as a
@@ -138,6 +173,7 @@ pub(crate) async fn run_round(
     let mut jobs = Vec::new();
     let mut refused = Vec::new();
     let mut pending = Vec::new();
+    let mut failed = None;
     for (i, call) in calls.iter().enumerate() {
         let admitted = if i >= round.max_calls {
             Err(Error::invalid_input(
@@ -163,11 +199,23 @@ pub(crate) async fn run_round(
             Err(e) => Err(e),
         };
         match prepared {
-            Ok(Prepared::Run(job)) => {
+            Ok(Prepared::Run(job, ending)) => {
                 jobs.push(job);
-                slots.push(Slot::Running(call.id.to_owned(), call.name.to_owned()));
+                slots.push(Slot::Running(
+                    call.id.to_owned(),
+                    call.name.to_owned(),
+                    ending,
+                ));
             }
             Ok(Prepared::Slot(slot)) => slots.push(slot),
+            Ok(Prepared::Fail(e)) => {
+                slots.push(Slot::Done(ContentBlock::tool_error(
+                    call.id,
+                    call.name,
+                    e.for_model(),
+                )));
+                failed.get_or_insert(e);
+            }
             Ok(Prepared::Pending(p)) => {
                 // The pause is a job of the tool's class in the trajectory, recorded
                 // `awaiting_approval`; it holds nothing and ends at once.
@@ -211,12 +259,17 @@ pub(crate) async fn run_round(
                 let summary = register(&name, out);
                 results.push(ContentBlock::tool_result(id, name, summary));
             }
-            Slot::Running(id, name) => match outputs.next() {
+            Slot::Running(id, name, ending) => match outputs.next() {
                 Some(Ok(out)) => {
                     let summary = register(&name, out);
                     results.push(ContentBlock::tool_result(id, name, summary));
                 }
-                Some(Err(e)) => results.push(ContentBlock::tool_error(id, name, e.for_model())),
+                Some(Err(e)) => {
+                    if let Some(ending) = ending {
+                        ending.journal(&e).await;
+                    }
+                    results.push(ContentBlock::tool_error(id, name, e.for_model()));
+                }
                 None => results.push(ContentBlock::tool_error(
                     id,
                     name,
@@ -229,6 +282,7 @@ pub(crate) async fn run_round(
         results,
         refused,
         pending,
+        failed,
     }
 }
 
@@ -268,8 +322,10 @@ impl Steps {
         }
     }
 
-    /// Journal lookup, then approval, then the job (journaled in a durable run). A store that
-    /// cannot be read refuses the call rather than risk running it twice or unapproved.
+    /// Journal lookup, then a person's decision where one is needed, then the job: journaled in
+    /// a durable run (a call that is not read-only before it runs as well as after), and given
+    /// its idempotency key in every run. A store that cannot be read refuses the call rather
+    /// than risk running it twice or unapproved.
     async fn prepare(
         &self,
         call: &ToolCallView<'_>,
@@ -279,9 +335,31 @@ impl Steps {
         let Admitted {
             job,
             needs_approval,
+            effect,
+            idempotent,
             arguments_hash,
             arguments,
         } = admitted;
+        let key = self.key(call);
+        let call_job = |job, store: Option<&Arc<dyn StepStore>>, approval| {
+            let ending = store.map(|store| Ending {
+                store: Arc::clone(store),
+                key: key.clone(),
+                tool: call.name.to_owned(),
+                arguments_hash: arguments_hash.clone(),
+            });
+            let job = BoxJob::new(Journaled {
+                inner: job,
+                store: store.map(Arc::clone),
+                idempotency_key: durable::idempotency_key(&key),
+                key: key.clone(),
+                tool: call.name.to_owned(),
+                arguments_hash: arguments_hash.clone(),
+                effect,
+                approval,
+            });
+            Prepared::Run(job, ending)
+        };
         let store = match (&self.store, self.durable || needs_approval) {
             (Some(store), true) => store,
             (None, true) if needs_approval => {
@@ -297,77 +375,141 @@ impl Steps {
                      make it again",
                 ));
             }
-            _ => return Ok(Prepared::Run(job)),
+            _ => return Ok(call_job(job, None, None)),
         };
-        let key = self.key(call);
         let journaled = if self.durable {
             store.journaled(&key).await?
         } else {
             None
         };
-        if let Some(entry) = journaled {
-            if entry.tool == call.name && entry.arguments_hash == arguments_hash {
-                return Ok(Prepared::Slot(match entry.outcome {
-                    StepOutcome::Output(json) => Slot::Journaled(
-                        call.id.to_owned(),
-                        call.name.to_owned(),
-                        ToolOutput {
-                            typed: Arc::new(json.clone()),
-                            json,
-                        },
-                    ),
-                    StepOutcome::Error(text) => {
-                        Slot::Done(ContentBlock::tool_error(call.id, call.name, text))
-                    }
-                }));
-            }
-            tracing::warn!(tool = call.name, run = %key.run, place = %key.place,
-                call = %key.call_id, "the journal holds another call at this place (the \
-                replay diverged); the call runs");
-        }
+        let ask = |kind| ApprovalRequest {
+            key: key.clone(),
+            kind,
+            tool: call.name.to_owned(),
+            arguments: arguments.clone(),
+            arguments_hash: arguments_hash.clone(),
+            job: cx.id().to_string(),
+            workflow: cx.workflow().to_string(),
+            read_only_scope: cx.scope().is_read_only(),
+        };
         let mut approval = None;
+        match journaled {
+            Some(entry) if entry.tool == call.name && entry.arguments_hash == arguments_hash => {
+                match entry.outcome {
+                    StepOutcome::Output(json) => {
+                        return Ok(Prepared::Slot(Slot::Journaled(
+                            call.id.to_owned(),
+                            call.name.to_owned(),
+                            ToolOutput {
+                                typed: Arc::new(json.clone()),
+                                json,
+                            },
+                        )));
+                    }
+                    StepOutcome::Error(text) => {
+                        return Ok(Prepared::Slot(Slot::Done(ContentBlock::tool_error(
+                            call.id, call.name, text,
+                        ))));
+                    }
+                    StepOutcome::Started if idempotent => {
+                        tracing::info!(tool = call.name, run = %key.run, place = %key.place,
+                            call = %key.call_id, "a call that started and never finished runs \
+                            again with the same idempotency key (the tool is idempotent)");
+                    }
+                    StepOutcome::Started => {
+                        tracing::warn!(tool = call.name, run = %key.run, place = %key.place,
+                            call = %key.call_id, "a call started and never finished: its \
+                            outcome is unknown, and it runs again only if a person decides so");
+                        let asked = store.ask(&ask(ApprovalKind::OutcomeUnknown)).await?;
+                        match decided(store, &key, call, &arguments_hash, asked).await? {
+                            Decided::Run(a) => approval = Some(a),
+                            Decided::Answer(prepared) => return Ok(prepared),
+                        }
+                    }
+                }
+            }
+            Some(_) => {
+                tracing::warn!(tool = call.name, run = %key.run, place = %key.place,
+                    call = %key.call_id, "the journal holds another call at this place (the \
+                    replay diverged); the call runs");
+            }
+            None => {}
+        }
         if needs_approval {
-            let asked = store
-                .ask(&ApprovalRequest {
-                    key: key.clone(),
-                    tool: call.name.to_owned(),
-                    arguments,
-                    job: cx.id().to_string(),
-                    workflow: cx.workflow().to_string(),
-                    read_only_scope: cx.scope().is_read_only(),
-                })
-                .await?;
-            match asked.status {
-                ApprovalStatus::Pending => {
-                    tracing::info!(tool = call.name, approval = %asked.id,
-                        "a tool call waits for a person's approval");
-                    return Ok(Prepared::Pending(PendingCall {
-                        id: asked.id,
-                        tool: call.name.to_owned(),
-                        call_id: call.id.to_owned(),
-                    }));
-                }
-                ApprovalStatus::Denied => {
-                    return Ok(Prepared::Slot(Slot::Done(ContentBlock::tool_error(
-                        call.id,
-                        call.name,
-                        durable::denial_text(asked.reason.as_deref()),
-                    ))));
-                }
-                ApprovalStatus::Approved => approval = Some(asked),
+            let asked = store.ask(&ask(ApprovalKind::Approval)).await?;
+            match decided(store, &key, call, &arguments_hash, asked).await? {
+                Decided::Run(a) => approval = approval.or(Some(a)),
+                Decided::Answer(prepared) => return Ok(prepared),
             }
         }
         if !self.durable && approval.is_none() {
-            return Ok(Prepared::Run(job));
+            return Ok(call_job(job, None, None));
         }
-        Ok(Prepared::Run(BoxJob::new(Journaled {
-            inner: job,
-            store: Arc::clone(store),
-            key,
-            tool: call.name.to_owned(),
-            arguments_hash,
-            approval,
-        })))
+        Ok(call_job(job, Some(store), approval))
+    }
+}
+
+/// What a person's decision on a call leads to.
+enum Decided {
+    /// The call runs (approved).
+    Run(Approval),
+    /// The call does not run: it waits, is answered, or fails the run.
+    Answer(Prepared),
+}
+
+/// What `asked`'s status means for `call`. A skipped call is journaled with the result the
+/// person stated, so every later replay reads it from the journal.
+async fn decided(
+    store: &Arc<dyn StepStore>,
+    key: &StepKey,
+    call: &ToolCallView<'_>,
+    arguments_hash: &str,
+    asked: Approval,
+) -> Result<Decided> {
+    let answer = |slot| Ok(Decided::Answer(Prepared::Slot(slot)));
+    match asked.status {
+        ApprovalStatus::Approved => Ok(Decided::Run(asked)),
+        ApprovalStatus::Pending => {
+            tracing::info!(tool = call.name, approval = %asked.id, kind = asked.kind.as_str(),
+                "a tool call waits for a person's decision");
+            Ok(Decided::Answer(Prepared::Pending(PendingCall {
+                id: asked.id,
+                tool: call.name.to_owned(),
+                call_id: call.id.to_owned(),
+            })))
+        }
+        ApprovalStatus::Denied => answer(Slot::Done(ContentBlock::tool_error(
+            call.id,
+            call.name,
+            durable::denial_text(asked.reason.as_deref()),
+        ))),
+        ApprovalStatus::Skipped => {
+            let json = Value::String(asked.reason.unwrap_or_default());
+            let entry = durable::JournalEntry {
+                tool: call.name.to_owned(),
+                arguments_hash: arguments_hash.to_owned(),
+                outcome: StepOutcome::Output(json.clone()),
+                job: format!("approval:{}", asked.id),
+            };
+            store.journal(key, &entry).await?;
+            answer(Slot::Journaled(
+                call.id.to_owned(),
+                call.name.to_owned(),
+                ToolOutput {
+                    typed: Arc::new(json.clone()),
+                    json,
+                },
+            ))
+        }
+        ApprovalStatus::Failed => Ok(Decided::Answer(Prepared::Fail(Error::external(
+            call.name,
+            "a person's decision",
+            format!(
+                "a person failed the run on this call (approval {}): {}",
+                asked.id,
+                asked.reason.as_deref().unwrap_or("no reason given")
+            ),
+        )))),
     }
 }
 
@@ -381,10 +523,14 @@ pub(crate) fn register_artifact(artifacts: &mut Artifacts, tool: &str, out: Tool
     }
 }
 
-/// An admitted call: its job, whether it needs a person's approval, and its arguments.
+/// An admitted call: its job, whether it needs a person's approval, whether it has effects
+/// (the tool is not read-only) and whether they may be repeated with the same key, and its
+/// arguments.
 struct Admitted {
     job: BoxJob<ToolOutput>,
     needs_approval: bool,
+    effect: bool,
+    idempotent: bool,
     arguments_hash: String,
     arguments: Value,
 }
@@ -445,6 +591,8 @@ fn admit(
     Ok(Admitted {
         job,
         needs_approval,
+        effect: !provider.read_only(),
+        idempotent: provider.idempotent(),
         arguments_hash: durable::arguments_hash(call.arguments),
         arguments: arguments.clone(),
     })
