@@ -378,9 +378,15 @@ async fn three_service_processes_share_one_tpm_limit_through_redis() -> Result<(
     let queue = thinkers::queue::WorkflowQueue::new(&store);
     let ingress = thinkers::restate::RestateIngress::new(&restate.ingress);
     // Fewer, longer workflows than the queue's test: every running invocation is journal
-    // traffic for the server, and 48 keep the budget busy.
-    let submissions = futures::stream::iter(0..48).map(|i| {
-        let input = json!({"topic": format!("budget {i}"), "steps": 50, "entry": ENTRY});
+    // traffic for the server, and 48 keep the budget busy. `THINKERS_RESTATE_WORKFLOWS` runs
+    // more of them, each shorter (the same 2,400 calls), to measure utilisation at that load.
+    let workflows: usize = std::env::var("THINKERS_RESTATE_WORKFLOWS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(48);
+    let steps = (2_400 / workflows).max(10);
+    let submissions = futures::stream::iter(0..workflows).map(|i| {
+        let input = json!({"topic": format!("budget {i}"), "steps": steps, "entry": ENTRY});
         ingress.submit_unchecked(&queue, "chain", input)
     });
     let ids: Vec<_> = submissions.buffer_unordered(16).collect().await;
@@ -414,8 +420,9 @@ async fn three_service_processes_share_one_tpm_limit_through_redis() -> Result<(
     let used = (end.input_tokens + end.output_tokens) - (start.input_tokens + start.output_tokens);
     let utilisation = used as f64 / TPM as f64;
     eprintln!(
-        "3 Restate service processes over one {TPM} TPM entry: {} requests, {used} tokens in \
-         the window ({:.1}% of the limit), {} 429s, {took_part} processes ran workflows",
+        "3 Restate service processes over one {TPM} TPM entry, {workflows} workflows of {steps} \
+         calls: {} requests, {used} tokens in the window ({:.1}% of the limit), {} 429s, \
+         {took_part} processes ran workflows",
         end.requests,
         utilisation * 100.0,
         end.rate_limited
