@@ -146,9 +146,7 @@ fn print_one(a: &Approval) {
 }
 
 pub(crate) async fn approve(args: ApproveArgs) -> anyhow::Result<()> {
-    let steps = open(&args.db).await?;
-    let a = steps.decide(&args.id, &Decision::Approve).await?;
-    resume(&args.db.db, &args.restate, &a).await?;
+    let a = decide(&args.db, &args.restate, &args.id, Decision::Approve).await?;
     println!(
         "approved {} (tool {}); run {} goes on when it runs again (a queue worker picks it up)",
         a.id, a.tool, a.run
@@ -160,16 +158,10 @@ pub(crate) async fn deny(args: DenyArgs) -> anyhow::Result<()> {
     if args.reason.trim().is_empty() {
         anyhow::bail!("--reason must say why: the model reads it");
     }
-    let steps = open(&args.db).await?;
-    let a = steps
-        .decide(
-            &args.id,
-            &Decision::Deny {
-                reason: args.reason.clone(),
-            },
-        )
-        .await?;
-    resume(&args.db.db, &args.restate, &a).await?;
+    let decision = Decision::Deny {
+        reason: args.reason,
+    };
+    let a = decide(&args.db, &args.restate, &args.id, decision).await?;
     println!(
         "denied {} (tool {}); run {} goes on without it when it runs again",
         a.id, a.tool, a.run
@@ -181,12 +173,10 @@ pub(crate) async fn skip(args: SkipArgs) -> anyhow::Result<()> {
     if args.result.trim().is_empty() {
         anyhow::bail!("--result must say what the call's result is: the model reads it");
     }
-    let steps = open(&args.db).await?;
     let decision = Decision::Skip {
-        result: args.result.clone(),
+        result: args.result,
     };
-    let a = steps.decide(&args.id, &decision).await?;
-    resume(&args.db.db, &args.restate, &a).await?;
+    let a = decide(&args.db, &args.restate, &args.id, decision).await?;
     println!(
         "skipped {} (tool {}); run {} goes on with the stated result when it runs again",
         a.id, a.tool, a.run
@@ -198,17 +188,28 @@ pub(crate) async fn fail(args: FailArgs) -> anyhow::Result<()> {
     if args.reason.trim().is_empty() {
         anyhow::bail!("--reason must say why the run fails");
     }
-    let steps = open(&args.db).await?;
     let decision = Decision::Fail {
-        reason: args.reason.clone(),
+        reason: args.reason,
     };
-    let a = steps.decide(&args.id, &decision).await?;
-    resume(&args.db.db, &args.restate, &a).await?;
+    let a = decide(&args.db, &args.restate, &args.id, decision).await?;
     println!(
         "failed {} (tool {}); run {} fails on it when it runs again",
         a.id, a.tool, a.run
     );
     Ok(())
+}
+
+/// Store `decision` on the call `id`, then tell the workflow's engine (Restate) it was decided.
+async fn decide(
+    db: &DbArg,
+    restate: &crate::work::RestateArgs,
+    id: &str,
+    decision: Decision,
+) -> anyhow::Result<Approval> {
+    let steps = open(db).await?;
+    let a = steps.decide(id, &decision).await?;
+    resume(&db.db, restate, &a).await?;
+    Ok(a)
 }
 
 /// A decided call of a workflow on Restate: resolve the durable promise it waits on (the

@@ -199,8 +199,18 @@ pub trait Grant: Send + Sync + std::fmt::Debug {
     fn requirements(&self) -> &[Requirement];
 
     /// Reconcile the seat's reservation with the tokens it really used (when reported), then
-    /// release everything.
+    /// release everything. A seat already reconciled by [`Grant::settle_seat_now`] is left as
+    /// it is.
     fn settle(self: Box<Self>, seat_used: Option<SeatUse>);
+
+    /// Reconcile the seat's reservation with the tokens it really used now, before the grant
+    /// is released: the budget gets back what the call did not use while the attempt still
+    /// works (a durable run's journal write of the answer). Once only; later calls and the final
+    /// [`Grant::settle`] leave the seat as it is. The default does nothing (the reservation is
+    /// reconciled at the end).
+    fn settle_seat_now(&self, seat_used: SeatUse) {
+        let _ = seat_used;
+    }
 
     /// Itself, so the runtime that minted it can tell its own grants from any other.
     fn as_any(&self) -> &dyn std::any::Any;
@@ -269,6 +279,22 @@ impl Resources {
             .store(used.output.min(UNREPORTED - 1), Ordering::Relaxed);
     }
 
+    /// Reconcile the seat's reservation with the usage reported so far
+    /// ([`Resources::report_seat_usage`]) now, rather than when the attempt ends: for a model
+    /// call that has its answer and still has work to do before it returns. Nothing happens when
+    /// no usage was reported (the whole reservation stays booked).
+    pub fn settle_seat_now(&self) {
+        if let Some(used) = self.reported_seat_use() {
+            self.permit.settle_seat_now(used);
+        }
+    }
+
+    fn reported_seat_use(&self) -> Option<SeatUse> {
+        let input = self.seat_input.load(Ordering::Relaxed);
+        let output = self.seat_output.load(Ordering::Relaxed);
+        (input != UNREPORTED && output != UNREPORTED).then_some(SeatUse { input, output })
+    }
+
     /// Spend the admitted seat `seat` for one model call: the first seat of the permit equal to
     /// it that no call has spent yet. A seat this attempt was not admitted for, or one already
     /// spent, is an [`crate::Error::System`]: the job asked admission for one thing and tried to
@@ -299,10 +325,7 @@ impl Resources {
 
     #[doc(hidden)]
     pub fn settle(self) {
-        let input = self.seat_input.load(Ordering::Relaxed);
-        let output = self.seat_output.load(Ordering::Relaxed);
-        let used =
-            (input != UNREPORTED && output != UNREPORTED).then_some(SeatUse { input, output });
+        let used = self.reported_seat_use();
         self.permit.settle(used);
     }
 }

@@ -18,6 +18,7 @@
 //! processes sharing a store (each process is FIFO on its own).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::Notify;
@@ -203,6 +204,7 @@ impl Admission {
                 admission: None,
                 requirements,
                 leases: Vec::new(),
+                seat_settled: AtomicBool::new(false),
             });
         }
         let ask = |r: &Requirement| {
@@ -224,6 +226,7 @@ impl Admission {
                 admission: Some(self.clone()),
                 requirements,
                 leases,
+                seat_settled: AtomicBool::new(false),
             });
         }
         let mut order: Vec<(Ask, usize)> = requirements
@@ -237,6 +240,7 @@ impl Admission {
             admission: Some(self.clone()),
             requirements,
             leases,
+            seat_settled: AtomicBool::new(false),
         };
         for (ask, idx) in order {
             let lease = self.acquire_one(&ask).await?;
@@ -354,6 +358,8 @@ pub struct Permit {
     admission: Option<Admission>,
     requirements: Vec<Requirement>,
     leases: Vec<(usize, Lease)>,
+    /// Whether the seat's reservation was reconciled already ([`Grant::settle_seat_now`]).
+    seat_settled: AtomicBool,
 }
 
 impl std::fmt::Debug for Permit {
@@ -378,14 +384,27 @@ impl Permit {
 
     /// Reconcile the seat's reservation with the tokens it really used, then release.
     pub(crate) fn settle(self, seat_used: Option<SeatUse>) {
-        if let (Some(adm), Some(used)) = (&self.admission, seat_used) {
-            for (idx, lease) in &self.leases {
-                if matches!(self.requirements.get(*idx), Some(Requirement::Seat(_))) {
-                    adm.inner.store.settle(lease, used);
-                }
-            }
+        if let Some(used) = seat_used {
+            self.settle_seat(used);
         }
         drop(self);
+    }
+
+    /// Reconcile the seat leases with `used`, once: a later call does nothing. Waiters on their
+    /// budgets look again at once (the call gave back what it did not use).
+    fn settle_seat(&self, used: SeatUse) {
+        if self.seat_settled.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Some(adm) = &self.admission else {
+            return;
+        };
+        for (idx, lease) in &self.leases {
+            if matches!(self.requirements.get(*idx), Some(Requirement::Seat(_))) {
+                adm.inner.store.settle(lease, used);
+                adm.wake(&lease.budget);
+            }
+        }
     }
 }
 
@@ -396,6 +415,10 @@ impl crate::job::Grant for Permit {
 
     fn settle(self: Box<Self>, seat_used: Option<SeatUse>) {
         Self::settle(*self, seat_used);
+    }
+
+    fn settle_seat_now(&self, seat_used: SeatUse) {
+        self.settle_seat(seat_used);
     }
 
     fn as_any(&self) -> &dyn std::any::Any {
@@ -502,6 +525,55 @@ mod tests {
         assert_eq!(third_wakes.0.load(Ordering::SeqCst), 1);
         assert!(poll(&mut third, &third_wakes).is_ready());
         Ok(())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_seat_settled_early_gives_its_surplus_back_once_while_the_permit_is_held() {
+        // otpm = 6,000: 100 a second. The seat books 1,000 output tokens (10 s of the axis) and
+        // uses 100: settled early, the next ask waits 1 s although the permit is still held,
+        // and the permit's own settle at the end gives nothing back twice.
+        use crate::dispatch::budget::Reservation;
+        use crate::job::{Rate, Seat};
+        let store = Arc::new(MemoryBudgets::new());
+        let budget = Seat::budget_for("e");
+        store.configure(
+            &budget,
+            Limits {
+                output_tokens: Some(Rate::per_minute(6_000)),
+                ..Limits::default()
+            },
+        );
+        let adm = Admission::new(store.clone());
+        let seat = Seat {
+            entry: "e".into(),
+            budget: budget.as_str().into(),
+            input_tokens: 5_000,
+            output_tokens: 1_000,
+            reasoning_tokens: 0,
+        };
+        let next = Requirement::Seat(seat.clone()).ask();
+        let waits = |store: &MemoryBudgets| match store.try_reserve_local(&next) {
+            Some(Reservation::Wait(Some(d))) => d.as_secs_f64(),
+            other => panic!("expected a timed wait, got {other:?}"),
+        };
+        let permit = adm
+            .acquire(vec![Requirement::Seat(seat)])
+            .await
+            .expect("granted");
+        assert!((waits(&store) - 10.0).abs() < 1e-3);
+        let used = SeatUse {
+            input: 5_000,
+            output: 100,
+        };
+        crate::job::Grant::settle_seat_now(&permit, used);
+        assert!((waits(&store) - 1.0).abs() < 1e-3, "{}", waits(&store));
+        crate::job::Grant::settle_seat_now(&permit, used);
+        permit.settle(Some(used));
+        assert!(
+            (waits(&store) - 1.0).abs() < 1e-3,
+            "settled once: {}",
+            waits(&store)
+        );
     }
 
     #[tokio::test]

@@ -191,7 +191,9 @@ pub(crate) fn holds_answer(request: &EncodedRequest, cx: &JobContext) -> bool {
 }
 
 /// Send `request` through the job's response cache, if the dispatcher has one: answer from the
-/// cache on a hit, else send and store the answer before returning it. Cache failures are
+/// cache on a hit, else send and store the answer before returning it. `answered` sees a
+/// provider's answer as soon as it is in, before it is stored (the call settles its seat
+/// there, so the budget does not wait on the store). Cache failures are
 /// logged and never fail the call (the provider is asked instead; an unstored answer is only a
 /// lost saving) — except for a call admitted without a seat because the cache held its answer
 /// (`held`): nothing is sent for it, and a cache that no longer answers is an error.
@@ -204,6 +206,7 @@ pub(crate) async fn send(
     options: &SendOptions,
     stream: Option<&mut (dyn FnMut(StreamDelta) + Send)>,
     held: bool,
+    answered: &mut (dyn FnMut(&SendOutcome) + Send),
     cx: &JobContext,
 ) -> Result<CachedSend> {
     let entry = options.entry.as_deref().unwrap_or_default();
@@ -248,6 +251,7 @@ pub(crate) async fn send(
         Some(sink) => client.send_with(request, options, sink).await?,
         None => client.send_with(request, options, &mut |_| {}).await?,
     };
+    answered(&outcome);
     if let Err(e) = service
         .cache()
         .put(&key, entry, &outcome.response, by)

@@ -30,8 +30,8 @@ use tracing::Instrument;
 use super::cached_prefix::Prints;
 use super::failed::Failed;
 use super::{
-    ChatRequest, ChatResponse, EncodedRequest, ModelServices, Reasoning, SendOptions, StopReason,
-    StreamDelta,
+    ChatRequest, ChatResponse, EncodedRequest, ModelServices, Reasoning, SendOptions, SendOutcome,
+    StopReason, StreamDelta,
 };
 use crate::error::RetrySignal;
 use crate::job::{Job, JobContext, Requirements, Resources, Seat};
@@ -402,10 +402,27 @@ pub async fn converse_bound(
         crate::dispatch::spend::hold(cx, &b.entry, entry.provider(), worst, currency).await?
     };
     let started = std::time::Instant::now();
+    // A provider's answer settles the seat at once: the budget gets back what the call did not
+    // use without waiting for the answer to be stored (a durable run's journal write).
+    let reads_count = entry.cache_reads_count();
+    let mut settle_seat = |o: &SendOutcome| {
+        if o.response.usage.reported {
+            res.report_seat_usage(o.response.usage.seat_use(reads_count));
+            res.settle_seat_now();
+        }
+    };
     // Through the response cache when the dispatcher has one (`super::cache`).
-    let sent = super::cache::send(services.client(), &b.encoded, &options, stream, b.held, cx)
-        .instrument(span.clone())
-        .await;
+    let sent = super::cache::send(
+        services.client(),
+        &b.encoded,
+        &options,
+        stream,
+        b.held,
+        &mut settle_seat,
+        cx,
+    )
+    .instrument(span.clone())
+    .await;
     let (outcome, from_cache) = match sent {
         Ok(o) => (o.outcome, o.from_cache),
         Err(e) => {

@@ -145,6 +145,17 @@ fn start_step(key: &StepKey) -> String {
     format!("start {} {}", key.place, key.call_id)
 }
 
+/// Journal `entry` as `step` of `key`'s invocation.
+async fn complete(
+    tx: &mpsc::UnboundedSender<Request>,
+    key: &StepKey,
+    step: String,
+    entry: &JournalEntry,
+) -> Result<()> {
+    let value = entry_json(entry);
+    ask_bridge(tx, &key.run, |done| Request::Complete { step, value, done }).await
+}
+
 fn entry_json(entry: &JournalEntry) -> Value {
     serde_json::json!({
         "tool": entry.tool, "arguments_hash": entry.arguments_hash,
@@ -199,16 +210,10 @@ impl StepStore for RestateSteps {
 
     fn start<'a>(&'a self, key: &'a StepKey, entry: &'a JournalEntry) -> BoxFuture<'a, Result<()>> {
         async move {
-            let Some(tx) = self.bridges.sender(&key.run) else {
-                return self.store.start(key, entry).await;
-            };
-            let (step, value) = (start_step(key), entry_json(entry));
-            ask_bridge(&tx, &key.run, |done| Request::Complete {
-                step,
-                value,
-                done,
-            })
-            .await
+            match self.bridges.sender(&key.run) {
+                Some(tx) => complete(&tx, key, start_step(key), entry).await,
+                None => self.store.start(key, entry).await,
+            }
         }
         .boxed()
     }
@@ -219,16 +224,10 @@ impl StepStore for RestateSteps {
         entry: &'a JournalEntry,
     ) -> BoxFuture<'a, Result<()>> {
         async move {
-            let Some(tx) = self.bridges.sender(&key.run) else {
-                return self.store.journal(key, entry).await;
-            };
-            let (step, value) = (tool_step(key), entry_json(entry));
-            ask_bridge(&tx, &key.run, |done| Request::Complete {
-                step,
-                value,
-                done,
-            })
-            .await
+            match self.bridges.sender(&key.run) {
+                Some(tx) => complete(&tx, key, tool_step(key), entry).await,
+                None => self.store.journal(key, entry).await,
+            }
         }
         .boxed()
     }
