@@ -6,7 +6,8 @@
 //!   third of three errands (journaled as started, never finished); on the other process the
 //!   workflow waits with that errand's outcome unknown until a person approves running it again,
 //!   then completes. Each errand ran once (the ledger file), the sim was paid once per model
-//!   call (no body twice), the record holds both runs' trajectories in order.
+//!   call (no body twice), the record holds both runs' trajectories in order. Skipped with a
+//!   stated result instead, the errand never runs again and the model reads the result.
 //! * Approval: the workflow waits for a person while both service processes restart; it
 //!   completes after `thinkers approve`.
 //! * Shared limits: three service processes share one entry's TPM limit through Redis; the
@@ -146,14 +147,24 @@ async fn worker_of(db: &str, id: &str) -> Result<String> {
     Ok(s["state"]["worker"].as_str().unwrap_or_default().to_owned())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_service_process_never_repeats_a_finished_step() -> Result<()> {
-    let _serial = ONE_AT_A_TIME.lock().await;
-    let Some((db, restate)) = database_and_server().await? else {
-        return Ok(());
-    };
-    let (sim, _, mut services) =
-        errand_services(&db, &restate, &["service-a", "service-b"]).await?;
+/// A workflow whose service process was SIGKILLed inside its third errand, waiting on the
+/// other process for a decision on that errand.
+struct Killed {
+    sim: Sim,
+    id: String,
+    ledger: std::path::PathBuf,
+    survivor: &'static str,
+    /// The `outcome_unknown` approval the workflow waits on.
+    approval: String,
+    _services: Vec<tokio::process::Child>,
+    _dir: tempfile::TempDir,
+}
+
+/// Run an `errands` workflow on two service processes and SIGKILL the one running it inside the
+/// third errand (journaled as started, never finished): on the survivor the workflow waits for a
+/// person to say what became of that errand, and runs nothing meanwhile.
+async fn killed_inside_the_third_errand(db: &str, restate: &RestateServer) -> Result<Killed> {
+    let (sim, _, mut services) = errand_services(db, restate, &["service-a", "service-b"]).await?;
     let dir = tempfile::tempdir()?;
     let ledger = dir.path().join("ledger.txt");
     // Each errand waits 1.5 s before its side effect: the kill lands inside the third.
@@ -161,7 +172,7 @@ async fn a_killed_service_process_never_repeats_a_finished_step() -> Result<()> 
         "errands": ["errand-one", "errand-two", "errand-three"],
         "ledger": ledger, "pause_ms": 1500, "entry": ENTRY,
     });
-    let id = submit(&db, &restate, &input).await?;
+    let id = submit(db, restate, &input).await?;
     // Killed once two errands ran and the model asked for the third (whose answer is
     // journaled while the third errand pauses).
     wait_for(
@@ -175,27 +186,56 @@ async fn a_killed_service_process_never_repeats_a_finished_step() -> Result<()> 
     )
     .await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let running_on = worker_of(&db, &id).await?;
+    let running_on = worker_of(db, &id).await?;
     let (victim, survivor) = match running_on.as_str() {
-        "service-a" => (&mut services[0], "service-b"),
-        "service-b" => (&mut services[1], "service-a"),
+        "service-a" => (0, "service-b"),
+        "service-b" => (1, "service-a"),
         other => anyhow::bail!("the workflow runs on an unknown worker `{other}`"),
     };
-    victim.start_kill()?; // SIGKILL
-    victim.wait().await?;
-    assert_eq!(ledger_lines(&ledger), ["errand-one", "errand-two"]);
+    services[victim].start_kill()?; // SIGKILL
+    services[victim].wait().await?;
+    ensure!(ledger_lines(&ledger) == ["errand-one", "errand-two"]);
 
-    // The third errand started and never finished: on the survivor the workflow waits for a
-    // person to say whether it runs again, and runs nothing meanwhile.
-    let unknown = pending_approval(&db, &id).await?;
-    assert_eq!(unknown["kind"], "outcome_unknown", "{unknown}");
-    assert_eq!(unknown["tool"], "do_errand");
-    assert_eq!(unknown["arguments"]["errand"], "errand-three");
-    assert_eq!(ledger_lines(&ledger), ["errand-one", "errand-two"]);
-    let approval = unknown["id"].as_str().context("id")?;
+    let unknown = pending_approval(db, &id).await?;
+    ensure!(unknown["kind"] == "outcome_unknown", "{unknown}");
+    ensure!(unknown["tool"] == "do_errand", "{unknown}");
+    ensure!(
+        unknown["arguments"]["errand"] == "errand-three",
+        "{unknown}"
+    );
+    ensure!(
+        ledger_lines(&ledger) == ["errand-one", "errand-two"],
+        "nothing ran while the workflow waited"
+    );
+    let approval = unknown["id"].as_str().context("id")?.to_owned();
+    Ok(Killed {
+        sim,
+        id,
+        ledger,
+        survivor,
+        approval,
+        _services: services,
+        _dir: dir,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_service_process_never_repeats_a_finished_step() -> Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some((db, restate)) = database_and_server().await? else {
+        return Ok(());
+    };
+    let killed = killed_inside_the_third_errand(&db, &restate).await?;
+    let Killed {
+        sim,
+        id,
+        ledger,
+        survivor,
+        ..
+    } = &killed;
     let out = run_ok(&[
         "approve",
-        approval,
+        &killed.approval,
         "--db",
         &db,
         "--restate",
@@ -247,6 +287,48 @@ async fn a_killed_service_process_never_repeats_a_finished_step() -> Result<()> 
     )
     .await?;
     assert_eq!(calls, 4, "the replayed turns are on the record too");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_errand_cut_off_by_a_crash_and_skipped_with_a_result_never_runs_again() -> Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some((db, restate)) = database_and_server().await? else {
+        return Ok(());
+    };
+    let killed = killed_inside_the_third_errand(&db, &restate).await?;
+    // The person found the third errand done by hand: the model reads that as its result.
+    let out = run_ok(&[
+        "skip",
+        &killed.approval,
+        "--result",
+        "errand-three was done by hand at the counter",
+        "--db",
+        &db,
+        "--restate",
+        &restate.ingress,
+    ])
+    .await?;
+    ensure!(out.contains("skipped"), "{out}");
+    let last = finish(&db, QUEUE, &killed.id, Duration::from_secs(90)).await?;
+    ensure!(last["status"] == "succeeded", "{last}");
+    assert_eq!(
+        ledger_lines(&killed.ledger),
+        ["errand-one", "errand-two"],
+        "the skipped errand never ran again"
+    );
+    let asked = killed
+        .sim
+        .requests()
+        .pop()
+        .context("the report's request")?;
+    assert!(
+        asked.raw_body.contains("done by hand at the counter"),
+        "the model read the stated result"
+    );
+    assert_eq!(paid_once(&killed.sim), 4, "no model call was paid twice");
+    let all = run_ok(&["approvals", "--all", "--db", &db]).await?;
+    assert!(all.contains("skipped"), "{all}");
     Ok(())
 }
 
