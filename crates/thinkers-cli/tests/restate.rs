@@ -245,9 +245,9 @@ async fn a_killed_service_process_never_repeats_a_finished_step() -> Result<()> 
     ensure!(out.contains("approved"), "{out}");
 
     // Each errand ran once; the two finished ones came from the journal.
-    let last = all_errands_done(&db, &id, &ledger, Duration::from_secs(90)).await?;
+    let last = all_errands_done(&db, id, ledger, Duration::from_secs(90)).await?;
     // Every model call was paid once: the replay read the first three from the journal.
-    assert_eq!(paid_once(&sim), 4, "three tool-call turns and the report");
+    assert_eq!(paid_once(sim), 4, "three tool-call turns and the report");
     let stats = sim.stats();
     assert_eq!(stats.model(ENTRY).requests, 4, "the sim's own count");
     assert_eq!(stats.totals.rate_limited, 0);
