@@ -195,8 +195,8 @@ impl Job for Journaled {
         };
         if let Err(e) = store.journal(&self.key, &entry(outcome)).await {
             // The call ran; failing it now would make the model ask for it again. A replay
-            // finds the call started and unfinished (a read-only one, not journaled at all, runs
-            // again), which is what the log says.
+            // finds a call with effects started and unfinished (it waits for a person unless
+            // idempotent) and runs a read-only one again, which is what the log says.
             tracing::warn!(tool = %self.tool, run = %self.key.run, place = %self.key.place,
                 call = %self.key.call_id, error = %e,
                 "journaling a finished tool call failed; a replay of this run cannot answer it from the journal");
