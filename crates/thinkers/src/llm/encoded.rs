@@ -138,6 +138,17 @@ pub(crate) fn part<T: Serialize + ?Sized>(value: &T) -> Result<Part, Error> {
     serde_json::value::to_raw_value(value).map_err(unserializable)
 }
 
+/// Whether a body of `bytes` bytes for `req` may hold a prompt OpenAI caches (1,024 tokens or
+/// more): a token of the prompt's text is at least one byte of the body, and the chat format adds
+/// at most 4 tokens a message and 16 a tool. A derived `prompt_cache_key` is sent only then, so
+/// no cacheable request goes without one and a short one carries none; a key the caller set is
+/// always sent.
+pub(crate) fn may_be_cached(req: &super::ChatRequest, bytes: usize) -> bool {
+    const CACHED_FROM_TOKENS: usize = 1_024;
+    req.cache_key.is_some()
+        || bytes + 4 * (req.messages.len() + 1) + 16 * req.tools.len() >= CACHED_FROM_TOKENS
+}
+
 /// Serialise a wire body.
 pub(crate) fn finish<T: Serialize>(body: &T) -> Result<Bytes, Error> {
     serde_json::to_vec(body)

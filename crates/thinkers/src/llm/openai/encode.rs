@@ -14,7 +14,8 @@
 //! OpenAI caches prompt prefixes on its own; with prompt caching on (the default) OpenAI proper
 //! also gets a `prompt_cache_key` ([`ChatRequest::derived_cache_key`], one per system content
 //! and tools), so every turn, and every run of the same agent, is routed to the cache the earlier
-//! ones filled. Nothing
+//! ones filled; a request too short to be cached carries no derived key
+//! (`encoded::may_be_cached`). Nothing
 //! that changes from turn to turn is put before the conversation: the system message is the
 //! request's system content (and the text-tool protocol's fixed instructions).
 
@@ -283,7 +284,7 @@ pub(crate) fn encode(
     // OpenAI proper routes requests with one key and one prefix to the same cache; a compatible
     // server gets no key (its caching, if any, is its own, and a strict one refuses the field).
     let cache_key = (!compat && target.prompt_cache.is_on()).then(|| req.derived_cache_key());
-    let body = Body {
+    let mut body = Body {
         model: &target.model,
         messages: &messages,
         tools: &tools,
@@ -298,9 +299,16 @@ pub(crate) fn encode(
         stream_options: stream.then_some(StreamOptions {
             include_usage: true,
         }),
-        prompt_cache_key: cache_key.as_deref(),
+        prompt_cache_key: None,
     };
-    let body = encoded::finish(&body)?;
+    let mut bytes = encoded::finish(&body)?;
+    if let Some(key) = cache_key.as_deref()
+        && encoded::may_be_cached(req, bytes.len())
+    {
+        body.prompt_cache_key = Some(key);
+        bytes = encoded::finish(&body)?;
+    }
+    let body = bytes;
 
     let mut headers = Vec::with_capacity(2);
     headers.push(Header::plain("content-type", "application/json"));

@@ -18,7 +18,8 @@
 //! * With prompt caching on (the default), `prompt_cache_key` is the request's
 //!   [`ChatRequest::derived_cache_key`], one per system content and tools, so every turn, and
 //!   every run of the same agent, is routed to the cache the earlier ones filled (OpenAI caches
-//!   prefixes on its own).
+//!   prefixes on its own). A request too short to be cached carries no derived key
+//!   (`encoded::may_be_cached`).
 
 use std::borrow::Cow;
 
@@ -210,7 +211,7 @@ pub(crate) fn encode(
         &[]
     };
     let cache_key = target.prompt_cache.is_on().then(|| req.derived_cache_key());
-    let body = Body {
+    let mut body = Body {
         model: &target.model,
         instructions: (!system.is_empty()).then_some(&*system),
         input: &input,
@@ -225,9 +226,16 @@ pub(crate) fn encode(
         store: false,
         include,
         stream: stream.then_some(true),
-        prompt_cache_key: cache_key.as_deref(),
+        prompt_cache_key: None,
     };
-    let body = encoded::finish(&body)?;
+    let mut bytes = encoded::finish(&body)?;
+    if let Some(key) = cache_key.as_deref()
+        && encoded::may_be_cached(req, bytes.len())
+    {
+        body.prompt_cache_key = Some(key);
+        bytes = encoded::finish(&body)?;
+    }
+    let body = bytes;
 
     let mut headers = Vec::with_capacity(2);
     headers.push(Header::plain("content-type", "application/json"));

@@ -223,33 +223,52 @@ fn bedrock_claude_gets_cache_points_after_system_tools_and_the_user_turns() -> a
     Ok(())
 }
 
+/// `req` with a system prompt long enough for OpenAI to cache it (over 1,024 tokens).
+fn cacheable(mut req: ChatRequest) -> ChatRequest {
+    req.system.push_str(&" Answer with care.".repeat(300));
+    req
+}
+
 #[test]
 fn openai_gets_one_prompt_cache_key_per_shared_prefix() -> anyhow::Result<()> {
     for dialect in [Dialect::OpenAi, Dialect::OpenAiResponses] {
         let target = fixtures::target(dialect);
-        let first = body(&target, &fixtures::with_tools())?;
+        let first = body(&target, &cacheable(fixtures::with_tools()))?;
         let key = first["prompt_cache_key"].as_str().unwrap().to_owned();
         assert!(key.starts_with("thinkers-") && key.len() == 25, "{key}");
         // Later turns of the same conversation keep the key.
-        let later = body(&target, &fixtures::tool_round())?;
+        let later = body(&target, &cacheable(fixtures::tool_round()))?;
         assert_eq!(later["prompt_cache_key"], json!(key), "{dialect:?}");
         // Another conversation of the same agent (same system content and tools) shares it: its
         // runs reuse one cached prefix. Another agent has another.
-        let mut same_agent = fixtures::with_tools();
+        let mut same_agent = cacheable(fixtures::with_tools());
         same_agent.messages = vec![Message::user_text("A different question?")].into();
         assert_eq!(body(&target, &same_agent)?["prompt_cache_key"], json!(key));
-        let toolless = fixtures::plain();
-        assert_ne!(body(&target, &toolless)?["prompt_cache_key"], json!(key));
-        let other = ChatRequest::new("You are verbose.", vec![Message::user_text("Hello?")]);
-        assert_ne!(body(&target, &other)?["prompt_cache_key"], json!(key));
-        // A key set on the request is sent as it is.
+        let toolless = body(&target, &cacheable(fixtures::plain()))?;
+        assert!(toolless["prompt_cache_key"].is_string());
+        assert_ne!(toolless["prompt_cache_key"], json!(key));
+        let other = cacheable(ChatRequest::new(
+            "You are verbose.",
+            vec![Message::user_text("Hello?")],
+        ));
+        let other = body(&target, &other)?;
+        assert!(other["prompt_cache_key"].is_string());
+        assert_ne!(other["prompt_cache_key"], json!(key));
+        // A request too short to be cached carries no derived key (it would be bytes for
+        // nothing); a key set on the request is sent as it is, whatever the length.
+        assert!(
+            body(&target, &fixtures::with_tools())?
+                .get("prompt_cache_key")
+                .is_none(),
+            "{dialect:?}"
+        );
         let mut pinned = fixtures::plain();
         pinned.cache_key = Some("run-42".into());
         assert_eq!(body(&target, &pinned)?["prompt_cache_key"], "run-42");
         // Switched off: no key.
         let off = target.with_prompt_cache(PromptCache::Off);
         assert!(
-            body(&off, &fixtures::plain())?
+            body(&off, &cacheable(fixtures::plain()))?
                 .get("prompt_cache_key")
                 .is_none()
         );
