@@ -402,23 +402,22 @@ pub async fn converse_bound(
         crate::dispatch::spend::hold(cx, &b.entry, entry.provider(), worst, currency).await?
     };
     let started = std::time::Instant::now();
-    // A provider's answer settles the seat at once: the budget gets back what the call did not
-    // use without waiting for the answer to be stored (a durable run's journal write).
-    let reads_count = entry.cache_reads_count();
-    let mut settle_seat = |o: &SendOutcome| {
+    // Through the response cache when the dispatcher has one (`super::cache`). A provider's
+    // answer settles the seat at once, not after the answer is stored (a journal write).
+    let (reads_count, client) = (entry.cache_reads_count(), services.client());
+    let mut settle = |o: &SendOutcome| {
         if o.response.usage.reported {
             res.report_seat_usage(o.response.usage.seat_use(reads_count));
             res.settle_seat_now();
         }
     };
-    // Through the response cache when the dispatcher has one (`super::cache`).
     let sent = super::cache::send(
-        services.client(),
+        client,
         &b.encoded,
         &options,
         stream,
         b.held,
-        &mut settle_seat,
+        &mut settle,
         cx,
     )
     .instrument(span.clone())
