@@ -138,15 +138,37 @@ pub(crate) fn part<T: Serialize + ?Sized>(value: &T) -> Result<Part, Error> {
     serde_json::value::to_raw_value(value).map_err(unserializable)
 }
 
-/// Whether a body of `bytes` bytes for `req` may hold a prompt OpenAI caches (1,024 tokens or
-/// more): a token of the prompt's text is at least one byte of the body, and the chat format adds
-/// at most 4 tokens a message and 16 a tool. A derived `prompt_cache_key` is sent only then, so
-/// no cacheable request goes without one and a short one carries none; a key the caller set is
-/// always sent.
-pub(crate) fn may_be_cached(req: &super::ChatRequest, bytes: usize) -> bool {
+/// Whether `req` may hold a prompt OpenAI caches (1,024 tokens or more), judged from the text
+/// its body carries: the `system` content and the `history` as encoded (see
+/// `text_tools::prompt_parts`), the tools and the answer schema. A token is at least one byte
+/// of that text, and the chat format adds at most 4 tokens a message, 8 a content block and 16
+/// a tool; an image or a file may be any size. A derived `prompt_cache_key` is sent only then,
+/// so no cacheable request goes without one and a short one carries none; a key the caller set
+/// is always sent.
+pub(crate) fn may_be_cached(
+    req: &super::ChatRequest,
+    system: &str,
+    history: &[super::message::Message],
+) -> bool {
     const CACHED_FROM_TOKENS: usize = 1_024;
-    req.cache_key.is_some()
-        || bytes + 4 * (req.messages.len() + 1) + 16 * req.tools.len() >= CACHED_FROM_TOKENS
+    if req.cache_key.is_some() {
+        return true;
+    }
+    let mut text = system.len() + 4 * (history.len() + 1);
+    for block in history.iter().flat_map(|m| &m.content) {
+        let Some(n) = block.text_bytes() else {
+            return true;
+        };
+        text += n + 8;
+    }
+    for t in &req.tools {
+        text +=
+            16 + t.name.len() + t.description.len() + super::strict::shared_json_len(&t.parameters);
+    }
+    if let Some(r) = &req.response {
+        text += r.name.len() + super::strict::shared_json_len(&r.schema);
+    }
+    text >= CACHED_FROM_TOKENS
 }
 
 /// Serialise a wire body.

@@ -284,7 +284,7 @@ pub(crate) fn encode(
     // OpenAI proper routes requests with one key and one prefix to the same cache; a compatible
     // server gets no key (its caching, if any, is its own, and a strict one refuses the field).
     let cache_key = (!compat && target.prompt_cache.is_on()).then(|| req.derived_cache_key());
-    let mut body = Body {
+    let body = Body {
         model: &target.model,
         messages: &messages,
         tools: &tools,
@@ -299,16 +299,11 @@ pub(crate) fn encode(
         stream_options: stream.then_some(StreamOptions {
             include_usage: true,
         }),
-        prompt_cache_key: None,
+        prompt_cache_key: cache_key
+            .as_deref()
+            .filter(|_| encoded::may_be_cached(req, &system, &history)),
     };
-    let mut bytes = encoded::finish(&body)?;
-    if let Some(key) = cache_key.as_deref()
-        && encoded::may_be_cached(req, bytes.len())
-    {
-        body.prompt_cache_key = Some(key);
-        bytes = encoded::finish(&body)?;
-    }
-    let body = bytes;
+    let body = encoded::finish(&body)?;
 
     let mut headers = Vec::with_capacity(2);
     headers.push(Header::plain("content-type", "application/json"));

@@ -211,7 +211,7 @@ pub(crate) fn encode(
         &[]
     };
     let cache_key = target.prompt_cache.is_on().then(|| req.derived_cache_key());
-    let mut body = Body {
+    let body = Body {
         model: &target.model,
         instructions: (!system.is_empty()).then_some(&*system),
         input: &input,
@@ -226,16 +226,11 @@ pub(crate) fn encode(
         store: false,
         include,
         stream: stream.then_some(true),
-        prompt_cache_key: None,
+        prompt_cache_key: cache_key
+            .as_deref()
+            .filter(|_| encoded::may_be_cached(req, &system, &history)),
     };
-    let mut bytes = encoded::finish(&body)?;
-    if let Some(key) = cache_key.as_deref()
-        && encoded::may_be_cached(req, bytes.len())
-    {
-        body.prompt_cache_key = Some(key);
-        bytes = encoded::finish(&body)?;
-    }
-    let body = bytes;
+    let body = encoded::finish(&body)?;
 
     let mut headers = Vec::with_capacity(2);
     headers.push(Header::plain("content-type", "application/json"));

@@ -262,6 +262,25 @@ fn openai_gets_one_prompt_cache_key_per_shared_prefix() -> anyhow::Result<()> {
                 .is_none(),
             "{dialect:?}"
         );
+        // Nor does one whose body is long only in its JSON: forty one-word turns make a body
+        // over 1,024 bytes whose text is far below 1,024 tokens.
+        let mut chatty = fixtures::plain();
+        chatty.messages = (0..40)
+            .map(|i| {
+                if i % 2 == 0 {
+                    Message::user_text("ok")
+                } else {
+                    Message::assistant_text("ok")
+                }
+            })
+            .collect::<Vec<_>>()
+            .into();
+        let encoded = encode(&target, &chatty)?;
+        assert!(encoded.body.len() > 1_024, "{}", encoded.body.len());
+        assert!(
+            body(&target, &chatty)?.get("prompt_cache_key").is_none(),
+            "{dialect:?}"
+        );
         let mut pinned = fixtures::plain();
         pinned.cache_key = Some("run-42".into());
         assert_eq!(body(&target, &pinned)?["prompt_cache_key"], "run-42");
