@@ -13,7 +13,7 @@ use thinkers::durable::{Approval, Decision};
 /// Where the approvals are.
 #[derive(Debug, Args)]
 pub(crate) struct DbArg {
-    /// The database file, or a `postgres://` URL (the queue's database, for workers).
+    /// The database file, or a `postgres://` URL (the workflows' database, for workers).
     #[arg(long, default_value = "thinkers.db", env = "THINKERS_DB")]
     db: PathBuf,
 }
@@ -148,7 +148,7 @@ fn print_one(a: &Approval) {
 pub(crate) async fn approve(args: ApproveArgs) -> anyhow::Result<()> {
     let a = decide(&args.db, &args.restate, &args.id, Decision::Approve).await?;
     println!(
-        "approved {} (tool {}); run {} goes on when it runs again (a queue worker picks it up)",
+        "approved {} (tool {}); run {} goes on when it runs again",
         a.id, a.tool, a.run
     );
     Ok(())
@@ -212,9 +212,9 @@ async fn decide(
     Ok(a)
 }
 
-/// A decided call of a workflow on Restate: resolve the durable promise it waits on (the
-/// decision is stored first, so deciding again the same way resolves it again harmlessly).
-#[cfg(feature = "restate")]
+/// A decided call of a workflow (which runs on Restate): resolve the durable promise it waits
+/// on (the decision is stored first, so deciding again the same way resolves it again
+/// harmlessly). A call of a run that is no workflow (`thinkers run`, a chat) needs nothing more.
 pub(crate) async fn resume(
     db: &std::path::Path,
     restate: &crate::work::RestateArgs,
@@ -224,15 +224,16 @@ pub(crate) async fn resume(
     if !target.starts_with("postgres") {
         return Ok(());
     }
-    let Ok(id) = thinkers::queue::QueueId::parse(&approval.run) else {
+    let Ok(id) = thinkers::workflows::WorkflowId::parse(&approval.run) else {
         return Ok(());
     };
     let store = thinkers::store::PgStore::open(&target)
         .await
         .context("opening the store (--db)")?;
-    let queue = thinkers::queue::WorkflowQueue::new(&store);
-    if queue.status(id).await.is_err()
-        || !thinkers::restate::is_restate_workflow(&queue, id).await?
+    if thinkers::workflows::Workflows::new(&store)
+        .status(id)
+        .await
+        .is_err()
     {
         return Ok(());
     }
@@ -241,14 +242,5 @@ pub(crate) async fn resume(
         .decide(approval)
         .await
         .context("resolving the decision's promise on Restate")?;
-    Ok(())
-}
-
-#[cfg(not(feature = "restate"))]
-pub(crate) async fn resume(
-    _db: &std::path::Path,
-    _restate: &crate::work::RestateArgs,
-    _approval: &Approval,
-) -> anyhow::Result<()> {
     Ok(())
 }

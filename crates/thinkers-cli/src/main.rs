@@ -64,16 +64,16 @@ enum Command {
     /// Run a registered workflow (`chain`, `fanout`, `explain`) in this process, recorded in the
     /// database; prints its JSON output.
     Run(run::RunArgs),
-    /// Put a workflow (by registered name, with JSON input) on the PostgreSQL queue.
+    /// Start a workflow (by registered name, with JSON input) on the Restate server.
     Submit(work::SubmitArgs),
-    /// Claim workflows from the PostgreSQL queue and run them (lease with heartbeats).
+    /// Serve the Restate workflow service: run the workflows the Restate server invokes.
     Worker(work::WorkerArgs),
     /// Where a submitted workflow is: queued, running (where), succeeded, failed or awaiting
     /// approval.
     Status(work::StatusArgs),
     /// List the tool calls waiting for a person's approval (`--all`: decided ones too).
     Approvals(approvals::ListArgs),
-    /// Approve a pending tool call: its run goes on (a queue worker picks it up).
+    /// Approve a pending tool call: its run goes on.
     Approve(approvals::ApproveArgs),
     /// Deny a pending tool call: the model reads the reason and goes on without it.
     Deny(approvals::DenyArgs),

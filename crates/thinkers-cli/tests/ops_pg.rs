@@ -1,4 +1,4 @@
-//! `thinkers cost` and `thinkers sizing` with `--db postgres://…`: a worker records a real run
+//! `thinkers cost` and `thinkers sizing` with `--db postgres://…`: `thinkers run` records a real run
 //! (the `chain` workflow against thinkers-sim) in a fresh PostgreSQL schema, and the numbers both
 //! reports show are the ones recorded in `llm_runs`. Skipped (loudly) when PostgreSQL does not
 //! answer, unless `THINKERS_REQUIRE_SERVICES=1`.
@@ -10,11 +10,9 @@ mod pg;
 
 #[allow(unreachable_pub, dead_code)]
 mod support {
-    pub mod queue;
+    pub mod cli;
 }
-use support::queue::{finish, run_ok, spawn_worker, unique};
-
-use std::time::Duration;
+use support::cli::run_ok;
 
 use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
@@ -74,24 +72,24 @@ async fn cost_and_sizing_show_a_run_recorded_in_postgres() -> Result<()> {
         return Ok(());
     };
     let sim = Sim::start(SimConfig::from_catalog_toml(BUNDLED_TOML)?.calm()).await?;
-    let queue = unique("ops");
     let input = json!({"topic": "spend", "steps": STEPS, "entry": "sim-small-a"});
-    let id = run_ok(&[
-        "submit",
+    let output = run_ok(&[
+        "run",
         "chain",
         "--input",
         &input.to_string(),
         "--db",
         &db,
-        "--queue",
-        &queue,
+        "--sim-url",
+        &sim.base_url(),
     ])
     .await?;
-    let mut worker = spawn_worker(&db, &queue, &sim.base_url(), &[])?;
-    let done = finish(&db, &queue, &id, Duration::from_secs(60)).await?;
-    assert_eq!(done["status"], "succeeded", "{done}");
-    worker.start_kill()?;
-    worker.wait().await?;
+    let done = json_of(&output)?;
+    assert_eq!(
+        done["answers"].as_array().map(Vec::len),
+        Some(STEPS as usize),
+        "{done}"
+    );
 
     let (calls, input_tokens, output_tokens, max_output, spend) = recorded(&db).await?;
     assert_eq!(calls, STEPS, "one recorded call per step");

@@ -1,5 +1,5 @@
 //! Workflows on Restate, through the real binary: a real `restate-server` on loopback (from the
-//! npm package), `thinkers worker --engine restate` service processes sharing one deployment
+//! npm package), `thinkers worker` service processes sharing one deployment
 //! address, thinkers-sim over HTTP, PostgreSQL for the record and the approvals.
 //!
 //! * Crash safety: the service process running an `errands` workflow is SIGKILLed inside the
@@ -25,9 +25,9 @@ mod pg;
 
 #[allow(unreachable_pub, dead_code)]
 mod support {
+    pub mod cli;
     pub mod errands;
     pub mod host;
-    pub mod queue;
     pub mod restate;
 }
 
@@ -36,8 +36,8 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, ensure};
 use futures::{FutureExt as _, StreamExt as _};
 use serde_json::{Value, json};
+use support::cli::{count, finish, run_ok, status, wait_for};
 use support::errands::{ledger_lines, paid_once, sim};
-use support::queue::{count, finish, run_ok, status, wait_for};
 use support::restate::{RestateServer, service_addr, spawn_service};
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers_sim::{Sim, SimConfig};
@@ -46,14 +46,11 @@ use thinkers_sim::{Sim, SimConfig};
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const ENTRY: &str = "sim-small-a";
-const QUEUE: &str = "default";
 
 async fn submit(db: &str, restate: &RestateServer, input: &Value) -> Result<String> {
     run_ok(&[
         "submit",
         "errands",
-        "--engine",
-        "restate",
         "--restate",
         &restate.ingress,
         "--input",
@@ -73,7 +70,7 @@ async fn database_and_server() -> Result<Option<(String, RestateServer)>> {
     Ok(RestateServer::start().await?.map(|server| (db, server)))
 }
 
-/// The errands sim, and the `thinkers worker --engine restate` processes `names` sharing one
+/// The errands sim, and the `thinkers worker` processes `names` sharing one
 /// address registered with `restate`.
 async fn errand_services(
     db: &str,
@@ -104,7 +101,7 @@ async fn pending_approval(db: &str, id: &str) -> Result<Value> {
         "the workflow to wait for approval",
         Duration::from_secs(60),
         || {
-            status(db, QUEUE, id).map(|s| {
+            status(db, id).map(|s| {
                 let s = s?;
                 ensure!(s["status"] != "failed", "the workflow failed: {s}");
                 Ok(s["status"] == "awaiting_approval")
@@ -126,7 +123,7 @@ async fn all_errands_done(
     ledger: &std::path::Path,
     timeout: Duration,
 ) -> Result<Value> {
-    let last = finish(db, QUEUE, id, timeout).await?;
+    let last = finish(db, id, timeout).await?;
     ensure!(last["status"] == "succeeded", "{last}");
     ensure!(
         last["state"]["output"]["summary"]
@@ -143,7 +140,7 @@ async fn all_errands_done(
 }
 
 async fn worker_of(db: &str, id: &str) -> Result<String> {
-    let s = status(db, QUEUE, id).await?;
+    let s = status(db, id).await?;
     Ok(s["state"]["worker"].as_str().unwrap_or_default().to_owned())
 }
 
@@ -161,16 +158,20 @@ struct Killed {
 }
 
 /// Run an `errands` workflow on two service processes and SIGKILL the one running it inside the
-/// third errand (journaled as started, never finished): on the survivor the workflow waits for a
-/// person to say what became of that errand, and runs nothing meanwhile.
-async fn killed_inside_the_third_errand(db: &str, restate: &RestateServer) -> Result<Killed> {
+/// third errand (journaled as started, never finished); `idempotent` declares `do_errand`
+/// idempotent. Returns the sim, the workflow, its ledger and the surviving process's name.
+async fn kill_inside_the_third_errand(
+    db: &str,
+    restate: &RestateServer,
+    idempotent: bool,
+) -> Result<Killed> {
     let (sim, _, mut services) = errand_services(db, restate, &["service-a", "service-b"]).await?;
     let dir = tempfile::tempdir()?;
     let ledger = dir.path().join("ledger.txt");
     // Each errand waits 1.5 s before its side effect: the kill lands inside the third.
     let input = json!({
         "errands": ["errand-one", "errand-two", "errand-three"],
-        "ledger": ledger, "pause_ms": 1500, "entry": ENTRY,
+        "ledger": ledger, "pause_ms": 1500, "entry": ENTRY, "idempotent": idempotent,
     });
     let id = submit(db, restate, &input).await?;
     // Killed once two errands ran and the model asked for the third (whose answer is
@@ -195,8 +196,23 @@ async fn killed_inside_the_third_errand(db: &str, restate: &RestateServer) -> Re
     services[victim].start_kill()?; // SIGKILL
     services[victim].wait().await?;
     ensure!(ledger_lines(&ledger) == ["errand-one", "errand-two"]);
+    Ok(Killed {
+        sim,
+        id,
+        ledger,
+        survivor,
+        approval: String::new(),
+        _services: services,
+        _dir: dir,
+    })
+}
 
-    let unknown = pending_approval(db, &id).await?;
+/// [`kill_inside_the_third_errand`] with a tool that is not idempotent: on the survivor the
+/// workflow waits for a person to say what became of the third errand, and runs nothing
+/// meanwhile.
+async fn killed_inside_the_third_errand(db: &str, restate: &RestateServer) -> Result<Killed> {
+    let mut killed = kill_inside_the_third_errand(db, restate, false).await?;
+    let unknown = pending_approval(db, &killed.id).await?;
     ensure!(unknown["kind"] == "outcome_unknown", "{unknown}");
     ensure!(unknown["tool"] == "do_errand", "{unknown}");
     ensure!(
@@ -204,19 +220,88 @@ async fn killed_inside_the_third_errand(db: &str, restate: &RestateServer) -> Re
         "{unknown}"
     );
     ensure!(
-        ledger_lines(&ledger) == ["errand-one", "errand-two"],
+        ledger_lines(&killed.ledger) == ["errand-one", "errand-two"],
         "nothing ran while the workflow waited"
     );
-    let approval = unknown["id"].as_str().context("id")?.to_owned();
-    Ok(Killed {
-        sim,
-        id,
-        ledger,
-        survivor,
-        approval,
-        _services: services,
-        _dir: dir,
-    })
+    killed.approval = unknown["id"].as_str().context("id")?.to_owned();
+    Ok(killed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotent_errand_cut_off_by_a_crash_runs_again_with_the_same_key() -> Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some((db, restate)) = database_and_server().await? else {
+        return Ok(());
+    };
+    let killed = kill_inside_the_third_errand(&db, &restate, true).await?;
+    // No person is asked: the survivor runs the third errand again, with the key it had.
+    let last = all_errands_done(&db, &killed.id, &killed.ledger, Duration::from_secs(90)).await?;
+    let pending = run_ok(&["approvals", "--all", "--db", &db, "--json"]).await?;
+    let asked: Vec<Value> = serde_json::from_str(&pending)?;
+    assert!(asked.is_empty(), "nobody was asked: {asked:?}");
+    let keys = ledger_lines(&killed.ledger.with_extension("txt.keys"));
+    let third: Vec<&String> = keys
+        .iter()
+        .filter(|l| l.starts_with("errand-three "))
+        .collect();
+    assert_eq!(third.len(), 2, "started twice: {keys:?}");
+    assert_eq!(third[0], third[1], "with the same key: {keys:?}");
+    assert!(
+        third[0].len() > "errand-three ".len() + 16,
+        "a key: {keys:?}"
+    );
+    let others: std::collections::HashSet<&String> = keys.iter().collect();
+    assert_eq!(others.len(), 3, "one key per errand: {keys:?}");
+    assert_eq!(paid_once(&killed.sim), 4, "no model call was paid twice");
+    let row = count(
+        &db,
+        &format!(
+            "SELECT COUNT(*) FROM workflows WHERE id = '{}' AND worker = '{}'",
+            killed.id, killed.survivor
+        ),
+    )
+    .await?;
+    assert_eq!(row, 1, "the survivor finished it: {last}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_errand_cut_off_by_a_crash_and_failed_by_a_person_fails_the_workflow() -> Result<()> {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let Some((db, restate)) = database_and_server().await? else {
+        return Ok(());
+    };
+    let killed = killed_inside_the_third_errand(&db, &restate).await?;
+    let out = run_ok(&[
+        "fail",
+        &killed.approval,
+        "--reason",
+        "the counter may have taken it: check by hand",
+        "--db",
+        &db,
+        "--restate",
+        &restate.ingress,
+    ])
+    .await?;
+    ensure!(out.contains("failed"), "{out}");
+    let last = finish(&db, &killed.id, Duration::from_secs(90)).await?;
+    assert_eq!(last["status"], "failed", "{last}");
+    let error = last["state"]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("check by hand") && error.contains(&killed.approval),
+        "the error names the call and the person's reason: {error}"
+    );
+    assert_eq!(
+        ledger_lines(&killed.ledger),
+        ["errand-one", "errand-two"],
+        "the failed errand never ran again"
+    );
+    assert_eq!(
+        paid_once(&killed.sim),
+        3,
+        "no model call after the decision, none paid twice"
+    );
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -253,7 +338,7 @@ async fn a_killed_service_process_never_repeats_a_finished_step() -> Result<()> 
     assert_eq!(stats.totals.rate_limited, 0);
     let row = count(
         &db,
-        &format!("SELECT COUNT(*) FROM workflow_queue WHERE id = '{id}' AND worker = '{survivor}'"),
+        &format!("SELECT COUNT(*) FROM workflows WHERE id = '{id}' AND worker = '{survivor}'"),
     )
     .await?;
     assert_eq!(row, 1, "the survivor {survivor} finished it");
@@ -310,7 +395,7 @@ async fn an_errand_cut_off_by_a_crash_and_skipped_with_a_result_never_runs_again
     ])
     .await?;
     ensure!(out.contains("skipped"), "{out}");
-    let last = finish(&db, QUEUE, &killed.id, Duration::from_secs(90)).await?;
+    let last = finish(&db, &killed.id, Duration::from_secs(90)).await?;
     ensure!(last["status"] == "succeeded", "{last}");
     assert_eq!(
         ledger_lines(&killed.ledger),
@@ -433,7 +518,7 @@ async fn three_service_processes_share_one_tpm_limit_through_redis() -> Result<(
         .latency_ms = [20, 60];
     let sim = Sim::start(config).await?;
     let url = sim.base_url();
-    let prefix = support::queue::unique("thinkers-test-budget");
+    let prefix = support::cli::unique("thinkers-test-budget");
     let catalog = catalog.to_string_lossy().into_owned();
     let addr = service_addr()?;
     let mut services = Vec::new();
@@ -457,10 +542,9 @@ async fn three_service_processes_share_one_tpm_limit_through_redis() -> Result<(
     // More work than one window admits: ~110 tokens per call settle, so ~1,400 calls fill it
     // (48 × 50 = 2,400 calls).
     let store = thinkers::store::PgStore::open(&db).await?;
-    let queue = thinkers::queue::WorkflowQueue::new(&store);
+    let record = thinkers::workflows::Workflows::new(&store);
     let ingress = thinkers::restate::RestateIngress::new(&restate.ingress);
-    // Fewer, longer workflows than the queue's test: every running invocation is journal
-    // traffic for the server, and 48 keep the budget busy. `THINKERS_RESTATE_WORKFLOWS` runs
+    // Every running invocation is journal traffic for the server, and 48 keep the budget busy. `THINKERS_RESTATE_WORKFLOWS` runs
     // more of them, each shorter (the same 2,400 calls), to measure utilisation at that load.
     let workflows: usize = std::env::var("THINKERS_RESTATE_WORKFLOWS")
         .ok()
@@ -469,7 +553,7 @@ async fn three_service_processes_share_one_tpm_limit_through_redis() -> Result<(
     let steps = (2_400 / workflows).max(10);
     let submissions = futures::stream::iter(0..workflows).map(|i| {
         let input = json!({"topic": format!("budget {i}"), "steps": steps, "entry": ENTRY});
-        ingress.submit_unchecked(&queue, "chain", input)
+        ingress.submit_unchecked(&record, "chain", input)
     });
     let ids: Vec<_> = submissions.buffer_unordered(16).collect().await;
     ensure!(ids.iter().all(Result::is_ok), "every submission was taken");
@@ -481,7 +565,7 @@ async fn three_service_processes_share_one_tpm_limit_through_redis() -> Result<(
     wait_for("every workflow to start", Duration::from_secs(60), || {
         count(
             &db,
-            "SELECT COUNT(*) FROM workflow_queue WHERE status = 'queued'",
+            "SELECT COUNT(*) FROM workflows WHERE status = 'queued'",
         )
         .map(|n| Ok(n? == 0))
     })
@@ -492,7 +576,7 @@ async fn three_service_processes_share_one_tpm_limit_through_redis() -> Result<(
     let end = sim.stats().model(ENTRY);
     let took_part = count(
         &db,
-        "SELECT COUNT(DISTINCT worker) FROM workflow_queue WHERE worker IS NOT NULL",
+        "SELECT COUNT(DISTINCT worker) FROM workflows WHERE worker IS NOT NULL",
     )
     .await?;
     for mut s in services {
@@ -550,8 +634,6 @@ async fn a_fan_out_killed_mid_flight_replays_its_journaled_calls_in_any_order() 
     let id = run_ok(&[
         "submit",
         "fanout",
-        "--engine",
-        "restate",
         "--restate",
         &restate.ingress,
         "--input",
@@ -582,7 +664,7 @@ async fn a_fan_out_killed_mid_flight_replays_its_journaled_calls_in_any_order() 
         "some calls were in flight at the kill: {journaled}"
     );
 
-    let last = finish(&db, QUEUE, &id, Duration::from_secs(90)).await?;
+    let last = finish(&db, &id, Duration::from_secs(90)).await?;
     assert_eq!(last["status"], "succeeded", "{last}");
     let answers = last["state"]["output"]["answers"]
         .as_array()
@@ -647,7 +729,7 @@ async fn a_denial_from_the_runs_explorer_resolves_the_restate_promise_once() -> 
     let deny = r#"{"decision": "deny", "reason": "not today"}"#;
     let (status_line, body) = support::host::http(&host.addr, "POST", &path, deny);
     assert!(status_line.contains("200"), "{status_line} {body}");
-    let last = finish(&db, QUEUE, &id, Duration::from_secs(60)).await?;
+    let last = finish(&db, &id, Duration::from_secs(60)).await?;
     assert_eq!(last["status"], "succeeded", "{last}");
     assert!(
         last["state"]["output"]["summary"]
@@ -659,6 +741,10 @@ async fn a_denial_from_the_runs_explorer_resolves_the_restate_promise_once() -> 
         ledger_lines(&ledger).is_empty(),
         "the denied errand never ran"
     );
+    let told = sim.requests().into_iter().any(|r| {
+        r.raw_body.contains("A person denied this call") && r.raw_body.contains("not today")
+    });
+    assert!(told, "the denial and the person's reason reached the model");
 
     // Deciding it again the other way is refused and changes nothing; the same way again
     // (a retry) is harmless.
@@ -669,7 +755,7 @@ async fn a_denial_from_the_runs_explorer_resolves_the_restate_promise_once() -> 
         body.contains(&approval),
         "the refusal names the call: {body}"
     );
-    let refused = support::queue::thinkers()
+    let refused = support::cli::thinkers()
         .args([
             "approve",
             &approval,
@@ -680,17 +766,25 @@ async fn a_denial_from_the_runs_explorer_resolves_the_restate_promise_once() -> 
         ])
         .output()
         .await?;
-    assert!(!refused.status.success(), "approving a denied call");
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && err.contains(&approval) && err.contains("denied"),
+        "approving a denied call: {err}"
+    );
+    let unknown = support::cli::thinkers()
+        .args(["approve", "no-such-approval", "--db", &db])
+        .output()
+        .await?;
+    let err = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        !unknown.status.success() && err.contains("no-such-approval"),
+        "an unknown id is named: {err}"
+    );
     let (status_line, body) = support::host::http(&host.addr, "POST", &path, deny);
     assert!(status_line.contains("200"), "{status_line} {body}");
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let after = status(&db, QUEUE, &id).await?;
+    let after = status(&db, &id).await?;
     assert_eq!(after["status"], "succeeded", "{after}");
-    assert_eq!(
-        after["max_attempts"],
-        Value::Null,
-        "no attempt limit of ours"
-    );
     let text = run_ok(&["status", &id, "--db", &db]).await?;
     assert!(
         text.contains("Restate retries the invocation until it ends"),
@@ -701,6 +795,36 @@ async fn a_denial_from_the_runs_explorer_resolves_the_restate_promise_once() -> 
         paid_once(&sim),
         2,
         "the first turn and the report, once each"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_bad_submission_is_refused_before_anything_is_written() -> Result<()> {
+    // Checked against the registry before connecting: neither the database nor the server
+    // named here exists.
+    let submit = |name: &'static str, input: &'static str| {
+        support::cli::thinkers()
+            .args(["submit", name, "--input", input])
+            .args([
+                "--db",
+                "postgres://127.0.0.1:9/none",
+                "--restate",
+                "http://127.0.0.1:9",
+            ])
+            .output()
+    };
+    let out = submit("explain", r#"{"question": 3}"#).await?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("input.question"),
+        "a bad input names the field: {err}"
+    );
+    let out = submit("explian", "{}").await?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("explian") && err.contains("chain"),
+        "an unknown workflow is named, with the known ones: {err}"
     );
     Ok(())
 }

@@ -52,11 +52,11 @@
 //!   rmcp. Part of `full`, not of the default.
 //! * `chat-host` — the `chat` module: chats over HTTP with server-sent events and a web page,
 //!   through axum; the chat list in the SQLite store. Part of `full`.
-//! * `postgres` — the PostgreSQL store, the workflow queue (`queue`: `thinkers submit`/`worker`)
-//!   and its response cache.
+//! * `postgres` — the PostgreSQL store with its response cache, and the registered workflows
+//!   with their record (`workflows`).
 //! * `redis` — admission budgets shared across processes through Redis.
-//! * `restate` — registered workflows run as Restate workflows (`restate` module): every model
-//!   and tool call a journaled step.
+//! * `restate` — registered workflows run as Restate workflows (`restate` module, what
+//!   `thinkers submit`/`worker` use): every model and tool call a journaled step.
 //! * `full` — everything.
 
 // Every public item of the library carries rustdoc: the workspace warns, the library refuses.
@@ -75,8 +75,6 @@ pub mod mcp;
 pub mod model;
 pub mod onecall;
 pub mod ops;
-#[cfg(feature = "postgres")]
-pub mod queue;
 #[cfg(feature = "restate")]
 pub mod restate;
 pub mod runtime;
@@ -86,6 +84,8 @@ pub mod telemetry;
 #[cfg(all(test, any(feature = "postgres", feature = "redis")))]
 mod test_services;
 pub mod thinker;
+#[cfg(feature = "postgres")]
+pub mod workflows;
 
 /// The job and tool contracts, errors, scope and the record rows, from the `thinkers-core` crate
 /// (which depends on no HTTP, SQL or server crate): their paths here are the ones to use.

@@ -164,7 +164,7 @@ impl Runtime {
     }
 
     /// Approve the pending call `id`: the next run of its durable run runs it. On PostgreSQL
-    /// the run's queue workflow is queued again once nothing of it is pending.
+    /// the run's workflow is marked `queued` once nothing of it is pending.
     pub async fn approve(&self, id: &str) -> Result<crate::durable::Approval> {
         self.steps()?
             .decide(id, &crate::durable::Decision::Approve)

@@ -3,8 +3,11 @@
 //! it ran) and can be made to need a person's approval.
 //!
 //! Input: `{"errands": ["buy stamps", "post the letter"], "ledger": "/tmp/ledger.txt",
-//! "approval": true, "pause_ms": 0, "entry": "sim-small-a"}` (`approval`, `pause_ms` and `entry`
-//! optional). `pause_ms` is a wait inside the tool before its side effect.
+//! "approval": true, "idempotent": false, "pause_ms": 0, "entry": "sim-small-a"}` (all but
+//! `errands` and `ledger` optional). `pause_ms` is a wait inside the tool before its side
+//! effect. An `idempotent` errand declares that running it again with the same idempotency key
+//! does no harm (a service that takes the key would answer the repeat), and notes each start
+//! with its key in `<ledger>.keys` before the pause.
 
 use std::borrow::Cow;
 use std::io::Write as _;
@@ -30,6 +33,9 @@ pub(crate) struct ErrandsInput {
     /// Whether every errand waits for a person's approval.
     #[serde(default)]
     approval: bool,
+    /// Whether `do_errand` declares itself idempotent.
+    #[serde(default)]
+    idempotent: bool,
     /// Milliseconds the tool waits before its side effect.
     #[serde(default)]
     pause_ms: u64,
@@ -63,7 +69,19 @@ pub(crate) struct ErrandDone {
 struct DoErrand {
     ledger: PathBuf,
     approval: bool,
+    idempotent: bool,
     pause_ms: u64,
+}
+
+/// Append `line` to `path`.
+fn append(path: &std::path::Path, line: &str) -> thinkers::Result<()> {
+    let line = format!("{}\n", line.replace('\n', " "));
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(line.as_bytes()).and_then(|()| f.flush()))
+        .map_err(|e| Error::external("ledger", "append", format!("{}: {e}", path.display())))
 }
 
 impl Tool for DoErrand {
@@ -79,25 +97,28 @@ impl Tool for DoErrand {
         self.approval
     }
 
-    async fn call(&self, input: &ErrandInput, _: &ToolContext<'_>) -> thinkers::Result<ErrandDone> {
+    fn idempotent(&self) -> bool {
+        self.idempotent
+    }
+
+    async fn call(
+        &self,
+        input: &ErrandInput,
+        cx: &ToolContext<'_>,
+    ) -> thinkers::Result<ErrandDone> {
+        if self.idempotent {
+            let key = cx.idempotency_key().unwrap_or_default();
+            let mut keys = self.ledger.clone().into_os_string();
+            keys.push(".keys");
+            append(
+                std::path::Path::new(&keys),
+                &format!("{} {key}", input.errand),
+            )?;
+        }
         if self.pause_ms > 0 {
             tokio::time::sleep(std::time::Duration::from_millis(self.pause_ms)).await;
         }
-        let line = format!("{}\n", input.errand.replace('\n', " "));
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.ledger)
-            .and_then(|mut f| f.write_all(line.as_bytes()).map(|()| f))
-            .map_err(|e| {
-                Error::external(
-                    "ledger",
-                    "append",
-                    format!("{}: {e}", self.ledger.display()),
-                )
-            })?;
-        file.flush()
-            .map_err(|e| Error::external("ledger", "flush", e.to_string()))?;
+        append(&self.ledger, &input.errand)?;
         Ok(ErrandDone {
             done: input.errand.clone(),
         })
@@ -123,6 +144,7 @@ pub(crate) fn errands(
     .tool(DoErrand {
         ledger: input.ledger,
         approval: input.approval,
+        idempotent: input.idempotent,
         pause_ms: input.pause_ms,
     })
     .class("errands");

@@ -1,4 +1,4 @@
-//! `thinkers worker --engine restate`: serve the Restate workflow service from this process.
+//! `thinkers worker`: serve the Restate workflow service from this process.
 
 use std::net::SocketAddr;
 

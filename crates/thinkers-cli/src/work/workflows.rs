@@ -23,8 +23,8 @@ use thinkers::conversation::Message;
 use thinkers::job::doer;
 use thinkers::llm::{ChatRequest, LlmCall};
 use thinkers::model::{Grade, ModelDependent as _, OutputSize};
-use thinkers::queue::WorkflowRegistry;
 use thinkers::thinker::ThinkerInput;
+use thinkers::workflows::WorkflowRegistry;
 
 use crate::demo::explainer;
 

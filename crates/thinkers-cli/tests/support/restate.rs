@@ -1,7 +1,7 @@
 //! A real Restate server on loopback for the engine tests: the binary from the npm package
 //! `@restatedev/restate-server` (`scripts/install-restate-server.sh`, exported by
 //! `scripts/test.sh` as `THINKERS_RESTATE_SERVER`), on free ports with a temporary base
-//! directory; and the `thinkers worker --engine restate` service processes it invokes.
+//! directory; and the `thinkers worker` service processes it invokes.
 
 use std::net::TcpListener as StdListener;
 use std::process::Stdio;
@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail};
 use tokio::process::{Child, Command};
 
-use super::queue::{thinkers, wait_for};
+use super::cli::{thinkers, wait_for};
 
 pub struct RestateServer {
     pub ingress: String,
@@ -145,7 +145,7 @@ pub fn service_addr() -> Result<String> {
     Ok(format!("127.0.0.1:{}", free_port()?))
 }
 
-/// A `thinkers worker --engine restate` process serving on `addr`, writing a journal entry
+/// A `thinkers worker` process serving on `addr`, writing a journal entry
 /// after 1 s without one (the servers of [`RestateServer::start`] ask an invocation silent for
 /// 3 s to suspend) unless `extra` sets `--heartbeat-secs`.
 pub fn spawn_service(db: &str, addr: &str, sim: &str, name: &str, extra: &[&str]) -> Result<Child> {
@@ -155,7 +155,7 @@ pub fn spawn_service(db: &str, addr: &str, sim: &str, name: &str, extra: &[&str]
         &["--heartbeat-secs", "1"]
     };
     Ok(thinkers()
-        .args(["worker", "--engine", "restate", "--listen", addr])
+        .args(["worker", "--listen", addr])
         .args(["--db", db, "--sim-url", sim, "--name", name])
         .args(beat)
         .args(extra)

@@ -1,15 +1,15 @@
 //! Durable steps and human approval.
 //!
-//! A **durable run** is a job tree whose root carries a run key (a queue workflow's id, or the
+//! A **durable run** is a job tree whose root carries a run key (a workflow's id on Restate, or the
 //! key a program passes to [`crate::Runtime::run_durable`]). Within it:
 //!
 //! * every finished tool call is **journaled** under the run, its place in the trajectory (the
 //!   path of step ordinals and classes from the run's root to the calling job, see
 //!   [`crate::job::JobContext`], and the index of the message holding the call in that job's
 //!   conversation) and its tool-call id; when the run is replayed (a resumed
-//!   approval, a worker that lost its lease, a restarted process) a call whose entry is in the
-//!   journal gets the journaled result without running. Model calls replay from the response
-//!   cache when one is registered (workers always register one).
+//!   approval, a process that died, a restarted process) a call whose entry is in the journal
+//!   gets the journaled result without running. Model calls replay from the response cache
+//!   when one is registered (on Restate, the invocation's journal is that cache).
 //! * a call of a tool that is not read-only is journaled **before** it runs too (an entry
 //!   [`StepOutcome::Started`]), and the tool receives an idempotency key derived from the run,
 //!   the place and the call id ([`crate::tool::ToolContext::idempotency_key`]), the same on every
@@ -26,7 +26,7 @@
 //!   the error on, is recorded `awaiting_approval`, and nothing (no seat, no permit, no task) is
 //!   held while a person decides. A decision ([`StepStore::decide`]) lets the next replay run the
 //!   call (approved) or answer it with the denial and its reason (denied); on PostgreSQL it also
-//!   puts the queue workflow back on its queue once no call of the run is still pending.
+//!   marks the run's workflow `queued` once no call of the run is still pending.
 //!
 //! The journal and the approvals live in the run's store ([`StepStore`], implemented by
 //! `store::SqliteSteps` and `store::PgSteps`), registered on the dispatcher as [`DurableSteps`].

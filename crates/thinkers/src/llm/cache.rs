@@ -9,9 +9,8 @@
 //! not random; no timestamps go into bodies).
 //!
 //! The cache is optional. A dispatcher finds it as the [`ResponseCacheService`] service; without
-//! one, every call goes to the provider. The PostgreSQL store provides one
-//! (`store::PgResponseCache`), which workers sharing a database use for every call; the SQLite
-//! store provides one (`store::SqliteResponseCache`), which a runtime with an embedded store
+//! one, every call goes to the provider. The PostgreSQL and SQLite stores provide one each
+//! (`store::PgResponseCache`, `store::SqliteResponseCache`), which a runtime with a store
 //! registers for the calls of durable runs only ([`ResponseCacheService::for_durable_runs`]).
 //!
 //! A call answered from the cache is still recorded as a model call (its usage as the provider

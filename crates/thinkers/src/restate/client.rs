@@ -7,10 +7,10 @@ use std::net::SocketAddr;
 use serde_json::Value;
 use tokio::net::TcpListener;
 
+use super::SERVICE;
 use super::service::{DecisionMessage, Submission};
-use super::{QUEUE_PREFIX, SERVICE};
 use crate::durable::{Approval, ApprovalStatus};
-use crate::queue::{QueueId, WorkflowQueue, WorkflowRegistry};
+use crate::workflows::{WorkflowId, WorkflowRegistry, Workflows};
 use crate::{Error, Result};
 
 /// A Restate server's ingress (`http://host:8080`).
@@ -56,38 +56,30 @@ impl RestateIngress {
         }
     }
 
-    /// Check `name` and `input` against `registry`, note the workflow in `queue`'s table (under
-    /// the queue `restate:<name>`) and start it on Restate; its id is the Restate workflow key.
+    /// Check `name` and `input` against `registry`, note the workflow in `workflows` and start
+    /// it on Restate; its id is the Restate workflow key.
     pub async fn submit(
         &self,
-        queue: &WorkflowQueue,
+        workflows: &Workflows,
         registry: &WorkflowRegistry,
         name: &str,
         input: Value,
-    ) -> Result<QueueId> {
+    ) -> Result<WorkflowId> {
         registry.check(name, &input)?;
-        self.submit_unchecked(queue, name, input).await
+        self.submit_unchecked(workflows, name, input).await
     }
 
     /// [`RestateIngress::submit`] without checking the name and input against a registry (the
     /// service process fails a workflow it does not know with an error naming it).
     pub async fn submit_unchecked(
         &self,
-        queue: &WorkflowQueue,
+        workflows: &Workflows,
         name: &str,
         input: Value,
-    ) -> Result<QueueId> {
-        let id = QueueId::new();
-        let store = queue.store();
-        store
-            .enqueue_workflow(
-                &format!("{QUEUE_PREFIX}{}", queue.name()),
-                id,
-                name,
-                &input.to_string(),
-                u32::MAX >> 1,
-            )
-            .await?;
+    ) -> Result<WorkflowId> {
+        let id = WorkflowId::new();
+        let store = workflows.store();
+        store.note_workflow(id, name, &input.to_string()).await?;
         let url = format!("{}/{SERVICE}/{id}/run/send", self.base);
         let body = serde_json::to_value(Submission {
             name: name.to_owned(),
@@ -127,12 +119,6 @@ impl RestateIngress {
         })?;
         post(&self.http, "decide", &url, &body).await.map(drop)
     }
-}
-
-/// Whether workflow `id` of `queue`'s store runs on Restate (its row is under a `restate:`
-/// queue).
-pub async fn is_restate_workflow(queue: &WorkflowQueue, id: QueueId) -> Result<bool> {
-    Ok(queue.status(id).await?.queue.starts_with(QUEUE_PREFIX))
 }
 
 /// Register the service deployment at `deployment` (`http://host:port`) with the Restate

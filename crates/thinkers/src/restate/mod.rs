@@ -1,8 +1,8 @@
 //! Workflows on Restate (feature `restate`): a registered workflow
-//! ([`crate::queue::WorkflowRegistry`]) runs as a Restate workflow, whose journal makes every
+//! ([`crate::workflows::WorkflowRegistry`]) runs as a Restate workflow, whose journal makes every
 //! model call and every tool call a durable step.
 //!
-//! A **service process** ([`RestateEngine::serve`], `thinkers worker --engine restate`) serves
+//! A **service process** ([`RestateEngine::serve`], `thinkers worker`) serves
 //! the Restate workflow service [`SERVICE`] over HTTP/2; the Restate server invokes it, and any
 //! number of processes may serve the same deployment URL (they bind it with `SO_REUSEPORT`,
 //! [`reuse_port_listener`], or sit behind a load balancer). Each invocation runs the workflow on
@@ -29,10 +29,9 @@
 //! are read before any of its jobs runs, so a replayed model call knows at admission that its
 //! answer is journaled and asks for no seat ([`crate::llm::ResponseCache::holds`]).
 //!
-//! The record: [`RestateIngress::submit`] puts the workflow's row in the PostgreSQL
-//! `workflow_queue` table under the queue `restate:<queue>` (no PostgreSQL worker claims it),
-//! and each round notes its root job there, so `thinkers status`, `trace` and `cost` read both
-//! engines alike.
+//! The record: [`RestateIngress::submit`] notes the workflow in the PostgreSQL `workflows`
+//! table ([`crate::workflows::Workflows`]), and each round notes there where it runs and its
+//! root job, so `thinkers status`, `trace` and `cost` read it.
 //!
 //! Guarantees: only a step in flight when a process died can run twice. Steps are journaled as
 //! entries of one log that names them (see `journal.rs`), so a replay answers each job by its
@@ -43,7 +42,7 @@ mod client;
 mod journal;
 mod service;
 
-pub use client::{RestateIngress, is_restate_workflow, register_deployment, reuse_port_listener};
+pub use client::{RestateIngress, register_deployment, reuse_port_listener};
 
 use std::sync::Arc;
 
@@ -52,15 +51,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::durable::DurableSteps;
 use crate::llm::ResponseCacheService;
-use crate::queue::WorkflowRegistry;
 use crate::runtime::Runtime;
 use crate::store::{PgSteps, PgStore};
+use crate::workflows::WorkflowRegistry;
 
 /// The Restate service's name (the path segment of its ingress URLs).
 pub const SERVICE: &str = "ThinkersWorkflow";
-
-/// The prefix of the queue name under which Restate workflows are noted in `workflow_queue`.
-pub const QUEUE_PREFIX: &str = "restate:";
 
 /// The seams a service process registers on its runtime, and the server that serves the
 /// workflow service from it.

@@ -24,9 +24,9 @@ use tokio::sync::mpsc;
 use super::bridge::{Bridges, Request};
 use super::journal::{self, Journal};
 use crate::Error;
-use crate::queue::{QueueId, WorkflowRegistry};
 use crate::runtime::Runtime;
 use crate::store::PgStore;
+use crate::workflows::{WorkflowId, WorkflowRegistry};
 
 /// What `submit` sends to the `run` handler.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -102,7 +102,7 @@ async fn run_workflow(
     submission: Submission,
 ) -> Result<Value, HandlerError> {
     let key = ctx.key().to_owned();
-    let id = QueueId::parse(&key).map_err(|e| TerminalError::new(e.to_string()))?;
+    let id = WorkflowId::parse(&key).map_err(|e| TerminalError::new(e.to_string()))?;
     let mut journal = Journal::new();
     let (_guard, mut requests) = shared.bridges.open(&key, journal.known());
     let mut round = 0u32;
@@ -114,10 +114,10 @@ async fn run_workflow(
             tracing::info!(workflow = %key, round, journaled = ?known,
                 "replaying: these steps are answered from the journal");
         }
-        let attempt = match shared.store.engine_claim(id, &shared.worker).await {
+        let attempt = match shared.store.start_round(id, &shared.worker).await {
             Ok(a) => a,
             Err(e) => {
-                tracing::warn!(workflow = %key, error = %e, "noting the run in the queue table failed");
+                tracing::warn!(workflow = %key, error = %e, "noting the round in the workflows table failed");
                 None
             }
         };

@@ -17,8 +17,8 @@
 //! share one implementation of the recorder, the record queries, conversations, chats and
 //! durable steps: one set of `$n` statements, which both databases read, and one body written by
 //! a macro over the store type. Written per backend are only opening, error mapping, transaction
-//! modes, the response cache's lookup and the PostgreSQL-only parts (the workflow queue, chat
-//! turn locks).
+//! modes, the response cache's lookup and the PostgreSQL-only parts (the workflows' record,
+//! chat turn locks).
 //!
 //! Guarantees of the SQLite recorder:
 //!

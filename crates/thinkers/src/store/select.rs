@@ -74,8 +74,7 @@ impl Store {
     }
 
     /// The response cache in this store, registered for the model calls of durable runs only
-    /// (see [`crate::llm::ResponseCacheService::for_durable_runs`]); workers register the
-    /// PostgreSQL one for every call.
+    /// (see [`crate::llm::ResponseCacheService::for_durable_runs`]).
     pub fn durable_response_cache(&self) -> crate::llm::ResponseCacheService {
         let cache: Arc<dyn crate::llm::ResponseCache> = match self {
             Self::Sqlite(s) => Arc::new(super::SqliteResponseCache::new(s)),

@@ -1,8 +1,8 @@
 //! The journal of durable steps and the approvals (see [`crate::durable`]), written once for
 //! both backends: one set of statements (`$n` parameters, which SQLite reads too), one row type
 //! and one `steps_queries!` body for [`SqliteSteps`] and `PgSteps`. PostgreSQL adds one thing
-//! (`after_decision`): a decision puts the run's queue workflow back on its queue once no call
-//! of the run is pending.
+//! (`after_decision`): a decision marks the run's workflow `queued` once no call of the run is
+//! pending.
 
 use serde_json::Value;
 

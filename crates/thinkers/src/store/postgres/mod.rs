@@ -9,11 +9,11 @@
 //! here from shared macros), so one conformance suite runs against both.
 
 mod chats;
-pub(crate) mod queue_rows;
 mod response_cache;
 mod steps;
 #[cfg(test)]
 mod tests;
+pub(crate) mod workflow_rows;
 mod workflows;
 mod writer;
 

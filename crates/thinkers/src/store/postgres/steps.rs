@@ -1,12 +1,12 @@
 //! [`PgSteps`]: the journal and the approvals on PostgreSQL (the statements and the body are
-//! shared with SQLite, see `store/steps.rs`). A decision also puts the run's workflow back on
-//! its queue once no call of the run is still pending.
+//! shared with SQLite, see `store/steps.rs`). A decision also marks the run's workflow `queued`
+//! once no call of the run is still pending (its next round is about to start).
 
 use super::{PgStore, pg_error};
 use crate::Result;
 
-/// A decided run goes back on its queue when nothing of it is pending any more.
-const REQUEUE_SQL: &str = "UPDATE workflow_queue SET status = 'queued', error = NULL \
+/// A decided run's workflow is `queued` when nothing of it is pending any more.
+const REQUEUE_SQL: &str = "UPDATE workflows SET status = 'queued', error = NULL \
      WHERE id = $1 AND status = 'awaiting_approval' \
      AND NOT EXISTS (SELECT 1 FROM approvals WHERE run = $1 AND status = 'pending')";
 
@@ -28,16 +28,16 @@ impl PgSteps {
         self.store.pool()
     }
 
-    /// After a decision: queue the run's workflow again when nothing of it is pending (what
-    /// `thinkers status` then shows). Should a worker park the run at the same moment with a
-    /// stale view, the claim statement takes a parked workflow with nothing pending as well, so
-    /// it never stays parked.
+    /// After a decision: mark the run's workflow `queued` when nothing of it is pending (what
+    /// `thinkers status` shows until its next round starts). Should the round park the run at
+    /// the same moment with a stale view, the park reads the approvals in the same statement,
+    /// so the row never stays parked with nothing pending.
     async fn after_decision(&self, run: &str) -> Result<()> {
         sqlx::query(REQUEUE_SQL)
             .bind(run)
             .execute(self.pool())
             .await
-            .map_err(|e| pg_error("requeue a decided workflow", e))?;
+            .map_err(|e| pg_error("mark a decided workflow queued", e))?;
         Ok(())
     }
 }

@@ -1,13 +1,12 @@
-//! Helpers of the queue tests: the real `thinkers` binary (`submit`, `worker`, `status`) against
-//! a PostgreSQL schema and thinkers-sim.
+//! Helpers of the CLI tests: the real `thinkers` binary (`submit`, `worker`, `status`, `run`)
+//! against a PostgreSQL schema and thinkers-sim.
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail, ensure};
 use serde_json::Value;
 use sqlx::Connection as _;
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 pub fn thinkers() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_thinkers"));
@@ -28,20 +27,9 @@ pub async fn run_ok(args: &[&str]) -> Result<String> {
     Ok(String::from_utf8(out.stdout)?.trim().to_owned())
 }
 
-pub async fn status(db: &str, queue: &str, id: &str) -> Result<Value> {
-    let out = run_ok(&["status", id, "--json", "--db", db, "--queue", queue]).await?;
+pub async fn status(db: &str, id: &str) -> Result<Value> {
+    let out = run_ok(&["status", id, "--json", "--db", db]).await?;
     Ok(serde_json::from_str(&out)?)
-}
-
-pub fn spawn_worker(db: &str, queue: &str, sim: &str, extra: &[&str]) -> Result<Child> {
-    Ok(thinkers()
-        .args(["worker", "--db", db, "--queue", queue, "--sim-url", sim])
-        .args(["--poll-secs", "0.05"])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()?)
 }
 
 pub async fn wait_for<F, Fut>(what: &str, timeout: Duration, mut check: F) -> Result<()>
@@ -72,10 +60,10 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
 }
 
-pub async fn finish(db: &str, queue: &str, id: &str, timeout: Duration) -> Result<Value> {
+pub async fn finish(db: &str, id: &str, timeout: Duration) -> Result<Value> {
     let deadline = Instant::now() + timeout;
     loop {
-        let s = status(db, queue, id).await?;
+        let s = status(db, id).await?;
         if s["status"] == "succeeded" || s["status"] == "failed" {
             return Ok(s);
         }

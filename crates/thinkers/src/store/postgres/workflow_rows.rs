@@ -1,5 +1,5 @@
-//! The rows of the workflow queue's tables, as the queue ([`crate::queue`]) and the store read
-//! them: a workflow's id, state and status, the counts per state, and a claim.
+//! The rows of the `workflows` table, as [`crate::workflows`] and the store read them: a
+//! workflow's id, state and status, and the counts per state.
 
 use serde_json::Value;
 use std::fmt;
@@ -7,11 +7,12 @@ use std::fmt;
 use crate::job::JobId;
 use crate::{Error, Result};
 
-/// The id of a submitted workflow (a UUID v7: time-ordered, so the queue serves oldest first).
+/// The id of a submitted workflow (a UUID v7: time-ordered), which is also its Restate workflow
+/// key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct QueueId(pub uuid::Uuid);
+pub struct WorkflowId(pub uuid::Uuid);
 
-impl QueueId {
+impl WorkflowId {
     /// A fresh id.
     pub fn new() -> Self {
         Self(uuid::Uuid::now_v7())
@@ -29,41 +30,29 @@ impl QueueId {
     }
 }
 
-impl Default for QueueId {
+impl Default for WorkflowId {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl fmt::Display for QueueId {
+impl fmt::Display for WorkflowId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&self.0, f)
     }
 }
 
-/// A workflow a worker claimed.
-#[derive(Debug, Clone)]
-pub(crate) struct Claim {
-    pub(crate) id: QueueId,
-    pub(crate) name: String,
-    pub(crate) input: String,
-    pub(crate) attempt: u32,
-}
-
 /// Where a workflow is.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WorkflowState {
-    /// Waiting for a worker.
+    /// Submitted; no service process has started it yet.
     Queued,
-    /// Claimed by a worker.
+    /// Running on a service process.
     Running {
-        /// The worker's name.
+        /// The service process's name.
         worker: String,
-        /// When the worker claimed it, milliseconds since the Unix epoch.
+        /// When its current round started, milliseconds since the Unix epoch.
         since_ms: i64,
-        /// The lease has passed without a heartbeat: the worker is probably gone, and the next
-        /// worker to look claims the workflow again.
-        lease_expired: bool,
     },
     /// Done; its output.
     Succeeded {
@@ -75,9 +64,9 @@ pub enum WorkflowState {
         /// What went wrong.
         error: String,
     },
-    /// Stopped to wait for a person's decision on a tool call (see [`crate::durable`]); no
-    /// worker holds it. Once every pending call of it is decided it is queued again, and the
-    /// worker that claims it replays it from the journal.
+    /// Stopped to wait for a person's decision on a tool call (see [`crate::durable`]); it
+    /// holds no job, seat or permit. A decision resolves the durable promise it waits on, and
+    /// its next round replays it from the journal.
     AwaitingApproval {
         /// Which calls it waits for.
         waiting: String,
@@ -102,21 +91,18 @@ impl WorkflowState {
     }
 }
 
-/// A workflow's row in the queue.
+/// A workflow's row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkflowStatus {
     /// Its id.
-    pub id: QueueId,
-    /// The queue it was submitted to.
-    pub queue: String,
+    pub id: WorkflowId,
     /// The registered name.
     pub name: String,
     /// The input it was submitted with.
     pub input: Value,
-    /// Claims so far (0 while never claimed).
+    /// Rounds started so far (0 while never started): a round begins on every start, every
+    /// resumption after a decision and every replay after a process died.
     pub attempt: u32,
-    /// Claims allowed.
-    pub max_attempts: u32,
     /// The root job of the current or last run (its trajectory is in the store).
     pub run: Option<JobId>,
     /// When it was submitted, milliseconds since the Unix epoch.
@@ -127,12 +113,12 @@ pub struct WorkflowStatus {
     pub state: WorkflowState,
 }
 
-/// How many workflows of a queue are in each state.
+/// How many workflows are in each state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct QueueCounts {
-    /// Waiting for a worker.
+pub struct WorkflowCounts {
+    /// Not started yet.
     pub queued: u64,
-    /// Claimed.
+    /// Running.
     pub running: u64,
     /// Done.
     pub succeeded: u64,
@@ -142,7 +128,7 @@ pub struct QueueCounts {
     pub awaiting_approval: u64,
 }
 
-impl QueueCounts {
+impl WorkflowCounts {
     /// Succeeded plus failed.
     pub fn finished(&self) -> u64 {
         self.succeeded + self.failed

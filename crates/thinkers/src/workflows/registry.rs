@@ -19,9 +19,9 @@ pub(crate) type Started = (JobId, BoxFuture<'static, Result<Value>>);
 type Launch = Box<dyn FnOnce(&Dispatcher, Option<String>, bool) -> Started + Send>;
 type Factory = dyn Fn(Value) -> Result<Launch> + Send + Sync;
 
-/// Workflows (doers, thinkers, any job) by name. A worker runs only the names it registered;
+/// Workflows (doers, thinkers, any job) by name. A service process runs only the names it registered;
 /// `submit` checks the input against the registry it is given, so a bad input is refused before
-/// it reaches the queue.
+/// it reaches the engine.
 #[derive(Clone, Default)]
 pub struct WorkflowRegistry {
     factories: BTreeMap<String, Arc<Factory>>,
