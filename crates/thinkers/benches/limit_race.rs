@@ -43,7 +43,9 @@
 //! minute over 150,000), and the sim's settled tokens per finished run and per answered call. Then
 //! the ratio thinkers / bare loop of runs per minute, and whether the target holds. Progress goes
 //! to stderr every 30 s (runs, 429s, and the settled tokens per minute of the last 30 s).
-//! `THINKERS_RACE_DIALECT=anthropic` runs both sides in Anthropic Messages instead (the bare loop
+//! `THINKERS_RACE_WINDOW_SECS` sets the sim's window (default 10; 1 is the shape in which one
+//! call's output ask is a fifth of the window's tokens). `THINKERS_RACE_DIALECT=anthropic` runs
+//! both sides in Anthropic Messages instead (the bare loop
 //! posts to `/v1/messages` with `tool_use` / `tool_result` blocks; Anthropic's 429 carries only
 //! `retry-after` in whole seconds). Run with
 //! `cargo bench -p thinkers --all-features --bench limit_race`.
@@ -65,7 +67,10 @@ use thinkers::thinker::ThinkerInput;
 use thinkers_sim::LimitShape;
 
 const TPM: u64 = 150_000;
-const WINDOW: Duration = Duration::from_secs(10);
+/// The sim's sliding window: `THINKERS_RACE_WINDOW_SECS` (default 10, the issue's).
+fn window() -> Duration {
+    Duration::from_secs(common::env_u64("THINKERS_RACE_WINDOW_SECS", 10).max(1))
+}
 const OUTPUT: u32 = 512;
 const SYSTEM: &str = "Answer from the glossary.";
 const BARE: &str = "race-bare";
@@ -89,7 +94,7 @@ fn sim_config() -> thinkers_sim::SimConfig {
             thinkers_sim::SimModel::new(name)
                 .tpm(TPM)
                 .limit_shape(LimitShape::Sliding)
-                .limit_window(WINDOW)
+                .limit_window(window())
                 .profile(profile.clone()),
         );
     }
@@ -519,9 +524,9 @@ fn main() {
         println!(
             "limit_race: tpm = {TPM} as a sliding {} s window ({} tokens in any {} s); \
              {in_flight} runs in flight; {secs} s per side; dialect {}",
-            WINDOW.as_secs(),
-            TPM * WINDOW.as_secs() / 60,
-            WINDOW.as_secs(),
+            window().as_secs(),
+            TPM * window().as_secs() / 60,
+            window().as_secs(),
             dialect.name(),
         );
         println!(
