@@ -1,5 +1,4 @@
-//! What the `errands` workflow tests share (the PostgreSQL queue in `durable_steps.rs`, Restate
-//! in `restate/`): the model's script, the sim serving it, the ledger the `do_errand` tool
+//! What the `errands` workflow tests share (`restate/`): the model's script, the sim serving it, the ledger the `do_errand` tool
 //! writes, and the check that no model call was paid twice.
 
 use std::collections::HashSet;
