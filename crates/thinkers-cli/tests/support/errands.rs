@@ -1,5 +1,5 @@
-//! What the `errands` workflow tests share (`restate/`): the model's script, the sim serving it, the ledger the `do_errand` tool
-//! writes, and the check that no model call was paid twice.
+//! What the `errands` workflow tests share (`restate/`): the model's script, the sim serving it,
+//! the ledger the `do_errand` tool writes, and the check that no model call was paid twice.
 
 use std::collections::HashSet;
 use std::path::Path;
