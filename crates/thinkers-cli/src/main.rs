@@ -61,8 +61,8 @@ enum Command {
     Chat(chat::ChatArgs),
     /// Race a task across every model of a grade, judged blind; print and write the report.
     Bench(bench::BenchArgs),
-    /// Run a registered workflow (`chain`, `fanout`, `explain`) in this process, recorded in the
-    /// database; prints its JSON output.
+    /// Run a registered workflow (`chain`, `fanout`, `explain`, `errands`) in this process,
+    /// recorded in the database; prints its JSON output (`--key`: as a durable run it resumes).
     Run(run::RunArgs),
     /// Start a workflow (by registered name, with JSON input) on the Restate server.
     Submit(work::SubmitArgs),

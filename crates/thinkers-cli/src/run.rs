@@ -1,5 +1,8 @@
-//! `thinkers run`: one registered workflow (`chain`, `fanout`, `explain`) in this process,
-//! recorded in a SQLite file or a PostgreSQL database, its JSON output on stdout.
+//! `thinkers run`: one registered workflow (`chain`, `fanout`, `explain`, `errands`) in this
+//! process, recorded in a SQLite file or a PostgreSQL database, its JSON output on stdout. With
+//! `--key` it is a durable run: its tool calls are journaled under the key in the same
+//! database, a call that needs a person pauses it (the command says which and how to go on), and
+//! running the same command again resumes it from the journal.
 
 use std::path::PathBuf;
 
@@ -11,12 +14,17 @@ use crate::{lifecycle, simctl, work};
 /// Options of `thinkers run`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunArgs {
-    /// The registered workflow: `chain` (calls one after the other), `fanout` (calls at once)
-    /// or `explain` (a thinker).
+    /// The registered workflow: `chain` (calls one after the other), `fanout` (calls at once),
+    /// `explain` (a thinker) or `errands` (a thinker whose tool calls may wait for approval).
     name: String,
     /// The workflow's input as JSON.
     #[arg(long, default_value = "{}")]
     input: String,
+    /// Run it as the durable run of this key: tool calls are journaled under it, a call waiting
+    /// for a person pauses the run, and the same command with the same key resumes it (no
+    /// finished tool call runs again, no answered model call is paid again).
+    #[arg(long)]
+    key: Option<String>,
     /// The database every job and model call is recorded in: a SQLite file or a
     /// `postgres://` URL.
     #[arg(long, default_value = "thinkers.db", env = "THINKERS_DB")]
@@ -47,13 +55,23 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("starting the runtime over {}", args.db))?;
     lifecycle::register(&rt);
-    let (id, output) = registry.start(&args.name, input, rt.dispatcher())?;
+    let (id, output) = match &args.key {
+        Some(key) => registry.start_durable(&args.name, input, key, rt.dispatcher())?,
+        None => registry.start(&args.name, input, rt.dispatcher())?,
+    };
     eprintln!(
         "workflow {id} ({}) started; recorded in {}",
         args.name, args.db
     );
     let out = output.await;
     rt.shutdown().await?;
+    if let (Err(e @ thinkers::Error::AwaitingApproval { .. }), Some(key)) = (&out, &args.key) {
+        anyhow::bail!(
+            "run `{key}` paused: {e}. Decide with `thinkers approvals --db {db}` and `thinkers \
+             approve|deny|skip|fail ID --db {db}`, then run this command again to resume it",
+            db = args.db
+        );
+    }
     let value = out.with_context(|| format!("workflow `{}` ({id}) failed", args.name))?;
     println!("{value}");
     Ok(())

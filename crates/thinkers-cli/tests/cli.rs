@@ -146,3 +146,92 @@ fn trace_of_an_unknown_workflow_is_a_clear_error() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not-an-id"));
 }
+
+#[allow(dead_code, unreachable_pub)]
+#[path = "support/errands.rs"]
+mod errands;
+
+/// `thinkers run --key` on the embedded default: a durable run over one SQLite file pauses on
+/// each call that waits for a person, and the same command resumes it from the journal; each
+/// errand runs once and no model call is paid twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_run_pauses_for_a_person_and_the_same_command_resumes_it() {
+    let sim = errands::sim().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db").to_string_lossy().into_owned();
+    let ledger = dir.path().join("ledger.txt");
+    let input = serde_json::json!({
+        "errands": ["errand-one", "errand-two", "errand-three"],
+        "ledger": ledger, "approval": true, "entry": "sim-small-a",
+    })
+    .to_string();
+    let url = sim.base_url();
+    let cli = |args: Vec<&str>| {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_thinkers"))
+            .args(args)
+            .env_remove("THINKERS_DB")
+            .env_remove("THINKERS_SIM_URL")
+            .output()
+    };
+    let run = || {
+        cli(vec![
+            "run",
+            "errands",
+            "--key",
+            "trip",
+            "--input",
+            &input,
+            "--db",
+            &db,
+            "--sim-url",
+            &url,
+        ])
+    };
+    for (n, errand) in ["errand-one", "errand-two", "errand-three"]
+        .into_iter()
+        .enumerate()
+    {
+        let out = run().await.unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "paused, not finished: {err}");
+        assert!(
+            err.contains("run `trip` paused") && err.contains("thinkers approve"),
+            "{err}"
+        );
+        assert_eq!(
+            errands::ledger_lines(&ledger).len(),
+            n,
+            "nothing ran unapproved"
+        );
+        let listed = cli(vec!["approvals", "--db", &db, "--json"]).await.unwrap();
+        let pending: Vec<serde_json::Value> = serde_json::from_slice(&listed.stdout).unwrap();
+        assert_eq!(pending.len(), 1, "{pending:?}");
+        assert_eq!(pending[0]["arguments"]["errand"], errand);
+        let id = pending[0]["id"].as_str().unwrap().to_owned();
+        let approved = cli(vec!["approve", &id, "--db", &db]).await.unwrap();
+        assert!(approved.status.success(), "{approved:?}");
+    }
+    let out = run().await.unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        report["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("all three errands are done")),
+        "{report}"
+    );
+    assert_eq!(
+        errands::ledger_lines(&ledger),
+        ["errand-one", "errand-two", "errand-three"],
+        "each errand once, in order"
+    );
+    assert_eq!(
+        errands::paid_once(&sim),
+        4,
+        "three tool-call turns and the report, each paid once"
+    );
+}
