@@ -230,12 +230,11 @@ pub(crate) async fn resume(
     let store = thinkers::store::PgStore::open(&target)
         .await
         .context("opening the store (--db)")?;
-    if thinkers::workflows::Workflows::new(&store)
-        .status(id)
-        .await
-        .is_err()
-    {
-        return Ok(());
+    match thinkers::workflows::Workflows::new(&store).status(id).await {
+        Ok(_) => {}
+        // Not in the record: a run of `thinkers run --key` or of a program, not a workflow.
+        Err(e) if e.kind() == thinkers::ErrorKind::InvalidInput => return Ok(()),
+        Err(e) => return Err(e).context("reading the workflow's record (--db)"),
     }
     restate
         .ingress()?
