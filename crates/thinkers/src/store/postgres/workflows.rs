@@ -9,12 +9,15 @@ use super::workflow_rows::{WorkflowCounts, WorkflowId, WorkflowState, WorkflowSt
 use super::{PgStore, corrupt, pg_error};
 use crate::Result;
 use crate::job::JobId;
+#[cfg(feature = "restate")]
 use crate::record::now_ms;
 
 const STATUS_SQL: &str = "SELECT id, name, input, status, attempt, worker, started_at_ms, \
          run_workflow, output, error, submitted_at_ms, finished_at_ms \
      FROM workflows WHERE id = $1";
 
+/// What the engine (Restate) writes.
+#[cfg(feature = "restate")]
 impl PgStore {
     /// Note a submitted workflow (before the engine is asked to start it).
     pub(crate) async fn note_workflow(
@@ -62,7 +65,6 @@ impl PgStore {
     /// Note that the engine (Restate) runs the workflow now on `worker`: the row becomes
     /// `running` under a new round, whose number is returned for the row's later writes. `None`
     /// when the row is missing or already finished.
-    #[cfg(feature = "restate")]
     pub(crate) async fn start_round(&self, id: WorkflowId, worker: &str) -> Result<Option<u32>> {
         let row = sqlx::query(
             "UPDATE workflows SET status = 'running', worker = $2, attempt = attempt + 1, \
@@ -86,7 +88,6 @@ impl PgStore {
     }
 
     /// Fail a workflow the engine never started (its submission was refused).
-    #[cfg(feature = "restate")]
     pub(crate) async fn engine_fail(&self, id: WorkflowId, error: &str) -> Result<()> {
         sqlx::query(
             "UPDATE workflows SET status = 'failed', error = $2, finished_at_ms = $3 \
@@ -155,7 +156,9 @@ impl PgStore {
         .map_err(|e| pg_error("park workflow", e))?;
         Ok(done.rows_affected() == 1)
     }
+}
 
+impl PgStore {
     /// How many workflows are in each state.
     pub(crate) async fn workflow_counts(&self) -> Result<WorkflowCounts> {
         let rows = sqlx::query("SELECT status, COUNT(*) AS n FROM workflows GROUP BY status")
