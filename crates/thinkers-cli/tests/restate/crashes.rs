@@ -302,8 +302,8 @@ async fn a_fan_out_killed_mid_flight_replays_its_journaled_calls_in_any_order() 
     let sim = Sim::start(config).await?;
     let url = sim.base_url();
     let addr = service_addr()?;
-    let mut a = spawn_service(&db, &addr, &url, "service-a", &[])?;
-    let mut b = spawn_service(&db, &addr, &url, "service-b", &[])?;
+    let mut a = spawn_service(&db, &addr, &url, "service-a", &[]).await?;
+    let mut b = spawn_service(&db, &addr, &url, "service-b", &[]).await?;
     restate.register(&addr).await?;
     const CALLS: usize = 12;
     let input = json!({"topic": "tides", "calls": CALLS, "entries": [ENTRY]});

@@ -68,7 +68,8 @@ async fn three_service_processes_share_one_tpm_limit_through_redis() -> Result<(
                 "--redis-prefix",
                 &prefix,
             ],
-        )?);
+        )
+        .await?);
     }
     restate.register(&addr).await?;
     // More work than one window admits: ~110 tokens per call settle, so ~1,400 calls fill it

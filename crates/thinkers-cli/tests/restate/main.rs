@@ -94,10 +94,10 @@ async fn errand_services(
 ) -> Result<(Sim, String, Vec<tokio::process::Child>)> {
     let sim = sim().await?;
     let addr = service_addr()?;
-    let services = names
-        .iter()
-        .map(|name| spawn_service(db, &addr, &sim.base_url(), name, &[]))
-        .collect::<Result<Vec<_>>>()?;
+    let mut services = Vec::new();
+    for name in names {
+        services.push(spawn_service(db, &addr, &sim.base_url(), name, &[]).await?);
+    }
     restate.register(&addr).await?;
     Ok((sim, addr, services))
 }
@@ -189,8 +189,8 @@ async fn an_approval_waits_through_restarts_of_every_service_process() -> Result
         p.wait().await?;
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let _a = spawn_service(&db, &addr, &url, "service-c", &[])?;
-    let _b = spawn_service(&db, &addr, &url, "service-d", &[])?;
+    let _a = spawn_service(&db, &addr, &url, "service-c", &[]).await?;
+    let _b = spawn_service(&db, &addr, &url, "service-d", &[]).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(
         ledger_lines(&ledger).is_empty(),

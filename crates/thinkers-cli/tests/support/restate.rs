@@ -78,7 +78,7 @@ max-attempts = 600
 inactivity-timeout = "{inactivity}"
 # Few invocations per HTTP/2 connection, so the server opens several and the kernel spreads
 # them over the service processes sharing the address (SO_REUSEPORT balances connections).
-http2-streams-per-connection-limit = 4
+http2-streams-per-connection-limit = 2
 
 [admin]
 bind-address = "127.0.0.1:{admin}"
@@ -147,20 +147,57 @@ pub fn service_addr() -> Result<String> {
 
 /// A `thinkers worker` process serving on `addr`, writing a journal entry
 /// after 1 s without one (the servers of [`RestateServer::start`] ask an invocation silent for
-/// 3 s to suspend) unless `extra` sets `--heartbeat-secs`.
-pub fn spawn_service(db: &str, addr: &str, sim: &str, name: &str, extra: &[&str]) -> Result<Child> {
+/// 3 s to suspend) unless `extra` sets `--heartbeat-secs`. Returns once the process is
+/// listening, so every process started before a registration shares the connections the server
+/// opens next (a process that binds late would get none of them); its later stderr is forwarded.
+pub async fn spawn_service(
+    db: &str,
+    addr: &str,
+    sim: &str,
+    name: &str,
+    extra: &[&str],
+) -> Result<Child> {
+    use tokio::io::{AsyncBufReadExt as _, BufReader};
     let beat: &[&str] = if extra.contains(&"--heartbeat-secs") {
         &[]
     } else {
         &["--heartbeat-secs", "1"]
     };
-    Ok(thinkers()
+    let mut child = thinkers()
         .args(["worker", "--listen", addr])
         .args(["--db", db, "--sim-url", sim, "--name", name])
         .args(beat)
         .args(extra)
         .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
-        .spawn()?)
+        .spawn()?;
+    let stderr = child.stderr.take().context("the worker's stderr")?;
+    let mut lines = BufReader::new(stderr).lines();
+    let mut said = Vec::new();
+    let serving = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await? {
+            eprintln!("[{name}] {line}");
+            let done = line.contains("serving the Restate workflow service");
+            said.push(line);
+            if done {
+                return Ok(true);
+            }
+        }
+        Ok::<_, std::io::Error>(false)
+    })
+    .await;
+    match serving {
+        Ok(Ok(true)) => {}
+        Ok(Ok(false)) => bail!("worker {name} exited before serving: {}", said.join("\n")),
+        Ok(Err(e)) => bail!("reading worker {name}'s stderr: {e}"),
+        Err(_) => bail!("worker {name} not serving after 60 s: {}", said.join("\n")),
+    }
+    let name = name.to_owned();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            eprintln!("[{name}] {line}");
+        }
+    });
+    Ok(child)
 }
