@@ -17,6 +17,7 @@
 //! last 429 (how long a wrong catalog took to converge). Select cells with `THINKERS_MATRIX`
 //! (every `/`-separated word must be a part of the cell's name, e.g. `tpm/right`), the dialect with
 //! `THINKERS_MATRIX_DIALECT` (`openai`, the default, `anthropic` or `gemini`: no headers), the
+//! sim's answer time with `THINKERS_MATRIX_LATENCY_MS` (`low,high`; default `5,30`), the
 //! Redis URL with `THINKERS_TEST_REDIS_URL`. Run with
 //! `cargo bench -p thinkers --features redis --bench admission_matrix`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
@@ -64,9 +65,21 @@ fn model(shape: &str, kind: &str) -> String {
     format!("m-{shape}-{kind}")
 }
 
+/// The sim's answer time in ms, `[low, high]`: 5 to 30 unless `THINKERS_MATRIX_LATENCY_MS`
+/// says `low,high` (a hosted model takes 0.5 s to tens of seconds).
+fn latency_ms() -> [u64; 2] {
+    std::env::var("THINKERS_MATRIX_LATENCY_MS")
+        .ok()
+        .and_then(|v| {
+            let (a, b) = v.split_once(',')?;
+            Some([a.trim().parse().ok()?, b.trim().parse().ok()?])
+        })
+        .unwrap_or([5, 30])
+}
+
 fn sim_config() -> thinkers_sim::SimConfig {
     let profile = thinkers_sim::Profile {
-        latency_ms: [5, 30],
+        latency_ms: latency_ms(),
         tool_rounds: 2,
         parallel_tool_calls: 1,
         ..thinkers_sim::Profile::default()

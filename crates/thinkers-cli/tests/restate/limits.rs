@@ -55,21 +55,23 @@ async fn three_service_processes_share_one_tpm_limit_through_redis() -> Result<(
     let addr = service_addr()?;
     let mut services = Vec::new();
     for w in 0..3 {
-        services.push(spawn_service(
-            &db,
-            &addr,
-            &url,
-            &format!("tpm-{w}"),
-            &[
-                "--catalog",
-                &catalog,
-                "--redis",
-                &redis,
-                "--redis-prefix",
-                &prefix,
-            ],
-        )
-        .await?);
+        services.push(
+            spawn_service(
+                &db,
+                &addr,
+                &url,
+                &format!("tpm-{w}"),
+                &[
+                    "--catalog",
+                    &catalog,
+                    "--redis",
+                    &redis,
+                    "--redis-prefix",
+                    &prefix,
+                ],
+            )
+            .await?,
+        );
     }
     restate.register(&addr).await?;
     // More work than one window admits: ~110 tokens per call settle, so ~1,400 calls fill it
