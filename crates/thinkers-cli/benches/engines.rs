@@ -125,7 +125,7 @@ async fn main() -> Result<()> {
     let url = sim.base_url();
     let store = PgStore::open(&db).await?;
     let addr = service_addr()?;
-    let _service = spawn_service(&db, &addr, &url, "bench-restate", &[])?;
+    let _service = spawn_service(&db, &addr, &url, "bench-restate", &[]).await?;
     restate.register(&addr).await?;
     let bench = Bench {
         workflows: Workflows::new(&store),
