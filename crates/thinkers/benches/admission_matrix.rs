@@ -68,13 +68,16 @@ fn model(shape: &str, kind: &str) -> String {
 /// The sim's answer time in ms, `[low, high]`: 5 to 30 unless `THINKERS_MATRIX_LATENCY_MS`
 /// says `low,high` (a hosted model takes 0.5 s to tens of seconds).
 fn latency_ms() -> [u64; 2] {
-    std::env::var("THINKERS_MATRIX_LATENCY_MS")
-        .ok()
-        .and_then(|v| {
-            let (a, b) = v.split_once(',')?;
-            Some([a.trim().parse().ok()?, b.trim().parse().ok()?])
-        })
-        .unwrap_or([5, 30])
+    let Ok(v) = std::env::var("THINKERS_MATRIX_LATENCY_MS") else {
+        return [5, 30];
+    };
+    let parsed = v.split_once(',').and_then(|(a, b)| {
+        let (a, b): (u64, u64) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+        (a <= b).then_some([a, b])
+    });
+    parsed.unwrap_or_else(|| {
+        panic!("THINKERS_MATRIX_LATENCY_MS=`{v}`: expected `low,high` in ms, low at most high")
+    })
 }
 
 fn sim_config() -> thinkers_sim::SimConfig {
