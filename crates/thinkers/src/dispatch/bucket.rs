@@ -1,18 +1,38 @@
-//! One rate axis of a budget (tokens or requests), paced in virtual time.
+//! One rate axis of a budget (tokens or requests), paced in virtual time, with a ledger of what
+//! the provider still counts against its window.
 //!
-//! The axis keeps the time its grants are paid up to (`tat`). An ask is granted once `tat` is not
-//! in the future (less the burst the catalog says the provider accepts), and a grant of `n` moves
-//! `tat` on by `n / rate`: no burst builds up while the axis is idle, and grants leave one after
-//! another at the rate. A request axis (asks of one, never settled) thus sends at the whole rate,
-//! and never more than its share into any window whose share is a whole number of requests.
+//! **Pacing.** The axis keeps the time its grants are paid up to (`tat`). An ask is granted once
+//! `tat` is not in the future (less the burst the catalog says the provider accepts), and a grant
+//! moves `tat` on by what it is expected to spend at the rate: a request axis (asks of one, never
+//! settled) thus sends at the whole rate, and never more than its share into any window whose
+//! share is a whole number of requests. A token grant is expected to spend the share of its
+//! reservation that token grants on the axis have used (smoothed over settles; the whole
+//! reservation until the first settles), and its settle pays the difference to what it really
+//! used. Time never goes back into the past: nothing is banked while idle.
 //!
-//! **Settling.** A token grant settles to what it used: the unused units' time comes back (never
-//! into the past: nothing is banked while idle), less a margin that keeps room, in a window's
-//! share of the rate, for the next ask to arrive whole: providers charge an ask its reservation
-//! when it arrives and its use once it ends, and may enforce a per-minute figure over short
-//! windows. The window is [`ASSUMED_WINDOW`] until the provider states its room (`remaining`);
-//! then it is how long the most room it ever stated lasts at the rate, from [`MIN_WINDOW`] to
-//! [`LONGEST_WINDOW`] (a provider whose room holds a minute's figure enforces it over the minute).
+//! **The ledger (token axes).** Providers charge an ask when it arrives (their own count of its
+//! input plus the output it asks for), change that charge to its use once it ends, and count the
+//! charge in a window from its arrival. The axis keeps its own grants the same way, on the safe
+//! side of what it cannot see: a grant counts whole while its call is out (arrival comes some
+//! time after the grant), then its use until a window after the answer; a lease that ends
+//! without settling counts whole until a window after it ended. An ask is granted only while
+//! what the ledger counts plus the ask fit the window's share of the rate (an ask larger than the
+//! share goes alone, once the ledger counts none of ours).
+//! - The window is [`MIN_WINDOW`] until the provider first answers (whatever its window, a
+//!   second's share in every second keeps within it), [`ASSUMED_WINDOW`] if it answers without
+//!   stating its room or reset; then the longer of the time the most room it ever stated
+//!   (`remaining`) lasts at the rate and the longest `reset` it stated, up to [`LONGEST_WINDOW`].
+//!   Both fall within a sliding window, a fixed window and a token bucket holding the window's
+//!   share, so this window is never longer than the provider's.
+//! - "A window after" is that window, or longer where a stated reset shows the provider's window
+//!   may be longer: a reset plus the age of our latest grant then that had surely reached the
+//!   provider (older than our quickest answer) bounds the provider's window from above.
+//! - What the provider counted beyond our reservation (its input count above ours, reported as
+//!   usage) makes every grant still out count that much more, by the largest share seen in the
+//!   ledger; and what its stated `remaining` shows it holding beyond what the ledger counts
+//!   (another client, a count of ours too low) is counted as charged when it was stated.
+//! - Grants stay in the ledger for [`LONGEST_WINDOW`], so a window learned longer later still
+//!   counts them.
 //!
 //! **The rate** is the lowest of: the catalog's figure (the user's ceiling: never exceeded), the
 //! figure the provider states in its `limit` headers (a per-minute figure, as OpenAI and
@@ -31,6 +51,7 @@
 //!
 //! Every wait is finite: durations are capped at [`MAX_WAIT`], instants added without overflow.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -38,8 +59,7 @@ use tokio::time::Instant;
 use super::budget::{Axis, AxisRate, RateSource};
 use crate::job::Rate;
 
-/// The window a provider is assumed to enforce a figure over, unless the catalog gives an
-/// explicit burst.
+/// The window a provider is assumed to enforce a figure over until it states its room or reset.
 pub const ASSUMED_WINDOW: Duration = Duration::from_secs(10);
 
 /// A throttle that shows no lower rate went through cuts the rate to this share of itself.
@@ -58,6 +78,9 @@ pub const LONGEST_WINDOW: Duration = Duration::from_secs(60);
 /// The shortest window a provider is taken to enforce a figure over.
 pub const MIN_WINDOW: Duration = Duration::from_secs(1);
 
+/// How much of the smoothed share of a reservation that grants use each settle moves it.
+pub const USE_SMOOTHING: f64 = 0.125;
+
 /// The longest wait any pause or header can impose on an axis.
 pub const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
 
@@ -70,6 +93,30 @@ fn secs(x: f64) -> Duration {
     Duration::try_from_secs_f64(x.max(0.0))
         .unwrap_or(MAX_WAIT)
         .min(MAX_WAIT)
+}
+
+/// The lease id of a ledger entry that stands for what the provider holds beyond our grants (it
+/// never settles).
+const UNSEEN: u64 = u64::MAX;
+
+/// One of a token axis's own grants, as the provider counts it.
+#[derive(Debug, Clone, Copy)]
+struct Grant {
+    /// When it was granted (the provider charges it on arrival).
+    at: Instant,
+    /// Its lease.
+    id: u64,
+    /// What the provider counts for it now: its reservation until it settles, then its use.
+    counts: u64,
+    /// The units the pacing charged it on grant.
+    paced: f64,
+    /// When it settled (`None` while out). The provider charged it on arrival, which is after
+    /// the grant and before the answer: it counts the grant whole while out, and its use until a
+    /// window after the answer at the latest.
+    settled: Option<Instant>,
+    /// Once settled: how much more than our reservation the provider counted the ask, as a share
+    /// of the reservation (its own token count of the input against ours).
+    short: f64,
 }
 
 /// One paced axis.
@@ -93,22 +140,37 @@ pub(crate) struct Bucket {
     room: Option<(f64, Instant, Instant)>,
     /// The most room the provider ever stated: its window holds at least that much.
     widest: Option<u64>,
+    /// The longest reset the provider ever stated: its window is at least that long.
+    longest_reset: Option<Duration>,
+    /// The least of a stated reset plus the age of our latest grant older than the quickest
+    /// answer: the provider's latest charge is no older than that grant (a younger one may not
+    /// have reached it yet), so its window is no longer than that.
+    reach: Option<Duration>,
+    /// The quickest a grant on the axis was answered (settled).
+    quickest: Option<Duration>,
     /// The provider states its limit in headers: a throttle then says nothing of the rate.
     heard: bool,
+    /// A token axis: its grants settle, and it keeps them in `ledger`.
+    tokens: bool,
+    /// The axis's own grants of the last [`LONGEST_WINDOW`], oldest first (kept that long
+    /// whatever the window: a window learned longer later still counts them).
+    ledger: VecDeque<Grant>,
+    /// The smoothed share of a reservation that settled grants used (`None` until one settles).
+    use_share: Option<f64>,
 }
 
 impl Bucket {
-    /// An idle axis for the catalog's `rate`.
-    pub(crate) fn new(rate: Rate, now: Instant) -> Self {
-        Self::with(Some(rate), None, now)
+    /// An idle axis for the catalog's `rate`; `tokens` for a token axis (its grants settle).
+    pub(crate) fn new(rate: Rate, tokens: bool, now: Instant) -> Self {
+        Self::with(Some(rate), None, tokens, now)
     }
 
     /// An axis the catalog left out, at the provider's stated per-minute `figure`.
-    pub(crate) fn stated(figure: u64, now: Instant) -> Self {
-        Self::with(None, Some(figure as f64 / 60.0), now)
+    pub(crate) fn stated(figure: u64, tokens: bool, now: Instant) -> Self {
+        Self::with(None, Some(figure as f64 / 60.0), tokens, now)
     }
 
-    fn with(rate: Option<Rate>, stated: Option<f64>, now: Instant) -> Self {
+    fn with(rate: Option<Rate>, stated: Option<f64>, tokens: bool, now: Instant) -> Self {
         Self {
             rate,
             stated,
@@ -119,7 +181,13 @@ impl Bucket {
             since_at: now,
             room: None,
             widest: None,
+            longest_reset: None,
+            reach: None,
+            quickest: None,
             heard: false,
+            tokens,
+            ledger: VecDeque::new(),
+            use_share: None,
         }
     }
 
@@ -181,30 +249,123 @@ impl Bucket {
         self.rate.and_then(|r| r.burst).unwrap_or(Duration::ZERO)
     }
 
-    /// The shortest window the provider may enforce the rate over, in seconds: the assumed one
-    /// until it states its room; then the time the most room it ever stated lasts at the rate
-    /// (from [`MIN_WINDOW`] to [`LONGEST_WINDOW`]).
+    /// The window whose share of the rate the ledger holds, in seconds: the shortest a provider
+    /// is taken to enforce until it first answers, the assumed one if it answers without stating
+    /// its room or reset; then the longest of the time the most room it ever stated lasts at the
+    /// rate and the longest reset it stated (from [`MIN_WINDOW`] to [`LONGEST_WINDOW`]); never
+    /// shorter than the catalog's burst.
     fn window(&self, now: Instant) -> f64 {
-        self.widest.map_or(ASSUMED_WINDOW.as_secs_f64(), |r| {
-            (r as f64 / self.per_second(now))
-                .clamp(MIN_WINDOW.as_secs_f64(), LONGEST_WINDOW.as_secs_f64())
+        let room = self.widest.map(|r| r as f64 / self.per_second(now));
+        let reset = self.longest_reset.map(|d| d.as_secs_f64());
+        let stated = match (room, reset) {
+            (None, None) if self.use_share.is_none() => MIN_WINDOW.as_secs_f64(),
+            (None, None) => ASSUMED_WINDOW.as_secs_f64(),
+            (a, b) => a
+                .unwrap_or(0.0)
+                .max(b.unwrap_or(0.0))
+                .clamp(MIN_WINDOW.as_secs_f64(), LONGEST_WINDOW.as_secs_f64()),
+        };
+        stated.max(self.tolerance().as_secs_f64())
+    }
+
+    /// How long the ledger counts a grant, in seconds: the window, or the longest the provider's
+    /// window can be by its reset (a window known only from below would let a grant leave the
+    /// ledger while the provider still counts it).
+    fn span(&self, now: Instant) -> f64 {
+        let window = self.window(now);
+        self.reach.map_or(window, |r| {
+            r.as_secs_f64()
+                .clamp(window, LONGEST_WINDOW.as_secs_f64().max(window))
         })
     }
 
-    /// The room kept back after a grant of `reserved` that used `used`: enough that the next
-    /// ask of the same size still fits in the window's share once this one settled (providers
-    /// count an ask whole when it arrives and its use when it ends).
-    fn margin(&self, reserved: u64, used: u64, now: Instant) -> f64 {
-        if self.tolerance() > Duration::ZERO {
-            return 0.0;
+    /// Drop from the ledger the grants no window holds any more.
+    fn expire(&mut self, now: Instant) {
+        let keep = secs(self.span(now).max(LONGEST_WINDOW.as_secs_f64()));
+        while self
+            .ledger
+            .front()
+            .is_some_and(|g| later(g.at, keep) <= now)
+        {
+            self.ledger.pop_front();
         }
-        let share = self.per_second(now) * self.window(now);
-        let (n, used) = (reserved as f64, used as f64);
-        if n < share {
-            n * used / (share - n)
+    }
+
+    /// The ledger's grants of the last `span` seconds at `now`, oldest first.
+    fn within(&self, now: Instant, span: f64) -> impl Iterator<Item = &Grant> {
+        let span = secs(span);
+        let from = self.ledger.partition_point(|g| later(g.at, span) <= now);
+        self.ledger.range(from..)
+    }
+
+    /// When the provider has surely dropped `g` (`None` while it is out): a window after its
+    /// answer.
+    fn leaves(g: &Grant, span: Duration) -> Option<Instant> {
+        g.settled.map(|t| later(t, span))
+    }
+
+    /// The ledger's grants a provider's window may still hold at `now`, oldest first.
+    fn counted(&self, now: Instant) -> impl Iterator<Item = &Grant> {
+        let span = secs(self.span(now));
+        self.ledger
+            .iter()
+            .filter(move |g| Self::leaves(g, span).is_none_or(|t| t > now))
+    }
+
+    /// How much a grant still out may count beyond its reservation, as a share of it: the most
+    /// the provider counted beyond ours for any grant in the ledger.
+    fn shortfall(&self) -> f64 {
+        self.ledger.iter().map(|g| g.short).fold(0.0, f64::max)
+    }
+
+    /// What the provider counts for `g`, a grant still out counted as the largest shortfall.
+    fn weight(g: &Grant, shortfall: f64) -> f64 {
+        if g.settled.is_none() {
+            g.counts as f64 * (1.0 + shortfall)
         } else {
-            0.0
+            g.counts as f64
         }
+    }
+
+    /// What the provider's window may hold of ours at `now`.
+    fn held(&self, now: Instant) -> f64 {
+        let shortfall = self.shortfall();
+        self.counted(now).map(|g| Self::weight(g, shortfall)).sum()
+    }
+
+    /// `None` when the ledger has room for `need` now; otherwise how long until enough of its
+    /// settled grants leave the window (when only grants still out stand in the way, a window:
+    /// their settles wake the waiters sooner).
+    fn ledger_wait(&self, now: Instant, need: u64) -> Option<Duration> {
+        let share = self.per_second(now) * self.window(now);
+        let span = secs(self.span(now));
+        let shortfall = self.shortfall();
+        let need = need as f64 * (1.0 + shortfall);
+        let fits = |held: f64| held < 0.5 || held + need <= share;
+        let mut held = self.held(now);
+        if fits(held) {
+            return None;
+        }
+        let mut leaving: Vec<(Instant, f64)> = self
+            .counted(now)
+            .filter_map(|g| Some((Self::leaves(g, span)?, Self::weight(g, shortfall))))
+            .collect();
+        leaving.sort_by_key(|l| l.0);
+        for (at, weight) in leaving {
+            held -= weight;
+            if fits(held) {
+                return Some(
+                    at.saturating_duration_since(now)
+                        .max(Duration::from_micros(1)),
+                );
+            }
+        }
+        Some(span)
+    }
+
+    /// What a grant of `n` is expected to spend.
+    fn expected(&self, n: u64) -> f64 {
+        n as f64 * self.use_share.unwrap_or(1.0)
     }
 
     /// The provider's stated room now (what it said, less our grants since, plus the rate's
@@ -216,7 +377,10 @@ impl Bucket {
     }
 
     /// `None` when `need` can be taken now; otherwise how long until it can.
-    pub(crate) fn check(&self, now: Instant, need: u64) -> Option<Duration> {
+    pub(crate) fn check(&mut self, now: Instant, need: u64) -> Option<Duration> {
+        if self.tokens {
+            self.expire(now);
+        }
         let rate = self.per_second(now);
         // With a burst, an ask may run ahead of the rate by the burst less its own time.
         let ahead = self.tolerance().saturating_sub(secs(need as f64 / rate));
@@ -227,28 +391,71 @@ impl Bucket {
         {
             wait = wait.max(secs((need as f64 - have) / rate).min(until - now));
         }
+        if self.tokens
+            && let Some(w) = self.ledger_wait(now, need)
+        {
+            wait = wait.max(w);
+        }
         (!wait.is_zero()).then_some(wait)
     }
 
-    /// Take `n` units (after a successful [`Self::check`]).
-    pub(crate) fn take(&mut self, now: Instant, n: u64) {
+    /// Take `n` units for lease `id` (after a successful [`Self::check`]).
+    pub(crate) fn take(&mut self, now: Instant, id: u64, n: u64) {
         if self.tat < now {
             // Idle until now: what the provider lets through is counted from here.
             self.since = 0.0;
             self.since_at = now;
         }
-        self.tat = later(self.tat.max(now), secs(n as f64 / self.per_second(now)));
+        let paced = self.expected(n);
+        if self.tokens {
+            self.ledger.push_back(Grant {
+                at: now,
+                id,
+                counts: n,
+                paced,
+                settled: None,
+                short: 0.0,
+            });
+        }
+        self.tat = later(self.tat.max(now), secs(paced / self.per_second(now)));
         self.since += n as f64;
         if let Some((room, _, _)) = &mut self.room {
             *room -= n as f64;
         }
     }
 
-    /// Adjust a grant of `reserved` units to `used`: the surplus's time goes back (never into
-    /// the past: no burst is banked), an overrun's time is taken.
-    pub(crate) fn settle(&mut self, now: Instant, reserved: u64, used: u64) {
+    /// Adjust lease `id`'s grant of `reserved` units to `used`: the ledger counts its use from
+    /// now on; what the pacing charged it beyond its use goes back (never into the past: no
+    /// burst is banked), an overrun's time is taken. A grant that used nothing (a throttled
+    /// attempt) teaches nothing of how much grants use.
+    /// `short` is how many tokens the provider counted beyond the reservation when the ask
+    /// arrived (its input count above ours).
+    pub(crate) fn settle(&mut self, now: Instant, id: u64, reserved: u64, used: u64, short: u64) {
         let rate = self.per_second(now);
-        let owed = used as f64 + self.margin(reserved, used, now) - reserved as f64;
+        let kept = self
+            .ledger
+            .iter_mut()
+            .rev()
+            .find(|g| g.id == id && id != UNSEEN);
+        let paced = match kept {
+            Some(g) => {
+                g.counts = used;
+                g.settled = Some(now);
+                g.short = short as f64 / reserved.max(1) as f64;
+                let took = now.saturating_duration_since(g.at);
+                self.quickest = Some(self.quickest.map_or(took, |q| q.min(took)));
+                g.paced
+            }
+            None => self.expected(reserved),
+        };
+        if self.tokens && used > 0 && reserved > 0 {
+            let share = (used as f64 / reserved as f64).min(1.0);
+            self.use_share = Some(
+                self.use_share
+                    .map_or(share, |s| s + (share - s) * USE_SMOOTHING),
+            );
+        }
+        let owed = used as f64 - paced;
         if owed > 0.0 {
             self.tat = later(self.tat.max(now), secs(owed / rate));
         } else {
@@ -258,6 +465,20 @@ impl Bucket {
         self.since = (self.since + used as f64 - reserved as f64).max(0.0);
         if let Some((room, _, _)) = &mut self.room {
             *room += reserved as f64 - used as f64;
+        }
+    }
+
+    /// Lease `id` ended without settling this axis (its call failed or was dropped): the
+    /// provider may have charged its reservation, so the ledger counts it whole for a window from
+    /// now.
+    pub(crate) fn release(&mut self, now: Instant, id: u64) {
+        if let Some(g) = self
+            .ledger
+            .iter_mut()
+            .rev()
+            .find(|g| g.id == id && g.settled.is_none())
+        {
+            g.settled = Some(now);
         }
     }
 
@@ -290,18 +511,37 @@ impl Bucket {
     }
 
     /// Learn from a provider's headers: `limit` (its per-minute figure), `remaining` (what it
-    /// admits now) and `reset` (when it is whole again).
+    /// admits now) and `reset` (when it is whole again, as stated; up to `slack` later).
     pub(crate) fn observe(
         &mut self,
         now: Instant,
         limit: Option<u64>,
         remaining: Option<u64>,
         reset: Option<Duration>,
+        slack: Duration,
     ) {
         if let Some(limit) = limit.filter(|l| *l > 0) {
             self.heard = true;
             let stated = limit as f64 / 60.0;
             self.stated = self.catalog().is_none_or(|c| stated < c).then_some(stated);
+        }
+        if let Some(reset) = reset {
+            self.longest_reset = Some(self.longest_reset.map_or(reset, |r| r.max(reset)));
+            // A reset of zero says the window holds nothing: it bounds nothing.
+            let arrived = self
+                .quickest
+                .and_then(|q| now.checked_sub(q))
+                .map(|cut| self.ledger.partition_point(|g| g.at <= cut));
+            let last = arrived.and_then(|i| {
+                let mut older = self.ledger.range(..i).rev();
+                older.find(|g| g.id != UNSEEN).map(|g| g.at)
+            });
+            if let Some(last) = last.filter(|_| !reset.is_zero()) {
+                let reach = reset
+                    .saturating_add(slack)
+                    .saturating_add(now.saturating_duration_since(last));
+                self.reach = Some(self.reach.map_or(reach, |r| r.min(reach)));
+            }
         }
         if let Some(remaining) = remaining {
             self.widest = Some(self.widest.map_or(remaining, |w| w.max(remaining)));
@@ -311,6 +551,31 @@ impl Bucket {
                 let until = later(now, reset.unwrap_or(ASSUMED_WINDOW));
                 self.room = Some((remaining as f64, now, until));
             }
+            self.count_unseen(now, remaining);
+        }
+    }
+
+    /// The provider says `remaining` of the window's share is left: what it holds beyond what
+    /// the ledger counts (another client's calls, a charge its count of an ask's tokens made
+    /// larger than ours) is counted as charged now.
+    fn count_unseen(&mut self, now: Instant, remaining: u64) {
+        if !self.tokens {
+            return;
+        }
+        self.expire(now);
+        // Against the shortest the provider's window can be: what it holds of ours is no less.
+        let window = self.window(now);
+        let ours: u64 = self.within(now, window).map(|g| g.counts).sum();
+        let unseen = self.per_second(now) * window - ours as f64 - remaining as f64;
+        if unseen >= 1.0 {
+            self.ledger.push_back(Grant {
+                at: now,
+                id: UNSEEN,
+                counts: unseen as u64,
+                paced: 0.0,
+                settled: Some(now),
+                short: 0.0,
+            });
         }
     }
 
@@ -322,6 +587,10 @@ impl Bucket {
         let mut free = 1.0 - ahead / span;
         if let Some((have, _)) = self.room_now(now) {
             free = free.min(have / (self.per_second(now) * span));
+        }
+        if self.tokens {
+            let share = self.per_second(now) * self.window(now);
+            free = free.min(1.0 - self.held(now) / share);
         }
         free.clamp(0.0, 1.0)
     }

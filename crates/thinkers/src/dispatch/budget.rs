@@ -111,6 +111,16 @@ impl Axis {
         }
     }
 
+    /// How many tokens more than `lease` reserved on the axis the provider counted when the ask
+    /// arrived: its count of the input above ours (the output it counts is the output budget
+    /// asked, which the lease reserved whole).
+    pub fn short(self, lease: &Lease, used: SeatUse) -> u64 {
+        match self {
+            Self::Tokens | Self::InputTokens => used.input.saturating_sub(lease.input_tokens),
+            Self::OutputTokens | Self::Requests => 0,
+        }
+    }
+
     /// The axis's part of `obs`.
     pub fn observed(self, obs: &RateObservation) -> AxisObservation {
         match self {
@@ -119,6 +129,12 @@ impl Axis {
             Self::OutputTokens => obs.output_tokens,
             Self::Requests => obs.requests,
         }
+    }
+
+    /// Whether grants on the axis settle to what they used (the token axes; a request is spent
+    /// whole).
+    pub fn settles(self) -> bool {
+        self != Self::Requests
     }
 
     fn index(self) -> usize {
@@ -134,8 +150,12 @@ pub struct AxisObservation {
     pub limit: Option<u64>,
     /// What remains now.
     pub remaining: Option<u64>,
-    /// When the allowance is fully replenished.
+    /// When the allowance is fully replenished, as stated (rounded down to the header's
+    /// precision).
     pub reset: Option<Duration>,
+    /// How much later than `reset` the allowance may really be whole: the precision the header
+    /// states it to (a second for an RFC 3339 timestamp in whole seconds).
+    pub reset_slack: Duration,
 }
 
 impl AxisObservation {
@@ -216,7 +236,8 @@ pub trait BudgetStore: Send + Sync + 'static {
     /// budget (all of it for a throttled attempt, settled at [`SeatUse::NONE`]: the provider
     /// charged nothing).
     fn settle(&self, lease: &Lease, used: SeatUse);
-    /// Give back a lease's concurrency.
+    /// The lease ended: give back its concurrency; a token grant it never settled counts whole
+    /// for a window from now (the provider may have charged it).
     fn release(&self, lease: &Lease);
     /// Admit nothing on this budget for `wait` (the provider throttled us), and no longer; waiters
     /// then leave at the rate, not at once. A busy axis learns the rate the provider allowed
@@ -315,7 +336,7 @@ impl State {
                 // An axis the provider stated and the catalog still leaves out keeps what it
                 // learned.
                 (Some(b), None) if b.rate().is_none() => Some(b),
-                (_, r) => r.map(|r| Bucket::new(r, now)),
+                (_, r) => r.map(|r| Bucket::new(r, axis.settles(), now)),
             };
         }
         self.limits = limits;
@@ -400,7 +421,7 @@ impl MemoryBudgets {
             }
             s.probe.granted(lease_id);
             for (axis, b) in s.paced() {
-                b.take(now, axis.asked(ask));
+                b.take(now, lease_id, axis.asked(ask));
             }
             s.in_flight += ask.slots;
             Reservation::Granted(Lease {
@@ -443,17 +464,21 @@ impl BudgetStore for MemoryBudgets {
         let now = Instant::now();
         self.with(&lease.budget, |s| {
             for (axis, b) in s.paced() {
-                if let Some((reserved, used)) = axis.settled(lease, used) {
-                    b.settle(now, reserved, used);
+                if let Some((reserved, spent)) = axis.settled(lease, used) {
+                    b.settle(now, lease.id, reserved, spent, axis.short(lease, used));
                 }
             }
         });
     }
 
     fn release(&self, lease: &Lease) {
+        let now = Instant::now();
         self.with(&lease.budget, |s| {
             s.in_flight = s.in_flight.saturating_sub(lease.slots);
             s.probe.ended(lease.id);
+            for (_, b) in s.paced() {
+                b.release(now, lease.id);
+            }
         });
     }
 
@@ -479,10 +504,16 @@ impl BudgetStore for MemoryBudgets {
                 if slot.is_none()
                     && let Some(limit) = said.limit.filter(|l| *l > 0)
                 {
-                    *slot = Some(Bucket::stated(limit, now));
+                    *slot = Some(Bucket::stated(limit, axis.settles(), now));
                 }
                 if let Some(b) = slot {
-                    b.observe(now, said.limit, said.remaining, said.reset);
+                    b.observe(
+                        now,
+                        said.limit,
+                        said.remaining,
+                        said.reset,
+                        said.reset_slack,
+                    );
                 }
             }
         });

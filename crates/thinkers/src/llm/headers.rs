@@ -64,6 +64,21 @@ fn until(at: SystemTime, now: SystemTime) -> Duration {
     at.duration_since(now).unwrap_or(Duration::ZERO)
 }
 
+/// The precision a stated reset is given to (a duration or a timestamp): its last digit's unit,
+/// read from its fraction of a second (`1.25s`: 10 ms), or a millisecond for a value in `ms` and
+/// finer; a whole second otherwise.
+fn precision(s: &str) -> Duration {
+    let s = s.trim();
+    if s.ends_with("ms") || s.ends_with("us") || s.ends_with("µs") || s.ends_with("ns") {
+        return Duration::from_millis(1);
+    }
+    let fraction = s.split_once('.').map_or(0, |(_, f)| {
+        f.chars().take_while(char::is_ascii_digit).count()
+    });
+    let digits = u32::try_from(fraction.min(9)).unwrap_or(9);
+    Duration::from_nanos(10u64.pow(9 - digits))
+}
+
 fn rfc3339_from(s: &str, now: SystemTime) -> Option<Duration> {
     let at: DateTime<Utc> = DateTime::parse_from_rfc3339(s).ok()?.with_timezone(&Utc);
     Some(until(at.into(), now))
@@ -140,11 +155,13 @@ fn axes(h: &HeaderMap, now: SystemTime) -> RateObservation {
         limit: number(h, limit),
         remaining: number(h, remaining),
         reset: get(h, reset).and_then(go_duration),
+        reset_slack: get(h, reset).map_or(Duration::ZERO, precision),
     };
     let anthropic = |[limit, remaining, reset]: &Names| AxisObservation {
         limit: number(h, limit),
         remaining: number(h, remaining),
         reset: get(h, reset).and_then(|s| rfc3339_from(s, now)),
+        reset_slack: get(h, reset).map_or(Duration::ZERO, precision),
     };
     let mut obs = RateObservation::default();
     if has_openai {
@@ -230,6 +247,19 @@ mod tests {
         );
         assert_eq!(go_duration("soon"), None);
         assert_eq!(go_duration(""), None);
+    }
+
+    #[test]
+    fn a_reset_is_read_with_its_precision() {
+        // Anthropic's RFC 3339 timestamps in whole seconds may be a second short of the truth.
+        assert_eq!(precision("2026-12-06T21:00:07Z"), Duration::from_secs(1));
+        assert_eq!(
+            precision("2026-12-06T21:00:07.25Z"),
+            Duration::from_millis(10)
+        );
+        assert_eq!(precision("6m0s"), Duration::from_secs(1));
+        assert_eq!(precision("1.5s"), Duration::from_millis(100));
+        assert_eq!(precision("250ms"), Duration::from_millis(1));
     }
 
     #[test]
@@ -320,11 +350,13 @@ mod tests {
                     limit: Some(160_000),
                     remaining: Some(159_976),
                     reset: Some(Duration::from_millis(9)),
+                    reset_slack: Duration::from_millis(1),
                 },
                 requests: AxisObservation {
                     limit: None,
                     remaining: Some(4999),
                     reset: Some(Duration::from_millis(12)),
+                    reset_slack: Duration::from_millis(1),
                 },
                 ..RateObservation::default()
             })

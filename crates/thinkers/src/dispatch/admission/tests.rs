@@ -87,6 +87,19 @@ async fn a_seat_settled_early_gives_its_surplus_back_once_while_the_permit_is_he
             ..Limits::default()
         },
     );
+    // The provider states a minute's room: its window holds both calls.
+    store.observe(
+        &budget,
+        crate::dispatch::RateObservation {
+            output_tokens: crate::dispatch::AxisObservation {
+                remaining: Some(6_000),
+                reset: None,
+                limit: None,
+                reset_slack: std::time::Duration::ZERO,
+            },
+            ..Default::default()
+        },
+    );
     let adm = Admission::new(store.clone());
     let seat = Seat {
         entry: "e".into(),

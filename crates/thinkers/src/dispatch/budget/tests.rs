@@ -19,6 +19,19 @@ fn store(limits: Limits) -> MemoryBudgets {
     s
 }
 
+/// The provider states a minute's room (6,000) on the output axis.
+fn minutes_output_room() -> RateObservation {
+    RateObservation {
+        output_tokens: AxisObservation {
+            remaining: Some(6_000),
+            reset: None,
+            limit: None,
+            reset_slack: Duration::ZERO,
+        },
+        ..RateObservation::default()
+    }
+}
+
 fn granted(s: &MemoryBudgets, a: &Ask) -> Lease {
     match s.reserve_now(a) {
         Reservation::Granted(l) => l,
@@ -41,6 +54,8 @@ async fn an_output_limit_books_the_output_budget_then_settles_to_what_was_used()
         output_tokens: Some(Rate::per_minute(6_000)),
         ..Limits::default()
     });
+    // The provider states a minute's room: its window holds both calls.
+    s.observe(B, minutes_output_room());
     let lease = granted(&s, &ask(5_000, 1_000));
     assert!((wait(&s, &ask(5_000, 1_000)) - 10.0).abs() < 1e-3);
     s.settle(
@@ -63,10 +78,19 @@ async fn input_and_output_limits_pace_apart_and_the_tighter_binds() {
         output_tokens: Some(Rate::per_minute(6_000)),
         ..Limits::default()
     });
-    granted(&s, &ask(2_000, 50));
+    let first = granted(&s, &ask(2_000, 50));
     let w = wait(&s, &ask(100, 10));
     assert!((w - 2.0).abs() < 1e-3, "{w}");
     tokio::time::advance(Duration::from_secs(2)).await;
+    // The first call used what it asked (a call still out holds its place in the window).
+    s.settle(
+        &first,
+        SeatUse {
+            input: 2_000,
+            output: 50,
+        },
+    );
+    s.release(&first);
     granted(&s, &ask(100, 500));
     let w = wait(&s, &ask(100, 10));
     assert!((w - 5.0).abs() < 1e-3, "{w}");

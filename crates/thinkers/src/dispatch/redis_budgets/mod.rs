@@ -408,13 +408,16 @@ impl BudgetStore for RedisBudgets {
             return;
         };
         let mut inv = SCRIPTS.settle.prepare_invoke();
+        inv.arg(lease.id);
         for axis in Axis::ALL {
             // An axis neither the catalog nor a provider paces has nothing to settle; the
             // script skips an axis whose hash is absent.
-            if let Some((reserved, used)) = axis.settled(lease, used) {
+            if let Some((reserved, spent)) = axis.settled(lease, used) {
                 inv.key(self.inner.key(&lease.budget, axis_key(axis)));
                 bucket_args(&mut inv, axis.rate(&limits));
-                inv.arg(signed(reserved)).arg(signed(used));
+                inv.arg(signed(reserved))
+                    .arg(signed(spent))
+                    .arg(signed(axis.short(lease, used)));
             }
         }
         self.inner.spawn("settle", inv);
@@ -425,13 +428,17 @@ impl BudgetStore for RedisBudgets {
             l.probe.ended(lease.id);
             l.held.remove(&lease.id)
         });
-        if !held {
+        // A lease with neither concurrency nor tokens has nothing shared to give back.
+        if !held && lease.tokens == 0 && lease.input_tokens == 0 && lease.output_tokens == 0 {
             return;
         }
         let mut inv = SCRIPTS.release.prepare_invoke();
         inv.key(self.inner.key(&lease.budget, "held:z"))
-            .key(self.inner.key(&lease.budget, "held:s"))
-            .arg(lease.id);
+            .key(self.inner.key(&lease.budget, "held:s"));
+        for axis in Axis::ALL.into_iter().filter(|a| a.settles()) {
+            inv.key(self.inner.key(&lease.budget, axis_key(axis)));
+        }
+        inv.arg(lease.id);
         self.inner.spawn("release", inv);
     }
 
@@ -467,7 +474,8 @@ impl BudgetStore for RedisBudgets {
             bucket_args(&mut inv, axis.rate(&limits));
             inv.arg(said.limit.map_or(-1, signed))
                 .arg(said.remaining.map_or(-1, signed))
-                .arg(said.reset.map_or(-1, millis));
+                .arg(said.reset.map_or(-1, millis))
+                .arg(millis(said.reset_slack));
             self.inner.spawn("observe", inv);
         }
     }

@@ -5,8 +5,16 @@
 //! `P:out:b`, `P:req:b` (the token, input-token, output-token and request axes: hash of the time they are paid up to `tat`, the provider's stated rate
 //! `st`, the learned rate `lr` (since `lat`), the last throttle's end `tu`, the units let through
 //! since `sat` (`since`), the room the provider last stated `rm` (at `rmat`, until `rmu`) and
-//! the most it ever stated `wide`, whether it states a limit `heard`,
-//! kept an hour after their last use),
+//! the most it ever stated `wide`, the longest reset it stated `lrst`, whether it states a limit
+//! `heard`, and, on a token axis, the smoothed share of a reservation grants use `us`, the
+//! quickest answer `qk` and the least reset plus age of the latest grant older than it `rch`;
+//! kept an hour after their last use), the
+//! token axes' ledgers
+//! `…:b:l` (sorted set of lease ids scored by grant time), `…:b:c` (hash lease id → what the
+//! provider counts for it now), `…:b:p` (hash lease id → what the pacing charged it), `…:b:t`
+//! (hash lease id → when it settled) and `…:b:x` (hash lease id → how much more than its
+//! reservation the provider counted, as a share of it), named
+//! from their axis's key inside the script (one hash tag, so one slot),
 //! `P:held:z` (sorted set of concurrency holders scored by lease expiry), `P:held:s` (hash
 //! holder → slots), `P:pause` (pause end, ms) and `P:seq` (the lease id counter, kept a day
 //! after its last use).
@@ -20,6 +28,7 @@ use redis::Script;
 
 use crate::dispatch::bucket::{
     ASSUMED_WINDOW, LARGEST_CUT, LONGEST_WINDOW, MAX_WAIT, MIN_WINDOW, RECOVERY, THROTTLE_DECREASE,
+    USE_SMOOTHING,
 };
 
 /// Shared helpers: the server clock, the paced axes, the concurrency holders. An axis is
@@ -32,8 +41,8 @@ local KEEP = 3600000
 
 -- nil for an axis neither the catalog nor the provider gave a rate.
 local function load(key, rho, burst)
-  local h = redis.call('HMGET', key, 'tat', 'st', 'lr', 'lat', 'tu', 'since', 'sat', 'rm', 'rmat', 'rmu', 'wide', 'heard')
-  local b = {key = key, cat = rho, burst = burst}
+  local h = redis.call('HMGET', key, 'tat', 'st', 'lr', 'lat', 'tu', 'since', 'sat', 'rm', 'rmat', 'rmu', 'wide', 'heard', 'lrst', 'us', 'rch', 'qk')
+  local b = {key = key, cat = rho, burst = burst, tok = string.sub(key, -6) ~= ':req:b'}
   b.st = tonumber(h[2])
   if rho < 0 and b.st == nil then return nil end
   b.tat = tonumber(h[1]) or now
@@ -47,6 +56,10 @@ local function load(key, rho, burst)
   b.rmu = tonumber(h[10]) or now
   b.wide = tonumber(h[11])
   b.heard = h[12] == '1'
+  b.lrst = tonumber(h[13])
+  b.us = tonumber(h[14])
+  b.rch = tonumber(h[15])
+  b.qk = tonumber(h[16])
   return b
 end
 
@@ -61,7 +74,14 @@ local function save(b)
   if b.lr then redis.call('HSET', b.key, 'lr', tostring(b.lr), 'lat', tostring(b.lat)) end
   if b.wide then redis.call('HSET', b.key, 'wide', tostring(b.wide)) end
   if b.heard then redis.call('HSET', b.key, 'heard', '1') end
+  if b.lrst then redis.call('HSET', b.key, 'lrst', tostring(b.lrst)) end
+  if b.us then redis.call('HSET', b.key, 'us', tostring(b.us)) end
+  if b.rch then redis.call('HSET', b.key, 'rch', tostring(b.rch)) end
+  if b.qk then redis.call('HSET', b.key, 'qk', tostring(b.qk)) end
   redis.call('PEXPIRE', b.key, KEEP)
+  if b.tok then
+    for _, part in ipairs({':l', ':c', ':p', ':t', ':x'}) do redis.call('PEXPIRE', b.key .. part, KEEP) end
+  end
 end
 
 local function rate(b)
@@ -76,6 +96,106 @@ local function tolerance(b)
   return 0
 end
 
+-- The window whose share of the rate the ledger holds, in ms.
+local function window(b)
+  local w = nil
+  if b.wide then w = b.wide / rate(b) end
+  if b.lrst then w = math.max(w or 0, b.lrst) end
+  if w == nil then
+    if b.us == nil then w = MINW else w = AWIN end
+  else w = math.max(MINW, math.min(LWIN, w)) end
+  return math.max(w, tolerance(b))
+end
+
+-- How long the ledger counts a grant, in ms.
+local function span(b)
+  local w = window(b)
+  if b.rch then return math.max(w, math.min(b.rch, math.max(LWIN, w))) end
+  return w
+end
+
+-- Drop from the ledger the grants no window holds any more (kept a longest window whatever the
+-- window, in chunks: a long idle leaves many).
+local function expire(b)
+  local cut = now - math.max(span(b), LWIN)
+  local l = b.key .. ':l'
+  while true do
+    local gone = redis.call('ZRANGEBYSCORE', l, '-inf', cut, 'LIMIT', 0, 500)
+    if #gone == 0 then break end
+    for _, part in ipairs({':c', ':p', ':t', ':x'}) do redis.call('HDEL', b.key .. part, unpack(gone)) end
+    redis.call('ZREM', l, unpack(gone))
+  end
+end
+
+-- The most the provider counted beyond our reservation for a grant in the ledger, as a share of
+-- the reservation.
+local function shortfall(b)
+  local worst = 0
+  for _, v in ipairs(redis.call('HVALS', b.key .. ':x')) do worst = math.max(worst, tonumber(v) or 0) end
+  return worst
+end
+
+-- The ledger's grants arrived after `from` (ms), oldest first: their arrival, what the provider
+-- counts for them, and when each settled (false while out).
+local function grants(b, from)
+  local at, counts, settled = {}, {}, {}
+  local off = 0
+  while true do
+    local chunk = redis.call('ZRANGEBYSCORE', b.key .. ':l', '(' .. tostring(from), '+inf', 'WITHSCORES', 'LIMIT', off, 500)
+    if #chunk == 0 then break end
+    local ids = {}
+    for i = 1, #chunk, 2 do ids[#ids + 1] = chunk[i]; at[#at + 1] = tonumber(chunk[i + 1]) end
+    for _, v in ipairs(redis.call('HMGET', b.key .. ':c', unpack(ids))) do counts[#counts + 1] = tonumber(v) or 0 end
+    for _, v in ipairs(redis.call('HMGET', b.key .. ':t', unpack(ids))) do settled[#settled + 1] = tonumber(v) or false end
+    off = off + 500
+  end
+  return at, counts, settled
+end
+
+-- The grants the provider's window may still hold: what it counts for each (one still out at the
+-- shortfall) and when it surely dropped it (false while out: a window after its answer).
+local function weights(b)
+  local sp = span(b)
+  local _, counts, settled = grants(b, -1)
+  local scale = 1 + shortfall(b)
+  local w, leaves = {}, {}
+  for i = 1, #counts do
+    if not settled[i] then
+      w[#w + 1] = counts[i] * scale; leaves[#leaves + 1] = false
+    elseif settled[i] + sp > now then
+      w[#w + 1] = counts[i]; leaves[#leaves + 1] = settled[i] + sp
+    end
+  end
+  return w, leaves, scale
+end
+
+local function lheld(b)
+  local w = weights(b)
+  local h = 0
+  for _, v in ipairs(w) do h = h + v end
+  return h
+end
+
+-- nil when the ledger has room for `n` now, else the wait in ms until enough of its settled grants
+-- leave the window (a window when only grants still out stand in the way).
+local function lwait(b, n)
+  local share = rate(b) * window(b)
+  local w, leaves, scale = weights(b)
+  local need = n * scale
+  local h = 0
+  for _, v in ipairs(w) do h = h + v end
+  local function fits(x) return x < 0.5 or x + need <= share end
+  if fits(h) then return nil end
+  local order = {}
+  for i = 1, #w do if leaves[i] then order[#order + 1] = i end end
+  table.sort(order, function(x, y) return leaves[x] < leaves[y] end)
+  for _, i in ipairs(order) do
+    h = h - w[i]
+    if fits(h) then return math.max(0.001, leaves[i] - now) end
+  end
+  return span(b)
+end
+
 -- nil when the axis grants `n` now, else the wait in ms.
 local function wait(b, n)
   local r = rate(b)
@@ -84,27 +204,26 @@ local function wait(b, n)
     local have = b.rm + r * (now - b.rmat)
     if have < n then w = math.max(w, math.min((n - have) / r, b.rmu - now)) end
   end
+  if b.tok then
+    expire(b)
+    local lw = lwait(b, n)
+    if lw then w = math.max(w, lw) end
+  end
   if w > 0 then return w end
   return nil
 end
 
-local function take(b, n)
+local function take(b, n, id)
   if b.tat < now then b.since = 0; b.sat = now end
-  b.tat = math.max(b.tat, now) + math.min(n / rate(b), MAXW)
+  local paced = n * (b.us or 1)
+  if b.tok then
+    redis.call('ZADD', b.key .. ':l', now, id)
+    redis.call('HSET', b.key .. ':c', id, n)
+    redis.call('HSET', b.key .. ':p', id, tostring(paced))
+  end
+  b.tat = math.max(b.tat, now) + math.min(paced / rate(b), MAXW)
   b.since = b.since + n
   if b.rm then b.rm = b.rm - n end
-end
-
-local function window(b)
-  if b.wide == nil then return AWIN end
-  return math.max(MINW, math.min(LWIN, b.wide / rate(b)))
-end
-
-local function margin(b, n, used)
-  if b.burst > 0 then return 0 end
-  local share = rate(b) * window(b)
-  if n < share then return n * used / (share - n) end
-  return 0
 end
 
 local function headroom(b)
@@ -116,6 +235,7 @@ local function headroom(b)
     local r = rate(b)
     free = math.min(free, (b.rm + r * (now - b.rmat)) / (r * span))
   end
+  if b.tok then free = math.min(free, 1 - lheld(b) / (rate(b) * window(b))) end
   return math.floor(math.max(0, math.min(1, free)) * 1000000)
 end
 
@@ -164,7 +284,7 @@ if w then return answer(1, math.max(1, math.ceil(w))) end
 local id = redis.call('INCR', KEYS[4])
 redis.call('PEXPIRE', KEYS[4], 86400000)
 for i = 1, #axes do
-  if axes[i] then take(axes[i], asked[i]); save(axes[i]) end
+  if axes[i] then take(axes[i], asked[i], id); save(axes[i]) end
 end
 if cl >= 0 and as > 0 then
   redis.call('ZADD', KEYS[1], now + ttl, id)
@@ -174,15 +294,31 @@ end
 return answer(0, id)
 ";
 
-/// Settle a grant's tokens on each token axis. KEYS: the axes' keys. ARGV: per axis five: the
-/// axis's three, reserved, used.
+/// Settle a grant's tokens on each token axis. KEYS: the axes' keys. ARGV: the lease id, then per
+/// axis six: the axis's three, reserved, used, and how much more than reserved the provider
+/// counted on arrival.
 const SETTLE: &str = r"
+local id = ARGV[1]
 for i = 1, #KEYS do
-  local a = 5 * (i - 1)
+  local a = 1 + 6 * (i - 1)
   local b = load(KEYS[i], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]))
   if b then
-    local reserved, used = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
-    local owed = used + margin(b, reserved, used) - reserved
+    local reserved, used, short = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
+    local paced = reserved * (b.us or 1)
+    local counted = tonumber(redis.call('HGET', b.key .. ':c', id))
+    if counted then
+      redis.call('HSET', b.key .. ':c', id, used)
+      redis.call('HSET', b.key .. ':t', id, tostring(now))
+      if short > 0 then redis.call('HSET', b.key .. ':x', id, tostring(short / math.max(1, reserved))) end
+      local took = now - tonumber(redis.call('ZSCORE', b.key .. ':l', id) or now)
+      if b.qk == nil or took < b.qk then b.qk = took end
+      paced = tonumber(redis.call('HGET', b.key .. ':p', id)) or paced
+    end
+    if b.tok and used > 0 and reserved > 0 then
+      local sh = math.min(1, used / reserved)
+      if b.us then b.us = b.us + (sh - b.us) * SMOOTH else b.us = sh end
+    end
+    local owed = used - paced
     if owed > 0 then b.tat = math.max(b.tat, now) + math.min(owed / rate(b), MAXW)
     else b.tat = math.max(b.tat + owed / rate(b), now) end
     b.since = math.max(0, b.since + used - reserved)
@@ -193,8 +329,14 @@ end
 return 1
 ";
 
-/// Release a holder. KEYS: held:z held:s. ARGV: lease id.
+/// Release a lease. KEYS: held:z held:s, then the token axes' keys. ARGV: lease id. A grant it
+/// never settled counts whole for a window from now.
 const RELEASE: &str = r"
+for i = 3, #KEYS do
+  if redis.call('HEXISTS', KEYS[i] .. ':c', ARGV[1]) == 1 and redis.call('HEXISTS', KEYS[i] .. ':t', ARGV[1]) == 0 then
+    redis.call('HSET', KEYS[i] .. ':t', ARGV[1], tostring(now))
+  end
+end
 redis.call('ZREM', KEYS[1], ARGV[1])
 return redis.call('HDEL', KEYS[2], ARGV[1])
 ";
@@ -239,13 +381,16 @@ return 1
 ";
 
 /// Learn from a provider's headers. KEYS: b. ARGV: the axis (three), the stated per-minute
-/// limit, the remaining count and the reset in ms (each -1 when absent).
+/// limit, the remaining count and the reset in ms (each -1 when absent), and how much later than
+/// stated the reset may be (ms, its precision).
 const OBSERVE: &str = r"
 local limit, remaining, reset = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local slack = tonumber(ARGV[7]) or 0
 local b = load(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]))
 if b == nil then
   if limit <= 0 then return 0 end
-  b = {key = KEYS[1], cat = -1, burst = -1, tat = now, tu = now, since = 0, sat = now}
+  b = {key = KEYS[1], cat = -1, burst = -1, tat = now, tu = now, since = 0, sat = now,
+    tok = string.sub(KEYS[1], -6) ~= ':req:b'}
 end
 if limit > 0 then
   b.heard = true
@@ -254,6 +399,35 @@ if limit > 0 then
 end
 if remaining >= 0 then
   b.wide = math.max(b.wide or 0, remaining)
+end
+if reset >= 0 then
+  b.lrst = math.max(b.lrst or 0, math.min(reset, MAXW))
+  local last = nil
+  if b.qk then
+    local older = redis.call('ZREVRANGEBYSCORE', KEYS[1] .. ':l', now - b.qk, '-inf', 'WITHSCORES', 'LIMIT', 0, 16)
+    for i = 1, #older, 2 do
+      if string.sub(older[i], 1, 7) ~= 'unseen:' then last = tonumber(older[i + 1]); break end
+    end
+  end
+  if last and reset > 0 then
+    local reach = math.min(reset, MAXW) + slack + math.max(0, now - last)
+    if b.rch == nil or reach < b.rch then b.rch = reach end
+  end
+end
+if remaining >= 0 and b.tok then
+  -- What the provider holds beyond what the ledger counts is counted as charged now.
+  expire(b)
+  local _, ours = grants(b, now - window(b))
+  local held = 0
+  for _, v in ipairs(ours) do held = held + v end
+  local unseen = math.floor(rate(b) * window(b) - held - remaining)
+  if unseen >= 1 then
+    local member = 'unseen:' .. tostring(now)
+    redis.call('ZADD', b.key .. ':l', now, member)
+    redis.call('HSET', b.key .. ':c', member, unseen)
+    redis.call('HSET', b.key .. ':p', member, '0')
+    redis.call('HSET', b.key .. ':t', member, tostring(now))
+  end
 end
 if remaining >= 0 and b.tat <= now then
   b.rm = remaining
@@ -267,8 +441,8 @@ return 1
 /// The prelude's constants, from the Rust ones.
 fn constants() -> String {
     format!(
-        "local DEC, CUT, REC, AWIN, MINW, LWIN, MAXW = {THROTTLE_DECREASE:?}, {LARGEST_CUT:?}, \
-         {RECOVERY:?}, {}, {}, {}, {}\n",
+        "local DEC, CUT, REC, SMOOTH, AWIN, MINW, LWIN, MAXW = {THROTTLE_DECREASE:?}, \
+         {LARGEST_CUT:?}, {RECOVERY:?}, {USE_SMOOTHING:?}, {}, {}, {}, {}\n",
         ASSUMED_WINDOW.as_millis(),
         MIN_WINDOW.as_millis(),
         LONGEST_WINDOW.as_millis(),
@@ -293,7 +467,7 @@ pub(super) struct Scripts {
 pub(super) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     reserve: with_prelude(RESERVE),
     settle: with_prelude(SETTLE),
-    release: Script::new(RELEASE),
+    release: with_prelude(RELEASE),
     heartbeat: with_prelude(HEARTBEAT),
     pause: with_prelude(PAUSE),
     observe: with_prelude(OBSERVE),

@@ -47,6 +47,59 @@ async fn stores(
     Ok(out)
 }
 
+/// The provider states a minute's room on the output axis of `store`'s budget `entry` (so its
+/// window is a minute); returns once the shared axis holds it.
+async fn states_a_minutes_output_room(store: &RedisBudgets, prefix: &str) -> Result<()> {
+    let said = AxisObservation {
+        remaining: Some(6_000),
+        reset: None,
+        limit: None,
+        reset_slack: Duration::ZERO,
+    };
+    states(
+        store,
+        prefix,
+        "out:b",
+        RateObservation {
+            output_tokens: said,
+            ..RateObservation::default()
+        },
+    )
+    .await
+}
+
+/// `store` observes `obs` for budget `entry`; returns once the shared axis `part` holds a room.
+async fn states(
+    store: &RedisBudgets,
+    prefix: &str,
+    part: &str,
+    obs: RateObservation,
+) -> Result<()> {
+    store.observe("entry", obs);
+    let Some(url) = redis_url().await? else {
+        return Ok(());
+    };
+    let mut conn = redis::Client::open(url.as_str())?
+        .get_multiplexed_async_connection()
+        .await?;
+    let key = format!("{prefix}:{{entry}}:{part}");
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        let wide: Option<String> = redis::cmd("HGET")
+            .arg(&key)
+            .arg("wide")
+            .query_async(&mut conn)
+            .await?;
+        if wide.is_some() {
+            return Ok(());
+        }
+        if Instant::now() > until {
+            bail!("the stated room never reached the shared axis");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// The store's decision with the whole wait the shared state names (a waiter asks again sooner:
 /// `RATE_POLL`).
 async fn raw(store: &RedisBudgets, ask: &Ask) -> Result<Reservation> {
@@ -273,6 +326,7 @@ async fn a_providers_smaller_allowance_is_booked_for_every_process() -> Result<(
                 remaining: Some(100),
                 reset: Some(Duration::from_secs(60)),
                 limit: None,
+                reset_slack: Duration::ZERO,
             },
             ..RateObservation::default()
         },
@@ -354,15 +408,18 @@ async fn a_stated_limit_and_a_throttle_pace_every_process() -> Result<()> {
 async fn a_waiter_asks_again_soon_and_gets_what_another_process_did_not_use() -> Result<()> {
     // otpm = 6,000 (100 a second). A books 1,000 output tokens: the shared axis names a 10 s
     // wait, but B is told to ask again within `RATE_POLL` (no process can wake another), and
-    // once A settled at 100 used, B is granted about a second after A's grant, not ten.
+    // once A settled at 100 used, B is granted about a second after A's grant, not ten (the
+    // provider stated a minute's room: its window holds both).
     let limits = Limits {
         output_tokens: Some(Rate::per_minute(6_000)),
         ..Limits::default()
     };
-    let mut stores = stores(2, &prefix(), DEFAULT_LEASE_TTL, limits).await?;
+    let prefix = prefix();
+    let mut stores = stores(2, &prefix, DEFAULT_LEASE_TTL, limits).await?;
     let (Some(b), Some(a)) = (stores.pop(), stores.pop()) else {
         return Ok(());
     };
+    states_a_minutes_output_room(&a, &prefix).await?;
     let call = Ask {
         budget: "entry".into(),
         tokens: 1_100,
@@ -406,10 +463,12 @@ async fn input_and_output_axes_are_shared_and_settled_apart() -> Result<()> {
         output_tokens: Some(Rate::per_minute(6_000)),
         ..Limits::default()
     };
-    let mut stores = stores(2, &prefix(), DEFAULT_LEASE_TTL, limits).await?;
+    let prefix = prefix();
+    let mut stores = stores(2, &prefix, DEFAULT_LEASE_TTL, limits).await?;
     let (Some(b), Some(a)) = (stores.pop(), stores.pop()) else {
         return Ok(());
     };
+    states_a_minutes_output_room(&a, &prefix).await?;
     let call = Ask {
         budget: "entry".into(),
         tokens: 1_500,
@@ -449,5 +508,74 @@ async fn input_and_output_axes_are_shared_and_settled_apart() -> Result<()> {
             _ => tokio::time::sleep(Duration::from_millis(20)).await,
         }
     }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reservation_still_out_holds_its_place_for_every_process() -> Result<()> {
+    // 2,500 tokens a second over a 1 s window. A's grants of 800 use a tenth: paced at 80 each,
+    // but the provider counts each whole while it is out. After three are out (2,480 with the
+    // settled one), B's ask waits for the window, not for the pace; once A's calls settle, B goes.
+    let limits = Limits {
+        tokens: Some(Rate::per_minute(150_000)),
+        ..Limits::default()
+    };
+    let prefix = prefix();
+    let mut stores = stores(2, &prefix, DEFAULT_LEASE_TTL, limits).await?;
+    let (Some(b), Some(a)) = (stores.pop(), stores.pop()) else {
+        return Ok(());
+    };
+    let said = AxisObservation {
+        remaining: Some(2_500),
+        reset: Some(Duration::from_secs(1)),
+        limit: None,
+        reset_slack: Duration::ZERO,
+    };
+    let obs = RateObservation {
+        tokens: said,
+        ..RateObservation::default()
+    };
+    states(&a, &prefix, "tok:b", obs).await?;
+    let call = ask("entry", 800, 0);
+    let first = reserve(&a, &call, Duration::from_secs(2))
+        .await?
+        .context("granted")?;
+    a.settle(
+        &first,
+        SeatUse {
+            input: 80,
+            output: 0,
+        },
+    );
+    let mut out = Vec::new();
+    for _ in 0..3 {
+        out.push(
+            reserve(&a, &call, Duration::from_secs(2))
+                .await?
+                .context("granted")?,
+        );
+    }
+    match raw(&b, &call).await? {
+        Reservation::Wait(Some(d)) => assert!(d > Duration::from_millis(400), "{d:?}"),
+        other => bail!("expected a wait for the window, got {other:?}"),
+    }
+    for lease in &out {
+        a.settle(
+            lease,
+            SeatUse {
+                input: 80,
+                output: 0,
+            },
+        );
+    }
+    let t0 = Instant::now();
+    reserve(&b, &call, Duration::from_secs(2))
+        .await?
+        .context("granted once A's calls settled")?;
+    assert!(
+        t0.elapsed() < Duration::from_millis(700),
+        "{:?}",
+        t0.elapsed()
+    );
     Ok(())
 }
