@@ -363,8 +363,18 @@ impl Bucket {
         Some(span)
     }
 
-    /// What a grant of `n` is expected to spend.
+    /// Whether the axis keeps a ledger: a token axis whose catalog gives no burst (a burst says
+    /// the provider is a bucket of that many seconds, which the pacing is exactly).
+    fn ledgered(&self) -> bool {
+        self.tokens && self.tolerance().is_zero()
+    }
+
+    /// What a grant of `n` is expected to spend: its whole reservation on an axis with a burst
+    /// (a bucket charges it on arrival and gives the rest back at the end).
     fn expected(&self, n: u64) -> f64 {
+        if !self.ledgered() {
+            return n as f64;
+        }
         n as f64 * self.use_share.unwrap_or(1.0)
     }
 
@@ -378,7 +388,7 @@ impl Bucket {
 
     /// `None` when `need` can be taken now; otherwise how long until it can.
     pub(crate) fn check(&mut self, now: Instant, need: u64) -> Option<Duration> {
-        if self.tokens {
+        if self.ledgered() {
             self.expire(now);
         }
         let rate = self.per_second(now);
@@ -391,7 +401,7 @@ impl Bucket {
         {
             wait = wait.max(secs((need as f64 - have) / rate).min(until - now));
         }
-        if self.tokens
+        if self.ledgered()
             && let Some(w) = self.ledger_wait(now, need)
         {
             wait = wait.max(w);
@@ -407,7 +417,7 @@ impl Bucket {
             self.since_at = now;
         }
         let paced = self.expected(n);
-        if self.tokens {
+        if self.ledgered() {
             self.ledger.push_back(Grant {
                 at: now,
                 id,
@@ -559,7 +569,7 @@ impl Bucket {
     /// the ledger counts (another client's calls, a charge its count of an ask's tokens made
     /// larger than ours) is counted as charged now.
     fn count_unseen(&mut self, now: Instant, remaining: u64) {
-        if !self.tokens {
+        if !self.ledgered() {
             return;
         }
         self.expire(now);
@@ -588,7 +598,7 @@ impl Bucket {
         if let Some((have, _)) = self.room_now(now) {
             free = free.min(have / (self.per_second(now) * span));
         }
-        if self.tokens {
+        if self.ledgered() {
             let share = self.per_second(now) * self.window(now);
             free = free.min(1.0 - self.held(now) / share);
         }

@@ -183,11 +183,16 @@ async fn waiters_are_served_first_come_first_served() {
 #[tokio::test(start_paused = true)]
 async fn the_default_pacing_spends_the_figure_at_its_rate_without_a_burst() {
     // 150,000 per minute is 2,500 per second: one ask of 1,000 at once, then one every 0.4 s
-    // (the whole rate; the bucket this replaced refilled at 96 % of it), and never a burst.
+    // (the whole rate; the bucket this replaced refilled at 96 % of it), and never a burst. Each
+    // uses what it asked (a call whose usage never comes back counts whole in the window).
     let (d, _) = dispatcher_with("model:e", tpm(150_000));
     let t0 = Instant::now();
     let handles: Vec<_> = (0..25)
-        .map(|_| d.submit(SeatJob::new("model:e", 1_000)))
+        .map(|_| {
+            let mut job = SeatJob::new("model:e", 1_000);
+            job.used = Some(1_000);
+            d.submit(job)
+        })
         .collect();
     let mut starts = Vec::new();
     for h in handles {

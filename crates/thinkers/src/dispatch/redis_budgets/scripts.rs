@@ -42,7 +42,7 @@ local KEEP = 3600000
 -- nil for an axis neither the catalog nor the provider gave a rate.
 local function load(key, rho, burst)
   local h = redis.call('HMGET', key, 'tat', 'st', 'lr', 'lat', 'tu', 'since', 'sat', 'rm', 'rmat', 'rmu', 'wide', 'heard', 'lrst', 'us', 'rch', 'qk')
-  local b = {key = key, cat = rho, burst = burst, tok = string.sub(key, -6) ~= ':req:b'}
+  local b = {key = key, cat = rho, burst = burst, tok = string.sub(key, -6) ~= ':req:b' and burst <= 0}
   b.st = tonumber(h[2])
   if rho < 0 and b.st == nil then return nil end
   b.tat = tonumber(h[1]) or now
@@ -215,7 +215,8 @@ end
 
 local function take(b, n, id)
   if b.tat < now then b.since = 0; b.sat = now end
-  local paced = n * (b.us or 1)
+  local paced = n
+  if b.tok then paced = n * (b.us or 1) end
   if b.tok then
     redis.call('ZADD', b.key .. ':l', now, id)
     redis.call('HSET', b.key .. ':c', id, n)
@@ -304,7 +305,8 @@ for i = 1, #KEYS do
   local b = load(KEYS[i], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]))
   if b then
     local reserved, used, short = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
-    local paced = reserved * (b.us or 1)
+    local paced = reserved
+    if b.tok then paced = reserved * (b.us or 1) end
     local counted = tonumber(redis.call('HGET', b.key .. ':c', id))
     if counted then
       redis.call('HSET', b.key .. ':c', id, used)
