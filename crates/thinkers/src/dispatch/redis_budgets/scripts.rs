@@ -153,8 +153,10 @@ local function grants(b, from)
 end
 
 -- The grants the provider's window may still hold: what it counts for each (one still out at the
--- shortfall) and when it surely dropped it (false while out: a window after its answer).
+-- shortfall) and when it surely dropped it (false while out: a window after its answer). Read
+-- once per script run (a grant made after adds itself).
 local function weights(b)
+  if b.w then return b.w, b.lv, b.sc end
   local sp = span(b)
   local _, counts, settled = grants(b, -1)
   local scale = 1 + shortfall(b)
@@ -166,6 +168,7 @@ local function weights(b)
       w[#w + 1] = counts[i]; leaves[#leaves + 1] = settled[i] + sp
     end
   end
+  b.w, b.lv, b.sc = w, leaves, scale
   return w, leaves, scale
 end
 
@@ -221,6 +224,7 @@ local function take(b, n, id)
     redis.call('ZADD', b.key .. ':l', now, id)
     redis.call('HSET', b.key .. ':c', id, n)
     redis.call('HSET', b.key .. ':p', id, tostring(paced))
+    if b.w then b.w[#b.w + 1] = n * b.sc; b.lv[#b.lv + 1] = false end
   end
   b.tat = math.max(b.tat, now) + math.min(paced / rate(b), MAXW)
   b.since = b.since + n
