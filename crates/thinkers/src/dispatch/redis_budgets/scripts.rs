@@ -135,21 +135,19 @@ local function shortfall(b)
   return worst
 end
 
--- The ledger's grants arrived after `from` (ms), oldest first: their arrival, what the provider
--- counts for them, and when each settled (false while out).
+-- The ledger's grants arrived after `from` (ms), oldest first: what the provider counts for
+-- them, and when each settled (false while out).
 local function grants(b, from)
-  local at, counts, settled = {}, {}, {}
+  local counts, settled = {}, {}
   local off = 0
   while true do
-    local chunk = redis.call('ZRANGEBYSCORE', b.key .. ':l', '(' .. tostring(from), '+inf', 'WITHSCORES', 'LIMIT', off, 500)
-    if #chunk == 0 then break end
-    local ids = {}
-    for i = 1, #chunk, 2 do ids[#ids + 1] = chunk[i]; at[#at + 1] = tonumber(chunk[i + 1]) end
+    local ids = redis.call('ZRANGEBYSCORE', b.key .. ':l', '(' .. tostring(from), '+inf', 'LIMIT', off, 500)
+    if #ids == 0 then break end
     for _, v in ipairs(redis.call('HMGET', b.key .. ':c', unpack(ids))) do counts[#counts + 1] = tonumber(v) or 0 end
     for _, v in ipairs(redis.call('HMGET', b.key .. ':t', unpack(ids))) do settled[#settled + 1] = tonumber(v) or false end
     off = off + 500
   end
-  return at, counts, settled
+  return counts, settled
 end
 
 -- The grants the provider's window may still hold: what it counts for each (one still out at the
@@ -158,7 +156,7 @@ end
 local function weights(b)
   if b.w then return b.w, b.lv, b.sc end
   local sp = span(b)
-  local _, counts, settled = grants(b, -1)
+  local counts, settled = grants(b, -1)
   local scale = 1 + shortfall(b)
   local w, leaves = {}, {}
   for i = 1, #counts do
@@ -423,7 +421,7 @@ end
 if remaining >= 0 and b.tok then
   -- What the provider holds beyond what the ledger counts is counted as charged now.
   expire(b)
-  local _, ours = grants(b, now - window(b))
+  local ours = grants(b, now - window(b))
   local held = 0
   for _, v in ipairs(ours) do held = held + v end
   local unseen = math.floor(rate(b) * window(b) - held - remaining)
