@@ -182,7 +182,10 @@ fn axes(h: &HeaderMap, now: SystemTime) -> RateObservation {
     obs
 }
 
-/// How long the provider asked us to wait, if it said.
+/// How long the provider asked us to wait, if it said: its `retry-after-ms` or `retry-after`,
+/// else the reset of an axis it says is exhausted, else its longest reset. A reset that has
+/// already come (a refusal with the window whole: the ask is larger than its room) says nothing
+/// of when to try again, so it is no answer and the caller backs off.
 pub(crate) fn retry_after(h: &HeaderMap, now: SystemTime) -> Option<Duration> {
     if let Some(ms) = get(h, "retry-after-ms").and_then(|v| v.parse::<f64>().ok())
         && let Ok(d) = Duration::try_from_secs_f64(ms / 1000.0)
@@ -205,7 +208,9 @@ pub(crate) fn retry_after(h: &HeaderMap, now: SystemTime) -> Option<Duration> {
         .filter(|a| a.remaining == Some(0))
         .filter_map(|a| a.reset)
         .max();
-    exhausted.or_else(|| all.iter().filter_map(|a| a.reset).max())
+    exhausted
+        .or_else(|| all.iter().filter_map(|a| a.reset).max())
+        .filter(|d| !d.is_zero())
 }
 
 /// The provider's view of our rate-limit budget, if it sent one.
@@ -286,6 +291,27 @@ mod tests {
         ]);
         assert_eq!(retry_after(&h, now), Some(Duration::from_secs(59)));
         assert_eq!(retry_after(&HeaderMap::new(), now), None);
+    }
+
+    #[test]
+    fn a_refusal_whose_window_is_whole_names_no_wait() {
+        // A refusal of an ask larger than the room a whole window holds: every reset has come.
+        // Read as a wait of nothing, it sent the same ask again at once, thousands a second.
+        let now = at("2025-08-21T12:40:00Z");
+        let h = headers(&[
+            ("anthropic-ratelimit-output-tokens-limit", "20000"),
+            ("anthropic-ratelimit-output-tokens-remaining", "333"),
+            (
+                "anthropic-ratelimit-output-tokens-reset",
+                "2025-08-21T12:40:00Z",
+            ),
+        ]);
+        assert_eq!(retry_after(&h, now), None);
+        let h = headers(&[
+            ("x-ratelimit-remaining-tokens", "2500"),
+            ("x-ratelimit-reset-tokens", "0s"),
+        ]);
+        assert_eq!(retry_after(&h, now), None);
     }
 
     #[test]
