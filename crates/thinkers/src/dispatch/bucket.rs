@@ -246,12 +246,21 @@ impl Bucket {
 
     /// Take `n` units for lease `id` (after a successful [`Self::check`]).
     pub(crate) fn take(&mut self, now: Instant, id: u64, n: u64) {
-        if self.tat < now {
+        let paced = self.expected(n);
+        let step = secs(paced / self.per_second(now));
+        // On a ledgered axis a grant's time runs on from where the last one's ended, as long as
+        // that reaches now: a waiter woken a little late costs the rate nothing (the ledger, not
+        // the pacing, holds the window), and at most this one grant's time is banked.
+        let from = if self.ledgered() {
+            self.tat.max(now.checked_sub(step).unwrap_or(now))
+        } else {
+            self.tat.max(now)
+        };
+        if self.tat < from {
             // Idle until now: what the provider lets through is counted from here.
             self.since = 0.0;
             self.since_at = now;
         }
-        let paced = self.expected(n);
         if self.ledgered() {
             self.ledger.push_back(Grant {
                 at: now,
@@ -262,7 +271,7 @@ impl Bucket {
                 short: 0.0,
             });
         }
-        self.tat = later(self.tat.max(now), secs(paced / self.per_second(now)));
+        self.tat = later(from, step);
         self.since += n as f64;
         if let Some((room, _, _)) = &mut self.room {
             *room -= n as f64;
@@ -301,11 +310,17 @@ impl Bucket {
             );
         }
         let owed = used as f64 - paced;
+        // Never further into the past than a grant's time may be banked (see `take`).
+        let floor = if self.ledgered() {
+            now.checked_sub(secs(paced / rate)).unwrap_or(now)
+        } else {
+            now
+        };
         if owed > 0.0 {
-            self.tat = later(self.tat.max(now), secs(owed / rate));
+            self.tat = later(self.tat.max(floor), secs(owed / rate));
         } else {
             let back = secs(-owed / rate);
-            self.tat = self.tat.checked_sub(back).unwrap_or(now).max(now);
+            self.tat = self.tat.checked_sub(back).unwrap_or(floor).max(floor);
         }
         self.since = (self.since + used as f64 - reserved as f64).max(0.0);
         if let Some((room, _, _)) = &mut self.room {

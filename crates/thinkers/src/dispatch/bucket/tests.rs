@@ -109,13 +109,16 @@ async fn unused_output_comes_back_as_time() {
     b.settle(at, 2, 1_000, 500, 0);
     let wait = b.check(at, 1_000).unwrap();
     assert!((wait.as_secs_f64() - 0.5).abs() < 1e-3, "{wait:?}");
-    // No time is banked in the past: an idle axis grants one ask at once, then paces again.
+    // At most one grant's time is banked while idle: after 30 s idle, an ask goes at once and
+    // so does one more (an ask that used nothing gives its time back), then the pacing holds.
     let later = t0 + s(30.0);
     assert_eq!(b.check(later, 1_000), None);
     b.take(later, 3, 1_000);
     b.settle(later, 3, 1_000, 0, 0);
     assert_eq!(b.check(later, 1_000), None);
     b.take(later, 4, 1_000);
+    assert_eq!(b.check(later, 1_000), None);
+    b.take(later, 5, 1_000);
     assert!(b.check(later, 1_000).is_some());
 }
 
@@ -486,4 +489,39 @@ async fn a_provider_that_counts_an_ask_larger_than_we_do_is_believed() {
             );
         }
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_waiter_woken_late_costs_the_rate_nothing() {
+    // 2,500 tokens a second; asks of 800 that use 125 are answered 20 ms after their grant. The
+    // waiter is always woken 10 ms after the time it was told (a timer's tick, a round trip to a
+    // shared store, a busy process); an answer wakes it at once, as a settle does. Each late
+    // wake-up used to restart the pacing from the moment it came, so a fifth of the rate went.
+    let t0 = Instant::now();
+    let mut b = Bucket::new(Rate::per_minute(150_000), true, t0);
+    let (lag, call, secs) = (s(0.010), s(0.020), 120.0);
+    let mut out: VecDeque<(Instant, u64)> = VecDeque::new();
+    let (mut now, mut id, mut used) = (t0, 0, 0_u64);
+    while now < t0 + s(secs) {
+        while let Some(&(at, g)) = out.front().filter(|(at, _)| *at <= now) {
+            out.pop_front();
+            b.settle(at, g, 800, 125, 0);
+            used += 125;
+        }
+        match b.check(now, 800) {
+            None => {
+                id += 1;
+                b.take(now, id, 800);
+                out.push_back((now + call, id));
+            }
+            Some(wait) => {
+                let woken = now + wait + lag;
+                now = out.front().map_or(woken, |(at, _)| woken.min(*at));
+            }
+        }
+    }
+    let share = used as f64 / secs / 2_500.0;
+    assert!(share >= 0.95, "{share:.3} of the rate used");
+    // And never more than the rate: the pacing banks at most one grant's time.
+    assert!(share <= 1.0 + 125.0 / (2_500.0 * secs), "{share:.3}");
 }

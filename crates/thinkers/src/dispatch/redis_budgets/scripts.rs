@@ -215,16 +215,19 @@ local function wait(b, n)
 end
 
 local function take(b, n, id)
-  if b.tat < now then b.since = 0; b.sat = now end
   local paced = n
   if b.tok then paced = n * (b.us or 1) end
+  local step = math.min(paced / rate(b), MAXW)
+  local from = math.max(b.tat, now)
+  if b.tok then from = math.max(b.tat, now - step) end
+  if b.tat < from then b.since = 0; b.sat = now end
   if b.tok then
     redis.call('ZADD', b.key .. ':l', now, id)
     redis.call('HSET', b.key .. ':c', id, n)
     redis.call('HSET', b.key .. ':p', id, tostring(paced))
     if b.w then b.w[#b.w + 1] = n * b.sc; b.lv[#b.lv + 1] = false end
   end
-  b.tat = math.max(b.tat, now) + math.min(paced / rate(b), MAXW)
+  b.tat = from + step
   b.since = b.since + n
   if b.rm then b.rm = b.rm - n end
 end
@@ -323,8 +326,10 @@ for i = 1, #KEYS do
       if b.us then b.us = b.us + (sh - b.us) * SMOOTH else b.us = sh end
     end
     local owed = used - paced
-    if owed > 0 then b.tat = math.max(b.tat, now) + math.min(owed / rate(b), MAXW)
-    else b.tat = math.max(b.tat + owed / rate(b), now) end
+    local floor = now
+    if b.tok then floor = now - paced / rate(b) end
+    if owed > 0 then b.tat = math.max(b.tat, floor) + math.min(owed / rate(b), MAXW)
+    else b.tat = math.max(b.tat + owed / rate(b), floor) end
     b.since = math.max(0, b.since + used - reserved)
     if b.rm then b.rm = b.rm + reserved - used end
     save(b)
