@@ -8,7 +8,11 @@
 //! share is a whole number of requests. A token grant is expected to spend the share of its
 //! reservation that token grants on the axis have used (smoothed over settles; the whole
 //! reservation until the first settles), and its settle pays the difference to what it really
-//! used. Time never goes back into the past: nothing is banked while idle.
+//! used. On an axis without a ledger time never goes back into the past: nothing is banked while
+//! idle. On a ledgered axis (below) a grant's time runs on from where the last one's ended as
+//! long as that is within the grant's own time of now, so a waiter woken late (a timer's tick, a
+//! round trip to a shared store) costs the rate nothing: at most one grant beyond the rate goes
+//! in any stretch, and the ledger, not the pacing, holds the provider's window.
 //!
 //! **The ledger (token axes)** of what the provider still counts is in [`ledger`].
 //!
@@ -279,8 +283,8 @@ impl Bucket {
     }
 
     /// Adjust lease `id`'s grant of `reserved` units to `used`: the ledger counts its use from
-    /// now on; what the pacing charged it beyond its use goes back (never into the past: no
-    /// burst is banked), an overrun's time is taken. A grant that used nothing (a throttled
+    /// now on; what the pacing charged it beyond its use goes back (no further into the past
+    /// than [`Self::take`] banks), an overrun's time is taken. A grant that used nothing (a throttled
     /// attempt) teaches nothing of how much grants use.
     /// `short` is how many tokens the provider counted beyond the reservation when the ask
     /// arrived (its input count above ours).
