@@ -14,7 +14,7 @@
 //! round trip to a shared store) costs the rate nothing: at most one grant beyond the rate goes
 //! in any stretch, and the ledger, not the pacing, holds the provider's window.
 //!
-//! **The ledger (token axes)** of what the provider still counts is in [`ledger`].
+//! **The ledger (token axes)** of what the provider still counts is in `bucket/ledger.rs`.
 //!
 //! **The rate** is the lowest of: the catalog's figure (the user's ceiling: never exceeded), the
 //! figure the provider states in its `limit` headers (a per-minute figure, as OpenAI and
