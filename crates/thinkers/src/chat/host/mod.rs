@@ -10,7 +10,7 @@
 //! | `GET /api/chats/{id}/events` | server-sent events of the chat's turns, numbered from 1 |
 //!
 //! Events are `message`, `token`, `tool_call`, `tool_result`, `answer` and `error`, each with an
-//! `id:` that increases by one per event of the chat and JSON data (the [`ChatEvent`] with its
+//! `id:` that increases by one per event of the chat and JSON data (the [`ChatEvent`](crate::thinker::ChatEvent) with its
 //! `type`). A subscriber receives events after its `Last-Event-ID` header (a reconnecting
 //! browser sends it) or `?after=N` (the history's `last_event_id`), else only new ones. Bad input is answered with a 4xx and `{"error": …, "field": …}` naming what
 //! was wrong: `chat_id` (404), `body` (malformed JSON, 400), `text` (missing or empty, 422;
