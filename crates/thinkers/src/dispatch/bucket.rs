@@ -129,6 +129,14 @@ impl Bucket {
         Self::with(None, Some(figure as f64 / 60.0), tokens, now)
     }
 
+    /// A request axis neither the catalog nor a provider gave a figure, at `per_second`: the
+    /// rate a throttle showed went through. It climbs back as any learned rate does.
+    pub(crate) fn learned(per_second: f64, now: Instant) -> Self {
+        let mut b = Self::with(None, None, false, now);
+        b.learned = Some((per_second.max(1e-9), now));
+        b
+    }
+
     fn with(rate: Option<Rate>, stated: Option<f64>, tokens: bool, now: Instant) -> Self {
         Self {
             rate,
@@ -302,9 +310,15 @@ impl Bucket {
                 g.short = short as f64 / reserved.max(1) as f64;
                 let took = now.saturating_duration_since(g.at);
                 self.quickest = Some(self.quickest.map_or(took, |q| q.min(took)));
-                g.paced
+                Some(g.paced)
             }
-            None => self.expected(reserved),
+            None => None,
+        };
+        // A grant the ledger does not hold (taken before the axis existed, or out longer than
+        // the ledger keeps) banks nothing.
+        let (paced, banks) = match paced {
+            Some(p) => (p, self.ledgered()),
+            None => (self.expected(reserved), false),
         };
         if self.tokens && used > 0 && reserved > 0 {
             let share = (used as f64 / reserved as f64).min(1.0);
@@ -315,7 +329,7 @@ impl Bucket {
         }
         let owed = used as f64 - paced;
         // Never further into the past than a grant's time may be banked (see `take`).
-        let floor = if self.ledgered() {
+        let floor = if banks {
             now.checked_sub(secs(paced / rate)).unwrap_or(now)
         } else {
             now

@@ -324,6 +324,10 @@ struct State {
     in_flight: u32,
     paused_until: Option<Instant>,
     probe: Probe,
+    /// While no axis paces the budget (no figure in the catalog, none stated in headers): the
+    /// requests granted since the first, and when that was; a throttle paces the budget's
+    /// requests at what went through.
+    unpaced: (u64, Option<Instant>),
 }
 
 impl State {
@@ -420,6 +424,10 @@ impl MemoryBudgets {
                 return Reservation::Wait(wait);
             }
             s.probe.granted(lease_id);
+            if !stated {
+                s.unpaced.0 += 1;
+                s.unpaced.1.get_or_insert(now);
+            }
             for (axis, b) in s.paced() {
                 b.take(now, lease_id, axis.asked(ask));
             }
@@ -491,6 +499,16 @@ impl BudgetStore for MemoryBudgets {
             }
             for (_, b) in s.paced() {
                 b.pause(now, until);
+            }
+            // Throttled with no figure to learn into (a provider that states none, a catalog
+            // that gives none): the requests that went through since the first, over that time
+            // and the wait, pace the budget from now on, as a rate learned from a throttle.
+            if let (false, (sent @ 1.., Some(since))) =
+                (s.axes.iter().any(Option::is_some), s.unpaced)
+            {
+                let span = until.saturating_duration_since(since).as_secs_f64();
+                let per_second = sent as f64 / span.max(1e-3);
+                s.axes[Axis::Requests.index()] = Some(Bucket::learned(per_second, now));
             }
         });
     }

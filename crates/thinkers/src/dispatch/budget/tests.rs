@@ -181,3 +181,26 @@ async fn the_standing_rate_says_where_it_came_from() {
     assert_eq!(source(Axis::Tokens), Some((95_000.0, RateSource::Throttle)));
     assert_eq!(source(Axis::Requests), Some((60.0, RateSource::Throttle)));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_throttle_on_a_budget_without_figures_paces_it_at_what_went_through() {
+    // No figure in the catalog and none in headers (Gemini's answers state none): the probe goes
+    // alone, then nine more at once; the provider refuses the next and asks for 1 s. Ten went
+    // through in that second: from then on one goes every 0.1 s, not another burst of them all.
+    let s = store(Limits::default());
+    let probe = granted(&s, &ask(100, 10));
+    s.release(&probe);
+    for _ in 0..9 {
+        granted(&s, &ask(100, 10));
+    }
+    s.pause(B, Duration::from_secs(1));
+    assert!((wait(&s, &ask(100, 10)) - 1.0).abs() < 1e-3);
+    tokio::time::advance(Duration::from_secs(1)).await;
+    granted(&s, &ask(100, 10));
+    let w = wait(&s, &ask(100, 10));
+    assert!((w - 0.1).abs() < 1e-3, "{w}");
+    let rates = s.rates(B);
+    assert_eq!(rates.len(), 1, "{rates:?}");
+    assert_eq!(rates[0].axis, Axis::Requests);
+    assert_eq!(rates[0].source, RateSource::Throttle);
+}

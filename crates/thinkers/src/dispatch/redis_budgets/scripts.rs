@@ -327,7 +327,7 @@ for i = 1, #KEYS do
     end
     local owed = used - paced
     local floor = now
-    if b.tok then floor = now - paced / rate(b) end
+    if b.tok and counted then floor = now - paced / rate(b) end
     if owed > 0 then b.tat = math.max(b.tat, floor) + math.min(owed / rate(b), MAXW)
     else b.tat = math.max(b.tat + owed / rate(b), floor) end
     b.since = math.max(0, b.since + used - reserved)
