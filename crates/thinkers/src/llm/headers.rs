@@ -207,7 +207,8 @@ pub(crate) fn retry_after(h: &HeaderMap, now: SystemTime) -> Option<Duration> {
         .iter()
         .filter(|a| a.remaining == Some(0))
         .filter_map(|a| a.reset)
-        .max();
+        .max()
+        .filter(|d| !d.is_zero());
     exhausted
         .or_else(|| all.iter().filter_map(|a| a.reset).max())
         .filter(|d| !d.is_zero())
@@ -312,6 +313,14 @@ mod tests {
             ("x-ratelimit-reset-tokens", "0s"),
         ]);
         assert_eq!(retry_after(&h, now), None);
+        // An exhausted axis whose reset has come leaves the wait to the others.
+        let h = headers(&[
+            ("x-ratelimit-remaining-requests", "0"),
+            ("x-ratelimit-reset-requests", "0s"),
+            ("x-ratelimit-remaining-tokens", "100"),
+            ("x-ratelimit-reset-tokens", "5s"),
+        ]);
+        assert_eq!(retry_after(&h, now), Some(Duration::from_secs(5)));
     }
 
     #[test]
