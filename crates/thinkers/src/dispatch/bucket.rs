@@ -72,6 +72,11 @@ pub(crate) fn later(at: Instant, d: Duration) -> Instant {
     at.checked_add(d.min(MAX_WAIT)).unwrap_or(at)
 }
 
+/// `at - d`, or `at` where that is before the clock's origin.
+fn earlier(at: Instant, d: Duration) -> Instant {
+    at.checked_sub(d).unwrap_or(at)
+}
+
 fn secs(x: f64) -> Duration {
     Duration::try_from_secs_f64(x.max(0.0))
         .unwrap_or(MAX_WAIT)
@@ -263,11 +268,12 @@ impl Bucket {
         // On a ledgered axis a grant's time runs on from where the last one's ended, as long as
         // that reaches now: a waiter woken a little late costs the rate nothing (the ledger, not
         // the pacing, holds the window), and at most this one grant's time is banked.
-        let from = if self.ledgered() {
-            self.tat.max(now.checked_sub(step).unwrap_or(now))
+        let bank = if self.ledgered() {
+            step
         } else {
-            self.tat.max(now)
+            Duration::ZERO
         };
+        let from = self.tat.max(earlier(now, bank));
         if self.tat < from {
             // Idle until now: what the provider lets through is counted from here.
             self.since = 0.0;
@@ -292,8 +298,8 @@ impl Bucket {
 
     /// Adjust lease `id`'s grant of `reserved` units to `used`: the ledger counts its use from
     /// now on; what the pacing charged it beyond its use goes back (no further into the past
-    /// than [`Self::take`] banks), an overrun's time is taken. A grant that used nothing (a throttled
-    /// attempt) teaches nothing of how much grants use.
+    /// than [`Self::take`] banks), an overrun's time is taken. A grant that used nothing (a
+    /// throttled attempt) teaches nothing of how much grants use.
     /// `short` is how many tokens the provider counted beyond the reservation when the ask
     /// arrived (its input count above ours).
     pub(crate) fn settle(&mut self, now: Instant, id: u64, reserved: u64, used: u64, short: u64) {
@@ -303,21 +309,17 @@ impl Bucket {
             .iter_mut()
             .rev()
             .find(|g| g.id == id && id != UNSEEN);
-        let paced = match kept {
+        let (paced, banks) = match kept {
             Some(g) => {
                 g.counts = used;
                 g.settled = Some(now);
                 g.short = short as f64 / reserved.max(1) as f64;
                 let took = now.saturating_duration_since(g.at);
                 self.quickest = Some(self.quickest.map_or(took, |q| q.min(took)));
-                Some(g.paced)
+                (g.paced, true)
             }
-            None => None,
-        };
-        // A grant the ledger does not hold (taken before the axis existed, or out longer than
-        // the ledger keeps) banks nothing.
-        let (paced, banks) = match paced {
-            Some(p) => (p, self.ledgered()),
+            // A grant the ledger does not hold (an axis without one, a grant taken before the
+            // axis existed or out longer than the ledger keeps) banks nothing.
             None => (self.expected(reserved), false),
         };
         if self.tokens && used > 0 && reserved > 0 {
@@ -329,11 +331,14 @@ impl Bucket {
         }
         let owed = used as f64 - paced;
         // Never further into the past than a grant's time may be banked (see `take`).
-        let floor = if banks {
-            now.checked_sub(secs(paced / rate)).unwrap_or(now)
-        } else {
-            now
-        };
+        let floor = earlier(
+            now,
+            if banks {
+                secs(paced / rate)
+            } else {
+                Duration::ZERO
+            },
+        );
         if owed > 0.0 {
             self.tat = later(self.tat.max(floor), secs(owed / rate));
         } else {

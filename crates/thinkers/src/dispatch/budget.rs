@@ -327,7 +327,7 @@ struct State {
     /// While no axis paces the budget (no figure in the catalog, none stated in headers): the
     /// requests granted since the first, and when that was; a throttle paces the budget's
     /// requests at what went through.
-    unpaced: (u64, Option<Instant>),
+    unpaced: Option<(u64, Instant)>,
 }
 
 impl State {
@@ -425,8 +425,7 @@ impl MemoryBudgets {
             }
             s.probe.granted(lease_id);
             if !stated {
-                s.unpaced.0 += 1;
-                s.unpaced.1.get_or_insert(now);
+                s.unpaced.get_or_insert((0, now)).0 += 1;
             }
             for (axis, b) in s.paced() {
                 b.take(now, lease_id, axis.asked(ask));
@@ -503,9 +502,7 @@ impl BudgetStore for MemoryBudgets {
             // Throttled with no figure to learn into (a provider that states none, a catalog
             // that gives none): the requests that went through since the first, over that time
             // and the wait, pace the budget from now on, as a rate learned from a throttle.
-            if let (false, (sent @ 1.., Some(since))) =
-                (s.axes.iter().any(Option::is_some), s.unpaced)
-            {
+            if let (false, Some((sent, since))) = (s.axes.iter().any(Option::is_some), s.unpaced) {
                 let span = until.saturating_duration_since(since).as_secs_f64();
                 let per_second = sent as f64 / span.max(1e-3);
                 s.axes[Axis::Requests.index()] = Some(Bucket::learned(per_second, now));

@@ -218,8 +218,9 @@ local function take(b, n, id)
   local paced = n
   if b.tok then paced = n * (b.us or 1) end
   local step = math.min(paced / rate(b), MAXW)
-  local from = math.max(b.tat, now)
-  if b.tok then from = math.max(b.tat, now - step) end
+  local bank = 0
+  if b.tok then bank = step end
+  local from = math.max(b.tat, now - bank)
   if b.tat < from then b.since = 0; b.sat = now end
   if b.tok then
     redis.call('ZADD', b.key .. ':l', now, id)
