@@ -18,7 +18,9 @@
 //! (every `/`-separated word must be a part of the cell's name, e.g. `tpm/right`), the dialect with
 //! `THINKERS_MATRIX_DIALECT` (`openai`, the default, `anthropic` or `gemini`: no headers), the
 //! sim's answer time with `THINKERS_MATRIX_LATENCY_MS` (`low,high`; default `5,30`), the
-//! Redis URL with `THINKERS_TEST_REDIS_URL`. Run with
+//! Redis URL with `THINKERS_TEST_REDIS_URL`; `THINKERS_MATRIX_TRACE=1` prints, each second of a
+//! one-process cell, the 429s so far, the tokens the sim settled that second and each paced
+//! axis's rate and its source. Run with
 //! `cargo bench -p thinkers --features redis --bench admission_matrix`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
@@ -32,7 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use thinkers::Runtime;
-use thinkers::dispatch::RedisBudgets;
+use thinkers::dispatch::{BudgetStore, MemoryBudgets, RedisBudgets};
 use thinkers::model::Depth;
 use thinkers::thinker::ThinkerInput;
 use thinkers_sim::LimitShape;
@@ -165,7 +167,16 @@ struct Outcome {
     last_429: Option<f64>,
 }
 
-async fn runtimes(base: &str, dialect: &str, cell: &Cell) -> Vec<Runtime> {
+fn tracing() -> bool {
+    std::env::var("THINKERS_MATRIX_TRACE").is_ok_and(|v| v == "1")
+}
+
+async fn runtimes(
+    base: &str,
+    dialect: &str,
+    cell: &Cell,
+    traced: &Arc<MemoryBudgets>,
+) -> Vec<Runtime> {
     let id = model(cell.shape, cell.kind);
     let mut out = Vec::new();
     let prefix = format!(
@@ -187,6 +198,8 @@ async fn runtimes(base: &str, dialect: &str, cell: &Cell) -> Vec<Runtime> {
                 .await
                 .expect("Redis answers (set THINKERS_TEST_REDIS_URL)");
             b = b.budgets(Arc::new(budgets));
+        } else if tracing() {
+            b = b.budgets(traced.clone());
         }
         out.push(b.build().await.unwrap());
     }
@@ -201,7 +214,8 @@ async fn run_cell(base: &str, dialect: &str, cell: &Cell, secs: u64) -> Outcome 
         .await
         .unwrap();
     let id = model(cell.shape, cell.kind);
-    let rts = runtimes(base, dialect, cell).await;
+    let traced = Arc::new(MemoryBudgets::new());
+    let rts = runtimes(base, dialect, cell, &traced).await;
     let (completed, failed) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let start = Instant::now();
     let deadline = start + Duration::from_secs(secs);
@@ -229,10 +243,28 @@ async fn run_cell(base: &str, dialect: &str, cell: &Cell, secs: u64) -> Outcome 
     // The second of the last 429, from the sim's counts once a second.
     let mut last_429 = None;
     let mut seen = 0;
+    let mut settled = 0;
     while Instant::now() < deadline {
         let left = deadline.saturating_duration_since(Instant::now());
         tokio::time::sleep(left.min(Duration::from_secs(1))).await;
         let s = common::sim_stats(base, &id).await;
+        if tracing() && cell.processes == 1 {
+            let budget = thinkers::job::Seat::budget_for(&id);
+            let rates: Vec<String> = traced
+                .rates(&budget)
+                .iter()
+                .map(|r| format!("{:?} {:.0}/min ({:?})", r.axis, r.per_minute, r.source))
+                .collect();
+            let tokens = s.settled_tokens();
+            println!(
+                "  {:>5.1} s: {} x 429, {} tokens settled, {}",
+                start.elapsed().as_secs_f64(),
+                s.rate_limited,
+                tokens - settled,
+                rates.join(", ")
+            );
+            settled = tokens;
+        }
         if s.rate_limited > seen {
             seen = s.rate_limited;
             last_429 = Some(start.elapsed().as_secs_f64());

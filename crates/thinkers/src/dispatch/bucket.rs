@@ -21,7 +21,7 @@
 //! Anthropic document them; it also paces an axis the catalog left out), and the rate learned
 //! from throttles. A throttle (a pause: the provider answered 429) holds every grant until the
 //! pause ends and no longer; if the axis was sending at its rate (busy), it also learns (once per
-//! pause) what the provider really let through since the axis was last idle or throttled,
+//! pause) what the provider really let through since the axis was last idle or a pause ended,
 //! `units / (elapsed + the wait asked)`, when that is below the rate and the provider states no
 //! limit in headers (whose figure is the truth), else [`THROTTLE_DECREASE`] of the rate; never
 //! less than [`LARGEST_CUT`] of it. The learned rate climbs back by [`RECOVERY`] of itself per
@@ -96,7 +96,7 @@ pub(crate) struct Bucket {
     tat: Instant,
     /// The end of the last pause: a pause ending before it learns nothing more.
     throttled_until: Instant,
-    /// Units granted since the axis was last idle or throttled, and when that was.
+    /// Units granted since the axis was last idle or a pause ended, and when that was.
     since: f64,
     since_at: Instant,
     /// The room the provider last said it had (`remaining`), when, and until when it counts
@@ -134,12 +134,24 @@ impl Bucket {
         Self::with(None, Some(figure as f64 / 60.0), tokens, now)
     }
 
-    /// A request axis neither the catalog nor a provider gave a figure, at `per_second`: the
-    /// rate a throttle showed went through. It climbs back as any learned rate does.
-    pub(crate) fn learned(per_second: f64, now: Instant) -> Self {
-        let mut b = Self::with(None, None, false, now);
+    /// An axis neither the catalog nor a provider gave a figure (`tokens` for a token axis), at
+    /// `per_second`: the rate a throttle showed went through, held until the throttle's pause
+    /// ends at `until`. It climbs back as any learned rate does.
+    pub(crate) fn learned(per_second: f64, tokens: bool, now: Instant, until: Instant) -> Self {
+        let mut b = Self::with(None, None, tokens, now);
         b.learned = Some((per_second.max(1e-9), now));
+        b.tat = until;
+        b.throttled_until = until;
+        b.since_at = until;
         b
+    }
+
+    /// Set the rate learned from the last throttle to `per_second` (what it showed went through,
+    /// recounted), keeping when it was learned.
+    pub(crate) fn relearn(&mut self, per_second: f64) {
+        if let Some((r, _)) = &mut self.learned {
+            *r = per_second.max(1e-9);
+        }
     }
 
     fn with(rate: Option<Rate>, stated: Option<f64>, tokens: bool, now: Instant) -> Self {
@@ -274,8 +286,9 @@ impl Bucket {
             Duration::ZERO
         };
         let from = self.tat.max(earlier(now, bank));
-        if self.tat < from {
-            // Idle until now: what the provider lets through is counted from here.
+        if self.tat < earlier(now, step) {
+            // Idle until now (not just woken a little late): what the provider lets through is
+            // counted from here.
             self.since = 0.0;
             self.since_at = now;
         }
@@ -387,8 +400,11 @@ impl Bucket {
             };
             let learned = learned.max(before * LARGEST_CUT);
             self.learned = Some((learned, now));
+        }
+        // Nothing goes through while the pause holds the axis: what does is counted from its end.
+        if until > self.since_at {
             self.since = 0.0;
-            self.since_at = now;
+            self.since_at = until;
         }
         self.throttled_until = self.throttled_until.max(until);
     }

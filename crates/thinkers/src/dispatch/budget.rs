@@ -255,64 +255,101 @@ pub trait BudgetStore: Send + Sync + 'static {
     }
 }
 
-/// The first model call on a budget the catalog gave no rate goes out alone, so the provider's
-/// answer (its rate-limit headers) can state the limits before a burst reaches it; the calls
-/// behind it wait for its end, whatever the outcome.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+/// Model calls on a budget the catalog gave no rate start slowly: the first goes out alone, so
+/// the provider's answer (its rate-limit headers) can state the limits before a burst reaches
+/// it, and each call that ends lets one more be out at once than before (twice as many per round
+/// trip), until the budget is paced (a header stated a figure or a throttle taught one). A
+/// provider that states nothing thus refuses the first few calls beyond its limit, not every
+/// call in flight.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) enum Probe {
     /// No call has gone out yet.
     #[default]
     Ahead,
-    /// The probe is out (under this lease, once granted), since then.
-    Out(Option<u64>, Instant),
+    /// At most `window` calls out at once: `asking` asked and not yet granted or refused (the
+    /// last since `since`), and those granted under the leases `out`.
+    Ramp {
+        window: usize,
+        asking: usize,
+        since: Instant,
+        out: Vec<u64>,
+    },
     /// Done: the budget admits as its limits say.
     Done,
 }
 
-/// How long a probe may be asked for without being granted (its asker went away) before the
-/// next ask probes instead.
+/// How long a call may be asked for without being granted (its asker went away) before its
+/// place in the window is given to the next ask.
 const PROBE_ASKING: Duration = Duration::from_secs(30);
 
 impl Probe {
-    /// Whether an ask of `tokens` on a budget with `limits` must wait for the probe; the first
-    /// such ask becomes the probe.
+    /// Whether an ask of `tokens` on a budget with `limits` must wait for a call out to end; an
+    /// ask that need not takes a place in the window.
     pub(crate) fn holds(&mut self, limits: &Limits, tokens: u64) -> bool {
         if tokens == 0 || Axis::ALL.iter().any(|a| a.rate(limits).is_some()) {
             return false;
         }
-        match *self {
-            Self::Out(None, since) if since.elapsed() > PROBE_ASKING => {
-                *self = Self::Out(None, Instant::now());
-                false
-            }
+        let now = Instant::now();
+        match self {
             Self::Ahead => {
-                *self = Self::Out(None, Instant::now());
+                *self = Self::Ramp {
+                    window: 1,
+                    asking: 1,
+                    since: now,
+                    out: Vec::new(),
+                };
                 false
             }
-            Self::Out(..) => true,
+            Self::Ramp {
+                window,
+                asking,
+                since,
+                out,
+            } => {
+                if *asking > 0 && now.saturating_duration_since(*since) > PROBE_ASKING {
+                    *asking = 0;
+                }
+                if out.len() + *asking >= *window {
+                    return true;
+                }
+                *asking += 1;
+                *since = now;
+                false
+            }
             Self::Done => false,
         }
     }
 
-    /// The probe was granted as lease `id`.
+    /// The ask that took a place was granted as lease `id`.
     pub(crate) fn granted(&mut self, id: u64) {
-        if let Self::Out(None, since) = *self {
-            *self = Self::Out(Some(id), since);
+        if let Self::Ramp { asking, out, .. } = self
+            && *asking > 0
+        {
+            *asking -= 1;
+            out.push(id);
         }
     }
 
-    /// The probe was not granted after all: the next ask probes.
+    /// The ask that took a place was not granted after all: its place is free.
     pub(crate) fn not_sent(&mut self) {
-        if matches!(self, Self::Out(None, _)) {
-            *self = Self::Ahead;
+        if let Self::Ramp { asking, .. } = self {
+            *asking = asking.saturating_sub(1);
         }
     }
 
-    /// Lease `id` ended: if it was the probe, the probe is done.
+    /// Lease `id` ended: if it was out in the window, the window grows by one.
     pub(crate) fn ended(&mut self, id: u64) {
-        if matches!(*self, Self::Out(Some(p), _) if p == id) {
-            *self = Self::Done;
+        if let Self::Ramp { window, out, .. } = self
+            && let Some(i) = out.iter().position(|&o| o == id)
+        {
+            out.swap_remove(i);
+            *window += 1;
         }
+    }
+
+    /// The budget is paced now (a header stated a figure, a throttle taught one).
+    pub(crate) fn paced(&mut self) {
+        *self = Self::Done;
     }
 }
 
@@ -324,10 +361,49 @@ struct State {
     in_flight: u32,
     paused_until: Option<Instant>,
     probe: Probe,
-    /// While no axis paces the budget (no figure in the catalog, none stated in headers): the
-    /// requests granted since the first, and when that was; a throttle paces the budget's
-    /// requests at what went through.
-    unpaced: Option<(u64, Instant)>,
+    /// While no axis paces the budget (no figure in the catalog, none stated in headers): what
+    /// went through since the first grant; a throttle paces the budget at it.
+    unpaced: Option<Unpaced>,
+}
+
+/// What a budget no axis paces granted since its first grant.
+#[derive(Debug, Clone, Copy)]
+struct Unpaced {
+    since: Instant,
+    requests: u64,
+    /// Tokens granted, less what settled grants left unused: what the provider counts for them
+    /// (a grant still out at its reservation, as providers charge it on arrival).
+    tokens: f64,
+    /// The end of the pause of the throttle that paced the budget's tokens at `tokens`: until
+    /// then, a call of the refused burst that comes back refused too (it used nothing) was
+    /// never counted, and leaves the rate learned.
+    paced_until: Option<Instant>,
+}
+
+impl Unpaced {
+    fn per_second(&self, of: f64, until: Instant) -> f64 {
+        of / until
+            .saturating_duration_since(self.since)
+            .as_secs_f64()
+            .max(1e-3)
+    }
+
+    /// The axis a throttle at `until` shows the provider holds the budget to: tokens at what
+    /// went through per second, where the grants carried tokens (what a token limit counts, and
+    /// what a request limit's count of requests of a like size gives too); else requests.
+    fn learned(&mut self, until: Instant, now: Instant) -> (Axis, Bucket) {
+        if self.tokens >= 1.0 {
+            self.paced_until = Some(until);
+            let per_second = self.per_second(self.tokens, until);
+            (Axis::Tokens, Bucket::learned(per_second, true, now, until))
+        } else {
+            let per_second = self.per_second(self.requests as f64, until);
+            (
+                Axis::Requests,
+                Bucket::learned(per_second, false, now, until),
+            )
+        }
+    }
 }
 
 impl State {
@@ -425,7 +501,14 @@ impl MemoryBudgets {
             }
             s.probe.granted(lease_id);
             if !stated {
-                s.unpaced.get_or_insert((0, now)).0 += 1;
+                let u = s.unpaced.get_or_insert(Unpaced {
+                    since: now,
+                    requests: 0,
+                    tokens: 0.0,
+                    paced_until: None,
+                });
+                u.requests += 1;
+                u.tokens += ask.tokens as f64;
             }
             for (axis, b) in s.paced() {
                 b.take(now, lease_id, axis.asked(ask));
@@ -470,6 +553,21 @@ impl BudgetStore for MemoryBudgets {
     fn settle(&self, lease: &Lease, used: SeatUse) {
         let now = Instant::now();
         self.with(&lease.budget, |s| {
+            if let Some(u) = s.unpaced.as_mut() {
+                let (reserved, used) = (lease.tokens as f64, used.total() as f64);
+                match u.paced_until {
+                    None => u.tokens = (u.tokens - reserved + used).max(0.0),
+                    Some(until) if now < until => {
+                        if used == 0.0 {
+                            u.tokens = (u.tokens - reserved).max(0.0);
+                            if let Some(b) = s.axes[Axis::Tokens.index()].as_mut() {
+                                b.relearn(u.per_second(u.tokens, until));
+                            }
+                        }
+                    }
+                    Some(_) => s.unpaced = None,
+                }
+            }
             for (axis, b) in s.paced() {
                 if let Some((reserved, spent)) = axis.settled(lease, used) {
                     b.settle(now, lease.id, reserved, spent, axis.short(lease, used));
@@ -500,12 +598,15 @@ impl BudgetStore for MemoryBudgets {
                 b.pause(now, until);
             }
             // Throttled with no figure to learn into (a provider that states none, a catalog
-            // that gives none): the requests that went through since the first, over that time
-            // and the wait, pace the budget from now on, as a rate learned from a throttle.
-            if let (false, Some((sent, since))) = (s.axes.iter().any(Option::is_some), s.unpaced) {
-                let span = until.saturating_duration_since(since).as_secs_f64();
-                let per_second = sent as f64 / span.max(1e-3);
-                s.axes[Axis::Requests.index()] = Some(Bucket::learned(per_second, now));
+            // that gives none): what went through since the first grant, over that time and the
+            // wait, paces the budget from now on, as a rate learned from a throttle.
+            if !s.axes.iter().any(Option::is_some)
+                && let Some(mut u) = s.unpaced.take()
+            {
+                let (axis, b) = u.learned(until, now);
+                s.axes[axis.index()] = Some(b);
+                s.unpaced = u.paced_until.map(|_| u);
+                s.probe.paced();
             }
         });
     }

@@ -209,15 +209,16 @@ async fn the_default_pacing_spends_the_figure_at_its_rate_without_a_burst() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_first_model_call_without_a_catalog_rate_goes_alone() {
+async fn model_calls_without_a_catalog_rate_start_alone_then_double_per_round_trip() {
     // No rate in the catalog: the first call probes the provider (whose headers may state its
-    // limits) before the others follow at once.
+    // limits) alone; each call that ends lets one more out at once, so a provider that states
+    // nothing refuses the first few calls beyond its limit rather than every call in flight.
     let (d, _) = dispatcher_with("model:e", Limits::default());
     let t0 = Instant::now();
     // An ask of no tokens (a tool's slot, not a model call) is no probe.
     let free = d.run(SeatJob::new("model:e", 0)).await.unwrap() - t0;
     assert_eq!(free, Duration::ZERO);
-    let handles: Vec<_> = (0..3)
+    let handles: Vec<_> = (0..11)
         .map(|_| {
             let mut j = SeatJob::new("model:e", 100);
             j.hold = Duration::from_secs(1);
@@ -229,7 +230,7 @@ async fn the_first_model_call_without_a_catalog_rate_goes_alone() {
         starts.push((h.await.unwrap() - t0).as_secs());
     }
     starts.sort_unstable();
-    assert_eq!(starts, vec![0, 1, 1]);
+    assert_eq!(starts, vec![0, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]);
 }
 
 #[tokio::test(start_paused = true)]

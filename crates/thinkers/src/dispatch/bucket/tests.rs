@@ -172,6 +172,54 @@ async fn a_throttle_learns_what_the_provider_let_through() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_second_throttle_counts_what_went_through_from_the_end_of_the_first() {
+    // The catalog says 10 a second. Refused after 5 s for 10 s more: 50 in 15 s went through.
+    let t0 = Instant::now();
+    let mut b = Bucket::new(Rate::per_minute(600), false, t0);
+    assert_eq!(run(&mut b, t0, s(5.0), 1, None).len(), 50);
+    b.pause(t0 + s(5.0), t0 + s(15.0));
+    assert!((b.per_second(t0 + s(5.0)) - 50.0 / 15.0).abs() < 1e-6);
+    // Sending again from 15 s, refused at 21 s for 2 s: what went through is counted over those
+    // 8 s, not from the first refusal (nothing was sent while it held the axis).
+    let sent = run(&mut b, t0 + s(15.0), s(6.0), 1, None).len() as f64;
+    b.pause(t0 + s(21.0), t0 + s(23.0));
+    let learned = b.per_second(t0 + s(21.0));
+    assert!(
+        (learned - sent / 8.0).abs() < 1e-3,
+        "{learned} a second, {sent} sent"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_throttle_counts_the_grants_of_waiters_woken_late() {
+    // 10 requests a second in the catalog; each waiter comes 5 ms after its time (a timer's
+    // tick, a round trip to a shared store), which is no idle. Refused after 5 s for 5 s: the
+    // provider let through what went in those 10 s.
+    let t0 = Instant::now();
+    let mut b = Bucket::new(Rate::per_minute(600), false, t0);
+    let (mut now, mut sent, mut last) = (t0, 0, t0);
+    while now < t0 + s(5.0) {
+        match b.check(now, 1) {
+            Some(wait) => now += wait + s(0.005),
+            None => {
+                sent += 1;
+                b.take(now, sent, 1);
+                last = now;
+            }
+        }
+    }
+    // Refused on the last grant's arrival.
+    let now = last;
+    b.pause(now, now + s(5.0));
+    let learned = b.per_second(now);
+    let through = sent as f64 / (now + s(5.0) - t0).as_secs_f64();
+    assert!(
+        (learned / through - 1.0).abs() < 0.01,
+        "{learned} a second, {through} went through"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_throttle_that_shows_no_lower_rate_cuts_the_rate_a_little() {
     // A refusal that shows no lower rate went through (here right after the first grant) cuts
     // the rate a little: 0.95 of itself.

@@ -183,24 +183,117 @@ async fn the_standing_rate_says_where_it_came_from() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_throttle_on_a_budget_without_figures_paces_it_at_what_went_through() {
-    // No figure in the catalog and none in headers (Gemini's answers state none): the probe goes
-    // alone, then nine more at once; the provider refuses the next and asks for 1 s. Ten went
-    // through in that second: from then on one goes every 0.1 s, not another burst of them all.
+async fn a_throttle_on_a_budget_without_figures_or_tokens_paces_its_requests() {
+    // No figure in the catalog and none in headers (a service's host, say), and the asks carry no
+    // tokens: the probe goes alone, then nine more at once; the provider refuses the next and
+    // asks for 1 s. Ten went through in that second: from then on one goes every 0.1 s, not
+    // another burst of them all.
     let s = store(Limits::default());
-    let probe = granted(&s, &ask(100, 10));
+    let probe = granted(&s, &ask(0, 0));
     s.release(&probe);
     for _ in 0..9 {
-        granted(&s, &ask(100, 10));
+        granted(&s, &ask(0, 0));
     }
     s.pause(B, Duration::from_secs(1));
-    assert!((wait(&s, &ask(100, 10)) - 1.0).abs() < 1e-3);
+    assert!((wait(&s, &ask(0, 0)) - 1.0).abs() < 1e-3);
     tokio::time::advance(Duration::from_secs(1)).await;
-    granted(&s, &ask(100, 10));
-    let w = wait(&s, &ask(100, 10));
+    granted(&s, &ask(0, 0));
+    let w = wait(&s, &ask(0, 0));
     assert!((w - 0.1).abs() < 1e-3, "{w}");
     let rates = s.rates(B);
     assert_eq!(rates.len(), 1, "{rates:?}");
     assert_eq!(rates[0].axis, Axis::Requests);
     assert_eq!(rates[0].source, RateSource::Throttle);
+}
+
+#[tokio::test(start_paused = true)]
+async fn calls_refused_with_the_burst_leave_the_rate_a_throttle_taught() {
+    // No figure anywhere. Five calls finished (120 tokens each of 600 reserved), five are out
+    // when the provider refuses one and asks for 1 s. Three of the five come back refused too:
+    // the provider never counted them, so its second held 5 x 120 + 2 x 600 = 1,800 tokens, not
+    // the 3,600 the burst had out when the first refusal came.
+    let s = store(Limits::default());
+    let used = SeatUse {
+        input: 100,
+        output: 20,
+    };
+    for _ in 0..5 {
+        let l = granted(&s, &ask(100, 500));
+        s.settle(&l, used);
+        s.release(&l);
+    }
+    let out: Vec<Lease> = (0..5).map(|_| granted(&s, &ask(100, 500))).collect();
+    s.pause(B, Duration::from_secs(1));
+    let per_minute = |s: &MemoryBudgets| s.rates(B)[0].per_minute;
+    assert!((per_minute(&s) - 3_600.0 * 60.0).abs() < 1.0);
+    for (i, l) in out.iter().enumerate() {
+        s.settle(l, if i < 3 { SeatUse::NONE } else { used });
+        s.release(l);
+    }
+    assert!(
+        (per_minute(&s) - 1_800.0 * 60.0).abs() < 1.0,
+        "{}",
+        per_minute(&s)
+    );
+    // A call that comes back refused after the pause ended is one of the paced budget's own.
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let late = granted(&s, &ask(100, 500));
+    s.settle(&late, SeatUse::NONE);
+    let after = per_minute(&s) / (1_800.0 * 60.0);
+    assert!(
+        (1.0..1.002).contains(&after),
+        "{after}: only its climb of 1 s"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_throttle_on_a_budget_without_figures_paces_the_tokens_the_provider_counted() {
+    // No figure anywhere (Gemini states none). Each call reserves 600 tokens and uses 120; the
+    // provider counts a call in flight at its reservation (on arrival) and a finished one at its
+    // use. The probe and four more finished, five are still out when the provider refuses and
+    // asks for 1 s: its second held 5 x 120 + 5 x 600 = 3,600 tokens, 30 calls' use. Pacing
+    // the ten requests that went through would send 10 a second; the tokens send 30.
+    let s = store(Limits::default());
+    let used = SeatUse {
+        input: 100,
+        output: 20,
+    };
+    for _ in 0..5 {
+        let l = granted(&s, &ask(100, 500));
+        s.settle(&l, used);
+        s.release(&l);
+    }
+    let out: Vec<Lease> = (0..5).map(|_| granted(&s, &ask(100, 500))).collect();
+    s.pause(B, Duration::from_secs(1));
+    for l in &out {
+        s.settle(l, used);
+        s.release(l);
+    }
+    let rates = s.rates(B);
+    assert_eq!(rates.len(), 1, "{rates:?}");
+    assert_eq!(rates[0].axis, Axis::Tokens);
+    assert_eq!(rates[0].source, RateSource::Throttle);
+    assert!(
+        (rates[0].per_minute - 3_600.0 * 60.0).abs() < 1.0,
+        "{rates:?}"
+    );
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let start = tokio::time::Instant::now();
+    let mut calls = 0;
+    while start.elapsed() < Duration::from_secs(1) {
+        match s.reserve_now(&ask(100, 500)) {
+            Reservation::Granted(l) => {
+                calls += 1;
+                s.settle(&l, used);
+                s.release(&l);
+            }
+            Reservation::Wait(Some(d)) => tokio::time::advance(d).await,
+            other => panic!("expected a grant or a timed wait, got {other:?}"),
+        }
+    }
+    // 30 at the rate, and at most one more for the grant's time a late waiter may bank.
+    assert!(
+        (29..=32).contains(&calls),
+        "{calls} calls in the second after the pause"
+    );
 }

@@ -76,7 +76,8 @@ struct Local {
     /// last decision saw them.
     seen: ([f64; 4], u64),
     paused_until: Option<Instant>,
-    /// This process's first model call on a budget without a catalog rate goes alone.
+    /// This process's model calls on a budget without a catalog rate start slowly (see
+    /// [`Probe`]) until a header or a throttle paces it.
     probe: Probe,
 }
 
@@ -444,10 +445,12 @@ impl BudgetStore for RedisBudgets {
 
     fn pause(&self, budget: &str, wait: Duration) {
         let until = crate::dispatch::bucket::later(Instant::now(), wait);
-        if let Some(l) = self.inner.lock().get_mut(budget)
-            && l.paused_until.is_none_or(|p| p < until)
-        {
-            l.paused_until = Some(until);
+        if let Some(l) = self.inner.lock().get_mut(budget) {
+            if l.paused_until.is_none_or(|p| p < until) {
+                l.paused_until = Some(until);
+            }
+            // A throttle paces a budget without figures (the pause script teaches it a rate).
+            l.probe.paced();
         }
         let limits = self.limits(budget).unwrap_or_default();
         let mut inv = SCRIPTS.pause.prepare_invoke();
@@ -468,6 +471,12 @@ impl BudgetStore for RedisBudgets {
             let said = axis.observed(&obs);
             if said.limit.is_none() && said.remaining.is_none() {
                 continue;
+            }
+            if said.limit.is_some_and(|l| l > 0)
+                && let Some(l) = self.inner.lock().get_mut(budget)
+            {
+                // A stated figure paces the budget.
+                l.probe.paced();
             }
             let mut inv = SCRIPTS.observe.prepare_invoke();
             inv.key(self.inner.key(budget, axis_key(axis)));

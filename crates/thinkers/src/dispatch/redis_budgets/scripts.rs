@@ -2,15 +2,16 @@
 //! the clock with `TIME`, so every process judges buckets and leases by the same clock.
 //!
 //! Keys of one budget (`P` is the store's prefix and the budget name): `P:tok:b`, `P:in:b`,
-//! `P:out:b`, `P:req:b` (the token, input-token, output-token and request axes: hash of the time they are paid up to `tat`, the provider's stated rate
-//! `st`, the learned rate `lr` (since `lat`), the last throttle's end `tu`, the units let through
-//! since `sat` (`since`), the room the provider last stated `rm` (at `rmat`, until `rmu`) and
-//! the most it ever stated `wide`, the longest reset it stated `lrst`, whether it states a limit
-//! `heard`, and, on a token axis, the smoothed share of a reservation grants use `us`, the
-//! quickest answer `qk` and the least reset plus age of the latest grant older than it `rch`;
-//! kept an hour after their last use), the
-//! token axes' ledgers
-//! `…:b:l` (sorted set of lease ids scored by grant time), `…:b:c` (hash lease id → what the
+//! `P:out:b`, `P:req:b` (the token, input-token, output-token and request axes: hash of the time
+//! they are paid up to `tat`, the provider's stated rate `st`, the learned rate `lr` (since
+//! `lat`), the last throttle's end `tu`, the units let through since `sat` (`since`), the room
+//! the provider last stated `rm` (at `rmat`, until `rmu`) and the most it ever stated `wide`, the
+//! longest reset it stated `lrst`, whether it states a limit `heard`, and, on a token axis, the
+//! smoothed share of a reservation grants use `us`, the quickest answer `qk` and the least reset
+//! plus age of the latest grant older than it `rch`; on the token axis's hash, while no axis paces
+//! the budget, the requests `ur` and tokens `ut` that went through since its first grant `uat`,
+//! and `uun`, the end of the pause of the throttle that paced its tokens on them; kept an hour
+//! after their last use), the token axes' ledgers `…:b:l` (sorted set of lease ids scored by grant time), `…:b:c` (hash lease id → what the
 //! provider counts for it now), `…:b:p` (hash lease id → what the pacing charged it), `…:b:t`
 //! (hash lease id → when it settled) and `…:b:x` (hash lease id → how much more than its
 //! reservation the provider counted, as a share of it), named
@@ -39,14 +40,14 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 local KEEP = 3600000
 
--- nil for an axis neither the catalog nor the provider gave a rate.
+-- nil for an axis neither the catalog nor the provider gave a rate, nor a throttle taught one.
 local function load(key, rho, burst)
   local h = redis.call('HMGET', key, 'tat', 'st', 'lr', 'lat', 'tu', 'since', 'sat', 'rm', 'rmat', 'rmu', 'wide', 'heard', 'lrst', 'us', 'rch', 'qk')
   local b = {key = key, cat = rho, burst = burst, tok = string.sub(key, -6) ~= ':req:b' and burst <= 0}
   b.st = tonumber(h[2])
-  if rho < 0 and b.st == nil then return nil end
-  b.tat = tonumber(h[1]) or now
   b.lr = tonumber(h[3])
+  if rho < 0 and b.st == nil and b.lr == nil then return nil end
+  b.tat = tonumber(h[1]) or now
   b.lat = tonumber(h[4]) or now
   b.tu = tonumber(h[5]) or now
   b.since = tonumber(h[6]) or 0
@@ -85,8 +86,9 @@ local function save(b)
 end
 
 local function rate(b)
-  local r = b.cat
-  if r < 0 or (b.st and b.st < r) then r = b.st end
+  local r = math.huge
+  if b.cat >= 0 then r = b.cat end
+  if b.st and b.st < r then r = b.st end
   if b.lr then r = math.min(r, b.lr * (1 + REC * math.max(0, now - b.lat) / 1000)) end
   return math.max(r, 1e-12)
 end
@@ -221,7 +223,7 @@ local function take(b, n, id)
   local bank = 0
   if b.tok then bank = step end
   local from = math.max(b.tat, now - bank)
-  if b.tat < from then b.since = 0; b.sat = now end
+  if b.tat < now - step then b.since = 0; b.sat = now end
   if b.tok then
     redis.call('ZADD', b.key .. ':l', now, id)
     redis.call('HSET', b.key .. ':c', id, n)
@@ -290,8 +292,17 @@ end
 if w then return answer(1, math.max(1, math.ceil(w))) end
 local id = redis.call('INCR', KEYS[4])
 redis.call('PEXPIRE', KEYS[4], 86400000)
+local paced = false
 for i = 1, #axes do
-  if axes[i] then take(axes[i], asked[i], id); save(axes[i]) end
+  if axes[i] then take(axes[i], asked[i], id); save(axes[i]); paced = true end
+end
+if not paced then
+  -- No axis paces the budget: count what goes through (on the token axis's hash) until a
+  -- throttle paces it.
+  redis.call('HSETNX', KEYS[5], 'uat', tostring(now))
+  redis.call('HINCRBY', KEYS[5], 'ur', 1)
+  redis.call('HINCRBYFLOAT', KEYS[5], 'ut', asked[1])
+  redis.call('PEXPIRE', KEYS[5], KEEP)
 end
 if cl >= 0 and as > 0 then
   redis.call('ZADD', KEYS[1], now + ttl, id)
@@ -306,6 +317,25 @@ return answer(0, id)
 /// counted on arrival.
 const SETTLE: &str = r"
 local id = ARGV[1]
+-- A budget no axis paced counts what goes through on its token axis's hash: a finished call at
+-- its use. Once a throttle paced its tokens on that count (until the pause ends, `uun`), a call
+-- of the refused burst that comes back refused (it used nothing) was never counted: the rate
+-- learned leaves it out.
+local uat = tonumber(redis.call('HGET', KEYS[1], 'uat') or '')
+if uat then
+  local reserved, used = tonumber(ARGV[5]), tonumber(ARGV[6])
+  local uun = tonumber(redis.call('HGET', KEYS[1], 'uun') or '')
+  if not uun then
+    local left = tonumber(redis.call('HINCRBYFLOAT', KEYS[1], 'ut', used - reserved))
+    if left < 0 then redis.call('HSET', KEYS[1], 'ut', '0') end
+  elseif now >= uun then
+    redis.call('HDEL', KEYS[1], 'uat', 'ur', 'ut', 'uun')
+  elseif used == 0 then
+    local left = math.max(0, tonumber(redis.call('HINCRBYFLOAT', KEYS[1], 'ut', -reserved)))
+    redis.call('HSET', KEYS[1], 'ut', tostring(left),
+      'lr', tostring(math.max(left / math.max(1, uun - uat), 1e-12)))
+  end
+end
 for i = 1, #KEYS do
   local a = 1 + 6 * (i - 1)
   local b = load(KEYS[i], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]))
@@ -367,9 +397,11 @@ const PAUSE: &str = r"
 local untl = now + math.min(tonumber(ARGV[1]), MAXW)
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 if cur < untl then redis.call('SET', KEYS[1], math.ceil(untl), 'PX', math.ceil(untl - now)) end
+local paced = false
 for i = 2, #KEYS do
   local b = load(KEYS[i], tonumber(ARGV[3 * i - 4]), tonumber(ARGV[3 * i - 3]))
   if b then
+    paced = true
     local busy = b.tat >= now
     b.tat = math.max(b.tat, untl)
     if busy and now >= b.tu then
@@ -380,11 +412,29 @@ for i = 2, #KEYS do
       if through < before and not b.heard then learned = through end
       b.lr = math.max(learned, before * CUT)
       b.lat = now
-      b.since = 0
-      b.sat = now
     end
+    if untl > b.sat then b.since = 0; b.sat = untl end
     b.tu = math.max(b.tu, untl)
     save(b)
+  end
+end
+local sat = tonumber(redis.call('HGET', KEYS[2], 'uat') or '')
+if sat and redis.call('HEXISTS', KEYS[2], 'uun') == 0 then
+  if paced then
+    redis.call('HDEL', KEYS[2], 'uat', 'ur', 'ut')
+  else
+    -- No axis paced the budget: what went through since its first grant, over that time and
+    -- the wait, paces it from now on (tokens where the grants carried them, else requests).
+    local ut = tonumber(redis.call('HGET', KEYS[2], 'ut') or '0') or 0
+    local ur = tonumber(redis.call('HGET', KEYS[2], 'ur') or '0') or 0
+    local span = math.max(1, untl - sat)
+    local key, lr = KEYS[2], ut / span
+    if ut < 1 then key, lr = KEYS[5], ur / span end
+    redis.call('HSET', key, 'lr', tostring(math.max(lr, 1e-12)), 'lat', tostring(now),
+      'tat', tostring(untl), 'tu', tostring(untl), 'since', '0', 'sat', tostring(untl))
+    redis.call('PEXPIRE', key, KEEP)
+    if ut < 1 then redis.call('HDEL', KEYS[2], 'uat', 'ur', 'ut')
+    else redis.call('HSET', KEYS[2], 'uun', tostring(untl)) end
   end
 end
 return 1
