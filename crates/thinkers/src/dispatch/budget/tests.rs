@@ -206,28 +206,37 @@ async fn a_throttle_on_a_budget_without_figures_or_tokens_paces_its_requests() {
     assert_eq!(rates[0].source, RateSource::Throttle);
 }
 
+/// What a call of [`refused_with_five_out`] uses of the 600 tokens it reserves.
+const USED: SeatUse = SeatUse {
+    input: 100,
+    output: 20,
+};
+
+/// A budget with no figure anywhere: five calls of 600 tokens finished at [`USED`] (120), then
+/// five more are out when the provider refuses one and asks for 1 s; the five still out.
+fn refused_with_five_out() -> (MemoryBudgets, Vec<Lease>) {
+    let s = store(Limits::default());
+    for _ in 0..5 {
+        let l = granted(&s, &ask(100, 500));
+        s.settle(&l, USED);
+        s.release(&l);
+    }
+    let out: Vec<Lease> = (0..5).map(|_| granted(&s, &ask(100, 500))).collect();
+    s.pause(B, Duration::from_secs(1));
+    (s, out)
+}
+
 #[tokio::test(start_paused = true)]
 async fn calls_refused_with_the_burst_leave_the_rate_a_throttle_taught() {
     // No figure anywhere. Five calls finished (120 tokens each of 600 reserved), five are out
     // when the provider refuses one and asks for 1 s. Three of the five come back refused too:
     // the provider never counted them, so its second held 5 x 120 + 2 x 600 = 1,800 tokens, not
     // the 3,600 the burst had out when the first refusal came.
-    let s = store(Limits::default());
-    let used = SeatUse {
-        input: 100,
-        output: 20,
-    };
-    for _ in 0..5 {
-        let l = granted(&s, &ask(100, 500));
-        s.settle(&l, used);
-        s.release(&l);
-    }
-    let out: Vec<Lease> = (0..5).map(|_| granted(&s, &ask(100, 500))).collect();
-    s.pause(B, Duration::from_secs(1));
+    let (s, out) = refused_with_five_out();
     let per_minute = |s: &MemoryBudgets| s.rates(B)[0].per_minute;
     assert!((per_minute(&s) - 3_600.0 * 60.0).abs() < 1.0);
     for (i, l) in out.iter().enumerate() {
-        s.settle(l, if i < 3 { SeatUse::NONE } else { used });
+        s.settle(l, if i < 3 { SeatUse::NONE } else { USED });
         s.release(l);
     }
     assert!(
@@ -253,20 +262,9 @@ async fn a_throttle_on_a_budget_without_figures_paces_the_tokens_the_provider_co
     // use. The probe and four more finished, five are still out when the provider refuses and
     // asks for 1 s: its second held 5 x 120 + 5 x 600 = 3,600 tokens, 30 calls' use. Pacing
     // the ten requests that went through would send 10 a second; the tokens send 30.
-    let s = store(Limits::default());
-    let used = SeatUse {
-        input: 100,
-        output: 20,
-    };
-    for _ in 0..5 {
-        let l = granted(&s, &ask(100, 500));
-        s.settle(&l, used);
-        s.release(&l);
-    }
-    let out: Vec<Lease> = (0..5).map(|_| granted(&s, &ask(100, 500))).collect();
-    s.pause(B, Duration::from_secs(1));
+    let (s, out) = refused_with_five_out();
     for l in &out {
-        s.settle(l, used);
+        s.settle(l, USED);
         s.release(l);
     }
     let rates = s.rates(B);
@@ -284,7 +282,7 @@ async fn a_throttle_on_a_budget_without_figures_paces_the_tokens_the_provider_co
         match s.reserve_now(&ask(100, 500)) {
             Reservation::Granted(l) => {
                 calls += 1;
-                s.settle(&l, used);
+                s.settle(&l, USED);
                 s.release(&l);
             }
             Reservation::Wait(Some(d)) => tokio::time::advance(d).await,

@@ -11,12 +11,11 @@
 //! plus age of the latest grant older than it `rch`; on the token axis's hash, while no axis paces
 //! the budget, the requests `ur` and tokens `ut` that went through since its first grant `uat`,
 //! and `uun`, the end of the pause of the throttle that paced its tokens on them; kept an hour
-//! after their last use), the token axes' ledgers `…:b:l` (sorted set of lease ids scored by grant time), `…:b:c` (hash lease id → what the
-//! provider counts for it now), `…:b:p` (hash lease id → what the pacing charged it), `…:b:t`
-//! (hash lease id → when it settled) and `…:b:x` (hash lease id → how much more than its
-//! reservation the provider counted, as a share of it), named
-//! from their axis's key inside the script (one hash tag, so one slot),
-//! `P:held:z` (sorted set of concurrency holders scored by lease expiry), `P:held:s` (hash
+//! after their last use), the token axes' ledgers `…:b:l` (sorted set of lease ids scored by
+//! grant time), `…:b:c` (hash lease id → what the provider counts for it now), `…:b:p` (hash
+//! lease id → what the pacing charged it), `…:b:t` (hash lease id → when it settled) and `…:b:x`
+//! (hash lease id → how much more than its reservation the provider counted, as a share of it),
+//! named from their axis's key inside the script (one hash tag, so one slot), `P:held:z` (sorted set of concurrency holders scored by lease expiry), `P:held:s` (hash
 //! holder → slots), `P:pause` (pause end, ms) and `P:seq` (the lease id counter, kept a day
 //! after its last use).
 //!
