@@ -6,7 +6,11 @@
 //!
 //! - Gemini: a `google.rpc` error `{"error": {"code", "message", "status", "details"}}`; a 429 is
 //!   `RESOURCE_EXHAUSTED` with a `QuotaFailure` and a `RetryInfo` detail (`retryDelay`) and no
-//!   `Retry-After` header, as the real API answers.
+//!   `Retry-After` header, as the real API answers. The `QuotaFailure` names the quota broken and
+//!   its per-minute figure (`quotaId`, `quotaValue`), as Gemini's do
+//!   (`GenerateRequestsPerMinutePerProjectPerModel`, `GenerateContentInputTokensPerModelPerMinute`).
+//!   Gemini has no quota on input and output tokens together; the sim names its `tpm` limit
+//!   `GenerateContentTokensPerModelPerMinute`, so a client can tell it from the input quota.
 //! - Bedrock: `{"message"}`, the exception's name in the `x-amzn-ErrorType` header
 //!   (`ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/`), with an
 //!   `x-amzn-RequestId` header and no rate-limit or retry headers.
@@ -230,7 +234,11 @@ impl ApiError {
                         "generate_content_concurrent_requests",
                         "GenerateContentConcurrentRequestsPerProjectPerModel",
                     ),
-                    LimitKind::Tokens | LimitKind::InputTokens => (
+                    LimitKind::Tokens => (
+                        "generate_content_token_count",
+                        "GenerateContentTokensPerModelPerMinute",
+                    ),
+                    LimitKind::InputTokens => (
                         "generate_content_input_token_count",
                         "GenerateContentInputTokensPerModelPerMinute",
                     ),

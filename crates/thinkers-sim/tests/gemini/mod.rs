@@ -442,6 +442,13 @@ async fn a_rate_limit_is_resource_exhausted_with_a_retry_delay() {
             "type.googleapis.com/google.rpc.RetryInfo"
         ]
     );
+    // The quota broken, with its per-minute figure, as Gemini names it.
+    let violation = &details[0]["violations"][0];
+    assert_eq!(
+        violation["quotaId"], "GenerateRequestsPerMinutePerProjectPerModel",
+        "{violation}"
+    );
+    assert_eq!(violation["quotaValue"], "1", "{violation}");
     let delay = details[1]["retryDelay"].as_str().unwrap();
     let secs: f64 = delay.strip_suffix('s').unwrap().parse().unwrap();
     assert!(secs > 0.0 && secs <= 60.0, "{delay}");

@@ -23,9 +23,9 @@
 //! pause ends and no longer; if the axis was sending at its rate (busy), it also learns (once per
 //! pause) what the provider really let through since the axis was last idle or a pause ended,
 //! `units / (elapsed + the wait asked)`, when that is below the rate and the provider states no
-//! limit in headers (whose figure is the truth), else [`THROTTLE_DECREASE`] of the rate; never
-//! less than [`LARGEST_CUT`] of it. The learned rate climbs back by [`RECOVERY`] of itself per
-//! second.
+//! limit in headers (whose figure is the truth), else the rate; it paces at [`THROTTLE_DECREASE`]
+//! of that (a margin below what the provider refused), never less than [`LARGEST_CUT`] of the
+//! rate. The learned rate climbs back by [`RECOVERY`] of itself per second.
 //!
 //! **Headers.** A `remaining` count read while the axis is idle (our own grants do not explain
 //! it) is room the provider has now: until its `reset`, an ask larger than that room (less our
@@ -45,7 +45,8 @@ use ledger::{Grant, UNSEEN};
 /// The window a provider is assumed to enforce a figure over until it states its room or reset.
 pub const ASSUMED_WINDOW: Duration = Duration::from_secs(10);
 
-/// A throttle that shows no lower rate went through cuts the rate to this share of itself.
+/// The share of the rate a throttle shows (what went through, or the rate the provider refused)
+/// that the axis paces at after it.
 pub const THROTTLE_DECREASE: f64 = 0.95;
 
 /// How much of the learned rate comes back per second without a throttle.
@@ -135,22 +136,22 @@ impl Bucket {
     }
 
     /// An axis neither the catalog nor a provider gave a figure (`tokens` for a token axis), at
-    /// `per_second`: the rate a throttle showed went through, held until the throttle's pause
-    /// ends at `until`. It climbs back as any learned rate does.
+    /// [`THROTTLE_DECREASE`] of `per_second` (the rate a throttle showed went through), held until
+    /// the throttle's pause ends at `until`. It climbs back as any learned rate does.
     pub(crate) fn learned(per_second: f64, tokens: bool, now: Instant, until: Instant) -> Self {
         let mut b = Self::with(None, None, tokens, now);
-        b.learned = Some((per_second.max(1e-9), now));
+        b.learned = Some(((per_second * THROTTLE_DECREASE).max(1e-9), now));
         b.tat = until;
         b.throttled_until = until;
         b.since_at = until;
         b
     }
 
-    /// Set the rate learned from the last throttle to `per_second` (what it showed went through,
-    /// recounted), keeping when it was learned.
+    /// Set the rate learned from the last throttle to [`THROTTLE_DECREASE`] of `per_second` (what
+    /// it showed went through, recounted), keeping when it was learned.
     pub(crate) fn relearn(&mut self, per_second: f64) {
         if let Some((r, _)) = &mut self.learned {
-            *r = per_second.max(1e-9);
+            *r = (per_second * THROTTLE_DECREASE).max(1e-9);
         }
     }
 
@@ -391,14 +392,15 @@ impl Bucket {
             } else {
                 before
             };
-            // What went through is the rate when it is below ours; otherwise (a provider's
-            // burst let more through before it refused) ours was still too high: cut it.
-            let learned = if through < before && !self.heard {
+            // What went through, where it is below ours, is the provider's rate; otherwise (a
+            // provider's burst let more through before it refused) ours was still too high. The
+            // axis keeps a margin below either, so its climb back takes a while to refuse again.
+            let basis = if through < before && !self.heard {
                 through
             } else {
-                before * THROTTLE_DECREASE
+                before
             };
-            let learned = learned.max(before * LARGEST_CUT);
+            let learned = (basis * THROTTLE_DECREASE).max(before * LARGEST_CUT);
             self.learned = Some((learned, now));
         }
         // Nothing goes through while the pause holds the axis: what does is counted from its end.

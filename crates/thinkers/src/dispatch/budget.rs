@@ -523,6 +523,8 @@ impl BudgetStore for MemoryBudgets {
                     && let Some(limit) = said.limit.filter(|l| *l > 0)
                 {
                     *slot = Some(Bucket::stated(limit, axis.settles(), now));
+                    // Paced by a figure now: nothing is left to count.
+                    s.unpaced = None;
                 }
                 if let Some(b) = slot {
                     b.observe(

@@ -28,6 +28,7 @@ use std::time::Duration;
 use tracing::Instrument;
 
 use super::cached_prefix::Prints;
+use super::client::LimitSink;
 use super::failed::Failed;
 use super::{
     ChatRequest, ChatResponse, EncodedRequest, ModelServices, Reasoning, SendOptions, SendOutcome,
@@ -385,10 +386,19 @@ pub async fn converse_bound(
     );
     let limits = services.client().limits();
     let spent = res.attempt().transient_time;
+    let dispatcher = crate::dispatch::dispatcher_of(cx)?;
+    let (store, log) = (dispatcher.admission().store(), dispatcher.limit_log());
+    log.first_standing(&**store, &b.budget, Some(&b.entry), cx);
+    // The limits a refusal states feed the budget before its pause, as an answer's headers do.
+    let refused_limits = {
+        let (store, budget) = (Arc::clone(store), Arc::clone(&b.budget));
+        LimitSink::new(move |stated| store.observe(&budget, stated))
+    };
     let options = SendOptions {
         provider: Some(Arc::clone(&b.provider)),
         entry: Some(Arc::clone(&b.entry)),
         timeout: Some(limits.call_timeout.saturating_sub(spent)),
+        refused_limits: Some(refused_limits),
     };
     // The worst case is held on the runtime's spending caps before anything is sent.
     let entry = services.router().catalog().entry(&b.entry)?;
@@ -436,11 +446,8 @@ pub async fn converse_bound(
             return Err(failed.settle(e, cx));
         }
     };
-    // The answer's headers feed the budget; its standing before (the first time) and after is
-    // recorded when it changed (`dispatch/limit_log.rs`).
-    let dispatcher = crate::dispatch::dispatcher_of(cx)?;
-    let (store, log) = (dispatcher.admission().store(), dispatcher.limit_log());
-    log.first_standing(&**store, &b.budget, Some(&b.entry), cx);
+    // The answer's headers feed the budget; its standing before (the first time, above) and
+    // after is recorded when it changed (`dispatch/limit_log.rs`).
     if let Some(obs) = outcome.rate {
         store.observe(&b.budget, obs);
     }

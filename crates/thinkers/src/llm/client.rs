@@ -88,6 +88,25 @@ pub struct SendOptions {
     /// This attempt's timeout, when it is shorter than the client's (what the call's deadline
     /// has left).
     pub timeout: Option<Duration>,
+    /// Told the limits a refusal's body states (Gemini's `QuotaFailure`), before the refusal
+    /// is returned.
+    pub(crate) refused_limits: Option<LimitSink>,
+}
+
+/// Where the limits a provider states in a refusal go (the entry's budget).
+#[derive(Clone)]
+pub(crate) struct LimitSink(Arc<dyn Fn(RateObservation) + Send + Sync>);
+
+impl LimitSink {
+    pub(crate) fn new(f: impl Fn(RateObservation) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for LimitSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LimitSink")
+    }
 }
 
 /// The client's timeouts and waits (see [`ModelClientBuilder`]).
@@ -298,6 +317,7 @@ impl ModelClient {
             redactor: &redactor,
             timeout,
             deadline: tokio::time::Instant::now() + timeout,
+            refused_limits: options.refused_limits.as_ref(),
         };
         let result = exchange.run(on_delta).await;
         result.map_err(|e| {
@@ -321,6 +341,7 @@ struct Exchange<'a> {
     redactor: &'a Redactor,
     timeout: Duration,
     deadline: tokio::time::Instant,
+    refused_limits: Option<&'a LimitSink>,
 }
 
 impl Exchange<'_> {
@@ -444,6 +465,11 @@ impl Exchange<'_> {
         // A `google.rpc` error (Gemini) states its wait in the body (`RetryInfo`), not in a
         // header: it feeds admission the same way.
         let retry_after = retry_after.or_else(|| gemini::retry_delay(&body));
+        // So does the figure of each per-minute quota it broke: admission paces at it from the
+        // pause this refusal brings on.
+        if let (Some(sink), Some(stated)) = (self.refused_limits, gemini::quota_limits(&body)) {
+            (sink.0)(stated);
+        }
         // Bedrock names the exception in `x-amzn-ErrorType` (or `__type`), beside `message`.
         let mut said = if self.enc.plan.dialect == crate::llm::Dialect::BedrockConverse {
             crate::llm::bedrock::decode::provider_error(&error_headers, &body)

@@ -3,6 +3,7 @@
 //! in `x-goog-api-key`), a stream and a whole answer decoded through the dispatcher.
 
 use thinkers::ErrorKind;
+use thinkers::dispatch::{Axis, BudgetStore as _, MemoryBudgets, RateSource};
 use thinkers::model::SIM_DEFAULT_KEY;
 use thinkers_sim::{FaultKind, FaultRule, Sim, SimConfig, SimModel};
 
@@ -78,4 +79,65 @@ async fn google_rpc_errors_name_provider_entry_and_path_never_the_key() {
     assert!(msg.contains("PERMISSION_DENIED"), "{msg}");
     assert!(!msg.contains(SIM_DEFAULT_KEY), "{msg}");
     assert!(msg.contains("g-ok"), "{msg}");
+}
+
+#[tokio::test]
+async fn a_quota_failure_paces_a_budget_without_figures_at_the_quota_stated() {
+    // Gemini states no limits in headers; its 429 names the quota broken and its figure (here
+    // 120 requests a minute, enforced over 1 s windows). The catalog gives no rate: from the
+    // first refusal on, the budget paces requests at the figure stated, not at a guess of what
+    // went through.
+    let sim = Sim::start(
+        SimConfig::builder()
+            .model(
+                SimModel::new("gemini-q")
+                    .rpm(120)
+                    .limit_window(std::time::Duration::from_secs(1)),
+            )
+            .build()
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    let toml = format!(
+        "[providers.g]\ndialect = \"gemini\"\nbase_url = \"{}\"\napi_key_env = \"THINKERS_SIM_KEY\"\n\n\
+         [[entries]]\nid = \"g-q\"\nprovider = \"g\"\nmodel = \"gemini-q\"\ngrade = \"small\"\n\
+         context_window = 100000\noutput_ceiling = 4096\nprice_in = 1.0\nprice_out = 2.0\n\
+         currency = \"USD\"\nnative_tools = true\n",
+        sim.gemini_base_url()
+    );
+    let store = std::sync::Arc::new(MemoryBudgets::new());
+    let rt = thinkers::Runtime::builder(
+        thinkers::model::Catalog::from_toml_str(&toml, "q.toml").unwrap(),
+    )
+    .client(crate::support::client(&Timeouts::default()))
+    .config(crate::support::quick_retries())
+    .budgets(store.clone())
+    .build()
+    .await
+    .unwrap();
+    let calls = (0..8).map(|_| rt.run(call("g-q")));
+    for result in futures::future::join_all(calls).await {
+        result.unwrap();
+    }
+    assert!(
+        sim.stats().model("gemini-q").rate_limited > 0,
+        "the sim refused some"
+    );
+    let rates = store.rates("model:g-q");
+    let requests = rates
+        .iter()
+        .find(|r| r.axis == Axis::Requests)
+        .unwrap_or_else(|| panic!("no request axis: {rates:?}"));
+    assert_eq!(requests.catalog_per_minute, None, "{rates:?}");
+    assert!(
+        matches!(requests.source, RateSource::Header | RateSource::Throttle),
+        "{rates:?}"
+    );
+    // The figure, or a throttle's margin below it.
+    assert!((108.0..=120.0).contains(&requests.per_minute), "{rates:?}");
+    assert!(
+        rates.iter().all(|r| r.axis == Axis::Requests),
+        "a request quota paces no tokens: {rates:?}"
+    );
 }

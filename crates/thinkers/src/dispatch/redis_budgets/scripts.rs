@@ -332,7 +332,7 @@ if uat then
   elseif used == 0 then
     local left = math.max(0, tonumber(redis.call('HINCRBYFLOAT', KEYS[1], 'ut', -reserved)))
     redis.call('HSET', KEYS[1], 'ut', tostring(left),
-      'lr', tostring(math.max(left / math.max(1, uun - uat), 1e-12)))
+      'lr', tostring(math.max(left / math.max(1, uun - uat) * DEC, 1e-12)))
   end
 end
 for i = 1, #KEYS do
@@ -407,9 +407,9 @@ for i = 2, #KEYS do
       local before = rate(b)
       local through = before
       if untl > b.sat then through = b.since / (untl - b.sat) end
-      local learned = before * DEC
-      if through < before and not b.heard then learned = through end
-      b.lr = math.max(learned, before * CUT)
+      local basis = before
+      if through < before and not b.heard then basis = through end
+      b.lr = math.max(basis * DEC, before * CUT)
       b.lat = now
     end
     if untl > b.sat then b.since = 0; b.sat = untl end
@@ -429,7 +429,7 @@ if sat and redis.call('HEXISTS', KEYS[2], 'uun') == 0 then
     local span = math.max(1, untl - sat)
     local key, lr = KEYS[2], ut / span
     if ut < 1 then key, lr = KEYS[5], ur / span end
-    redis.call('HSET', key, 'lr', tostring(math.max(lr, 1e-12)), 'lat', tostring(now),
+    redis.call('HSET', key, 'lr', tostring(math.max(lr * DEC, 1e-12)), 'lat', tostring(now),
       'tat', tostring(untl), 'tu', tostring(untl), 'since', '0', 'sat', tostring(untl))
     redis.call('PEXPIRE', key, KEEP)
     if ut < 1 then redis.call('HDEL', KEYS[2], 'uat', 'ur', 'ut')

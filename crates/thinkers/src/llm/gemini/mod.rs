@@ -42,6 +42,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::dispatch::RateObservation;
 use crate::llm::response::StopReason;
 
 /// What the blocks that carry Gemini thoughts and signatures start with (see the module docs).
@@ -113,6 +114,55 @@ pub(crate) fn retry_delay_of(error: &Value) -> Option<Duration> {
         })
         .find_map(|d| d.get("retryDelay").and_then(Value::as_str))
         .and_then(proto_duration)
+}
+
+/// The per-minute limits a `google.rpc.QuotaFailure` detail of an error body states: Gemini
+/// names each quota a refused request broke (`violations[].quotaId`, such as
+/// `GenerateRequestsPerMinutePerProjectPerModel-FreeTier` or
+/// `GenerateContentInputTokensPerModelPerMinute`) with its figure (`quotaValue`, a per-minute
+/// count, given as a string). Requests, input tokens, output tokens and tokens together go on
+/// their own axes; a quota of another period (per day), of concurrency, with no figure or a figure
+/// of 0 (no access at all, which no pacing cures) states nothing. Where two quotas name one axis
+/// (a tier's and the project's), the lower binds.
+pub(crate) fn quota_limits(body: &[u8]) -> Option<RateObservation> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let mut obs = RateObservation::default();
+    let details = v.get("error")?.get("details")?.as_array()?;
+    let violations = details
+        .iter()
+        .filter(|d| {
+            d.get("@type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.ends_with("google.rpc.QuotaFailure"))
+        })
+        .filter_map(|d| d.get("violations")?.as_array())
+        .flatten();
+    for violation in violations {
+        let Some(id) = violation.get("quotaId").and_then(Value::as_str) else {
+            continue;
+        };
+        let figure = match violation.get("quotaValue") {
+            Some(Value::String(s)) => s.trim().parse::<u64>().ok(),
+            Some(Value::Number(n)) => n.as_u64(),
+            _ => None,
+        };
+        let (Some(figure), true) = (figure.filter(|f| *f > 0), id.contains("PerMinute")) else {
+            continue;
+        };
+        let axis = if id.contains("InputToken") {
+            &mut obs.input_tokens
+        } else if id.contains("OutputToken") {
+            &mut obs.output_tokens
+        } else if id.contains("Token") {
+            &mut obs.tokens
+        } else if id.contains("Request") && !id.contains("Concurrent") {
+            &mut obs.requests
+        } else {
+            continue;
+        };
+        axis.limit = Some(axis.limit.map_or(figure, |l| l.min(figure)));
+    }
+    (obs != RateObservation::default()).then_some(obs)
 }
 
 /// The field a `google.rpc.BadRequest` detail of an error object names

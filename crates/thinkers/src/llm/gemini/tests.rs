@@ -457,6 +457,52 @@ fn retry_info_delays_are_read_from_error_bodies() {
 }
 
 #[test]
+fn quota_failures_state_their_per_minute_figures() {
+    // As Gemini answers a refused request: each quota broken, with its figure per minute.
+    let body = br#"{"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
+      "message": "You exceeded your current quota, please check your plan and billing details.",
+      "details": [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+          {"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_input_token_count",
+           "quotaId": "GenerateContentInputTokensPerModelPerMinute-FreeTier",
+           "quotaDimensions": {"model": "gemini-2.0-flash", "location": "global"}, "quotaValue": "16000"},
+          {"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+           "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier", "quotaValue": "15"},
+          {"quotaId": "GenerateRequestsPerMinutePerProjectPerModel", "quotaValue": 10},
+          {"quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier", "quotaValue": "200"},
+          {"quotaId": "GenerateContentOutputTokensPerModelPerMinute", "quotaValue": "4000"}]},
+        {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "28s"}]}}"#;
+    let stated = super::quota_limits(body).expect("the quotas state figures");
+    assert_eq!(stated.input_tokens.limit, Some(16_000));
+    // Two request quotas per minute: the lower binds. The per-day one is no rate.
+    assert_eq!(stated.requests.limit, Some(10));
+    assert_eq!(stated.output_tokens.limit, Some(4_000));
+    assert_eq!(stated.tokens.limit, None);
+    assert_eq!(stated.requests.remaining, None);
+    let total = br#"{"error": {"details": [{"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+      "violations": [{"quotaId": "GenerateContentTokensPerModelPerMinute", "quotaValue": "150000"}]}]}}"#;
+    assert_eq!(
+        super::quota_limits(total).map(|s| s.tokens.limit),
+        Some(Some(150_000))
+    );
+    // Nothing to pace at: no figure, a figure of 0 (no access), another period, concurrency,
+    // no QuotaFailure, not JSON.
+    for none in [
+        &br#"{"error": {"details": [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+            {"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+             "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]}]}}"#[..],
+        br#"{"error": {"details": [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+            {"quotaId": "GenerateRequestsPerMinutePerProjectPerModel", "quotaValue": "0"},
+            {"quotaId": "GenerateRequestsPerDayPerProjectPerModel", "quotaValue": "100"},
+            {"quotaId": "GenerateContentConcurrentRequestsPerMinute", "quotaValue": "5"},
+            {"quotaId": "GenerateRequestsPerMinutePerProjectPerModel", "quotaValue": "many"}]}]}}"#,
+        br#"{"error": {"details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}]}}"#,
+        b"<html>busy</html>",
+    ] {
+        assert_eq!(super::quota_limits(none), None);
+    }
+}
+
+#[test]
 fn an_error_in_a_200_body_is_classified() {
     let body = br#"{"error": {"code": 500, "message": "An internal error has occurred.", "status": "INTERNAL"}}"#;
     assert!(matches!(
