@@ -21,19 +21,29 @@ async fn setup() -> (Sim, thinkers::Runtime) {
     )
     .await
     .unwrap();
+    let toml = catalog(
+        &sim,
+        &[("g-ok", "gemini-ok"), ("g-missing", "gemini-missing")],
+    );
+    let rt = runtime(&toml, &Timeouts::default(), None).await;
+    (sim, rt)
+}
+
+/// A catalog whose provider `g` speaks Gemini to `sim`, with an entry per `(id, model)` and no
+/// rate limits.
+pub fn catalog(sim: &Sim, entries: &[(&str, &str)]) -> String {
     let mut toml = format!(
         "[providers.g]\ndialect = \"gemini\"\nbase_url = \"{}\"\napi_key_env = \"THINKERS_SIM_KEY\"\n",
         sim.gemini_base_url()
     );
-    for (id, model) in [("g-ok", "gemini-ok"), ("g-missing", "gemini-missing")] {
+    for (id, model) in entries {
         toml.push_str(&format!(
             "\n[[entries]]\nid = \"{id}\"\nprovider = \"g\"\nmodel = \"{model}\"\ngrade = \"small\"\n\
              context_window = 100000\noutput_ceiling = 4096\nprice_in = 1.0\nprice_out = 2.0\n\
              currency = \"USD\"\nnative_tools = true\n"
         ));
     }
-    let rt = runtime(&toml, &Timeouts::default(), None).await;
-    (sim, rt)
+    toml
 }
 
 #[tokio::test]
@@ -99,13 +109,7 @@ async fn a_quota_failure_paces_a_budget_without_figures_at_the_quota_stated() {
     )
     .await
     .unwrap();
-    let toml = format!(
-        "[providers.g]\ndialect = \"gemini\"\nbase_url = \"{}\"\napi_key_env = \"THINKERS_SIM_KEY\"\n\n\
-         [[entries]]\nid = \"g-q\"\nprovider = \"g\"\nmodel = \"gemini-q\"\ngrade = \"small\"\n\
-         context_window = 100000\noutput_ceiling = 4096\nprice_in = 1.0\nprice_out = 2.0\n\
-         currency = \"USD\"\nnative_tools = true\n",
-        sim.gemini_base_url()
-    );
+    let toml = catalog(&sim, &[("g-q", "gemini-q")]);
     let store = std::sync::Arc::new(MemoryBudgets::new());
     let rt = thinkers::Runtime::builder(
         thinkers::model::Catalog::from_toml_str(&toml, "q.toml").unwrap(),

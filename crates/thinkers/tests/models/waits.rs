@@ -116,13 +116,7 @@ async fn a_gemini_retry_info_delay_is_honoured_like_a_header() {
     )
     .await
     .unwrap();
-    let toml = format!(
-        "[providers.g]\ndialect = \"gemini\"\nbase_url = \"{}\"\napi_key_env = \"THINKERS_SIM_KEY\"\n\n\
-         [[entries]]\nid = \"g-w\"\nprovider = \"g\"\nmodel = \"gemini-w\"\ngrade = \"small\"\n\
-         context_window = 100000\noutput_ceiling = 4096\nprice_in = 1.0\nprice_out = 2.0\n\
-         currency = \"USD\"\nnative_tools = true\n",
-        sim.gemini_base_url()
-    );
+    let toml = crate::gemini::catalog(&sim, &[("g-w", "gemini-w")]);
     let rt = crate::support::runtime(&toml, &Timeouts::default(), None).await;
     sim.inject(
         FaultRule::new(FaultKind::RateLimit429)
