@@ -524,7 +524,7 @@ pub async fn converse_bound(
             cache_write_tokens: usage.cache_creation,
             output_budget: u64::from(b.output_budget),
             latency_ms: u64::try_from(outcome.latency.as_millis()).unwrap_or(u64::MAX),
-            stop_reason: stop_name(&outcome.response.stop).to_owned(),
+            stop_reason: outcome.response.stop.name().to_owned(),
             cost,
             currency: currency.to_string(),
             at_ms: now_ms(),
@@ -550,18 +550,6 @@ pub async fn converse_bound(
         latency: outcome.latency,
         counted_input_tokens: b.counted,
     })
-}
-
-/// The normalised name of a stop reason, as recorded.
-pub fn stop_name(stop: &StopReason) -> &str {
-    match stop {
-        StopReason::EndTurn => "end_turn",
-        StopReason::ToolUse => "tool_use",
-        StopReason::MaxTokens => "max_tokens",
-        StopReason::Refusal => "refusal",
-        StopReason::StopSequence => "stop_sequence",
-        StopReason::Other(s) => s,
-    }
 }
 
 impl Job for LlmCall {

@@ -30,6 +30,20 @@ pub enum StopReason {
     Other(String),
 }
 
+impl StopReason {
+    /// The normalised name of the stop, as recorded.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::EndTurn => "end_turn",
+            Self::ToolUse => "tool_use",
+            Self::MaxTokens => "max_tokens",
+            Self::Refusal => "refusal",
+            Self::StopSequence => "stop_sequence",
+            Self::Other(s) => s,
+        }
+    }
+}
+
 /// Token usage of one call, the same in every dialect.
 ///
 /// `input` is the whole input and `cached` and `cache_creation` are parts of it, whatever the
