@@ -15,9 +15,9 @@
 //! grant time), `…:b:c` (hash lease id → what the provider counts for it now), `…:b:p` (hash
 //! lease id → what the pacing charged it), `…:b:t` (hash lease id → when it settled) and `…:b:x`
 //! (hash lease id → how much more than its reservation the provider counted, as a share of it),
-//! named from their axis's key inside the script (one hash tag, so one slot), `P:held:z` (sorted set of concurrency holders scored by lease expiry), `P:held:s` (hash
-//! holder → slots), `P:pause` (pause end, ms) and `P:seq` (the lease id counter, kept a day
-//! after its last use).
+//! named from their axis's key inside the script (one hash tag, so one slot), `P:held:z` (sorted
+//! set of concurrency holders scored by lease expiry), `P:held:s` (hash holder → slots),
+//! `P:pause` (pause end, ms) and `P:seq` (the lease id counter, kept a day after its last use).
 //!
 //! The pacing arithmetic is [`crate::dispatch::bucket`]'s, in milliseconds, with the same
 //! constants (formatted into the prelude from the Rust ones).

@@ -535,29 +535,4 @@ async fn a_reservation_still_out_holds_its_place_for_every_process() -> Result<(
     Ok(())
 }
 
-/// the pause that teaches it has reached the shared axis.
-async fn learned_requests(prefix: &str, after: Option<f64>) -> Result<f64> {
-    let Some(url) = redis_url().await? else {
-        bail!("no Redis");
-    };
-    let mut conn = redis::Client::open(url.as_str())?
-        .get_multiplexed_async_connection()
-        .await?;
-    let until = Instant::now() + Duration::from_secs(2);
-    loop {
-        let lr: Option<f64> = redis::cmd("HGET")
-            .arg(format!("{prefix}:{{entry}}:req:b"))
-            .arg("lr")
-            .query_async(&mut conn)
-            .await?;
-        if let Some(lr) = lr.filter(|lr| after.is_none_or(|a| (lr * 1000.0 - a).abs() > 1e-6)) {
-            return Ok(lr * 1000.0);
-        }
-        if Instant::now() > until {
-            bail!("the throttle never reached the shared axis");
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 mod throttles;

@@ -93,19 +93,8 @@ async fn a_throttle_on_a_budget_without_figures_paces_every_process_at_the_token
         a.release(l);
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let Some(url) = redis_url().await? else {
-        return Ok(());
-    };
-    let mut conn = redis::Client::open(url.as_str())?
-        .get_multiplexed_async_connection()
-        .await?;
-    let learned: Option<f64> = redis::cmd("HGET")
-        .arg(format!("{prefix}:{{entry}}:tok:b"))
-        .arg("lr")
-        .query_async(&mut conn)
-        .await?;
     // Per ms, over the ~1.1 s from the first grant to the pause's end.
-    let learned = learned.context("the throttle taught the token axis a rate")?;
+    let learned = learned_rate(&prefix, "tok", None).await?;
     assert!((1.8..=2.4).contains(&learned), "{learned} tokens per ms");
     tokio::time::sleep(Duration::from_millis(900)).await;
     reserve(&b, &call, Duration::from_secs(2))
@@ -119,8 +108,6 @@ async fn a_throttle_on_a_budget_without_figures_paces_every_process_at_the_token
     }
     Ok(())
 }
-
-/// The learned rate of the request axis of budget `entry` under `prefix`, per second, once
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_throttle_counts_what_went_through_from_the_end_of_the_first() -> Result<()> {
@@ -149,7 +136,7 @@ async fn a_second_throttle_counts_what_went_through_from_the_end_of_the_first() 
     // Refused after 0.5 s for 0.5 s more: the first rate learned is what went through in 1 s.
     send(Duration::from_millis(500)).await?;
     a.pause("entry", Duration::from_millis(500));
-    let first = learned_requests(&prefix, None).await?;
+    let first = learned_rate(&prefix, "req", None).await? * 1000.0;
     tokio::time::sleep(Duration::from_millis(500)).await;
     // Sending again once the pause ended, refused after 0.3 s for 0.2 s: what went through is
     // counted over those 0.5 s, not from the first refusal (nothing went while it held).
@@ -157,7 +144,7 @@ async fn a_second_throttle_counts_what_went_through_from_the_end_of_the_first() 
     let sent = f64::from(send(Duration::from_millis(300)).await?);
     a.pause("entry", Duration::from_millis(200));
     let span = resumed.elapsed().as_secs_f64() + 0.2;
-    let second = learned_requests(&prefix, Some(first)).await?;
+    let second = learned_rate(&prefix, "req", Some(first / 1000.0)).await? * 1000.0;
     // It paces a margin below what went through.
     let through = sent / span * crate::dispatch::bucket::THROTTLE_DECREASE;
     assert!(
@@ -165,4 +152,31 @@ async fn a_second_throttle_counts_what_went_through_from_the_end_of_the_first() 
         "learned {second} a second, {sent} went through in {span} s (first {first})"
     );
     Ok(())
+}
+
+/// The rate a throttle taught the `axis` (`tok`, `req`) of budget `entry` under `prefix`, per
+/// ms as the scripts keep it, once the pause that teaches it (one that changed it from `after`)
+/// has reached the shared axis.
+async fn learned_rate(prefix: &str, axis: &str, after: Option<f64>) -> Result<f64> {
+    let Some(url) = redis_url().await? else {
+        bail!("no Redis");
+    };
+    let mut conn = redis::Client::open(url.as_str())?
+        .get_multiplexed_async_connection()
+        .await?;
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        let lr: Option<f64> = redis::cmd("HGET")
+            .arg(format!("{prefix}:{{entry}}:{axis}:b"))
+            .arg("lr")
+            .query_async(&mut conn)
+            .await?;
+        if let Some(lr) = lr.filter(|lr| after.is_none_or(|a| (lr - a).abs() > 1e-9)) {
+            return Ok(lr);
+        }
+        if Instant::now() > until {
+            bail!("the throttle never taught the shared {axis} axis a rate");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
