@@ -111,7 +111,7 @@ pub use runtime::{Runtime, RuntimeBuilder};
 
 /// The names most programs need.
 pub mod prelude {
-    pub use crate::dispatch::{ContextDispatcher, Dispatcher, JobHandle, Limits, Rate};
+    pub use crate::dispatch::{Dispatcher, JobHandle, Limits, Rate};
     pub use crate::error::{Error, Result};
     pub use crate::job::{
         Doer, Job, JobContext, Orchestrator, Requirements, Resources, ScopeGuard, doer,

@@ -5,9 +5,13 @@
 //!   (`orchestrator_*`);
 //! * a thinker cannot be built without a `ThinkerDeclaration` (`thinker_without_declaration`);
 //! * a model call cannot be sent without a permit: the client's sends are crate-private, only
-//!   the dispatcher acquires, and nobody outside it makes the `Resources` that `converse_bound`
-//!   needs (`send_without_permit`, `acquire_outside_dispatcher`,
-//!   `resources_outside_dispatcher`);
+//!   the dispatcher acquires, and nobody outside its kernel makes a `Permit`, the `Resources`
+//!   that `converse_bound` needs or a `JobContext` (`send_without_permit`,
+//!   `acquire_outside_dispatcher`, `resources_outside_dispatcher`, `resources_forged`,
+//!   `context_forged`); an MCP tool is called only as an admitted job
+//!   (`compile_fail_mcp/mcp_call_outside_admission`, with the `mcp` feature);
+//! * no door takes a scope wider than the parent's: the one that takes any scope is the
+//!   kernel's (`scope_widened`); `submit_narrowed` refuses a widening at run time;
 //! * a `#[thinkers::tool]` fn without a doc comment, which is the description the model reads
 //!   (`tool_without_doc`).
 //!
@@ -18,4 +22,6 @@
 fn contracts_the_type_system_enforces() {
     let cases = trybuild::TestCases::new();
     cases.compile_fail("tests/compile_fail/*.rs");
+    #[cfg(feature = "mcp")]
+    cases.compile_fail("tests/compile_fail_mcp/*.rs");
 }

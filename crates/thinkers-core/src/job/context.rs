@@ -24,36 +24,35 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 
-use super::handle::output_as;
-use super::submit::erase;
-use super::{Job, JobHandle, JobId, ScopeGuard, Services, Submitter};
+use super::kernel::{BudgetStore, Dispatcher, LimitLog};
+use super::{Job, JobHandle, JobId, ScopeGuard, Services};
 use crate::Result;
 use crate::record::Recorder;
 
 /// The metadata key under which a child's step ordinal is stored.
 pub const META_ITERATION: &str = "iteration";
 
-#[doc(hidden)]
-pub struct JobNode {
-    pub id: JobId,
-    pub parent: Option<JobId>,
+/// What the submission door knows of a job: made by the dispatcher's kernel only.
+pub(crate) struct JobNode {
+    pub(crate) id: JobId,
+    pub(crate) parent: Option<JobId>,
     /// The parent's node, so a job can read what its ancestors published (see
     /// [`JobContext::ancestor_metadata`]).
     parent_node: Option<Arc<Self>>,
-    pub workflow: JobId,
-    pub class: Cow<'static, str>,
-    pub ordinal: Option<u32>,
-    pub scope: Arc<ScopeGuard>,
+    pub(crate) workflow: JobId,
+    pub(crate) class: Cow<'static, str>,
+    pub(crate) ordinal: Option<u32>,
+    pub(crate) scope: Arc<ScopeGuard>,
     /// Its cancellation token (see [`Self::cancel_token`]): made at admission for a job on a task
     /// of its own, on first use for one run in its caller's task.
     cancel: OnceLock<CancellationToken>,
     /// Why its subtree was cancelled, when this job cancelled it (see [`Self::cancel_reason`]).
     cancel_reason: OnceLock<Arc<str>>,
     /// What runs its children: the dispatcher that admitted it.
-    pub submitter: Arc<dyn Submitter>,
+    pub(crate) dispatcher: Dispatcher,
     /// The span this job's attempt spans hang under: the parent's attempt span that submitted
     /// it, or for a root the span current at submission (see `thinkers::telemetry`).
-    pub parent_span: tracing::Span,
+    pub(crate) parent_span: tracing::Span,
     /// The span of the attempt running now (none between attempts), handed to children.
     attempt_span: Mutex<tracing::Span>,
     step: AtomicU32,
@@ -63,12 +62,12 @@ pub struct JobNode {
 }
 
 impl JobNode {
-    pub fn new(
+    pub(crate) fn new(
         class: Cow<'static, str>,
         parent: Option<&JobContext>,
         ordinal: Option<u32>,
         scope: Arc<ScopeGuard>,
-        submitter: Arc<dyn Submitter>,
+        dispatcher: Dispatcher,
         cancel: Option<CancellationToken>,
     ) -> Self {
         let id = JobId::new();
@@ -82,7 +81,7 @@ impl JobNode {
             scope,
             cancel: cancel.map_or_else(OnceLock::new, OnceLock::from),
             cancel_reason: OnceLock::new(),
-            submitter,
+            dispatcher,
             parent_span: parent.map_or_else(tracing::Span::current, |p| p.node.span_for_child()),
             attempt_span: Mutex::new(tracing::Span::none()),
             step: AtomicU32::new(0),
@@ -94,7 +93,7 @@ impl JobNode {
     /// thinker's model call, every turn) makes it only when something needs it: a child on a task
     /// of its own, a wait for cancellation, or its caller dropping it. Until then it is cancelled
     /// exactly when an ancestor is, which is what [`Self::is_cancelled`] reads.
-    pub fn cancel_token(&self) -> &CancellationToken {
+    pub(crate) fn cancel_token(&self) -> &CancellationToken {
         self.cancel.get_or_init(|| match &self.parent_node {
             Some(parent) => parent.cancel_token().child_token(),
             None => CancellationToken::new(),
@@ -104,7 +103,7 @@ impl JobNode {
     /// Cancel whatever still runs under this job, saying `reason`, unless it (or an ancestor)
     /// was cancelled already: the first cause is the one its descendants report. A job with no
     /// token yet has no child on a task of its own, so there is nothing to cancel.
-    pub fn cancel_subtree(&self, reason: impl FnOnce() -> String) {
+    pub(crate) fn cancel_subtree(&self, reason: impl FnOnce() -> String) {
         if self.is_cancelled() {
             return;
         }
@@ -117,7 +116,7 @@ impl JobNode {
     /// Why this job was cancelled: the reason of the nearest job at or above it that cancelled
     /// its subtree, else the dispatcher's shutdown reason; `None` for a cancellation through a
     /// handle.
-    pub fn cancel_reason(&self) -> Option<Arc<str>> {
+    pub(crate) fn cancel_reason(&self) -> Option<Arc<str>> {
         let mut node = Some(self);
         while let Some(n) = node {
             if let Some(r) = n.cancel_reason.get() {
@@ -125,13 +124,13 @@ impl JobNode {
             }
             node = n.parent_node.as_deref();
         }
-        self.submitter
+        self.dispatcher
             .stop_reason()
             .map(|r| Arc::from(format!("cancelled because {r}")))
     }
 
     /// Whether it (or an ancestor) was cancelled, without making its token.
-    pub fn is_cancelled(&self) -> bool {
+    pub(crate) fn is_cancelled(&self) -> bool {
         match (self.cancel.get(), &self.parent_node) {
             (Some(token), _) => token.is_cancelled(),
             (None, Some(parent)) => parent.is_cancelled(),
@@ -170,7 +169,7 @@ impl JobNode {
     }
 
     /// Record the span of the attempt that starts (or [`tracing::Span::none`] when it ends).
-    pub fn set_attempt_span(&self, span: &tracing::Span) {
+    pub(crate) fn set_attempt_span(&self, span: &tracing::Span) {
         let mut slot = self
             .attempt_span
             .lock()
@@ -183,8 +182,7 @@ impl JobNode {
 /// which it submits children. Cheap to clone.
 #[derive(Clone)]
 pub struct JobContext {
-    #[doc(hidden)]
-    pub node: Arc<JobNode>,
+    pub(crate) node: Arc<JobNode>,
 }
 
 impl std::fmt::Debug for JobContext {
@@ -228,19 +226,31 @@ impl JobContext {
         &self.node.scope
     }
 
-    /// What runs this job and its children: the dispatcher, behind the object-safe door.
-    pub fn submitter(&self) -> &Arc<dyn Submitter> {
-        &self.node.submitter
+    /// What runs this job and its children: the dispatcher that admitted it. Not public: a
+    /// job reaches no door of it but this context's, so nothing it submits leaves its scope.
+    pub(crate) fn dispatcher(&self) -> &Dispatcher {
+        &self.node.dispatcher
+    }
+
+    /// The budgets this job's dispatcher admits against: for a model call to resolve its entry
+    /// by headroom, and to tell the budget what a provider stated.
+    pub fn budgets(&self) -> &Arc<dyn BudgetStore> {
+        self.node.dispatcher.admission().store()
+    }
+
+    /// What this job's dispatcher records of the limits it met ([`LimitLog`]).
+    pub fn limit_log(&self) -> &LimitLog {
+        self.node.dispatcher.limit_log()
     }
 
     /// Shared services registered with the dispatcher (catalog, model clients, stores…).
     pub fn services(&self) -> &Services {
-        self.node.submitter.services()
+        self.node.dispatcher.services()
     }
 
     /// Where this job's start and end, its children and its model calls are recorded.
     pub fn recorder(&self) -> &Arc<dyn Recorder> {
-        self.node.submitter.recorder()
+        self.node.dispatcher.recorder()
     }
 
     /// Whether this job (or an ancestor) was cancelled.
@@ -299,7 +309,6 @@ impl JobContext {
     /// job's place below that job (or below the root when none did): the step ordinal and class
     /// of each job from there down to this one, `/`-separated (`-` for a job without an
     /// ordinal), e.g. `-:errands/3:errands.turn`. Deterministic for a replay of the same run.
-    #[doc(hidden)]
     pub fn place_under(&self, key: &str) -> (Option<serde_json::Value>, String) {
         let mut segments = Vec::new();
         let mut node = Some(&self.node);
@@ -348,9 +357,7 @@ impl JobContext {
         ordinal: Option<u32>,
         scope: Option<Arc<ScopeGuard>>,
     ) -> JobHandle<J::Output> {
-        Arc::clone(&self.node.submitter)
-            .spawn(erase(job), self, ordinal, scope)
-            .downcast()
+        self.node.dispatcher.spawn(job, Some(self), ordinal, scope)
     }
 
     /// Submit a child in the step last claimed with [`JobContext::next_step`]: every child
@@ -379,14 +386,12 @@ impl JobContext {
     pub fn run_in_current_step<J: Job>(
         &self,
         job: J,
-    ) -> impl Future<Output = crate::Result<J::Output>> + '_ {
-        let class = job.class();
-        let run = Arc::clone(&self.node.submitter).run_here(
-            erase(job),
-            self,
-            Some(self.step_for_child()),
-        );
-        async move { output_as(run.await?, &class) }
+    ) -> impl Future<Output = crate::Result<J::Output>> + Send + 'static {
+        // The job boxed, so each attempt's execute future is a box of its own: inline in the
+        // attempt loop, it would widen the caller's future for the caller's whole life.
+        self.node
+            .dispatcher
+            .run_here(super::BoxJob::new(job), self, Some(self.step_for_child()))
     }
 
     /// Submit a child with no ordinal. The child has no place in the trajectory; doers use

@@ -2,7 +2,9 @@
 //!
 //! A job is one unit of work the dispatcher runs. Before every attempt the dispatcher asks the job
 //! for its [`Requirements`] (a model seat, a slot of a named service budget), waits until they are
-//! admitted, and then calls [`Job::execute`] with the granted [`Resources`]. Because `execute`
+//! admitted, and then calls [`Job::execute`] with the granted [`Resources`]. The dispatcher's
+//! kernel lives here too (published as [`crate::dispatch`]): it is the only code that makes a
+//! [`JobContext`] or [`Resources`], so both mean what they say wherever a job receives them. Because `execute`
 //! takes `&mut self`, a job that asks to be run again (a correction, a truncation escalation) is
 //! re-run as the *same instance*, with whatever state it grew.
 //!
@@ -19,23 +21,20 @@
 pub mod context;
 mod dynjob;
 mod handle;
+pub(crate) mod kernel;
 mod limits;
 mod requirements;
 pub mod scope;
 mod services;
-mod submit;
 
 pub use crate::id::JobId;
 pub use context::{JobContext, META_ITERATION};
 pub use dynjob::{BoxJob, DynJob};
 pub use handle::JobHandle;
 pub use limits::{Limits, Rate};
-pub use requirements::{
-    Ask, AttemptInfo, Grant, Requirement, Requirements, Resources, Seat, SeatUse,
-};
+pub use requirements::{Ask, AttemptInfo, Requirement, Requirements, Resources, Seat, SeatUse};
 pub use scope::ScopeGuard;
 pub use services::Services;
-pub use submit::{AnyOutput, Submitter, erase};
 
 use std::borrow::Cow;
 use std::fmt;

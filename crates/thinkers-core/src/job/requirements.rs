@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::Limits;
+use super::kernel::Permit;
 
 /// Where an attempt stands in its retry budgets. Handed to `requirements` and `execute`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -186,47 +187,24 @@ impl Requirements {
         self.items.is_empty()
     }
 
-    #[doc(hidden)]
-    pub fn into_items(self) -> Vec<Requirement> {
+    /// What was asked, for admission.
+    pub(in crate::job) fn into_items(self) -> Vec<Requirement> {
         self.items
     }
 }
 
-/// An admitted reservation, as the job contract sees it: what was admitted, and the one way to
-/// give it back. The dispatcher's admission implements it; dropping one releases what it holds.
-pub trait Grant: Send + Sync + std::fmt::Debug {
-    /// What was admitted, in the order it was asked.
-    fn requirements(&self) -> &[Requirement];
-
-    /// Reconcile the seat's reservation with the tokens it really used (when reported), then
-    /// release everything. A seat already reconciled by [`Grant::settle_seat_now`] is left as
-    /// it is.
-    fn settle(self: Box<Self>, seat_used: Option<SeatUse>);
-
-    /// Reconcile the seat's reservation with the tokens it really used now, before the grant
-    /// is released: the budget gets back what the call did not use while the attempt still
-    /// works (a durable run's journal write of the answer). Once only; later calls and the final
-    /// [`Grant::settle`] leave the seat as it is. The default does nothing (the reservation is
-    /// reconciled at the end).
-    fn settle_seat_now(&self, seat_used: SeatUse) {
-        let _ = seat_used;
-    }
-
-    /// Itself, so the runtime that minted it can tell its own grants from any other.
-    fn as_any(&self) -> &dyn std::any::Any;
-}
-
-/// What one attempt was granted: the admission's [`Grant`] and the attempt's place in its retry
+/// What one attempt was granted: admission's [`Permit`] and the attempt's place in its retry
 /// budgets. Dropping it releases the reservation.
 ///
-/// The dispatcher makes one around the grant admission minted for the attempt, and a model call
-/// is sent only against a seat it holds: `thinkers::llm::converse_bound` refuses resources whose
-/// grant is not a permit admission minted (and admission mints none outside the dispatcher),
-/// then spends the seat its request was priced for, once. So a job cannot reach a model with a
-/// seat it was not admitted for, nor twice on one admission.
+/// Only the dispatcher's attempt loop makes one, around the permit admission minted for the
+/// attempt: it has no public constructor and a permit has none either
+/// (`thinkers/tests/compile_fail/`). A model call is sent only against a seat it holds
+/// (`thinkers::llm::converse_bound` spends the seat its request was priced for, once,
+/// [`Resources::spend_seat`]), so a job cannot reach a model with a seat it was not admitted
+/// for, nor twice on one admission.
 #[derive(Debug)]
 pub struct Resources {
-    permit: Box<dyn Grant>,
+    permit: Permit,
     attempt: AttemptInfo,
     seat_input: AtomicU64,
     seat_output: AtomicU64,
@@ -237,10 +215,8 @@ pub struct Resources {
 const UNREPORTED: u64 = u64::MAX;
 
 impl Resources {
-    /// The resources of an attempt admitted under `permit`. Made by the dispatcher; resources
-    /// made around any other grant are refused by the model call.
-    #[doc(hidden)]
-    pub fn new(permit: Box<dyn Grant>, attempt: AttemptInfo) -> Self {
+    /// The resources of an attempt admitted under `permit`: made by the attempt loop only.
+    pub(in crate::job) fn new(permit: Permit, attempt: AttemptInfo) -> Self {
         Self {
             permit,
             attempt,
@@ -253,12 +229,6 @@ impl Resources {
     /// The attempt these resources were granted for.
     pub fn attempt(&self) -> AttemptInfo {
         self.attempt
-    }
-
-    /// The grant these resources hold.
-    #[doc(hidden)]
-    pub fn grant(&self) -> &dyn Grant {
-        self.permit.as_ref()
     }
 
     /// The model seat granted, if the job asked for one.
@@ -285,7 +255,7 @@ impl Resources {
     /// no usage was reported (the whole reservation stays booked).
     pub fn settle_seat_now(&self) {
         if let Some(used) = self.reported_seat_use() {
-            self.permit.settle_seat_now(used);
+            self.permit.settle_seat(used);
         }
     }
 
@@ -298,8 +268,8 @@ impl Resources {
     /// Spend the admitted seat `seat` for one model call: the first seat of the permit equal to
     /// it that no call has spent yet. A seat this attempt was not admitted for, or one already
     /// spent, is an [`crate::Error::System`]: the job asked admission for one thing and tried to
-    /// send another.
-    #[doc(hidden)]
+    /// send another. A model call spends its seat before it sends; spending only ever uses up
+    /// what was admitted.
     pub fn spend_seat(&self, seat: &Seat) -> crate::Result<()> {
         for (i, r) in self.permit.requirements().iter().enumerate() {
             let Requirement::Seat(admitted) = r else {
@@ -323,8 +293,9 @@ impl Resources {
         ))
     }
 
-    #[doc(hidden)]
-    pub fn settle(self) {
+    /// Reconcile the seat with the usage reported and release everything: the attempt loop's
+    /// last step of an attempt.
+    pub(in crate::job) fn settle(self) {
         let used = self.reported_seat_use();
         self.permit.settle(used);
     }

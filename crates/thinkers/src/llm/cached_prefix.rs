@@ -11,8 +11,8 @@
 //! prefix expects to read that much; its seat asks for the rest.
 //!
 //! A wrong guess costs no correctness: the seat settles to the usage the provider reports, and
-//! an overrun's time is taken from the budget then (see `dispatch/bucket.rs`). The fingerprints
-//! are in-process hashes; nothing is stored.
+//! an overrun's time is taken from the budget then (see `thinkers_core::dispatch::bucket`). The
+//! fingerprints are in-process hashes; nothing is stored.
 
 use std::collections::VecDeque;
 use std::hash::{DefaultHasher, Hash, Hasher};

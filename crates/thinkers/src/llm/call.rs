@@ -275,7 +275,7 @@ pub fn require_seat(
     cx: &JobContext,
 ) -> Result<BoundSeat> {
     let services = cx.services().require::<ModelServices>()?;
-    let budgets = crate::dispatch::budgets_of(cx)?;
+    let budgets = cx.budgets();
     let entry = seat.resolve_entry(services.router(), budgets.as_ref())?;
     let escalated = req.attempt().escalated;
     let output_tokens = output_budget(entry, output, escalated);
@@ -373,7 +373,6 @@ pub async fn converse_bound(
     cx: &JobContext,
 ) -> Result<LlmOutcome> {
     let b = bound.0;
-    crate::dispatch::check_admitted(res, class)?;
     if !b.held {
         res.spend_seat(&b.seat)?;
     }
@@ -386,8 +385,7 @@ pub async fn converse_bound(
     );
     let limits = services.client().limits();
     let spent = res.attempt().transient_time;
-    let dispatcher = crate::dispatch::dispatcher_of(cx)?;
-    let (store, log) = (dispatcher.admission().store(), dispatcher.limit_log());
+    let (store, log) = (cx.budgets(), cx.limit_log());
     log.first_standing(&**store, &b.budget, Some(&b.entry), cx);
     // The limits a refusal states feed the budget before its pause, as an answer's headers do.
     let refused_limits = {
@@ -447,7 +445,7 @@ pub async fn converse_bound(
         }
     };
     // The answer's headers feed the budget; its standing before (the first time, above) and
-    // after is recorded when it changed (`dispatch/limit_log.rs`).
+    // after is recorded when it changed (`thinkers_core::dispatch::LimitLog`).
     if let Some(obs) = outcome.rate {
         store.observe(&b.budget, obs);
     }

@@ -33,11 +33,9 @@ impl Failed<'_> {
             }) => {
                 // The attempt loop records the throttle; it learns the entry and the wait the
                 // provider asked (before the cap) from this note.
-                if cx.recorder().keeps_rows()
-                    && let Ok(dispatcher) = crate::dispatch::dispatcher_of(cx)
-                {
-                    let log = dispatcher.limit_log();
-                    log.model_throttle(cx.id(), self.entry, retry_after);
+                if cx.recorder().keeps_rows() {
+                    cx.limit_log()
+                        .model_throttle(cx.id(), self.entry, retry_after);
                 }
                 Error::Retry(RetrySignal::Throttled {
                     budget: Some(self.budget.to_string()),
@@ -75,9 +73,7 @@ impl Failed<'_> {
                     "the provider asked for a longer wait than the client's cap; the entry's \
                      budget is paused for the cap"
                 );
-                if let Ok(store) = crate::dispatch::budgets_of(cx) {
-                    store.pause(self.budget, cap);
-                }
+                cx.budgets().pause(self.budget, cap);
                 Some(cap)
             }
             w => w,

@@ -141,35 +141,3 @@ async fn a_read_only_flow_cannot_start_a_writer_whoever_submits_it() {
     .unwrap();
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
-
-#[tokio::test]
-async fn the_submission_door_refuses_a_wider_scope_whoever_calls_it() {
-    let (d, rec) = dispatcher();
-    let err = d
-        .submit_scoped(
-            doer("root", |cx| async move {
-                // Straight to the door, past `submit_narrowed`: a scope without the read-only
-                // binding and with another ticket.
-                let wider = std::sync::Arc::new(ScopeGuard::unbound().with_axis("ticket", "T-9"));
-                let job =
-                    thinkers::job::erase(doer(
-                        "escapee",
-                        |cx| async move { Ok(cx.scope().clone()) },
-                    ));
-                let handle = cx.submitter().clone().spawn(job, &cx, None, Some(wider));
-                handle.await.map(|_| ())
-            }),
-            ScopeGuard::unbound().with_axis("ticket", "T-1").read_only(),
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
-    assert!(err.to_string().contains("scope."), "{err}");
-    // The child is on the record as failed, having run nothing.
-    let ended = rec
-        .jobs()
-        .into_iter()
-        .find(|j| j.start.class == "escapee")
-        .expect("the refused child is recorded");
-    assert_eq!(ended.status(), thinkers::record::JobStatus::Failed);
-}

@@ -209,7 +209,7 @@ pub(crate) async fn compact_if_needed(
     let Some(models) = cx.services().get::<ModelServices>() else {
         return Ok(None);
     };
-    let budgets = crate::dispatch::budgets_of(cx)?;
+    let budgets = cx.budgets();
     let Some(mut conv) = observer.lock().conversation.take() else {
         return Err(Error::system("thinker loop", "no conversation is open"));
     };

@@ -324,7 +324,7 @@ pub(crate) fn native_thinking(
     cx: &JobContext,
 ) -> Option<Arc<str>> {
     let services = cx.services().get::<ModelServices>()?;
-    let budgets = crate::dispatch::budgets_of(cx).ok()?;
+    let budgets = cx.budgets();
     let entry = services
         .router()
         .resolve(grade, core.pin.as_deref(), budgets.as_ref())

@@ -46,7 +46,7 @@ struct State {
 /// The last recorded standing of each budget, and model throttles in flight. See the module
 /// docs.
 #[derive(Default)]
-pub(crate) struct LimitLog {
+pub struct LimitLog {
     state: Mutex<State>,
 }
 
@@ -80,7 +80,7 @@ impl LimitLog {
 
     /// Record the budget's first standing if it was never recorded (before an answer or a
     /// throttle may change it); nothing otherwise.
-    pub(crate) fn first_standing(
+    pub fn first_standing(
         &self,
         store: &dyn BudgetStore,
         budget: &str,
@@ -95,7 +95,7 @@ impl LimitLog {
 
     /// Record each axis of the budget whose standing changed materially since it was last
     /// recorded (every axis the first time).
-    pub(crate) fn standing(
+    pub fn standing(
         &self,
         store: &dyn BudgetStore,
         budget: &str,
@@ -160,8 +160,8 @@ impl LimitLog {
     }
 
     /// A model call of the job `job` on `entry` was throttled; the provider asked to wait
-    /// `asked` (before the client's cap). Taken by the attempt loop's [`Self::throttled`].
-    pub(crate) fn model_throttle(&self, job: JobId, entry: &str, asked: Option<Duration>) {
+    /// `asked` (before the client's cap). Taken by the attempt loop when it records the throttle.
+    pub fn model_throttle(&self, job: JobId, entry: &str, asked: Option<Duration>) {
         let mut state = self.lock();
         if state.pending.len() >= MAX_PENDING {
             state.pending.clear();

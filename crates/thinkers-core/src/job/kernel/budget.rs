@@ -566,4 +566,4 @@ mod probe;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use probe::Probe;
+pub use probe::Probe;

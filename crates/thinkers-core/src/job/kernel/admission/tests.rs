@@ -4,9 +4,9 @@ use std::task::{Context, Poll};
 use futures::task::ArcWake;
 
 use super::*;
-use crate::dispatch::budget::MemoryBudgets;
 use crate::job::Limits;
 use crate::job::Requirement;
+use crate::job::kernel::budget::MemoryBudgets;
 
 const BUDGET: &str = "service:one";
 
@@ -76,7 +76,7 @@ async fn a_seat_settled_early_gives_its_surplus_back_once_while_the_permit_is_he
     // otpm = 6,000: 100 a second. The seat books 1,000 output tokens (10 s of the axis) and
     // uses 100: settled early, the next ask waits 1 s although the permit is still held,
     // and the permit's own settle at the end gives nothing back twice.
-    use crate::dispatch::budget::Reservation;
+    use crate::job::kernel::budget::Reservation;
     use crate::job::{Rate, Seat};
     let store = Arc::new(MemoryBudgets::new());
     let budget = Seat::budget_for("e");
@@ -90,8 +90,8 @@ async fn a_seat_settled_early_gives_its_surplus_back_once_while_the_permit_is_he
     // The provider states a minute's room: its window holds both calls.
     store.observe(
         &budget,
-        crate::dispatch::RateObservation {
-            output_tokens: crate::dispatch::AxisObservation {
+        crate::job::kernel::RateObservation {
+            output_tokens: crate::job::kernel::AxisObservation {
                 remaining: Some(6_000),
                 reset: None,
                 limit: None,
@@ -122,9 +122,9 @@ async fn a_seat_settled_early_gives_its_surplus_back_once_while_the_permit_is_he
         input: 5_000,
         output: 100,
     };
-    crate::job::Grant::settle_seat_now(&permit, used);
+    permit.settle_seat(used);
     assert!((waits(&store) - 1.0).abs() < 1e-3, "{}", waits(&store));
-    crate::job::Grant::settle_seat_now(&permit, used);
+    permit.settle_seat(used);
     permit.settle(Some(used));
     assert!(
         (waits(&store) - 1.0).abs() < 1e-3,

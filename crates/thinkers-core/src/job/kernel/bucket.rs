@@ -69,7 +69,7 @@ pub const USE_SMOOTHING: f64 = 0.125;
 pub const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
 
 /// `at + d`, with `d` capped at [`MAX_WAIT`]: never overflows.
-pub(crate) fn later(at: Instant, d: Duration) -> Instant {
+pub fn later(at: Instant, d: Duration) -> Instant {
     at.checked_add(d.min(MAX_WAIT)).unwrap_or(at)
 }
 

@@ -10,11 +10,11 @@ use futures::FutureExt;
 use tokio_util::sync::WaitForCancellationFutureOwned;
 use tracing::Instrument;
 
+use super::span as telemetry;
 use crate::Result;
 use crate::error::{Error, RetrySignal};
 use crate::job::{AttemptInfo, Job, JobContext, Requirements, Resources};
 use crate::record::{JobEnd, JobStatus, now_ms};
-use crate::telemetry;
 
 /// Records a job run in its caller's task as cancelled if the caller drops it before it ends
 /// (a spawned job runs on; one run in place stops with its caller).
@@ -210,7 +210,7 @@ async fn attempts<J: Job>(
     cx: &JobContext,
     attempt: &mut AttemptInfo,
 ) -> Result<J::Output> {
-    let dispatcher = super::dispatcher_of(cx)?;
+    let dispatcher = cx.dispatcher();
     let config = dispatcher.config();
     let salt = cx.id().0.as_u128();
     loop {
@@ -235,7 +235,7 @@ async fn attempts<J: Job>(
             }
         }
         let permit = dispatcher.admission().acquire(req.into_items()).await?;
-        let res = Resources::new(Box::new(permit), *attempt);
+        let res = Resources::new(permit, *attempt);
         let timeout = job.timeout();
         let attempt_started = tokio::time::Instant::now();
         let span = telemetry::begin_attempt(cx, attempt.number);
@@ -337,13 +337,6 @@ async fn attempts<J: Job>(
                 if attempt.unreadable_answers > config.max_unreadable_answers {
                     return Err(Error::external(service, "response", detail));
                 }
-            }
-            // A signal of a later thinkers-core this loop does not know: not retried blindly.
-            other => {
-                return Err(Error::system(
-                    format!("retry loop of {}", cx.class()),
-                    format!("no retry rule for the signal `{other}`"),
-                ));
             }
         }
     }

@@ -358,7 +358,7 @@ pub struct Permit {
     admission: Option<Admission>,
     requirements: Vec<Requirement>,
     leases: Vec<(usize, Lease)>,
-    /// Whether the seat's reservation was reconciled already ([`Grant::settle_seat_now`]).
+    /// Whether the seat's reservation was reconciled already ([`Permit::settle_seat`]).
     seat_settled: AtomicBool,
 }
 
@@ -392,7 +392,7 @@ impl Permit {
 
     /// Reconcile the seat leases with `used`, once: a later call does nothing. Waiters on their
     /// budgets look again at once (the call gave back what it did not use).
-    fn settle_seat(&self, used: SeatUse) {
+    pub(crate) fn settle_seat(&self, used: SeatUse) {
         if self.seat_settled.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -406,39 +406,6 @@ impl Permit {
             }
         }
     }
-}
-
-impl crate::job::Grant for Permit {
-    fn requirements(&self) -> &[Requirement] {
-        &self.requirements
-    }
-
-    fn settle(self: Box<Self>, seat_used: Option<SeatUse>) {
-        Self::settle(*self, seat_used);
-    }
-
-    fn settle_seat_now(&self, seat_used: SeatUse) {
-        self.settle_seat(seat_used);
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
-
-/// Whether `res` holds a permit admission minted: the resources of an attempt the dispatcher
-/// admitted, not ones made around another grant. A system error names the job otherwise.
-pub(crate) fn check_admitted(res: &crate::job::Resources, class: &str) -> Result<()> {
-    if res.grant().as_any().is::<Permit>() {
-        return Ok(());
-    }
-    Err(Error::system(
-        "model call",
-        format!(
-            "`{class}` holds resources no admission granted: a model call is sent only under \
-             a permit the dispatcher's admission minted"
-        ),
-    ))
 }
 
 impl Drop for Permit {

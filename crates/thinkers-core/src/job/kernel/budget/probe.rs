@@ -14,16 +14,20 @@ use crate::job::Limits;
 /// provider that states nothing thus refuses the first few calls beyond its limit, not every
 /// call in flight.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) enum Probe {
+pub enum Probe {
     /// No call has gone out yet.
     #[default]
     Ahead,
     /// At most `window` calls out at once: `asking` asked and not yet granted or refused (the
     /// last since `since`), and those granted under the leases `out`.
     Ramp {
+        /// How many calls may be out at once.
         window: usize,
+        /// Calls asked and not yet granted or refused.
         asking: usize,
+        /// When the last of those asked.
         since: Instant,
+        /// The leases of the calls out.
         out: Vec<u64>,
     },
     /// Done: the budget admits as its limits say.
@@ -37,7 +41,7 @@ const PROBE_ASKING: Duration = Duration::from_secs(30);
 impl Probe {
     /// Whether an ask of `tokens` on a budget with `limits` must wait for a call out to end; an
     /// ask that need not takes a place in the window.
-    pub(crate) fn holds(&mut self, limits: &Limits, tokens: u64) -> bool {
+    pub fn holds(&mut self, limits: &Limits, tokens: u64) -> bool {
         if tokens == 0 || Axis::ALL.iter().any(|a| a.rate(limits).is_some()) {
             return false;
         }
@@ -73,7 +77,7 @@ impl Probe {
     }
 
     /// The ask that took a place was granted as lease `id`.
-    pub(crate) fn granted(&mut self, id: u64) {
+    pub fn granted(&mut self, id: u64) {
         if let Self::Ramp { asking, out, .. } = self
             && *asking > 0
         {
@@ -83,14 +87,14 @@ impl Probe {
     }
 
     /// The ask that took a place was not granted after all: its place is free.
-    pub(crate) fn not_sent(&mut self) {
+    pub fn not_sent(&mut self) {
         if let Self::Ramp { asking, .. } = self {
             *asking = asking.saturating_sub(1);
         }
     }
 
     /// Lease `id` ended: if it was out in the window, the window grows by one.
-    pub(crate) fn ended(&mut self, id: u64) {
+    pub fn ended(&mut self, id: u64) {
         if let Self::Ramp { window, out, .. } = self
             && let Some(i) = out.iter().position(|&o| o == id)
         {
@@ -100,7 +104,7 @@ impl Probe {
     }
 
     /// The budget is paced now (a header stated a figure, a throttle taught one).
-    pub(crate) fn paced(&mut self) {
+    pub fn paced(&mut self) {
         *self = Self::Done;
     }
 }

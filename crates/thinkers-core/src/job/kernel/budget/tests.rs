@@ -1,5 +1,5 @@
 use super::*;
-use crate::dispatch::bucket::THROTTLE_DECREASE;
+use crate::job::kernel::bucket::THROTTLE_DECREASE;
 
 const B: &str = "model:e";
 
