@@ -349,8 +349,8 @@ impl JobContext {
         self.spawn(job, Some(n), None)
     }
 
-    /// Every submission: the child crosses the submitter with its type erased, and its handle
-    /// reads the output back as `J::Output`.
+    /// Every submission: the kernel's door, under this job; the child keeps its own type, and
+    /// its handle is its task's.
     fn spawn<J: Job>(
         &self,
         job: J,
