@@ -5,12 +5,12 @@
 
 use std::net::TcpListener as StdListener;
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 use tokio::process::{Child, Command};
 
-use super::cli::{thinkers, wait_for};
+use super::cli::thinkers;
 
 pub struct RestateServer {
     pub ingress: String,
@@ -53,10 +53,28 @@ impl RestateServer {
 
     /// [`RestateServer::start`] with the invoker's inactivity timeout (how long an invocation
     /// may go without a journal step before the server asks it to suspend).
+    ///
+    /// A server that exits or does not answer within a minute (a port taken between choosing
+    /// it and binding it, a slow first start on a loaded machine) is stopped and started again
+    /// on fresh ports, up to three times; the error names what the server printed.
     pub async fn start_with(inactivity: &str) -> Result<Option<Self>> {
         let Some(binary) = server_binary()? else {
             return Ok(None);
         };
+        let mut failures = Vec::new();
+        for attempt in 1..=3 {
+            match Self::try_start(&binary, inactivity).await {
+                Ok(server) => return Ok(Some(server)),
+                Err(e) => {
+                    eprintln!("restate-server start {attempt} of 3 failed: {e:#}");
+                    failures.push(format!("start {attempt}: {e:#}"));
+                }
+            }
+        }
+        bail!("the Restate server did not start:\n{}", failures.join("\n"))
+    }
+
+    async fn try_start(binary: &str, inactivity: &str) -> Result<Self> {
         let dir = tempfile::tempdir()?;
         let (fabric, admin, ingress) = (free_port()?, free_port()?, free_port()?);
         let config = format!(
@@ -90,39 +108,54 @@ bind-address = "127.0.0.1:{ingress}"
         );
         let file = dir.path().join("restate.toml");
         std::fs::write(&file, config)?;
-        let child = Command::new(&binary)
+        let log = dir.path().join("restate.log");
+        let out = std::fs::File::create(&log)?;
+        let mut child = Command::new(binary)
             .arg("--config-file")
             .arg(&file)
             .args(["--no-logo", "--listen-mode", "tcp"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
             .kill_on_drop(true)
             .spawn()
             .with_context(|| format!("starting {binary}"))?;
-        let server = Self {
+        let printed = |log: &std::path::Path| {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(20).collect();
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        };
+        let http = reqwest::Client::new();
+        let health = format!("http://127.0.0.1:{admin}/health");
+        let ready = format!("http://127.0.0.1:{ingress}/restate/health");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = child.try_wait()? {
+                bail!(
+                    "restate-server exited ({status}); it printed:\n{}",
+                    printed(&log)
+                );
+            }
+            let up =
+                |r: reqwest::Result<reqwest::Response>| r.is_ok_and(|r| r.status().is_success());
+            if up(http.get(&health).send().await) && up(http.get(&ready).send().await) {
+                break;
+            }
+            if Instant::now() > deadline {
+                child.kill().await.ok();
+                bail!(
+                    "restate-server did not answer within 60 s on admin port {admin}, ingress \
+                     port {ingress}; it printed:\n{}",
+                    printed(&log)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(Self {
             ingress: format!("http://127.0.0.1:{ingress}"),
             admin: format!("http://127.0.0.1:{admin}"),
             _child: child,
             _dir: dir,
-        };
-        let http = reqwest::Client::new();
-        let health = format!("{}/health", server.admin);
-        let ready = format!("{}/restate/health", server.ingress);
-        wait_for(
-            "the Restate server to answer",
-            Duration::from_secs(60),
-            || {
-                let (http, health, ready) = (http.clone(), health.clone(), ready.clone());
-                async move {
-                    let up = |r: reqwest::Result<reqwest::Response>| {
-                        r.is_ok_and(|r| r.status().is_success())
-                    };
-                    Ok(up(http.get(&health).send().await) && up(http.get(&ready).send().await))
-                }
-            },
-        )
-        .await?;
-        Ok(Some(server))
+        })
     }
 
     /// Register the deployment at `http://{addr}`, retrying while the service processes start.
