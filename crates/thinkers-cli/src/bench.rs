@@ -21,7 +21,7 @@ use thinkers::benchmark::{Benchmark, BenchmarkEvent, BenchmarkReport, RunRole};
 use thinkers::llm::ModelClient;
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, Grade, OutputSize};
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 use thinkers_sim::{Sim, SimConfig};
 
 use crate::simctl;
@@ -228,7 +228,7 @@ where
     let objective = task.objective.clone();
     let grade = args.grade;
     let factory = move || {
-        SingleObjectiveThinker::<A>::new(
+        Thinker::<A>::declared(
             ThinkerDeclaration::new(grade, OutputSize::Compact),
             objective.clone(),
         )

@@ -50,7 +50,7 @@ fn an_entry_the_provider_does_not_serve_fails_the_check() {
     assert_eq!(row(&stdout, "sim-lost")[2], "NO", "{stdout}");
     assert_eq!(row(&stdout, "sim-xl-b")[2], "yes", "{stdout}");
     assert!(
-        stderr.contains("1 of 12 open entries are not callable: sim-lost"),
+        stderr.contains("1 of 15 open entries are not callable: sim-lost"),
         "{stderr}"
     );
 }
@@ -79,24 +79,34 @@ fn a_catalog_mixing_every_family_over_the_sim_passes_the_check() {
 fn every_open_entry_answering_passes_the_check() {
     let (ok, stdout, stderr) = check(BUNDLED_TOML);
     assert!(ok, "{stdout}\n{stderr}");
-    assert_eq!(row(&stdout, "sim-small-a")[2], "yes", "{stdout}");
+    // One entry of each family the bundled catalog has.
+    for id in [
+        "sim-small-a",
+        "sim-small-b",
+        "sim-large-responses",
+        "sim-xl-gemini",
+        "sim-large-bedrock",
+    ] {
+        assert_eq!(row(&stdout, id)[2], "yes", "{id}: {stdout}");
+    }
 }
 
 #[test]
 fn a_bedrock_converse_entry_over_the_sim_passes_the_check() {
-    // A Bedrock provider beside the bundled ones: signed requests to the sim's Converse
-    // endpoints, for a model the sim serves.
+    // A second Bedrock provider beside the bundled ones (the bundled `sim-bedrock` signs for
+    // eu-central-1): signed requests to the sim's Converse endpoints, for a model the sim serves.
     let catalog = format!(
-        "{BUNDLED_TOML}\n[providers.sim-bedrock]\ndialect = \"bedrock-converse\"\n\
+        "{BUNDLED_TOML}\n[providers.sim-bedrock-us]\ndialect = \"bedrock-converse\"\n\
          base_url = \"{{sim}}\"\nregion = \"us-east-1\"\naccess_key_env = \"THINKERS_SIM_KEY\"\n\
          secret_key_env = \"THINKERS_SIM_KEY\"\n\n[[entries]]\nid = \"sim-bedrock-small\"\n\
-         provider = \"sim-bedrock\"\nmodel = \"sim-small-b\"\ngrade = \"small\"\n\
+         provider = \"sim-bedrock-us\"\nmodel = \"sim-small-b\"\ngrade = \"small\"\n\
          context_window = 200000\noutput_ceiling = 8192\nprice_in = 1.0\nprice_out = 5.0\n\
          currency = \"USD\"\n"
     );
     let (ok, stdout, stderr) = check(&catalog);
     assert!(ok, "{stdout}\n{stderr}");
     assert_eq!(row(&stdout, "sim-bedrock-small")[2], "yes", "{stdout}");
+    assert_eq!(row(&stdout, "sim-large-bedrock")[2], "yes", "{stdout}");
 }
 
 /// A loopback listener that accepts connections and never answers (nor closes them).

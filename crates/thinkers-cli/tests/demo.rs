@@ -74,7 +74,13 @@ fn a_failed_stage_is_reported_and_the_next_stages_still_run() {
         .find_map(|l| l.strip_prefix("Stages passed: "))
         .unwrap_or_else(|| panic!("no summary line in:\n{stdout}"));
     let (passed, failed) = summary.split_once("; failed: ").unwrap();
-    for stage in ["dispatcher (", "thinkers (", "chat (", "benchmark ("] {
+    for stage in [
+        "dispatcher (",
+        "thinkers (",
+        "providers (",
+        "chat (",
+        "benchmark (",
+    ] {
         assert!(passed.contains(stage), "{stage} not passed: {summary}");
     }
     assert!(
@@ -82,14 +88,15 @@ fn a_failed_stage_is_reported_and_the_next_stages_still_run() {
         "{summary}"
     );
     assert!(
-        stderr.contains("1 of 5 demo stages failed: one-call"),
+        stderr.contains("1 of 6 demo stages failed: one-call"),
         "{stderr}"
     );
 }
 
 /// The demo over a catalog mixing every family the runtime speaks (OpenAI Chat Completions and
 /// Responses, Azure OpenAI, Anthropic, Gemini, Bedrock Converse), all served by the in-process
-/// sim: every stage passes, and the calls went to several families.
+/// sim: every stage passes, the providers stage has each family answer through its entry, and
+/// the record names the entries that served each stage.
 #[test]
 fn the_demo_runs_over_a_catalog_mixing_every_family() {
     let dir = tempfile::tempdir().unwrap();
@@ -120,4 +127,92 @@ fn the_demo_runs_over_a_catalog_mixing_every_family() {
     .filter(|id| stdout.contains(&format!("| {id} ")))
     .collect();
     assert!(used.len() >= 3, "entries with calls: {used:?}\n{stdout}");
+    for (family, entry) in [
+        ("OpenAI Chat Completions", "mix-openai"),
+        ("Gemini generateContent", "mix-gemini"),
+        ("Bedrock Converse", "mix-bedrock"),
+        ("Anthropic Messages", "mix-anthropic"),
+        ("Azure OpenAI Chat Completions", "mix-azure-chat"),
+        ("OpenAI Responses", "mix-responses"),
+        ("Azure OpenAI Responses", "mix-azure-responses"),
+    ] {
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(family) && l.contains(&format!(" {entry} ")))
+            .unwrap_or_else(|| panic!("no answer of {family} through {entry} in:\n{stdout}"));
+        assert!(line.contains(" pieces, "), "{line}");
+        let served = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with("providers "))
+            .unwrap_or_else(|| panic!("no served-by line for the providers stage:\n{stdout}"));
+        assert!(
+            served.contains(&format!("{entry} ({family}, 1 call)")),
+            "{served}"
+        );
+    }
+}
+
+/// The demo over the bundled catalog calls each family the sim speaks through a bundled entry,
+/// and says which entries, of which family, served each stage.
+#[test]
+fn the_demo_calls_every_bundled_family_and_names_what_served_each_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = thinkers()
+        .env_remove("THINKERS_SIM_URL")
+        .args(["demo", "--db"])
+        .arg(dir.path().join("demo.db"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for (family, entry) in [
+        ("OpenAI Chat Completions", "sim-small-text"),
+        ("Anthropic Messages", "sim-small-b"),
+        ("OpenAI Responses", "sim-large-responses"),
+        ("Bedrock Converse", "sim-large-bedrock"),
+        ("Gemini generateContent", "sim-xl-gemini"),
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.trim_start().starts_with(family)
+                && l.contains(&format!(" {entry} (model {entry}): "))),
+            "no answer of {family} through {entry} in:\n{stdout}"
+        );
+    }
+    let served: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Entries that served each stage"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    let stages: Vec<&str> = served
+        .iter()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        stages,
+        [
+            "dispatcher",
+            "thinkers",
+            "one-call",
+            "providers",
+            "chat",
+            "benchmark"
+        ],
+        "{stdout}"
+    );
+    assert!(served[0].ends_with("no model call"), "{}", served[0]);
+    // The one-call decision is pinned to sim-small-a for its log-probabilities.
+    assert!(
+        served[2].contains("sim-small-a (OpenAI Chat Completions, "),
+        "{}",
+        served[2]
+    );
+    assert!(
+        served[3].contains("sim-xl-gemini (Gemini generateContent, 1 call)")
+            && served[3].contains("sim-large-bedrock (Bedrock Converse, 1 call)")
+            && served[3].contains("sim-large-responses (OpenAI Responses, 1 call)"),
+        "{}",
+        served[3]
+    );
 }

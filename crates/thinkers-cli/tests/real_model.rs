@@ -20,7 +20,14 @@ mod gate;
 static SERVER: Mutex<()> = Mutex::new(());
 
 /// The stages of the demo, in the order it runs them.
-const STAGES: [&str; 5] = ["dispatcher", "thinkers", "one-call", "chat", "benchmark"];
+const STAGES: [&str; 6] = [
+    "dispatcher",
+    "thinkers",
+    "one-call",
+    "providers",
+    "chat",
+    "benchmark",
+];
 
 /// What a stage's error says when the failure is the protocol's rather than the model's: the
 /// server refused or failed the request, or the client could not read what came back.

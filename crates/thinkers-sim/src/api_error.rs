@@ -44,6 +44,9 @@ pub(crate) enum ApiError {
     ModelNotFound(String),
     /// 500.
     Server,
+    /// 500 whose message is a request validation error, as llama-cpp-python's server answers
+    /// a body its schema refuses (`internal_server_error`, the error's text as the message).
+    ServerValidation(String),
     /// 529 (Anthropic) / 503 (OpenAI).
     Overloaded,
     /// 429 because a limit was exceeded.
@@ -73,7 +76,7 @@ impl ApiError {
             (Self::MissingKey, Dialect::Gemini) => StatusCode::FORBIDDEN,
             (Self::MissingKey, _) => StatusCode::UNAUTHORIZED,
             (Self::ModelNotFound(_), _) => StatusCode::NOT_FOUND,
-            (Self::Server, _) => StatusCode::INTERNAL_SERVER_ERROR,
+            (Self::Server | Self::ServerValidation(_), _) => StatusCode::INTERNAL_SERVER_ERROR,
             (
                 Self::Overloaded,
                 Dialect::OpenAi | Dialect::OpenAiResponses | Dialect::Gemini | Dialect::Bedrock,
@@ -122,6 +125,9 @@ impl ApiError {
                 None,
                 None,
             ),
+            Self::ServerValidation(message) => {
+                (message.clone(), "internal_server_error", None, None)
+            }
             Self::Overloaded => (
                 "The engine is currently overloaded, please try again later.".into(),
                 "server_error",
@@ -163,7 +169,9 @@ impl ApiError {
                 "anthropic-version: header is required".into(),
             ),
             Self::ModelNotFound(model) => ("not_found_error", format!("model: {model}")),
-            Self::Server => ("api_error", "Internal server error".into()),
+            Self::Server | Self::ServerValidation(_) => {
+                ("api_error", "Internal server error".into())
+            }
             Self::Overloaded => ("overloaded_error", "Overloaded".into()),
             Self::RateLimited { refusal, .. } => {
                 ("rate_limit_error", anthropic_rate_message(refusal))
@@ -197,7 +205,7 @@ impl ApiError {
                      their supported methods."
                 ),
             ),
-            Self::Server => (
+            Self::Server | Self::ServerValidation(_) => (
                 "INTERNAL",
                 "An internal error has occurred. Please retry or report in \
                  https://developers.generativeai.google/guide/troubleshooting"
@@ -286,7 +294,7 @@ impl ApiError {
                 "ValidationException",
                 "The provided model identifier is invalid.".into(),
             ),
-            Self::Server => (
+            Self::Server | Self::ServerValidation(_) => (
                 500,
                 "InternalServerException",
                 "The server encountered an internal error.".into(),

@@ -40,6 +40,11 @@ pub struct Profile {
     /// tools gets an event stream that ends without an event
     /// ([`crate::FaultKind::EmptyStream`]) unless another fault was asked for. Default `true`.
     pub streams_tools: bool,
+    /// The `response_format` types (`json_schema`, `json_object`) the server refuses, as
+    /// llama-cpp-python's server refuses `json_schema` (it knows only `text` and `json_object`):
+    /// a Chat Completions request asking for one gets HTTP 500 whose `internal_server_error`
+    /// body is the validation error naming `response_format`. Empty by default.
+    pub refused_formats: Vec<String>,
 }
 
 impl Default for Profile {
@@ -51,6 +56,7 @@ impl Default for Profile {
             rates: FaultRates::new(),
             quality: 1.0,
             streams_tools: true,
+            refused_formats: Vec::new(),
         }
     }
 }
@@ -67,6 +73,16 @@ impl Profile {
             return Err(SimError::InvalidConfig(format!(
                 "{owner}: quality {} is outside 0..=1",
                 self.quality
+            )));
+        }
+        if let Some(format) = self
+            .refused_formats
+            .iter()
+            .find(|f| !["json_schema", "json_object"].contains(&f.as_str()))
+        {
+            return Err(SimError::InvalidConfig(format!(
+                "{owner}: refused_formats names `{format}`; a server may refuse `json_schema` \
+                 or `json_object`"
             )));
         }
         if let Some((kind, rate)) = self.rates.iter().find(|(_, r)| !(0.0..=1.0).contains(*r)) {

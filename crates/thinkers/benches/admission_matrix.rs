@@ -1,6 +1,6 @@
 //! Admission through every limit shape providers use, against what the provider really allows.
 //!
-//! The job (the issue's): a `SingleObjectiveThinker::<String>` at quick depth with a system
+//! The job (the issue's): a `Thinker::<String>` at quick depth with a system
 //! prompt and one read-only tool `lookup`; thinkers-sim makes it call the tool twice (two rounds
 //! of one call) and then answer in text: three model calls per run. `IN_FLIGHT` runs are kept in
 //! flight for `THINKERS_BENCH_SECS` seconds per cell (default 30).

@@ -4,7 +4,7 @@
 //! in any sliding 10 s (`SimModel::limit_window`), with honest 429s and rate-limit headers that
 //! state the per-minute figure and what fits now. The catalog gives only the per-minute figure (`tpm = 150000`,
 //! no `burst_seconds`). 50 runs are kept in flight for `THINKERS_BENCH_SECS` seconds (default
-//! 60); each run is a `SingleObjectiveThinker` at quick depth (so its palette is the one tool,
+//! 60); each run is a `Thinker` at quick depth (so its palette is the one tool,
 //! without `sub_thinker`) with a system prompt and one read-only tool,
 //! against a sim that makes it call the tool twice (two rounds of one call) and then answer:
 //! three model calls per run. The thinker's output budget is `THINKERS_BENCH_OUTPUT` tokens
@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use thinkers::Runtime;
 use thinkers::model::{Catalog, Depth};
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerInput};
+use thinkers::thinker::{Thinker, ThinkerInput};
 use thinkers_bench::Brief;
 
 const MODEL: &str = "windowed";
@@ -59,7 +59,7 @@ fn catalog(base: &str, tpm: u64) -> Catalog {
     thinkers_bench::one_entry_catalog(base, MODEL, &format!("tpm = {tpm}"))
 }
 
-fn thinker(output: u32) -> SingleObjectiveThinker<Brief> {
+fn thinker(output: u32) -> Thinker<Brief> {
     thinkers_bench::glossary_thinker(MODEL, output)
 }
 

@@ -1,7 +1,7 @@
 //! Prompt caching: what it saves on input cost on each dialect, and what it gives in runs per
 //! minute under an Anthropic-style input-token limit that leaves cache reads out.
 //!
-//! The job: a `SingleObjectiveThinker::<String>` at quick depth whose system prompt is a long
+//! The job: a `Thinker::<String>` at quick depth whose system prompt is a long
 //! policy (26,572 bytes, about 6,600 tokens by the sim's count: 110 clauses of varied
 //! sentences), with five read-only tools
 //! (`lookup`, `policy_clause`, `order_status`, `customer_record`, `shipping_rates`); thinkers-sim
@@ -65,9 +65,7 @@ use serde::{Deserialize, Serialize};
 use thinkers::Runtime;
 use thinkers::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
 use thinkers::record::MemoryRecorder;
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::LimitShape;
 
@@ -378,8 +376,8 @@ record_tool!(
     ["carriers", "price_per_kg", "delivery_days", "liability_cap"]
 );
 
-fn thinker(entry: &str) -> SingleObjectiveThinker<String> {
-    let mut t = SingleObjectiveThinker::<String>::new(
+fn thinker(entry: &str) -> Thinker<String> {
+    let mut t = Thinker::<String>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Tokens(OUTPUT)),
         SYSTEM.as_str(),
     )

@@ -6,11 +6,11 @@
 //! then answer, so three model calls per run. It is run in two kinds, each by two sides against
 //! the same sim:
 //!
-//! - **text answer**: a `SingleObjectiveThinker::<String>` at quick depth, against a bare reqwest
+//! - **text answer**: a `Thinker::<String>` at quick depth, against a bare reqwest
 //!   loop that sends what the leanest framework sends for the job through Chat Completions: the
 //!   system prompt, the question, the tool with its JSON schema, then each tool call and its
 //!   result; no `response_format`, and the run ends on the model's text answer;
-//! - **typed answer**: a `SingleObjectiveThinker::<Brief>` at quick depth, against the same loop
+//! - **typed answer**: a `Thinker::<Brief>` at quick depth, against the same loop
 //!   with the answer type as a strict `response_format` schema (what PydanticAI sends for a typed
 //!   output), the run ending on an answer that decodes as a `Brief`.
 //!

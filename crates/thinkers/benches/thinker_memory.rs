@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 use thinkers::JobHandle;
 use thinkers::model::Grade;
-use thinkers::thinker::{ThinkerBuilder, ThinkerInput};
+use thinkers::thinker::ThinkerInput;
 
 #[path = "common/mod.rs"]
 mod common;

@@ -17,10 +17,7 @@ use serde::Deserialize;
 use serde_json::json;
 use thinkers::durable::ApprovalPolicy;
 use thinkers::model::{Catalog, Grade, ModelDependent as _, OutputSize};
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
-    ThinkerJob,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput, ThinkerJob};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers::{Error, Runtime};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall, SimConfig};
@@ -76,7 +73,7 @@ pub struct Outcome {
 }
 
 fn ask(refund: &Refund) -> ThinkerJob<String> {
-    let thinker = SingleObjectiveThinker::<String>::new(
+    let thinker = Thinker::<String>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "You handle refunds for the support team.",
     )

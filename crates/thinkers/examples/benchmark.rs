@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use thinkers::Runtime;
 use thinkers::benchmark::{Benchmark, BenchmarkReport};
 use thinkers::model::{Grade, OutputSize};
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 
 #[path = "support/mod.rs"]
 mod support;
@@ -24,8 +24,8 @@ pub struct Estimate {
 }
 
 /// The subject: a fresh thinker per run (the benchmark pins each one to an entry).
-fn estimator() -> SingleObjectiveThinker<Estimate> {
-    SingleObjectiveThinker::<Estimate>::new(
+fn estimator() -> Thinker<Estimate> {
+    Thinker::<Estimate>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "Estimate the quantity asked for and say how you got there.",
     )

@@ -8,8 +8,8 @@ use anyhow::Result;
 use thinkers::Runtime;
 use thinkers::model::{Grade, OutputSize};
 use thinkers::thinker::{
-    Choice, DecisionOption, DecisionThinker, Ranking, SystemPrompt, ThinkerBuilder,
-    ThinkerDeclaration, ThinkerInput,
+    Choice, DecisionOption, DecisionThinker, Ranking, SystemPrompt, ThinkerDeclaration,
+    ThinkerInput,
 };
 
 #[path = "support/mod.rs"]

@@ -16,9 +16,7 @@ use serde_json::json;
 use thinkers::Runtime;
 use thinkers::hub::{Skill, ToolHub, rules};
 use thinkers::model::{Grade, OutputSize};
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall, SimConfig};
 
@@ -86,7 +84,7 @@ pub async fn run(rt: &Runtime) -> Result<Outcome> {
     // Tools with side effects only for flows bound to a ticket (the glossary is read-only).
     hub.tool_admission(rules::side_effects_need_axis("ticket"));
 
-    let thinker = SingleObjectiveThinker::<String>::new(
+    let thinker = Thinker::<String>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "Answer questions about the project's vocabulary.",
     )

@@ -14,9 +14,7 @@ use anyhow::{Context, Result};
 use thinkers::Runtime;
 use thinkers::mcp::{McpServer, McpToolset};
 use thinkers::model::{Depth, Grade, OutputSize};
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 
 #[path = "support/mod.rs"]
 mod support;
@@ -69,7 +67,7 @@ pub async fn run(rt: &Runtime) -> Result<Option<Outcome>> {
         .into_iter()
         .find(|p| p.name() == "echo")
         .context("the everything server has no `echo` tool")?;
-    let thinker = SingleObjectiveThinker::<String>::new(
+    let thinker = Thinker::<String>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "Repeat what the user says through the echo tool, then answer with what it returned.",
     )

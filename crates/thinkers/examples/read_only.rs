@@ -16,10 +16,7 @@ use serde_json::json;
 use thinkers::Runtime;
 use thinkers::job::ScopeGuard;
 use thinkers::model::{Grade, OutputSize};
-use thinkers::thinker::{
-    LoopThinkerBuilder, RefusedCall, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration,
-    ThinkerInput,
-};
+use thinkers::thinker::{RefusedCall, Thinker, ThinkerDeclaration, ThinkerInput};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall, SimConfig};
 
@@ -88,7 +85,7 @@ pub struct Outcome {
 pub async fn run(rt: &Runtime) -> Result<Outcome> {
     let delete = DeleteRecord::default();
     let runs = delete.runs.clone();
-    let thinker = SingleObjectiveThinker::<String>::new(
+    let thinker = Thinker::<String>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "Tidy up the records the user names.",
     )

@@ -12,10 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use thinkers::Runtime;
 use thinkers::model::{Depth, Grade, OutputSize};
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
-    Verdict,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput, Verdict};
 use thinkers::tool::{Tool, ToolContext};
 
 #[path = "support/mod.rs"]
@@ -83,7 +80,7 @@ pub async fn run(rt: &Runtime) -> Result<Outcome> {
     let glossary = Glossary::default();
     let calls = glossary.calls.clone();
     // The declaration (grade and output size) is required: a thinker cannot exist without it.
-    let thinker = SingleObjectiveThinker::<Brief>::new(
+    let thinker = Thinker::<Brief>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "Answer questions about the project's vocabulary; look terms up before answering.",
     )

@@ -10,9 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use thinkers::Runtime;
 use thinkers::model::{Grade, OutputSize};
-use thinkers::thinker::{
-    SystemPrompt, ThinkerBuilder, ThinkerDeclaration, ToollessThinker, Verdict,
-};
+use thinkers::thinker::{SystemPrompt, ThinkerDeclaration, ToollessThinker, Verdict};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, SimConfig};
 
 #[path = "support/mod.rs"]

@@ -108,6 +108,7 @@ pub mod __private {
 }
 pub use error::{Error, ErrorKind, PendingCall, Result, RetrySignal};
 pub use runtime::{Runtime, RuntimeBuilder};
+pub use thinker::Thinker;
 
 /// The names most programs need.
 pub mod prelude {
@@ -119,7 +120,7 @@ pub mod prelude {
     pub use crate::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
     pub use crate::runtime::Runtime;
     pub use crate::thinker::{
-        ArtifactRef, ContentStream, ContentStreamEvent, LoopThinkerBuilder, SingleObjectiveThinker,
-        ThinkerBuilder, ThinkerDeclaration, ThinkerInput, ThinkerOutput, Verdict,
+        ArtifactRef, ContentStream, ContentStreamEvent, Thinker, ThinkerDeclaration, ThinkerInput,
+        ThinkerOutput, Verdict,
     };
 }

@@ -23,9 +23,10 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// A dispatcher with model services, budgets from the catalog and a recorder.
 ///
-/// End it with [`Runtime::shutdown`]: running work is cancelled and recorded, and every row is
-/// written. A runtime whose last clone is dropped without it logs what was left running or
-/// unwritten.
+/// Its record is complete when it ends: by [`Runtime::shutdown`] (a graceful stop you can
+/// await), or when its last clone is dropped. Either way running work is cancelled and records
+/// why, and every row is written (a drop on a current-thread tokio runtime cannot wait for
+/// that, and logs what it leaves unwritten instead).
 #[derive(Clone)]
 pub struct Runtime {
     lifecycle: Arc<Lifecycle>,
@@ -89,6 +90,20 @@ impl Runtime {
             spend_caps: Vec::new(),
             spend_store: None,
         }
+    }
+
+    /// A runtime over one OpenAI model ([`Catalog::openai`]: `OPENAI_BASE_URL`,
+    /// `OPENAI_API_KEY`), with the defaults of [`Runtime::builder`]: what a first program needs.
+    pub async fn openai(model: &str) -> Result<Self> {
+        Self::builder(Catalog::openai(model).build()?).build().await
+    }
+
+    /// A runtime over one Anthropic model ([`Catalog::anthropic`]: `ANTHROPIC_BASE_URL`,
+    /// `ANTHROPIC_API_KEY`), with the defaults of [`Runtime::builder`].
+    pub async fn anthropic(model: &str) -> Result<Self> {
+        Self::builder(Catalog::anthropic(model).build()?)
+            .build()
+            .await
     }
 
     /// The dispatcher.
@@ -211,7 +226,22 @@ impl Runtime {
     /// [`Self::shutdown`], with the reason the cancelled jobs record (for example "the process
     /// was stopped by SIGINT").
     pub async fn shutdown_because(&self, reason: &str) -> Result<()> {
-        if self.lifecycle.shut_down.swap(true, Ordering::SeqCst) {
+        self.lifecycle.shut_down(reason).await
+    }
+}
+
+/// Ends a runtime once: by [`Runtime::shutdown`], or when its last clone is dropped.
+struct Lifecycle {
+    shut_down: AtomicBool,
+    dispatcher: Dispatcher,
+    recorder: Arc<dyn Recorder>,
+    /// The tokio runtime the runtime was built on, for the shutdown a drop runs.
+    handle: tokio::runtime::Handle,
+}
+
+impl Lifecycle {
+    async fn shut_down(&self, reason: &str) -> Result<()> {
+        if self.shut_down.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
         let left = self.dispatcher.shutdown(reason, SHUTDOWN_GRACE).await;
@@ -226,27 +256,51 @@ impl Runtime {
     }
 }
 
-/// Notices a runtime dropped without [`Runtime::shutdown`].
-struct Lifecycle {
-    shut_down: AtomicBool,
-    dispatcher: Dispatcher,
-    recorder: Arc<dyn Recorder>,
-}
-
+/// A runtime dropped without [`Runtime::shutdown`] shuts down there: running jobs are
+/// cancelled and record why, and every queued row is written before the drop returns. That
+/// blocks the dropping thread, which tokio allows on a multi-threaded runtime (the default of
+/// `#[tokio::main]`) and outside any runtime; on a current-thread runtime it cannot wait, so it
+/// logs what is left unwritten (call `shutdown` there).
 impl Drop for Lifecycle {
     fn drop(&mut self) {
         if self.shut_down.load(Ordering::SeqCst) {
             return;
         }
-        let running = self.dispatcher.running_tasks();
-        let unwritten = self.recorder.unwritten();
-        if running > 0 || unwritten > 0 {
-            tracing::warn!(
-                running_jobs = running,
-                unwritten_rows = unwritten,
-                "a runtime was dropped without shutdown(): its running jobs will not record \
-                 their ends and queued rows may not be written"
-            );
+        let reason = "the runtime was dropped";
+        let outcome = match tokio::runtime::Handle::try_current() {
+            Ok(current)
+                if current.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread =>
+            {
+                let handle = self.handle.clone();
+                Some(tokio::task::block_in_place(|| {
+                    handle.block_on(self.shut_down(reason))
+                }))
+            }
+            Ok(_) => None,
+            Err(_) => {
+                let handle = self.handle.clone();
+                Some(handle.block_on(self.shut_down(reason)))
+            }
+        };
+        match outcome {
+            Some(Ok(())) => {}
+            Some(Err(e)) => tracing::warn!(
+                error = %e,
+                "a runtime dropped without shutdown(): writing its record failed"
+            ),
+            None => {
+                let running = self.dispatcher.running_tasks();
+                let unwritten = self.recorder.unwritten();
+                if running > 0 || unwritten > 0 {
+                    tracing::warn!(
+                        running_jobs = running,
+                        unwritten_rows = unwritten,
+                        "a runtime was dropped without shutdown() on a current-thread tokio \
+                         runtime, where a drop cannot wait: its running jobs will not record \
+                         their ends and queued rows may not be written"
+                    );
+                }
+            }
         }
     }
 }
@@ -429,6 +483,7 @@ impl RuntimeBuilder {
                 shut_down: AtomicBool::new(false),
                 dispatcher: dispatcher.clone(),
                 recorder: recorder.clone(),
+                handle: tokio::runtime::Handle::current(),
             }),
             dispatcher,
             models,

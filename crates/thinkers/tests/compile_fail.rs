@@ -3,7 +3,8 @@
 //!
 //! * an orchestrator cannot declare requirements or a timeout, nor implement `Job` itself
 //!   (`orchestrator_*`);
-//! * a thinker cannot be built without a `ThinkerDeclaration` (`thinker_without_declaration`);
+//! * a loopless thinker (toolless, decision) has no `tool` method: no tool could ever be offered
+//!   to its model (`loopless_thinker_with_tool`);
 //! * a model call cannot be sent without a permit: the client's sends are crate-private, only
 //!   the dispatcher acquires, and nobody outside its kernel makes a `Permit`, the `Resources`
 //!   that `converse_bound` needs or a `JobContext` (`send_without_permit`,

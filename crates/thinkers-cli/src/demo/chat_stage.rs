@@ -6,9 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use thinkers::Runtime;
 use thinkers::conversation::ConversationId;
 use thinkers::model::{Depth, Grade, OutputSize};
-use thinkers::thinker::{
-    ChatEvent, ChatEvents, ChatThinker, LoopThinkerBuilder, ThinkerDeclaration,
-};
+use thinkers::thinker::{ChatEvent, ChatEvents, ChatThinker, ThinkerDeclaration};
 
 use super::Progress;
 use super::thinker_stage::Lookup;

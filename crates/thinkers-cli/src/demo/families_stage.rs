@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use thinkers::Runtime;
 use thinkers::model::{Grade, ModelDependent, OutputSize};
 use thinkers::thinker::{
-    Choice, Confidence, DecisionOption, DecisionThinker, SystemPrompt, ThinkerBuilder,
-    ThinkerDeclaration, ThinkerInput, ToollessThinker, Verdict,
+    Choice, Confidence, DecisionOption, DecisionThinker, SystemPrompt, ThinkerDeclaration,
+    ThinkerInput, ToollessThinker, Verdict,
 };
 
 use super::Progress;

@@ -1,15 +1,19 @@
 //! `thinkers demo`: the main job. Runs offline against an in-process simulated provider (or
 //! against the providers of a given catalog) and shows the runtime at work.
 //!
-//! The demo runs five stages in order (dispatcher, thinkers, one-call, chat, benchmark) and
-//! prints each one's outcome as it ends. A stage that fails is reported with its name and error
-//! and the next stage still runs; a closing line lists the stages that passed and failed, and the
+//! The demo runs six stages in order (dispatcher, thinkers, one-call, providers, chat,
+//! benchmark) and prints each one's outcome as it ends. The providers stage makes one call per
+//! provider family of the catalog (offline: OpenAI Chat Completions, Anthropic, OpenAI Responses,
+//! Gemini and Bedrock, all served by the sim). A stage that fails is reported with its name and
+//! error and the next stage still runs. At the end the record says which entries, of which
+//! family, served each stage; a closing line lists the stages that passed and failed, and the
 //! command exits non-zero when any failed.
 
 mod bench_stage;
 mod chat_stage;
 mod dispatch_stage;
 mod families_stage;
+mod providers_stage;
 mod thinker_stage;
 
 pub(crate) use thinker_stage::explainer;
@@ -22,9 +26,10 @@ use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
 use thinkers::Runtime;
 use thinkers::job::JobId;
+use thinkers::model::Catalog;
 use thinkers::ops::cost::{self, GroupBy};
-use thinkers::record::now_ms;
 use thinkers::record::trajectory::Trajectory;
+use thinkers::record::{LlmRun, now_ms};
 use thinkers::store::{LlmRunFilter, SqliteStore};
 use thinkers_sim::SimConfig;
 
@@ -137,6 +142,14 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
         .await;
     stages
         .run(
+            "providers",
+            &progress,
+            providers_stage::run(&rt, &progress),
+            providers_stage::Outcome::print,
+        )
+        .await;
+    stages
+        .run(
             "chat",
             &progress,
             chat_stage::run(&rt, &progress),
@@ -166,6 +179,11 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
         print_trajectory(store, workflow).await?;
     }
     let runs = store.llm_runs(&LlmRunFilter::new().since_ms(since)).await?;
+    println!("\nEntries that served each stage, by the record:");
+    print!(
+        "{}",
+        stages.served_by(&runs, rt.models().router().catalog())
+    );
     println!("\nModel calls and spend of this demo, by catalog entry:");
     print!(
         "{}",
@@ -205,7 +223,17 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
 /// stage runs. The demo fails (a non-zero exit) when any stage failed.
 #[derive(Default)]
 struct Stages {
-    done: Vec<(&'static str, Duration, Option<String>)>,
+    done: Vec<Stage>,
+}
+
+/// One stage that ran.
+struct Stage {
+    name: &'static str,
+    elapsed: Duration,
+    /// When it started and ended, milliseconds since the Unix epoch: its model calls are the
+    /// recorded ones that ended in between (stages run one after the other).
+    window: (i64, i64),
+    failure: Option<String>,
 }
 
 impl Stages {
@@ -218,8 +246,10 @@ impl Stages {
         print: impl FnOnce(&T),
     ) -> Option<T> {
         let started = Instant::now();
+        let from = now_ms();
         let result = stage.await;
         let elapsed = started.elapsed();
+        let window = (from, now_ms());
         progress.bar().suspend(|| match &result {
             Ok(outcome) => {
                 print(outcome);
@@ -231,8 +261,44 @@ impl Stages {
             ),
         });
         let failure = result.as_ref().err().map(|e| format!("{e:#}"));
-        self.done.push((name, elapsed, failure));
+        self.done.push(Stage {
+            name,
+            elapsed,
+            window,
+            failure,
+        });
         result.ok()
+    }
+
+    /// One line per stage: the entries whose calls ended while it ran, each with its provider
+    /// family and its number of calls, in the order they were first used.
+    fn served_by(&self, runs: &[LlmRun], catalog: &Catalog) -> String {
+        let mut out = String::new();
+        for stage in &self.done {
+            let (from, to) = stage.window;
+            let mut used: Vec<(&str, usize)> = Vec::new();
+            for run in runs.iter().filter(|r| (from..=to).contains(&r.at_ms)) {
+                match used.iter_mut().find(|(entry, _)| *entry == run.entry) {
+                    Some((_, calls)) => *calls += 1,
+                    None => used.push((&run.entry, 1)),
+                }
+            }
+            let list = if used.is_empty() {
+                "no model call".to_owned()
+            } else {
+                used.iter()
+                    .map(|(entry, calls)| {
+                        let family = providers_stage::family_of(catalog, entry)
+                            .unwrap_or("not in the catalog");
+                        let s = if *calls == 1 { "" } else { "s" };
+                        format!("{entry} ({family}, {calls} call{s})")
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            out.push_str(&format!("  {:<11} {list}\n", stage.name));
+        }
+        out
     }
 
     /// One line: the stages that passed and those that failed, each with its time.
@@ -241,8 +307,8 @@ impl Stages {
             let names: Vec<String> = self
                 .done
                 .iter()
-                .filter(|(_, _, failure)| failure.is_some() == failed)
-                .map(|(name, elapsed, _)| format!("{name} ({:.1} s)", elapsed.as_secs_f64()))
+                .filter(|stage| stage.failure.is_some() == failed)
+                .map(|stage| format!("{} ({:.1} s)", stage.name, stage.elapsed.as_secs_f64()))
                 .collect();
             if names.is_empty() {
                 "none".to_owned()
@@ -258,8 +324,8 @@ impl Stages {
         let failed: Vec<&str> = self
             .done
             .iter()
-            .filter(|(_, _, failure)| failure.is_some())
-            .map(|(name, _, _)| *name)
+            .filter(|stage| stage.failure.is_some())
+            .map(|stage| stage.name)
             .collect();
         if failed.is_empty() {
             Ok(())

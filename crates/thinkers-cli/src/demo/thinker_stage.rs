@@ -18,10 +18,7 @@ use thinkers::conversation::ConversationId;
 use thinkers::hub::{Skill, ToolHub};
 use thinkers::job::{JobId, doer};
 use thinkers::model::{Grade, OutputSize};
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
-    ThinkerLimits,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput, ThinkerLimits};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall};
 
@@ -177,8 +174,8 @@ fn hub() -> anyhow::Result<Arc<ToolHub>> {
     Ok(Arc::new(hub))
 }
 
-fn researcher(hub: Arc<ToolHub>) -> SingleObjectiveThinker<Explanation> {
-    SingleObjectiveThinker::<Explanation>::new(
+fn researcher(hub: Arc<ToolHub>) -> Thinker<Explanation> {
+    Thinker::<Explanation>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "You research how terms of an agent runtime relate. Find the tools and skills you need, \
          and delegate lookups to a sub-thinker when that helps.",
@@ -198,8 +195,8 @@ pub(crate) fn demo_limits() -> ThinkerLimits {
     }
 }
 
-pub(crate) fn explainer() -> SingleObjectiveThinker<Explanation> {
-    SingleObjectiveThinker::<Explanation>::new(
+pub(crate) fn explainer() -> Thinker<Explanation> {
+    Thinker::<Explanation>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "You explain terms of an agent runtime to a new engineer. Look every term up in the \
          glossary before you explain it.",

@@ -17,9 +17,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use thinkers::Error;
 use thinkers::model::{Grade, ModelDependent as _, OutputSize};
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 use thinkers::tool::{Tool, ToolContext};
 
 /// The input of `errands`.
@@ -136,7 +134,7 @@ pub(crate) fn errands(
             "workflow `errands`: name at least one errand",
         ));
     }
-    let thinker = SingleObjectiveThinker::<ErrandsReport>::new(
+    let thinker = Thinker::<ErrandsReport>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "You run errands for a person with the do_errand tool, one call per errand, in the \
          order given, then report what was done.",

@@ -70,6 +70,16 @@ pub enum RetrySignal {
         /// What was wrong with the answer (never the answer itself).
         detail: String,
     },
+    /// The service refused the form of the request (a structured-answer format, a streamed
+    /// answer that may call a tool), not its content, and the job has chosen another form the
+    /// service may accept: run it again at once. Nothing was generated, so nothing is paid; the
+    /// forms to try are few, and the dispatcher bounds these retries on their own.
+    FormRefused {
+        /// The service that refused.
+        service: String,
+        /// What it refused and the form asked for next.
+        detail: String,
+    },
 }
 
 /// The kinds of [`Error`], with the properties that must stay in sync.
@@ -559,31 +569,12 @@ impl fmt::Display for RetrySignal {
             Self::UnreadableAnswer { service, detail } => {
                 write!(f, "unreadable answer from {service}: {detail}")
             }
+            Self::FormRefused { service, detail } => {
+                write!(f, "{service} refused the request's form: {detail}")
+            }
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn table_is_in_kind_order() {
-        assert_eq!(ErrorKind::InvalidInput.as_str(), "invalid_input");
-        assert_eq!(ErrorKind::Retry.as_str(), "retry");
-        assert!(ErrorKind::Retry.is_retry_signal());
-        assert!(ErrorKind::InvalidInput.is_correctable());
-        assert!(!ErrorKind::System.is_correctable());
-    }
-
-    #[test]
-    fn unwrap_passes_retry_signals_through() {
-        let sig = Error::correction("bad json");
-        let back = unwrap_error(sig);
-        assert!(matches!(back, Error::Retry(RetrySignal::Correction { .. })));
-        let io = std::io::Error::other("boom");
-        assert_eq!(unwrap_error(io).kind(), ErrorKind::ExternalService);
-        let other: BoxError = "plain".into();
-        assert_eq!(unwrap_error(other).kind(), ErrorKind::System);
-    }
-}
+mod tests;

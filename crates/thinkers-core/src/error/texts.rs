@@ -53,7 +53,8 @@ impl Error {
                 RetrySignal::Transient {
                     service, detail, ..
                 }
-                | RetrySignal::UnreadableAnswer { service, detail } => {
+                | RetrySignal::UnreadableAnswer { service, detail }
+                | RetrySignal::FormRefused { service, detail } => {
                     text(service);
                     text(detail);
                 }

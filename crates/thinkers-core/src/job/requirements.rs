@@ -22,6 +22,9 @@ pub struct AttemptInfo {
     pub transient_time: std::time::Duration,
     /// Retries so far of answers that came back unreadable.
     pub unreadable_answers: u32,
+    /// Retries so far after a service refused the request's form
+    /// ([`crate::RetrySignal::FormRefused`]).
+    pub form_refusals: u32,
     /// Whether this attempt runs under the truncation escalation (output budget at the ceiling).
     pub escalated: bool,
 }

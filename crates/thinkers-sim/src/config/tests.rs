@@ -24,6 +24,20 @@ fn builder_validates_ranges_and_duplicates() {
         .seed(3)
         .build()
         .unwrap();
+    let refuses = |format: &str| Profile {
+        refused_formats: vec![format.to_owned()],
+        ..Profile::default()
+    };
+    for (format, valid) in [
+        ("json_schema", true),
+        ("json_object", true),
+        ("grammar", false),
+    ] {
+        let built = SimConfig::builder()
+            .model(SimModel::new("a").profile(refuses(format)))
+            .build();
+        assert_eq!(built.is_ok(), valid, "{format}");
+    }
     assert!(!ok.accepts_any_model());
     assert!(SimConfig::default().accepts_any_model());
     assert_eq!(ok.models[0].tpm, Some(10));

@@ -4,7 +4,8 @@
 //! call answered by a `tool` message (and no stray `tool` messages), `tool_choice` only with tools,
 //! valid tool names, a known `reasoning_effort` on a reasoning model, `stream_options` only when
 //! streaming, an output budget within the model's ceiling, `top_logprobs` only with `logprobs`,
-//! and the word "json" in the messages for `json_object` mode.
+//! and the word "json" in the messages for `json_object` mode. A `json_object` with a `schema`
+//! beside its type (llama-cpp-python's form) is answered to that schema, and needs no "json".
 
 use std::collections::HashSet;
 
@@ -403,6 +404,10 @@ fn decode_format(
     match format.get("type").and_then(Value::as_str) {
         Some("text") => Ok(text_schema()),
         Some("json_object") => {
+            // llama-cpp-python's server constrains decoding to a schema sent beside the type.
+            if let Some(schema) = format.get("schema").filter(|s| s.is_object()) {
+                return Ok(AnswerFormat::JsonSchema(schema.clone()));
+            }
             let mentions_json = system.to_lowercase().contains("json")
                 || messages.iter().any(|m| {
                     m.parts.iter().any(|p| match p {
@@ -440,6 +445,27 @@ fn decode_format(
             "response_format.type",
         )),
     }
+}
+
+/// The refusal of a request whose `response_format` type is one of `refused` (the model's
+/// `Profile::refused_formats`), worded as llama-cpp-python's server words its validation error.
+pub(crate) fn refused_format(raw: &Value, refused: &[String]) -> Option<ApiError> {
+    let kind = raw.get("response_format")?.get("type")?.as_str()?;
+    if !refused.iter().any(|r| r == kind) {
+        return None;
+    }
+    let expected = ["text", "json_object", "json_schema"]
+        .into_iter()
+        .filter(|t| !refused.iter().any(|r| r == t))
+        .map(|t| format!("'{t}'"))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    Some(ApiError::ServerValidation(format!(
+        "1 validation error:\n  {{'type': 'literal_error', 'loc': ('body', 'response_format', \
+         'type'), 'msg': \"Input should be {expected}\", 'input': '{kind}', 'ctx': \
+         {{'expected': \"{expected}\"}}}}\n\n  File \"llama_cpp/server/app.py\", line 376, in \
+         create_chat_completion\n    POST /v1/chat/completions"
+    )))
 }
 
 fn decode_max_output(

@@ -5,6 +5,6 @@ mod decode;
 mod encode;
 mod stream;
 
-pub(crate) use decode::{decode, valid_tool_name};
+pub(crate) use decode::{decode, refused_format, valid_tool_name};
 pub(crate) use encode::{Envelope, completion};
 pub(crate) use stream::frames;

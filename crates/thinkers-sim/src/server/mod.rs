@@ -64,25 +64,83 @@ async fn messages(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
     .await
 }
 
+/// The Gemini API versions whose `models/{model}:{method}` paths the sim serves, with the same
+/// handlers: `v1beta` (what Google's REST examples and most clients call) and `v1` (what the
+/// official Python SDK, `google-genai` 3.6, calls when no `api_version` is set).
+#[derive(Debug, Clone, Copy)]
+enum GeminiVersion {
+    V1,
+    V1Beta,
+}
+
+impl GeminiVersion {
+    /// The endpoint as the request log and fault answers name it.
+    fn endpoint(self, stream: bool) -> &'static str {
+        match (self, stream) {
+            (Self::V1, false) => "/v1/models/{model}:generateContent",
+            (Self::V1, true) => "/v1/models/{model}:streamGenerateContent",
+            (Self::V1Beta, false) => "/v1beta/models/{model}:generateContent",
+            (Self::V1Beta, true) => "/v1beta/models/{model}:streamGenerateContent",
+        }
+    }
+}
+
 /// `POST /v1beta/models/{model}:generateContent` and `…:streamGenerateContent?alt=sse`.
-async fn gemini_models(
+async fn gemini_v1beta(
     State(shared): State<Arc<Shared>>,
     Path(model_and_method): Path<String>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    gemini_models(
+        shared,
+        GeminiVersion::V1Beta,
+        &model_and_method,
+        query.as_deref(),
+        headers,
+        body,
+    )
+    .await
+}
+
+/// `POST /v1/models/{model}:generateContent` and `…:streamGenerateContent?alt=sse`: the same
+/// answers as under `/v1beta`. Beside `GET /v1/models` (the model list) without conflict: this
+/// route takes one more segment.
+async fn gemini_v1(
+    State(shared): State<Arc<Shared>>,
+    Path(model_and_method): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    gemini_models(
+        shared,
+        GeminiVersion::V1,
+        &model_and_method,
+        query.as_deref(),
+        headers,
+        body,
+    )
+    .await
+}
+
+/// One Gemini `models/{model}:{method}` request, whichever version's path it came by.
+async fn gemini_models(
+    shared: Arc<Shared>,
+    version: GeminiVersion,
+    model_and_method: &str,
+    query: Option<&str>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let (model, method) = model_and_method
         .split_once(':')
-        .unwrap_or((model_and_method.as_str(), ""));
-    let sse = query
-        .as_deref()
-        .unwrap_or("")
-        .split('&')
-        .any(|kv| kv == "alt=sse");
-    let (endpoint, stream) = match method {
-        "generateContent" => ("/v1beta/models/{model}:generateContent", false),
-        "streamGenerateContent" if sse => ("/v1beta/models/{model}:streamGenerateContent", true),
+        .unwrap_or((model_and_method, ""));
+    let sse = query.unwrap_or("").split('&').any(|kv| kv == "alt=sse");
+    let stream = match method {
+        "generateContent" => false,
+        "streamGenerateContent" if sse => true,
         "streamGenerateContent" => {
             return gemini_error(
                 axum::http::StatusCode::BAD_REQUEST,
@@ -103,6 +161,7 @@ async fn gemini_models(
         model: Some(model.to_owned()),
         stream,
     };
+    let endpoint = version.endpoint(stream);
     pipeline::handle(shared, Dialect::Gemini, endpoint, path, headers, body).await
 }
 
@@ -167,8 +226,9 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/openai/responses", post(azure::versioned_responses))
         .route("/openai/v1/chat/completions", post(azure::v1_chat))
         .route("/openai/v1/responses", post(azure::v1_responses))
-        .route("/v1beta/models/{model_and_method}", post(gemini_models))
+        .route("/v1beta/models/{model_and_method}", post(gemini_v1beta))
         .route("/v1/models", get(admin::models))
+        .route("/v1/models/{model_and_method}", post(gemini_v1))
         .route("/sim/stats", get(admin::stats))
         .route("/sim/reset", post(admin::reset))
         .route("/sim/faults", post(admin::inject).get(admin::pending))
@@ -244,7 +304,8 @@ impl Sim {
         format!("{}/v1", self.base_url())
     }
 
-    /// The Gemini base URL: the base URL followed by `/v1beta`.
+    /// The Gemini base URL: the base URL followed by `/v1beta`. The same models answer under
+    /// `/v1` (the default version of the official Python SDK, `google-genai`).
     pub fn gemini_base_url(&self) -> String {
         format!("{}/v1beta", self.base_url())
     }

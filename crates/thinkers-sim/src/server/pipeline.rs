@@ -29,7 +29,7 @@ use crate::stats::{LoggedRequest, Outcome};
 use crate::{anthropic, bedrock, gemini, openai, rate_headers, responses, tokens};
 
 /// What a request's path says, for a dialect that names the model and the streaming in the URL
-/// (Gemini: `/v1beta/models/{model}:streamGenerateContent`).
+/// (Gemini: `/v1beta/models/{model}:streamGenerateContent`, or the same under `/v1`).
 #[derive(Debug, Default)]
 pub(crate) struct PathArgs {
     /// The model named in the path.
@@ -302,6 +302,11 @@ async fn handle_with(
         }
     };
     let peeked = slot.cache_peek(&prompt, input);
+    // A `response_format` the server refuses (`Profile::refused_formats`): refused once the
+    // request is logged, before admission, as llama-cpp-python's server refuses `json_schema`.
+    let refused = (dialect == Dialect::OpenAi)
+        .then(|| openai::refused_format(&raw, &slot.profile.refused_formats))
+        .flatten();
     if shared.log_bodies {
         lock(&shared.log).push(LoggedRequest {
             model: slot.model.name.clone(),
@@ -320,6 +325,10 @@ async fn handle_with(
             body: raw,
             raw_body: String::from_utf8_lossy(&body).into_owned(),
         });
+    }
+    if let Some(refusal) = refused {
+        lock(&shared.stats).record(&slot.model.name, Outcome::Invalid);
+        return ctx.error(refusal);
     }
     let ordinal = slot
         .ordinal

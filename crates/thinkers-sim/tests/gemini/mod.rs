@@ -464,3 +464,91 @@ async fn a_rate_limit_is_resource_exhausted_with_a_retry_delay() {
     assert_eq!(fault.status, 429);
     assert_eq!(fault.body["error"]["status"], "RESOURCE_EXHAUSTED");
 }
+
+/// The official `google-genai` SDKs call `/v1/models/…` by default, REST examples `/v1beta/…`:
+/// both paths answer alike, beside the OpenAI routes that share the `/v1` prefix.
+#[tokio::test]
+async fn generate_content_answers_under_v1_and_v1beta() {
+    let sim = start(
+        SimConfig::builder()
+            .model(SimModel::new("gemini-plain"))
+            .seed(42)
+            .log_bodies(true)
+            .build()
+            .unwrap(),
+    )
+    .await;
+    let body = json!({"contents": [user("What is a seat?")]});
+    for version in ["v1beta", "v1"] {
+        let resp = client()
+            .post(format!(
+                "{}/{version}/models/gemini-plain:generateContent",
+                sim.base_url()
+            ))
+            .header("x-goog-api-key", "AIza-test")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 200, "{version}");
+        let answer: Value = resp.json().await.unwrap();
+        assert_eq!(answer["candidates"][0]["finishReason"], "STOP", "{answer}");
+        let text = parts(&answer)[0]["text"].as_str().unwrap().to_owned();
+        assert!(text.contains("What is a seat?"), "{version}: {text}");
+        assert_eq!(answer["modelVersion"], "gemini-plain");
+
+        let resp = client()
+            .post(format!(
+                "{}/{version}/models/gemini-plain:streamGenerateContent?alt=sse",
+                sim.base_url()
+            ))
+            .header("x-goog-api-key", "AIza-test")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let (events, broken) = events(resp).await;
+        assert!(!broken && !events.is_empty(), "{version}: {events:?}");
+        let last = events.last().unwrap().json();
+        assert_eq!(last["candidates"][0]["finishReason"], "STOP", "{last}");
+    }
+    let endpoints: Vec<String> = sim.requests().into_iter().map(|r| r.endpoint).collect();
+    assert_eq!(
+        endpoints,
+        [
+            "/v1beta/models/{model}:generateContent",
+            "/v1beta/models/{model}:streamGenerateContent",
+            "/v1/models/{model}:generateContent",
+            "/v1/models/{model}:streamGenerateContent",
+        ]
+    );
+
+    // Under `/v1` too: a key is needed, an unknown method is a Gemini 404, and the model list
+    // beside it is still OpenAI's.
+    let url = format!("{}/v1/models/gemini-plain:generateContent", sim.base_url());
+    let resp = client().post(&url).json(&body).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 403);
+    let resp = client()
+        .post(format!(
+            "{}/v1/models/gemini-plain:embedContent",
+            sim.base_url()
+        ))
+        .header("x-goog-api-key", "AIza-test")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 404);
+    let err: Value = resp.json().await.unwrap();
+    assert_eq!(err["error"]["status"], "NOT_FOUND", "{err}");
+    let list: Value = client()
+        .get(format!("{}/v1/models", sim.base_url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list["object"], "list", "{list}");
+    assert_eq!(list["data"][0]["id"], "gemini-plain", "{list}");
+}

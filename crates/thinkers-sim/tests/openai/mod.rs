@@ -248,6 +248,57 @@ async fn structured_answers_follow_the_requested_schema() {
     assert_eq!(refused.status, 400);
 }
 
+/// A model whose profile refuses `json_schema` answers it as llama-cpp-python's server does
+/// (HTTP 500, the validation error naming `response_format` on the message's second line) and
+/// answers a `json_object` with a `schema` beside its type to that schema, no "json" needed.
+#[tokio::test]
+async fn a_refused_response_format_is_a_500_naming_it_and_json_object_takes_a_schema() {
+    let sim = start(
+        thinkers_sim::SimConfig::builder()
+            .log_bodies(true)
+            .model(
+                thinkers_sim::SimModel::new("gpt-sim").profile(thinkers_sim::Profile {
+                    refused_formats: vec!["json_schema".into()],
+                    ..Default::default()
+                }),
+            )
+            .build()
+            .unwrap(),
+    )
+    .await;
+    let schema = json!({"type": "object", "additionalProperties": false,
+        "required": ["urgent"], "properties": {"urgent": {"type": "boolean"}}});
+    let refused = openai(&sim, &json!({"model": "gpt-sim", "messages": [user("Classify")],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": schema}}}))
+    .await;
+    assert_eq!(refused.status, 500, "{}", refused.body);
+    let error = &refused.body["error"];
+    assert_eq!(error["type"], "internal_server_error");
+    assert!(error["param"].is_null());
+    let message = error["message"].as_str().unwrap();
+    let mut lines = message.lines();
+    assert_eq!(lines.next(), Some("1 validation error:"));
+    let second = lines.next().unwrap();
+    assert!(
+        second.contains("'response_format'") && second.contains("'text' or 'json_object'"),
+        "{message}"
+    );
+    assert_eq!(sim.requests().len(), 1, "the refused request is logged");
+
+    let answered = openai(
+        &sim,
+        &json!({"model": "gpt-sim", "messages": [user("Classify")],
+        "response_format": {"type": "json_object", "schema": schema}}),
+    )
+    .await;
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    let content = answered.body["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap();
+    assert_valid(&schema, &serde_json::from_str(content).unwrap());
+    assert_eq!(sim.stats().model("gpt-sim").requests, 2);
+}
+
 #[tokio::test]
 async fn streaming_matches_the_plain_answer_and_ends_with_usage_and_done() {
     let sim = start_default().await;

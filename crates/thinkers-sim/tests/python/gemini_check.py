@@ -5,11 +5,14 @@ Usage: python gemini_check.py BASE_URL
 The sim must serve `gemini-plain` (tools, no thinking), `gemini-sim` (tools and thinking) and
 `gemini-limited` (one request per minute). Every check builds requests with the SDK's own types
 and parses the answers with its response models; any mismatch between the sim and the Gemini
-API's documented format raises. Prints one line per check and a closing "N passed, 0 failed"
-line.
+API's documented format raises. Most checks name `api_version="v1beta"` (`/v1beta/models/…`);
+`gemini_default_api_version` leaves the SDK its default (`v1`, so `/v1/models/…`, in the pinned
+google-genai 3.6.1) and names `api_version="v1"`. Prints one line per check and a closing
+"N passed, 0 failed" line.
 """
 
 import json
+import os
 import sys
 
 from google import genai
@@ -233,5 +236,35 @@ def gemini_implicit_cache_usage():
     assert u.cached_content_token_count and u.cached_content_token_count >= 1024, u
     assert u.cached_content_token_count <= u.prompt_token_count, u
     assert u.cache_tokens_details[0].token_count == u.cached_content_token_count, u
+
+
+
+@check
+def gemini_default_api_version():
+    # The SDK's default version, as a program that sets only `base_url` gets it; the environment
+    # variable that would change it is cleared for this client.
+    os.environ.pop("GOOGLE_GENAI_API_VERSION", None)
+    client = genai.Client(
+        api_key="sdk-check-key",
+        http_options=types.HttpOptions(
+            base_url=BASE, retry_options=types.HttpRetryOptions(attempts=1)
+        ),
+    )
+    r = client.models.generate_content(model="gemini-plain", contents="What is a seat?")
+    assert r.text and "What is a seat?" in r.text, r.text
+    chunks = list(
+        client.models.generate_content_stream(model="gemini-plain", contents="Stream a seat.")
+    )
+    assert chunks and chunks[-1].candidates[0].finish_reason == types.FinishReason.STOP, chunks
+    # With `api_version="v1"` named the SDK calls the same `/v1/models/…` path.
+    v1 = genai.Client(
+        api_key="sdk-check-key",
+        http_options=types.HttpOptions(
+            base_url=BASE, api_version="v1", retry_options=types.HttpRetryOptions(attempts=1)
+        ),
+    )
+    r = v1.models.generate_content(model="gemini-plain", contents="What is a queue?")
+    assert r.text and "What is a queue?" in r.text, r.text
+
 
 print(f"{len(passed)} passed, 0 failed")

@@ -15,10 +15,7 @@ use thinkers::job::JobContext;
 use thinkers::llm::ChatResponse;
 use thinkers::model::{Catalog, Grade, ModelDependent, OutputSize};
 use thinkers::record::MemoryRecorder;
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
-    TurnRequest, TurnSource,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput, TurnRequest, TurnSource};
 use thinkers::tool::{Tool, ToolContext};
 
 pub(crate) const RUNS: usize = 600;
@@ -176,16 +173,16 @@ currency = "USD"
 
 /// The admission and request-size benches' job: a system prompt, the one read-only `lookup`
 /// tool and a [`Brief`] answer within `output` tokens, pinned to `entry`.
-pub(crate) fn glossary_thinker(entry: &str, output: u32) -> SingleObjectiveThinker<Brief> {
+pub(crate) fn glossary_thinker(entry: &str, output: u32) -> Thinker<Brief> {
     glossary_thinker_of::<Brief>(entry, output)
 }
 
 /// The same job with an answer of type `A` (a `String` answer is the text-answer job).
-pub(crate) fn glossary_thinker_of<A>(entry: &str, output: u32) -> SingleObjectiveThinker<A>
+pub(crate) fn glossary_thinker_of<A>(entry: &str, output: u32) -> Thinker<A>
 where
     A: serde::de::DeserializeOwned + JsonSchema + Serialize + Send + Sync + 'static,
 {
-    let mut t = SingleObjectiveThinker::<A>::new(
+    let mut t = Thinker::<A>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Tokens(output)),
         "Answer from the glossary.",
     )
@@ -195,8 +192,8 @@ where
     t
 }
 
-pub(crate) fn thinker(entry: &str, grade: Grade) -> SingleObjectiveThinker<Brief> {
-    let mut t = SingleObjectiveThinker::<Brief>::new(
+pub(crate) fn thinker(entry: &str, grade: Grade) -> Thinker<Brief> {
+    let mut t = Thinker::<Brief>::declared(
         ThinkerDeclaration::new(grade, OutputSize::Compact),
         "Answer from the glossary.",
     )

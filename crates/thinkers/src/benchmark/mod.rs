@@ -1,7 +1,7 @@
 //! Benchmarks: one model-dependent job raced across every model of its grade, judged blind.
 //!
 //! A [`Benchmark`] is a doer over a factory of [`BenchmarkSubject`]s (any thinker family — a
-//! [`crate::thinker::SingleObjectiveThinker`], a [`crate::thinker::ToollessThinker`], a
+//! [`crate::thinker::Thinker`], a [`crate::thinker::ToollessThinker`], a
 //! [`crate::thinker::DecisionThinker`] (its ranking through [`RankingSubject`]), a chat turn of a
 //! [`crate::thinker::ReactiveThinker`] or [`crate::thinker::ChatThinker`] —, a one-call tool
 //! through [`OneCallSubject`], or any model-dependent job maker) and the job's own input:

@@ -14,8 +14,7 @@ use crate::model::{Grade, ModelDependent};
 use crate::onecall::{ModelTool, ModelToolJob};
 use crate::thinker::{
     ChatThinker, Choice, DecisionJob, DecisionThinker, Ranking, ReactiveThinker, ReactiveTurn,
-    SingleObjectiveThinker, ThinkerInput, ThinkerJob, ThinkerObserver, ToollessJob,
-    ToollessThinker,
+    Thinker, ThinkerInput, ThinkerJob, ThinkerObserver, ToollessJob, ToollessThinker,
 };
 use crate::tool::ToolCallContext;
 use crate::{Error, Result};
@@ -51,7 +50,7 @@ pub trait BenchmarkSubject: ModelDependent + Send + 'static {
     fn evidence(&self) -> RunEvidence;
 }
 
-impl<A> BenchmarkSubject for SingleObjectiveThinker<A>
+impl<A> BenchmarkSubject for Thinker<A>
 where
     A: DeserializeOwned + JsonSchema + Serialize + Send + Sync + 'static,
 {

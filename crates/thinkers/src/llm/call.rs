@@ -39,7 +39,7 @@ use crate::job::{Job, JobContext, Requirements, Resources, Seat};
 use crate::llm::correction::{Corrector, MAX_CORRECTIONS};
 use crate::llm::shape::AnswerShape;
 use crate::model::catalog::PromptCache;
-use crate::model::{Depth, Entry, Grade, ModelDependent, OutputSize, Reasoning as EntryReasoning};
+use crate::model::{Depth, Grade, ModelDependent, OutputSize};
 use crate::record::{LlmRun, now_ms};
 use crate::{Error, Result};
 
@@ -86,6 +86,8 @@ struct Bound {
     prints: Option<Prints>,
     output_budget: u32,
     escalated: bool,
+    /// What the request asked in the forms a server may refuse (`super::negotiate`).
+    asked: super::negotiate::Asked,
 }
 
 /// One model call as a job: a seat (grade or pin, depth, output size) and a request.
@@ -231,36 +233,7 @@ impl ModelDependent for LlmCall {
     }
 }
 
-/// The output tokens a seat books on an entry: the declared size, or the ceiling when escalated.
-pub fn output_budget(entry: &Entry, output: OutputSize, escalated: bool) -> u32 {
-    if escalated {
-        entry.output_ceiling()
-    } else {
-        entry.output_tokens(output)
-    }
-}
-
-/// The reasoning an entry applies at a depth, as a request setting and a token reservation.
-pub fn reasoning_for(entry: &Entry, depth: Depth) -> (Reasoning, u32) {
-    match entry.reasoning() {
-        EntryReasoning::Tokens(_) => {
-            let n = entry.reasoning_tokens(depth);
-            if n == 0 {
-                (Reasoning::Off, 0)
-            } else {
-                (Reasoning::Tokens(n), n)
-            }
-        }
-        EntryReasoning::Effort(_) => match entry.reasoning_effort(depth) {
-            Some(effort) => (
-                Reasoning::Effort(effort.to_owned()),
-                entry.reasoning_tokens(depth),
-            ),
-            None => (Reasoning::Off, 0),
-        },
-        EntryReasoning::None => (Reasoning::Off, 0),
-    }
-}
+pub use super::seat_tokens::{output_budget, reasoning_for};
 
 /// Bind a request to an entry for one attempt and ask admission for its seat: the shared
 /// `require_seat` of every model-dependent job. Returns the encoded body and its local count.
@@ -293,6 +266,12 @@ pub fn require_seat(
     request.reasoning = reasoning;
     let target = services.target(entry)?;
     let encoded = super::encode(&target, request)?;
+    let asked = if target.dialect == super::Dialect::OpenAiCompatible {
+        let provider = services.router().catalog().provider(entry.provider())?;
+        super::negotiate::Asked::of(provider, &target, request, &encoded)
+    } else {
+        super::negotiate::Asked::default()
+    };
     let counted = services.counter().count_for(entry.id(), &encoded.body);
     let input_whole = services.counter().estimate(entry.id(), counted);
     // Where the provider leaves cache reads out of its limits, the seat asks only for the input
@@ -331,6 +310,7 @@ pub fn require_seat(
         prints,
         output_budget: output_tokens,
         escalated,
+        asked,
     }))
 }
 
@@ -397,6 +377,8 @@ pub async fn converse_bound(
         entry: Some(Arc::clone(&b.entry)),
         timeout: Some(limits.call_timeout.saturating_sub(spent)),
         refused_limits: Some(refused_limits),
+        answer_form: b.asked.native_form(),
+        probe_stream_tools: b.asked.streams_tools,
     };
     // The worst case is held on the runtime's spending caps before anything is sent.
     let entry = services.router().catalog().entry(&b.entry)?;
@@ -431,9 +413,23 @@ pub async fn converse_bound(
     .instrument(span.clone())
     .await;
     let (outcome, from_cache) = match sent {
-        Ok(o) => (o.outcome, o.from_cache),
+        Ok(o) => {
+            if !o.from_cache {
+                let called_tool = !o.outcome.response.tool_calls().is_empty();
+                services.forms().accepted(&b.provider, b.asked, called_tool);
+            }
+            (o.outcome, o.from_cache)
+        }
         Err(e) => {
             crate::telemetry::record_error(&span, &e);
+            // A refused `response_format` generated nothing: the seat gives its tokens back.
+            if matches!(&e, Error::ExternalService { step, .. }
+                if step == super::negotiate::ANSWER_FORM_STEP)
+            {
+                res.report_seat_usage(crate::job::SeatUse::NONE);
+            }
+            // A refused form the runtime may change is asked again in the next one.
+            let e = services.forms().after_failure(&b.provider, b.asked, e);
             let failed = Failed {
                 entry: &b.entry,
                 budget: &b.budget,

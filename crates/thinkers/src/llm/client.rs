@@ -42,7 +42,7 @@ use reqwest::header::{CONTENT_TYPE, LOCATION};
 use crate::dispatch::RateObservation;
 use crate::llm::codec::{self, StreamDecoder};
 use crate::llm::encoded::EncodedRequest;
-use crate::llm::errors::{Origin, ProviderError};
+use crate::llm::errors::{self, Origin, ProviderError};
 use crate::llm::http::{endpoint_url, is_tls, model_of, replay_as_deltas, request_headers};
 use crate::llm::redact::{Redactor, chain};
 #[cfg(test)]
@@ -51,7 +51,10 @@ use crate::llm::response::{ChatResponse, StreamDelta};
 #[cfg(test)]
 use crate::llm::target::WireTarget;
 use crate::llm::{gemini, headers};
+use crate::telemetry::Payload;
 use crate::{Error, Result};
+
+pub use super::client_builder::{ClientLimits, ModelClientBuilder};
 
 /// The connect timeout of every request.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -65,7 +68,7 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
 /// The default cap on a wait a server asks for (`Retry-After`).
 pub const DEFAULT_MAX_RETRY_WAIT: Duration = crate::dispatch::DEFAULT_MAX_SERVER_WAIT;
 
-const WHO: &str = "model client";
+pub(super) const WHO: &str = "model client";
 
 /// What one call produced.
 #[derive(Debug, Clone)]
@@ -91,6 +94,14 @@ pub struct SendOptions {
     /// Told the limits a refusal's body states (Gemini's `QuotaFailure`), before the refusal
     /// is returned.
     pub(crate) refused_limits: Option<LimitSink>,
+    /// The `response_format` form the request carries to an OpenAI-compatible server: a
+    /// refusal of it is an error at step `structured output`, never an outage to retry
+    /// (`errors::refuses_form`).
+    pub(crate) answer_form: Option<crate::llm::StructuredOutput>,
+    /// The request streams an answer that may call a tool while the provider's `stream_tools`
+    /// is being found: a stream ending before any content is an error at step `tool-call
+    /// stream` (`llm::negotiate`).
+    pub(crate) probe_stream_tools: bool,
 }
 
 /// Where the limits a provider states in a refusal go (the entry's budget).
@@ -109,132 +120,11 @@ impl std::fmt::Debug for LimitSink {
     }
 }
 
-/// The client's timeouts and waits (see [`ModelClientBuilder`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClientLimits {
-    /// One attempt: until the head, and until the first event of a stream.
-    pub request_timeout: Duration,
-    /// The longest silence between events of a stream after its first.
-    pub stream_idle_timeout: Duration,
-    /// All attempts of one model call together.
-    pub call_timeout: Duration,
-    /// The cap on a server-requested wait.
-    pub max_retry_wait: Duration,
-}
-
-/// Builds a [`ModelClient`].
-#[derive(Debug, Clone)]
-pub struct ModelClientBuilder {
-    connect_timeout: Duration,
-    limits: ClientLimits,
-    proxy: Option<String>,
-    roots: Vec<Vec<u8>>,
-}
-
-impl ModelClientBuilder {
-    /// The timeout of one attempt (default 300 s): until the answer's head, and for a stream
-    /// until its first event; a non-streamed answer must arrive whole within it.
-    #[must_use]
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.limits.request_timeout = timeout;
-        self
-    }
-
-    /// The longest silence between two events of a stream after its first (default 60 s).
-    #[must_use]
-    pub fn stream_idle_timeout(mut self, timeout: Duration) -> Self {
-        self.limits.stream_idle_timeout = timeout;
-        self
-    }
-
-    /// The time all attempts of one model call may take together, retries and their waits
-    /// included (default 300 s). A silent server costs one bounded wait, not one per retry.
-    #[must_use]
-    pub fn call_timeout(mut self, timeout: Duration) -> Self {
-        self.limits.call_timeout = timeout;
-        self
-    }
-
-    /// The longest wait a server may ask for with `Retry-After` before a retry (default 60 s).
-    /// A longer request is logged with the entry and pauses the entry's budget instead.
-    #[must_use]
-    pub fn max_retry_wait(mut self, wait: Duration) -> Self {
-        self.limits.max_retry_wait = wait;
-        self
-    }
-
-    /// The connect timeout (default 10 s).
-    #[must_use]
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// Send every request through this HTTP proxy (`http://host:port`, credentials in the URL
-    /// if it needs them). Without it, the proxy environment variables (`HTTPS_PROXY`,
-    /// `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`) decide.
-    #[must_use]
-    pub fn proxy(mut self, url: impl Into<String>) -> Self {
-        self.proxy = Some(url.into());
-        self
-    }
-
-    /// Trust the certificates in this PEM text as roots, beside the system's (a company's own
-    /// certificate authority, or a self-hosted model server's). May be called more than once.
-    #[must_use]
-    pub fn add_root_certificates(mut self, pem: impl AsRef<[u8]>) -> Self {
-        self.roots.push(pem.as_ref().to_vec());
-        self
-    }
-
-    /// Build the client and its connection pool.
-    pub fn build(self) -> Result<ModelClient> {
-        let failed = |what: String, e: reqwest::Error| {
-            Error::system(WHO, format!("the HTTP client could not be built: {what}"))
-                .with_source(e.without_url())
-        };
-        let mut http = reqwest::Client::builder()
-            .connect_timeout(self.connect_timeout)
-            .tcp_nodelay(true)
-            .redirect(reqwest::redirect::Policy::none());
-        for (i, pem) in self.roots.iter().enumerate() {
-            let n = i + 1;
-            let certs = reqwest::Certificate::from_pem_bundle(pem)
-                .map_err(|e| failed(format!("root certificate PEM number {n} is unreadable"), e))?;
-            if certs.is_empty() {
-                return Err(Error::system(
-                    WHO,
-                    format!("root certificate PEM number {n} holds no `BEGIN CERTIFICATE` block"),
-                ));
-            }
-            http = http.tls_certs_merge(certs);
-        }
-        if let Some(url) = &self.proxy {
-            let proxy = reqwest::Proxy::all(url.as_str()).map_err(|e| {
-                // A proxy URL may carry credentials: one that seems to is not repeated.
-                let shown = if url.contains('@') {
-                    "(holding credentials)"
-                } else {
-                    url.as_str()
-                };
-                Error::system(WHO, format!("the proxy `{shown}` is not a valid URL"))
-                    .with_source(e.without_url())
-            })?;
-            http = http.proxy(proxy);
-        }
-        let http = http.build().map_err(|e| failed("reqwest".into(), e))?;
-        Ok(ModelClient {
-            http,
-            limits: self.limits,
-        })
-    }
-}
-
 /// Sends requests to model providers. Cheap to clone; clones share one connection pool.
 #[derive(Debug, Clone)]
 pub struct ModelClient {
-    http: reqwest::Client,
-    limits: ClientLimits,
+    pub(super) http: reqwest::Client,
+    pub(super) limits: ClientLimits,
 }
 
 impl ModelClient {
@@ -318,6 +208,8 @@ impl ModelClient {
             timeout,
             deadline: tokio::time::Instant::now() + timeout,
             refused_limits: options.refused_limits.as_ref(),
+            answer_form: options.answer_form,
+            probe_stream_tools: options.probe_stream_tools,
         };
         let result = exchange.run(on_delta).await;
         result.map_err(|e| {
@@ -342,6 +234,8 @@ struct Exchange<'a> {
     timeout: Duration,
     deadline: tokio::time::Instant,
     refused_limits: Option<&'a LimitSink>,
+    answer_form: Option<crate::llm::StructuredOutput>,
+    probe_stream_tools: bool,
 }
 
 impl Exchange<'_> {
@@ -353,6 +247,7 @@ impl Exchange<'_> {
     async fn run(&self, on_delta: &mut (dyn FnMut(StreamDelta) + Send)) -> Result<SendOutcome> {
         let started = Instant::now();
         let url = endpoint_url(&self.enc.url)?;
+        self.log_body("model request", &self.enc.body);
         let request = self
             .client
             .http
@@ -401,6 +296,7 @@ impl Exchange<'_> {
                 }
                 Ok(Ok(body)) => body,
             };
+            self.log_body("model response", &body);
             let response = self.decode_whole(&body, &content_type)?;
             // A whole answer (the server ignored `stream`, or the call was asked whole because
             // the provider cannot stream it) is handed to a stream's reader at once; a caller
@@ -485,6 +381,11 @@ impl Exchange<'_> {
             message = %said.message,
             "the provider refused a request"
         );
+        if let Some(form) = self.answer_form
+            && let Some(line) = errors::refuses_form(status, &said, &body)
+        {
+            return self.origin.form_refused(status, &line, form);
+        }
         self.origin.refusal(
             status,
             &said,
@@ -561,7 +462,34 @@ impl Exchange<'_> {
                 }
             }
         }
-        decoder.finish(&mut *on_delta)
+        let delivered = decoder.delivered_content();
+        let response = decoder.finish(&mut *on_delta).map_err(|e| match e {
+            // Ended before any content, while the provider's `stream_tools` is being found.
+            Error::Retry(_) if self.probe_stream_tools && !delivered => {
+                self.origin.tool_stream_empty()
+            }
+            e => e,
+        })?;
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            // A stream has no one body: the answer decoded from it stands for it.
+            self.log_body(
+                "model response (streamed, decoded)",
+                &serde_json::to_vec(&response).unwrap_or_default(),
+            );
+        }
+        Ok(response)
+    }
+
+    /// A request or response body at debug level. Bodies only, never headers (the keys); the
+    /// redactor removes the request's secrets and [`Payload`] withholds the text unless
+    /// payload logging is on (`--log-payloads`, `THINKERS_LOG_PAYLOADS`).
+    fn log_body(&self, what: &'static str, body: &[u8]) {
+        tracing::debug!(
+            provider = %self.origin.service,
+            endpoint = %self.origin.endpoint,
+            body = %Payload(&self.redactor.text(&String::from_utf8_lossy(body))),
+            "{what}"
+        );
     }
 }
 

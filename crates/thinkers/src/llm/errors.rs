@@ -12,6 +12,8 @@
 //! | 401, 403 | [`Error::ExternalService`] at step `authentication` |
 //! | 402 | [`Error::ExternalService`] at step `billing` |
 //! | 408, 409, every 5xx (502, 503, 504 and Anthropic's 529 included), `overloaded_error` | [`RetrySignal::Transient`] with the provider's wait |
+//! | a request carrying a `response_format` an OpenAI-compatible server refuses: 400, 415, 422, 500 or 501 naming `response_format` (or `json_schema`, `json_object`) and no other parameter (llama-cpp-python answers `json_schema` with a 500 validation error) | [`Error::ExternalService`] at step `structured output`, naming the form and the catalog's `structured_output` (never retried as an outage; `llm::negotiate` may ask in the next form) |
+//! | while `llm::negotiate` finds a provider's `stream_tools`: a streamed answer that may call a tool ending before any content | [`Error::ExternalService`] at step `tool-call stream` (`llm::negotiate` asks for it whole) |
 //! | a redirect (never followed: a key is not sent on to another address) | [`Error::ExternalService`] at step `redirect` |
 //! | any other status | [`Error::ExternalService`] at step `request` |
 //! | an error event before any content of a stream | as its type says (rate limit → throttled, overloaded or server error → transient) |
@@ -43,7 +45,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::llm::encoded::EncodedRequest;
-use crate::llm::target::Dialect;
+use crate::llm::negotiate::{ANSWER_FORM_STEP, TOOL_STREAM_STEP};
+use crate::llm::target::{Dialect, StructuredOutput};
 use crate::{Error, RetrySignal};
 
 /// What a provider said about a failure.
@@ -192,6 +195,40 @@ impl ProviderError {
             None => self.message.clone(),
         }
     }
+}
+
+/// Whether a failure status refuses the form of the request's `response_format` rather than
+/// its content, and if so what the provider said of it on one line: a 4xx a request's content
+/// earns (400, 415, 422) or a server error that is no outage (500, 501), whose body names the
+/// field (`response_format`, or a form of it) and names no other parameter as the one at fault.
+/// The body is read whole: llama-cpp-python's 500 names the field on the second line of its
+/// message (`1 validation error:` first). A status alone is not enough: a 400 for an overlong
+/// prompt must not teach a provider to drop its structured answers.
+pub(crate) fn refuses_form(status: u16, err: &ProviderError, body: &[u8]) -> Option<String> {
+    fn names_format(text: &str) -> bool {
+        let text = text.to_ascii_lowercase();
+        ["response_format", "json_schema", "json_object"]
+            .iter()
+            .any(|name| text.contains(name))
+    }
+    if !matches!(status, 400 | 415 | 422 | 500 | 501) {
+        return None;
+    }
+    if let Some(param) = &err.param {
+        return names_format(param).then(|| err.describe());
+    }
+    let text = match serde_json::from_slice::<Value>(body) {
+        Ok(v) => match v.pointer("/error/message").or_else(|| v.get("message")) {
+            Some(Value::String(m)) => m.clone(),
+            _ => v.to_string(),
+        },
+        Err(_) => String::from_utf8_lossy(body).into_owned(),
+    };
+    let line = text.lines().find(|l| names_format(l))?;
+    Some(match &err.kind {
+        Some(kind) => format!("{kind}: {}", one_line(line)),
+        None => one_line(line),
+    })
 }
 
 /// Where a request went: what every error of the client names.
@@ -373,6 +410,39 @@ impl Origin {
                 self.endpoint, err.message
             ),
         }
+    }
+
+    /// A `response_format` in `form` the server refused ([`refuses_form`]): final, naming the
+    /// form, the catalog field that chooses it, the entry and the URL.
+    pub(crate) fn form_refused(&self, status: u16, said: &str, form: StructuredOutput) -> Error {
+        Error::external(
+            self.service.clone(),
+            ANSWER_FORM_STEP,
+            format!(
+                "provider `{}` refused a structured answer asked as `{form}` in \
+                 `response_format` (HTTP {status}: {}); the provider's `structured_output` in \
+                 the catalog chooses the form (`json_schema`, `json_object` or `prompt`){}",
+                self.service,
+                said,
+                self.whereabouts()
+            ),
+        )
+    }
+
+    /// A streamed answer that may call a tool ended before any content, while the provider's
+    /// `stream_tools` is being found: the server may not stream such answers.
+    pub(crate) fn tool_stream_empty(&self) -> Error {
+        Error::external(
+            self.service.clone(),
+            TOOL_STREAM_STEP,
+            format!(
+                "provider `{}` ended a streamed answer that could call a tool before any \
+                 content; the provider's `stream_tools` in the catalog says whether such answers \
+                 are streamed{}",
+                self.service,
+                self.whereabouts()
+            ),
+        )
     }
 
     /// A transport failure before any content (connect, reset, the attempt's timeout): transient.

@@ -15,6 +15,8 @@ pub struct ModelServices {
     counter: Arc<TokenCounter>,
     targets: Mutex<foldhash::HashMap<String, Arc<WireTarget>>>,
     prefixes: super::cached_prefix::PrefixMemo,
+    /// The request forms each provider was found to accept (`super::negotiate`).
+    forms: super::negotiate::Forms,
 }
 
 impl std::fmt::Debug for ModelServices {
@@ -45,6 +47,7 @@ impl ModelServices {
             counter: Arc::new(counter),
             targets: Mutex::new(foldhash::HashMap::default()),
             prefixes: super::cached_prefix::PrefixMemo::default(),
+            forms: super::negotiate::Forms::default(),
         }
     }
 
@@ -68,6 +71,11 @@ impl ModelServices {
         &self.prefixes
     }
 
+    /// The request forms learned per provider.
+    pub(crate) fn forms(&self) -> &super::negotiate::Forms {
+        &self.forms
+    }
+
     /// The same counter, shared (for a [`crate::conversation::WireSizer`]).
     pub fn shared_counter(&self) -> Arc<TokenCounter> {
         Arc::clone(&self.counter)
@@ -75,11 +83,21 @@ impl ModelServices {
 
     /// Where calls to `entry` go. The API key is read from the variable the catalog names the
     /// first time; a missing key is an error naming the variable (and is not cached, so setting
-    /// it later works).
+    /// it later works). An OpenAI-compatible provider's target carries the forms found to work
+    /// for it where the catalog left them unset (`super::negotiate`).
     pub fn target(&self, entry: &Entry) -> Result<Arc<WireTarget>> {
         let mut cache = self.targets.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(t) = cache.get(entry.id()) {
-            return Ok(Arc::clone(t));
+            if t.dialect != crate::llm::Dialect::OpenAiCompatible {
+                return Ok(Arc::clone(t));
+            }
+            let provider = self.router.catalog().provider(entry.provider())?;
+            let Some(learned) = self.forms.apply(provider, t) else {
+                return Ok(Arc::clone(t));
+            };
+            let learned = Arc::new(learned);
+            cache.insert(entry.id().to_owned(), Arc::clone(&learned));
+            return Ok(learned);
         }
         let provider = self.router.catalog().provider(entry.provider())?;
         let mut target =
@@ -96,7 +114,7 @@ impl ModelServices {
             // No Bedrock API key: requests are signed with the AWS credentials.
             target = target.with_aws_signing(super::AwsSigning::from_provider(provider)?);
         }
-        let target = Arc::new(target);
+        let target = Arc::new(self.forms.apply(provider, &target).unwrap_or(target));
         cache.insert(entry.id().to_owned(), Arc::clone(&target));
         Ok(target)
     }

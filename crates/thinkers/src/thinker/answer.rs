@@ -42,6 +42,7 @@ use super::reasoning::AnalysisReasoning;
 use super::schema_text::{strip_fences, strip_thinking};
 use crate::Error;
 use crate::llm::ResponseSchema;
+use crate::model::OutputSize;
 use crate::schema::words::SchemaWords;
 
 /// The description every reasoning field carries: a justification a reader can check.
@@ -272,6 +273,23 @@ impl<A: DeserializeOwned> AnswerShape<A> {
     /// The declared type's name, as the schema titles it.
     pub fn type_name(&self) -> &str {
         &self.data.type_name
+    }
+
+    /// The output size a thinker answering this type declares when none is given: a
+    /// [`Verdict`](OutputSize::Verdict) for a boolean, a number or a string held to a list of
+    /// values; [`Compact`](OutputSize::Compact) for an object; [`Standard`](OutputSize::Standard)
+    /// for free text, a list, or a shape that names no type.
+    pub fn default_output(&self) -> OutputSize {
+        let schema = &self.data.schema;
+        match self.data.kind {
+            Kind::Boolean | Kind::Number | Kind::Integer => OutputSize::Verdict,
+            Kind::String if schema.get("enum").is_some() || schema.get("const").is_some() => {
+                OutputSize::Verdict
+            }
+            Kind::Any if schema.get("enum").is_some() => OutputSize::Verdict,
+            Kind::Object => OutputSize::Compact,
+            Kind::String | Kind::Array | Kind::Any => OutputSize::Standard,
+        }
     }
 
     /// Whether the answer schema names artifact refs (so the `@` legend is rendered).

@@ -79,7 +79,7 @@ impl ThinkerDeclaration {
     }
 
     /// Replace the output declaration (a rung or a raw count). The last value set wins. Set on a
-    /// thinker (`SingleObjectiveThinker::set_output`), it also serves the conversation an earlier
+    /// thinker (`Thinker::set_output`), it also serves the conversation an earlier
     /// run obtained: the next run stamps it over that conversation's output size.
     pub fn set_output(&mut self, output: OutputSize) {
         self.output = output;

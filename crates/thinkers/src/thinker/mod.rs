@@ -6,10 +6,10 @@
 //! seam → tool round (admission check, validation, parallel calls in the turn's step, one batch
 //! of results) → final answer (the answer-shape boundary in [`answer`], artifact refs,
 //! [`guardrail`]s). Families differ by hooks and answer phase, not by copies of the loop, and
-//! share their setters ([`ThinkerBuilder`], [`LoopThinkerBuilder`], in the prelude).
+//! share their setters (written once in [`builder`], inherent on each family).
 //!
 //! * [`ThinkerDeclaration`] — grade and output size, required by every constructor.
-//! * [`SingleObjectiveThinker`] — works toward one typed answer; [`ThinkerInput`] carries the
+//! * [`Thinker`] — works toward one typed answer; [`ThinkerInput`] carries the
 //!   query, the depth (clamped to a calling thinker's) and artifact refs.
 //! * [`ReactiveThinker`] and [`ChatThinker`] — answer a person's messages turn by turn over a
 //!   conversation that lasts between turns ([`ChatEvent`]s report each turn).
@@ -56,6 +56,7 @@ macro_rules! seat_in_core {
 // The shared vocabulary of every family.
 pub mod answer;
 pub mod artifacts;
+#[macro_use]
 pub mod builder;
 pub mod declaration;
 pub mod events;
@@ -80,7 +81,6 @@ use turn_loop::{conversing, finish, reactive_phase, tool_round};
 
 pub use answer::{AnswerShape, Judgement, REASONING_DESCRIPTION};
 pub use artifacts::{Artifact, ArtifactRef, Artifacts};
-pub use builder::{LoopThinkerBuilder, ThinkerBuilder};
 pub use chat::{ChatArtifact, ChatEvent, ChatEvents, ChatThinker};
 pub use conversing::TOOL_GUIDANCE;
 pub use decision::{
@@ -94,7 +94,7 @@ pub use reactive::{DEFAULT_TOOL_CALLS_PER_MESSAGE, ReactiveThinker, ReactiveTurn
 pub use reasoning::AnalysisReasoning;
 #[cfg(any(test, feature = "test-utils"))]
 pub use scripted::ScriptedTurns;
-pub use single::{SingleObjectiveThinker, ThinkerJob, ThinkerOutput};
+pub use single::{Thinker, ThinkerJob, ThinkerOutput};
 pub use state::{RefusedCall, ThinkerObserver, ThinkerState, Withheld};
 pub use subthinker::{
     SUB_THINKER, SubThinkerAnswer, SubThinkerHooks, SubThinkerInput, SubThinkerOutput,

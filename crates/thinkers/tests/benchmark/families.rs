@@ -8,8 +8,8 @@ use thinkers::benchmark::{Benchmark, BenchmarkReport, RankingSubject, RunRole};
 use thinkers::job::JobId;
 use thinkers::model::{Depth, Grade, OutputSize};
 use thinkers::thinker::{
-    Choice, DecisionOption, DecisionThinker, ReactiveThinker, SystemPrompt, ThinkerBuilder,
-    ThinkerDeclaration, ThinkerInput, ToollessThinker,
+    Choice, DecisionOption, DecisionThinker, ReactiveThinker, SystemPrompt, ThinkerDeclaration,
+    ThinkerInput, ToollessThinker,
 };
 
 use crate::support::{assert_row_matches_records, runs_under, setup};

@@ -10,9 +10,7 @@ use thinkers::job::JobId;
 use thinkers::model::{Depth, Grade, OutputSize};
 use thinkers::onecall::ModelToolProvider;
 use thinkers::service_tools::{QuickQuestion, QuickQuestionInput};
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 
 use crate::support::{assert_row_matches_records, runs_under, setup};
 
@@ -24,8 +22,8 @@ pub struct Finding {
     pub answer: String,
 }
 
-fn researcher() -> SingleObjectiveThinker<Finding> {
-    SingleObjectiveThinker::<Finding>::new(
+fn researcher() -> Thinker<Finding> {
+    Thinker::<Finding>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "Answer the question; ask a quick question when a fact is needed.",
     )

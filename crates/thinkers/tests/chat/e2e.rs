@@ -5,9 +5,7 @@
 use thinkers::conversation::no_answer::FAILED_TURN_FOR_MODEL;
 use thinkers::conversation::{Message, Role};
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
-use thinkers::thinker::{
-    ChatEvent, ChatThinker, ContentStream, LoopThinkerBuilder, ThinkerBuilder, ThinkerDeclaration,
-};
+use thinkers::thinker::{ChatEvent, ChatThinker, ContentStream, ThinkerDeclaration};
 use thinkers_sim::{FaultKind, FaultRule};
 
 use crate::support::{Collected, Lookup, setup_with};

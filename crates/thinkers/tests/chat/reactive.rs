@@ -9,8 +9,7 @@ use thinkers::conversation::{ContentBlock, Message, Role};
 use thinkers::llm::ToolChoice;
 use thinkers::model::{Depth, Grade, OutputSize};
 use thinkers::thinker::{
-    DEFAULT_TOOL_CALLS_PER_MESSAGE, LoopThinkerBuilder, ReactiveThinker, ScriptedTurns,
-    ThinkerBuilder, ThinkerDeclaration,
+    DEFAULT_TOOL_CALLS_PER_MESSAGE, ReactiveThinker, ScriptedTurns, ThinkerDeclaration,
 };
 
 use crate::support::{Collected, Lookup, Steered, dispatcher};

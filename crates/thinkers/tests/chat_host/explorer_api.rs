@@ -9,16 +9,13 @@ use thinkers::job::JobId;
 use thinkers::model::{Catalog, Grade, ModelDependent as _, OutputSize};
 use thinkers::record::{JobEnd, JobStart, JobStatus, LlmRun, Recorder as _, now_ms};
 use thinkers::store::SqliteRecorder;
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
-    ThinkerJob,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput, ThinkerJob};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall, SimConfig};
 
 use crate::support::{Lookup, host_with};
 
 fn ask() -> ThinkerJob<String> {
-    let thinker = SingleObjectiveThinker::<String>::new(
+    let thinker = Thinker::<String>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "You answer glossary questions.",
     )

@@ -17,7 +17,7 @@ use thinkers::chat::{ChatHost, HostConfig, RunningHost};
 use thinkers::dispatch::DispatchConfig;
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
-use thinkers::thinker::{ChatThinker, LoopThinkerBuilder, ThinkerDeclaration};
+use thinkers::thinker::{ChatThinker, ThinkerDeclaration};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, Sim, SimConfig};
 

@@ -8,10 +8,7 @@ use std::sync::atomic::Ordering;
 use serde_json::json;
 use thinkers::hub::{ToolHub, rules};
 use thinkers::job::ScopeGuard;
-use thinkers::thinker::{
-    LoopThinkerBuilder, REQUEST_SKILL, REQUEST_TOOLS, ScriptedTurns, SingleObjectiveThinker,
-    ThinkerBuilder, ThinkerInput,
-};
+use thinkers::thinker::{REQUEST_SKILL, REQUEST_TOOLS, ScriptedTurns, Thinker, ThinkerInput};
 
 use crate::support::{Delete, Lookup, Summary, decl, dispatcher, hub, offered, results, summary};
 
@@ -28,7 +25,7 @@ fn door_schema(turns: &ScriptedTurns, i: usize, door: &str) -> Option<serde_json
 async fn the_request_tools_schema_enumerates_the_catalog_as_one_of_const_entries() {
     let (d, _) = dispatcher();
     let turns = ScriptedTurns::new().then_answer(summary("ok", &[]));
-    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let t = Thinker::<Summary>::declared(decl(), "x")
         .hub(hub())
         .turns(turns.clone());
     d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
@@ -57,7 +54,7 @@ async fn the_catalog_is_reconciled_each_turn_and_granted_tools_join_the_next_tur
         .then_calls(&[("a", REQUEST_TOOLS, json!({"tool_names": ["lookup"]}))])
         .then_calls(&[("b", "lookup", json!({"term": "seat"}))])
         .then_answer(summary("ok", &["@a2"]));
-    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let t = Thinker::<Summary>::declared(decl(), "x")
         .hub(hub.clone())
         .compatible_tools(["lookup", "not_in_the_hub"])
         .compatible_skills(["citations"])
@@ -103,7 +100,7 @@ async fn an_unknown_name_is_refused_naming_the_field_and_never_echoed() {
             ("c", REQUEST_SKILL, json!({"skill_names": [CANARY]})),
         ])
         .then_answer(summary("ok", &[]));
-    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let t = Thinker::<Summary>::declared(decl(), "x")
         .hub(hub())
         .turns(turns.clone());
     let obs = t.observer();
@@ -139,7 +136,7 @@ async fn admission_rules_apply_in_the_caller_s_scope() {
             )])
             .then_calls(&[("b", "delete_record", json!({"id": "1"}))])
             .then_answer(summary("ok", &[]));
-        let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+        let t = Thinker::<Summary>::declared(decl(), "x")
             .hub(std::sync::Arc::new(hub))
             .turns(turns.clone());
         let obs = t.observer();
@@ -177,7 +174,7 @@ async fn granted_tools_live_in_the_conversation_and_the_sweep_applies_to_them() 
         .then_calls(&[("a", REQUEST_TOOLS, json!({"tool_names": ["delete_record"]}))])
         .then_answer(summary("first run", &[]))
         .then_answer(summary("second run", &[]));
-    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let t = Thinker::<Summary>::declared(decl(), "x")
         .hub(hub())
         .turns(turns.clone());
     let obs = t.observer();
@@ -186,7 +183,7 @@ async fn granted_tools_live_in_the_conversation_and_the_sweep_applies_to_them() 
     // A later run of the same conversation in a read-only scope: the granted tool comes back
     // from the conversation's state and is withheld by the sweep.
     d.submit_scoped(
-        t.ask(ThinkerInput::query("q2")),
+        t.follow_up(ThinkerInput::query("q2")),
         ScopeGuard::unbound().read_only(),
     )
     .await
@@ -227,7 +224,7 @@ async fn a_tool_registered_in_the_hub_mid_run_is_offered_from_the_next_turn() {
     let turns = ScriptedTurns::new()
         .then_calls(&[("a", "wire_delete", json!({}))])
         .then_answer(summary("ok", &[]));
-    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let t = Thinker::<Summary>::declared(decl(), "x")
         .tool(Wire(hub.clone()))
         .hub(hub.clone())
         .turns(turns.clone());
@@ -256,14 +253,14 @@ async fn discoveries_survive_a_save_and_a_resume_by_another_thinker_object() {
         ])
         .then_answer(summary("first", &[]))
         .then_answer(summary("second", &[]));
-    let first = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let first = Thinker::<Summary>::declared(decl(), "x")
         .hub(hub())
         .conversations(service.clone())
         .durable()
         .turns(turns.clone());
     d.run(first.ask(ThinkerInput::query("q1"))).await.unwrap();
     let id = first.observer().conversation_id().unwrap();
-    let second = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let second = Thinker::<Summary>::declared(decl(), "x")
         .hub(hub())
         .conversations(service)
         .turns(turns.clone());
@@ -310,7 +307,7 @@ impl thinkers::thinker::ThinkerHooks for Narrow {
 async fn catalog_and_delegation_hooks_override_the_defaults() {
     let (d, _) = dispatcher();
     let turns = ScriptedTurns::new().then_answer(summary("ok", &[]));
-    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let t = Thinker::<Summary>::declared(decl(), "x")
         .hub(hub())
         .hooks(Narrow)
         .turns(turns.clone());

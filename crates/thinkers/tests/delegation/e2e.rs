@@ -15,7 +15,7 @@ use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, ModelDependent};
 use thinkers::record::trajectory::Trajectory;
 use thinkers::store::SqliteStore;
-use thinkers::thinker::{LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerInput};
+use thinkers::thinker::{Thinker, ThinkerInput};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall, Sim, SimConfig};
 
 use crate::support::{Definition, Delete, Lookup, Summary, decl};
@@ -129,7 +129,7 @@ async fn run(entry: &str) {
         .await
         .unwrap();
 
-    let mut t = SingleObjectiveThinker::<Summary>::new(decl(), TASK).class("researcher");
+    let mut t = Thinker::<Summary>::declared(decl(), TASK).class("researcher");
     t.pin_model(entry.to_owned());
     let obs = t.observer();
     let answer = rt
@@ -217,7 +217,7 @@ mod offline;
 async fn schema_driven_door_calls_are_accepted_on_every_dialect() {
     let s = offline::start(Duration::from_secs(5), |c| c).await;
     for entry in ["sim-small-a", "sim-small-b", "sim-small-text"] {
-        let mut t = SingleObjectiveThinker::<String>::new(decl(), "Answer briefly.")
+        let mut t = Thinker::<String>::declared(decl(), "Answer briefly.")
             .hub(crate::support::hub())
             .class("doors");
         t.pin_model(entry.to_owned());
@@ -303,7 +303,7 @@ async fn without_a_hub_the_model_delegates_and_the_parent_uses_the_result() {
     })
     .await;
     let lookup = Lookup::default();
-    let mut t = SingleObjectiveThinker::<Summary>::new(decl(), TASK)
+    let mut t = Thinker::<Summary>::declared(decl(), TASK)
         .tool(lookup.clone())
         .class("researcher");
     t.pin_model(entry.to_owned());
@@ -405,7 +405,7 @@ async fn a_sub_thinker_hands_its_structured_reasoning_to_the_parent() {
         ..c
     })
     .await;
-    let mut t = SingleObjectiveThinker::<Summary>::new(decl(), TASK).tool(Lookup::default());
+    let mut t = Thinker::<Summary>::declared(decl(), TASK).tool(Lookup::default());
     t.pin_model(entry.to_owned());
     let obs = t.observer();
     s.rt.run(t.ask(ThinkerInput::query("STRUCT-QUERY: what is a seat?")))

@@ -9,8 +9,7 @@ use serde_json::json;
 use thinkers::job::{ScopeGuard, doer};
 use thinkers::model::Depth;
 use thinkers::thinker::{
-    LoopThinkerBuilder, REQUEST_SKILL, REQUEST_TOOLS, SUB_THINKER, ScriptedTurns,
-    SingleObjectiveThinker, ThinkerBuilder, ThinkerInput,
+    REQUEST_SKILL, REQUEST_TOOLS, SUB_THINKER, ScriptedTurns, Thinker, ThinkerInput,
 };
 use thinkers::tool::ToolCallContext;
 
@@ -39,7 +38,7 @@ async fn a_ticket_bound_parent_s_delegates_and_their_children_carry_the_ticket()
         .then_answer(sub_answer("three", &[]))
         .then_answer(sub_answer("two", &[]))
         .then_answer(summary("one", &[]));
-    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let t = Thinker::<Summary>::declared(decl(), "x")
         .tool(probe.clone())
         .hub(hub())
         .turns(turns.clone());
@@ -73,7 +72,7 @@ async fn read_only_withholds_and_refuses_request_tools_and_sub_thinker_but_keeps
             ("c", REQUEST_SKILL, json!({"skill_names": ["house_style"]})),
         ])
         .then_answer(summary("done", &[]));
-    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let t = Thinker::<Summary>::declared(decl(), "x")
         .hub(hub())
         .turns(turns.clone());
     let obs = t.observer();
@@ -111,7 +110,7 @@ async fn a_delegate_started_in_a_read_only_ticket_flow_is_bound_and_so_are_its_c
             ("s3", SUB_THINKER, json!({"objective": "deeper"})),
         ])
         .then_answer(sub_answer("bound", &[]));
-    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let t = Thinker::<Summary>::declared(decl(), "x")
         .tool(probe.clone())
         .tool(delete.clone())
         .hub(hub())

@@ -6,10 +6,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use thinkers::hub::{Grant, Skill, ToolHub};
-use thinkers::thinker::{
-    LoopThinkerBuilder, REQUEST_SKILL, ScriptedTurns, SingleObjectiveThinker, ThinkerBuilder,
-    ThinkerInput,
-};
+use thinkers::thinker::{REQUEST_SKILL, ScriptedTurns, Thinker, ThinkerInput};
 
 use crate::support::{Summary, decl, dispatcher, hub, offered, results, summary};
 
@@ -70,7 +67,7 @@ async fn a_skill_rides_every_later_call_and_is_absent_before() {
         .then_calls(&[("b", REQUEST_SKILL, json!({"skill_names": ["house_style"]}))])
         .then_calls(&[("c", REQUEST_SKILL, json!({"skill_names": ["citations"]}))])
         .then_answer(summary("ok", &[]));
-    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let t = Thinker::<Summary>::declared(decl(), "x")
         .hub(hub())
         .turns(turns.clone());
     let obs = t.observer();
@@ -132,7 +129,7 @@ async fn skill_admission_rules_refuse_with_a_reason() {
             json!({"skill_names": ["citations", "house_style"]}),
         )])
         .then_answer(summary("ok", &[]));
-    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let t = Thinker::<Summary>::declared(decl(), "x")
         .hub(Arc::clone(&hub))
         .turns(turns.clone());
     let obs = t.observer();

@@ -9,8 +9,8 @@ use thinkers::ErrorKind;
 use thinkers::job::doer;
 use thinkers::model::{Depth, Grade, OutputSize};
 use thinkers::thinker::{
-    LoopThinkerBuilder, SUB_THINKER, ScriptedTurns, SingleObjectiveThinker, SubThinkerOutput,
-    ThinkerBuilder, ThinkerDeclaration, ThinkerHooks, ThinkerInput,
+    SUB_THINKER, ScriptedTurns, SubThinkerOutput, Thinker, ThinkerDeclaration, ThinkerHooks,
+    ThinkerInput,
 };
 use thinkers::tool::{ToolCallContext, ToolRegistry, TypedToolProvider};
 
@@ -24,7 +24,7 @@ async fn a_thinker_delegates_at_standard_and_above_only() {
     let (d, _) = dispatcher();
     for depth in Depth::ALL {
         let turns = ScriptedTurns::new().then_answer(summary("ok", &[]));
-        let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+        let t = Thinker::<Summary>::declared(decl(), "x")
             .hub(hub())
             .turns(turns.clone());
         d.run(t.ask(ThinkerInput::query("q").with_depth(depth)))
@@ -44,7 +44,7 @@ async fn without_a_hub_a_thinker_offers_sub_thinker_from_standard_and_no_doors()
     let (d, _) = dispatcher();
     for depth in Depth::ALL {
         let turns = ScriptedTurns::new().then_answer(summary("ok", &[]));
-        let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+        let t = Thinker::<Summary>::declared(decl(), "x")
             .tool(Lookup::default())
             .turns(turns.clone());
         d.run(t.ask(ThinkerInput::query("q").with_depth(depth)))
@@ -63,11 +63,11 @@ async fn without_a_hub_a_thinker_offers_sub_thinker_from_standard_and_no_doors()
 async fn without_a_hub_or_tools_a_thinker_at_standard_still_offers_sub_thinker() {
     let (d, _) = dispatcher();
     let turns = ScriptedTurns::new().then_answer(summary("ok", &[]));
-    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x").turns(turns.clone());
+    let t = Thinker::<Summary>::declared(decl(), "x").turns(turns.clone());
     d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
     assert_eq!(offered(&turns, 0), [SUB_THINKER]);
     let turns = ScriptedTurns::new().then_answer(summary("ok", &[]));
-    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x").turns(turns.clone());
+    let t = Thinker::<Summary>::declared(decl(), "x").turns(turns.clone());
     d.run(t.ask(ThinkerInput::query("q").with_depth(Depth::Quick)))
         .await
         .unwrap();
@@ -79,7 +79,7 @@ async fn without_a_hub_a_sub_thinker_inherits_the_palette_and_delegates_only_at_
     let (d, _) = dispatcher();
     for depth in Depth::ALL {
         let turns = ScriptedTurns::new().then_answer(sub_answer("ok", &[]));
-        let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+        let t = Thinker::<Summary>::declared(decl(), "x")
             .tool(Lookup::default())
             .turns(turns.clone());
         let door = t.sub_thinker(depth);
@@ -114,7 +114,7 @@ async fn without_a_hub_a_delegate_called_by_the_model_runs_with_the_parents_tool
         .then_calls(&[("s1", "lookup", json!({"term": "seat"}))])
         .then_answer(sub_answer("seat defined", &["@a1"]))
         .then_answer(summary("a seat is what @a1 says", &["@a1"]));
-    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let t = Thinker::<Summary>::declared(decl(), "x")
         .tool(lookup.clone())
         .turns(turns.clone())
         .class("top");
@@ -139,7 +139,7 @@ async fn a_sub_thinker_delegates_further_only_at_thorough() {
     let (d, _) = dispatcher();
     for depth in Depth::ALL {
         let turns = ScriptedTurns::new().then_answer(sub_answer("ok", &[]));
-        let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+        let t = Thinker::<Summary>::declared(decl(), "x")
             .hub(hub())
             .turns(turns.clone());
         let door = t.sub_thinker(depth);
@@ -174,7 +174,7 @@ async fn delegation_nests_three_levels_at_thorough_with_depth_clamped() {
         .then_answer(sub_answer("three done", &[]))
         .then_answer(sub_answer("two done", &[]))
         .then_answer(summary("all done", &[]));
-    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let t = Thinker::<Summary>::declared(decl(), "x")
         .hub(hub())
         .turns(turns.clone())
         .class("top");
@@ -226,7 +226,7 @@ async fn the_delegate_inherits_instances_catalogs_and_grade_but_not_the_output_s
         .then_answer(sub_answer("probed", &[]))
         .then_answer(summary("done", &[]));
     let probe = ScopeProbe::default();
-    let t = SingleObjectiveThinker::<Summary>::new(
+    let t = Thinker::<Summary>::declared(
         ThinkerDeclaration::new(Grade::Medium, OutputSize::Verdict),
         "x",
     )
@@ -301,7 +301,7 @@ async fn only_listed_refs_are_conveyed_and_new_artifacts_come_back_with_parent_r
         .then_calls(&[("s1", "lookup", json!({"term": "gamma"}))])
         .then_answer(sub_answer("compared", &["@a2", "@a3"]))
         .then_answer(summary("final", &["@a2", "@a3"]));
-    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let t = Thinker::<Summary>::declared(decl(), "x")
         .tool(lookup.clone())
         .hub(hub())
         .turns(turns.clone());
@@ -406,7 +406,7 @@ async fn the_parents_model_may_lower_a_delegates_depth_never_raise_it() {
             .then_calls(&[("p1", SUB_THINKER, args)])
             .then_answer(sub_answer("seat defined", &[]))
             .then_answer(summary("done", &[]));
-        let t = SingleObjectiveThinker::<Summary>::new(decl(), "x").turns(turns.clone());
+        let t = Thinker::<Summary>::declared(decl(), "x").turns(turns.clone());
         d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
         let seen = turns.seen();
         assert_eq!(seen[0].depth, Depth::Standard);

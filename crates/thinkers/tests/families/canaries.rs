@@ -19,8 +19,7 @@ use serde_json::{Value, json};
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
 use thinkers::onecall::{ModelTool, ModelToolJob};
 use thinkers::thinker::{
-    DecisionThinker, LoopThinkerBuilder, SingleObjectiveThinker, SystemPrompt, ThinkerDeclaration,
-    ThinkerInput, ToollessThinker,
+    DecisionThinker, SystemPrompt, Thinker, ThinkerDeclaration, ThinkerInput, ToollessThinker,
 };
 use thinkers::tool::{Tool, ToolCallContext, ToolContext, ToolProvider, TypedToolProvider};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall};
@@ -190,7 +189,7 @@ async fn single_objective_answers() {
     for w in &rows {
         let answer = json!({"reasoning": "r", "answer": w.json});
         let s = always(ScriptAnswer::Json(answer)).await;
-        let mut t = SingleObjectiveThinker::<Tally>::new(
+        let mut t = Thinker::<Tally>::declared(
             ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
             "Tally the moods.",
         );
@@ -353,7 +352,7 @@ async fn one_refused_call(call: ScriptToolCall, depth: Depth) -> Setup {
         ScriptRule::when_contains("", ScriptAnswer::Text("done".into())),
     ]))
     .await;
-    let mut t = SingleObjectiveThinker::<String>::new(
+    let mut t = Thinker::<String>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "Record the tally.",
     )

@@ -1,6 +1,5 @@
 //! Shared types and setup for the family tests.
 
-use std::borrow::Cow;
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -8,10 +7,8 @@ use serde::{Deserialize, Serialize};
 use thinkers::model::{Grade, ModelDependent, OutputSize};
 use thinkers::record::JobRow;
 use thinkers::thinker::{
-    DecisionOption, DecisionThinker, SystemPrompt, ThinkerBuilder, ThinkerDeclaration,
-    ToollessThinker,
+    DecisionOption, DecisionThinker, SystemPrompt, ThinkerDeclaration, ToollessThinker,
 };
-use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::{Script, SimConfig};
 
 #[path = "../common/offline.rs"]
@@ -106,22 +103,4 @@ pub fn jobs_of(s: &Setup, before: usize, class: &str) -> Vec<JobRow> {
         .skip(before)
         .filter(|j| j.start.class == class)
         .collect()
-}
-
-/// A tool, to show one cannot be added.
-pub struct Lookup;
-
-impl Tool for Lookup {
-    const NAME: &'static str = "lookup";
-    type Input = Ticket;
-    type Output = String;
-    fn description(&self) -> Cow<'static, str> {
-        "Look something up.".into()
-    }
-    fn read_only(&self) -> bool {
-        true
-    }
-    async fn call(&self, input: &Ticket, _cx: &ToolContext<'_>) -> thinkers::Result<String> {
-        Ok(input.text.clone())
-    }
 }

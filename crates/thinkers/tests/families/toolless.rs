@@ -13,13 +13,12 @@ use thinkers::job::ScopeGuard;
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
 use thinkers::record::JobStatus;
 use thinkers::thinker::{
-    ContentStream, GuardrailRefusal, MAX_GUARDRAIL_CORRECTIONS, SystemPrompt, ThinkerBuilder,
-    ThinkerDeclaration, ToollessThinker, Verdict,
+    ContentStream, GuardrailRefusal, MAX_GUARDRAIL_CORRECTIONS, SystemPrompt, ThinkerDeclaration,
+    ToollessThinker, Verdict,
 };
-use thinkers::tool::TypedToolProvider;
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule};
 
-use crate::support::{Lookup, Routing, Team, Ticket, decl, jobs_of, router, scripted, setup};
+use crate::support::{Routing, Team, Ticket, decl, jobs_of, router, scripted, setup};
 
 fn ticket() -> Ticket {
     Ticket {
@@ -130,21 +129,7 @@ async fn a_third_refusal_fails_the_run_with_the_last_refusal() {
 }
 
 #[tokio::test]
-async fn adding_a_tool_is_an_error_naming_it_and_the_prompt_is_required() {
-    let t = router("sim-small-a");
-    match t.tool(Lookup) {
-        Err(Error::InvalidInput {
-            parameter, value, ..
-        }) => {
-            assert_eq!(parameter, "tool");
-            assert_eq!(value.as_deref(), Some("lookup"));
-        }
-        other => panic!("expected an error naming the tool, got {other:?}"),
-    }
-    let err = t
-        .provider(Arc::new(TypedToolProvider::new(Lookup)))
-        .unwrap_err();
-    assert!(err.to_string().contains("lookup"), "{err}");
+async fn a_blank_system_prompt_is_an_error_naming_it() {
     let err = SystemPrompt::new(" \n ").unwrap_err();
     assert!(err.to_string().contains("system_prompt"), "{err}");
 }

@@ -9,7 +9,9 @@
 //! `responses`: the OpenAI Responses dialect and Azure OpenAI (issue 33); `gemini`: the Gemini
 //! dialect's errors and answers through the dispatcher; `outages` (a persistent 429, one
 //! classification of outages in every dialect, error bodies on one line); `malformed` (an
-//! unreadable stream event before content is retried in every dialect, never after).
+//! unreadable stream event before content is retried in every dialect, never after); `forms`
+//! (issue 48, item 6: the structured-answer form a server accepts, found when the catalog does
+//! not set it).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -24,6 +26,7 @@ mod calls;
 mod correction;
 mod empty;
 mod faults;
+mod forms;
 mod fuzz;
 mod gemini;
 mod malformed;

@@ -29,10 +29,15 @@ pub struct Server {
 /// The server, or `None` when the test is to be skipped (it then said so). Waits for the other
 /// tests to finish with the server first.
 pub async fn server(test: &str) -> Option<Server> {
+    server_over(test, crate::gate::catalog_toml).await
+}
+
+/// [`server`], with a runtime over the catalog `catalog` writes for the server's base URL.
+pub async fn server_over(test: &str, catalog: impl FnOnce(&str) -> String) -> Option<Server> {
     let url = crate::gate::server_url(test)?;
     let turn = SERVER.lock().await;
     crate::gate::wait_until_idle(&url);
-    let catalog = Catalog::from_toml_str(&crate::gate::catalog_toml(&url), "real-model.toml")
+    let catalog = Catalog::from_toml_str(&catalog(&url), "real-model.toml")
         .unwrap_or_else(|e| panic!("{test}: the test catalog does not load: {e}"));
     let rec = MemoryRecorder::new();
     let rt = Runtime::builder(catalog)

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use thinkers::model::{Grade, ModelDependent, OutputSize};
-use thinkers::thinker::{SystemPrompt, ThinkerBuilder, ThinkerDeclaration, ToollessThinker};
+use thinkers::thinker::{SystemPrompt, ThinkerDeclaration, ToollessThinker};
 
 use crate::support::{NATIVE, TEXT, server};
 

@@ -10,9 +10,7 @@ use thinkers::job::ScopeGuard;
 use thinkers::mcp::{McpServer, McpToolset};
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
 use thinkers::record::JobStatus;
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall};
 
 use crate::mcp::everything;
@@ -29,13 +27,13 @@ async fn echo_toolset() -> Option<McpToolset> {
     )
 }
 
-fn thinker(toolset: &McpToolset) -> SingleObjectiveThinker<String> {
+fn thinker(toolset: &McpToolset) -> Thinker<String> {
     let echo = toolset
         .providers()
         .into_iter()
         .find(|p| p.name() == "echo")
         .expect("the everything server has echo");
-    let mut t = SingleObjectiveThinker::<String>::new(
+    let mut t = Thinker::<String>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "Repeat what the user says through the echo tool, then answer with what it returned.",
     )

@@ -12,8 +12,8 @@ use thinkers::conversation::ContentBlock;
 use thinkers::llm::{ChatResponse, StopReason, Usage};
 use thinkers::model::{Grade, OutputSize};
 use thinkers::thinker::{
-    AnswerShape, ArtifactRef, Judgement, LoopThinkerBuilder, REASONING_DESCRIPTION, ScriptedTurns,
-    SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
+    AnswerShape, ArtifactRef, Judgement, REASONING_DESCRIPTION, ScriptedTurns, Thinker,
+    ThinkerDeclaration, ThinkerInput,
 };
 
 use crate::support::{LogCapture, dispatcher};
@@ -257,7 +257,7 @@ async fn wrong_shapes_are_corrected_and_canaries_reach_neither_the_model_nor_the
         turns = turns.then(text_turn(w));
     }
     turns = turns.then_answer(good_ticket());
-    let thinker = SingleObjectiveThinker::<Ticket>::new(
+    let thinker = Thinker::<Ticket>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "Classify the ticket.",
     )
@@ -298,7 +298,7 @@ async fn answer_corrections_are_bounded_and_the_failure_echoes_nothing() {
     for _ in 0..5 {
         turns = turns.then(text_turn(&json!(CANARY).to_string()));
     }
-    let thinker = SingleObjectiveThinker::<Ticket>::new(
+    let thinker = Thinker::<Ticket>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "Classify.",
     )

@@ -13,9 +13,7 @@ use serde_json::json;
 use thinkers::durable::{ApprovalPolicy, ApprovalStatus};
 use thinkers::model::{Catalog, Grade, ModelDependent as _, OutputSize};
 use thinkers::record::JobStatus;
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers::{Error, ErrorKind, Runtime};
 use thinkers_sim::{MatchOn, Script, ScriptAnswer, ScriptRule, ScriptToolCall, Sim, SimConfig};
@@ -104,7 +102,7 @@ async fn world(policy: Option<ApprovalPolicy>, database: bool) -> World {
 }
 
 fn job(sent: &Arc<AtomicUsize>, ask: bool) -> thinkers::thinker::ThinkerJob<Report> {
-    let thinker = SingleObjectiveThinker::<Report>::new(
+    let thinker = Thinker::<Report>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "You send the notes you are asked to send.",
     )
@@ -289,7 +287,7 @@ async fn a_reused_call_id_in_a_later_turn_still_runs() {
         .then_calls(&[("call_0", "send_note", json!({"to": "ops"}))])
         .then_calls(&[("call_0", "send_note", json!({"to": "ops"}))])
         .then_answer(json!({"summary": "TWICE"}));
-    let thinker = SingleObjectiveThinker::<Report>::new(
+    let thinker = Thinker::<Report>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "You send the notes you are asked to send.",
     )

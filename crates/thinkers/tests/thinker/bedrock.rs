@@ -13,9 +13,7 @@ use thinkers::dispatch::DispatchConfig;
 use thinkers::llm::{ChatRequest, LlmCall, StreamDelta};
 use thinkers::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
 use thinkers::record::MemoryRecorder;
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 use thinkers_sim::{FaultKind, FaultRule, Sim, SimConfig};
 
 use crate::e2e::Brief;
@@ -89,8 +87,8 @@ async fn setup() -> Setup {
     Setup { sim, rt }
 }
 
-fn thinker(entry: &str, grade: Grade) -> SingleObjectiveThinker<Brief> {
-    let mut t = SingleObjectiveThinker::<Brief>::new(
+fn thinker(entry: &str, grade: Grade) -> Thinker<Brief> {
+    let mut t = Thinker::<Brief>::declared(
         ThinkerDeclaration::new(grade, OutputSize::Compact),
         "Answer the question from the glossary.",
     )

@@ -9,9 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
 use thinkers::record::JobStatus;
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::{FaultKind, FaultRule, Script, ScriptAnswer, ScriptRule};
 
@@ -56,8 +54,8 @@ impl Tool for Synonyms {
     }
 }
 
-fn thinker(entry: &str, grade: Grade) -> SingleObjectiveThinker<Brief> {
-    let mut t = SingleObjectiveThinker::<Brief>::new(
+fn thinker(entry: &str, grade: Grade) -> Thinker<Brief> {
+    let mut t = Thinker::<Brief>::declared(
         ThinkerDeclaration::new(grade, OutputSize::Compact),
         "Answer the question from the glossary.",
     )
@@ -132,7 +130,7 @@ async fn three_dialects_run_tool_rounds_in_one_step_and_answer_typed() {
 async fn a_string_answer_is_asked_for_as_text_and_is_the_models_text() {
     let s = setup().await;
     for entry in ["sim-small-a", "sim-small-b", "sim-small-text"] {
-        let mut t = SingleObjectiveThinker::<String>::new(
+        let mut t = Thinker::<String>::declared(
             ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
             "Answer the question from the glossary.",
         )
@@ -181,7 +179,7 @@ async fn a_wrong_shape_from_the_wire_is_corrected_and_not_echoed() {
         );
         // No tools (and, at quick depth, no sub_thinker), so the first answer is the
         // wrong-shaped final answer.
-        let mut t = SingleObjectiveThinker::<Brief>::new(
+        let mut t = Thinker::<Brief>::declared(
             ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
             "Answer briefly.",
         );
@@ -255,7 +253,7 @@ async fn canaries_in_wrong_answers_from_the_wire_never_go_back_nor_into_logs() {
         ..c
     })
     .await;
-    let mut t = SingleObjectiveThinker::<Brief>::new(
+    let mut t = Thinker::<Brief>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "Answer briefly.",
     );

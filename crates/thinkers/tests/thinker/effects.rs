@@ -21,9 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use thinkers::durable::{ApprovalKind, ApprovalStatus, Decision};
 use thinkers::model::{Catalog, Grade, ModelDependent as _, OutputSize};
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers::{Error, ErrorKind, Runtime};
 use thinkers_sim::{MatchOn, Script, ScriptAnswer, ScriptRule, ScriptToolCall, Sim, SimConfig};
@@ -122,7 +120,7 @@ async fn runtime(db: &Path, sim_url: &str) -> Runtime {
 }
 
 fn job(tool: ChargeCard) -> thinkers::thinker::ThinkerJob<Report> {
-    let thinker = SingleObjectiveThinker::<Report>::new(
+    let thinker = Thinker::<Report>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "You charge the cards you are asked to charge.",
     )

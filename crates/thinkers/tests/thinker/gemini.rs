@@ -13,9 +13,7 @@ use thinkers::llm::ModelClient;
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
 use thinkers::record::{JobStatus, MemoryRecorder};
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 use thinkers_sim::{Sim, SimConfig};
 
 use crate::e2e::Brief;
@@ -23,15 +21,11 @@ use crate::support::Lookup;
 
 const ENTRY: &str = "sim-gemini-medium";
 
-/// The bundled catalog with a Gemini provider and one thinking entry served by the sim.
+/// The bundled catalog with one more thinking entry on its Gemini provider (`sim-gemini`),
+/// served by the sim.
 fn catalog_toml() -> String {
     format!(
         r#"{BUNDLED_TOML}
-[providers.sim-gemini]
-dialect = "gemini"
-base_url = "{{sim}}/v1beta"
-api_key_env = "THINKERS_SIM_KEY"
-
 [[entries]]
 id = "{ENTRY}"
 provider = "sim-gemini"
@@ -89,7 +83,7 @@ async fn a_thinker_with_a_tool_completes_over_gemini_carrying_thought_signatures
         .await
         .unwrap();
 
-    let mut t = SingleObjectiveThinker::<Brief>::new(
+    let mut t = Thinker::<Brief>::declared(
         ThinkerDeclaration::new(Grade::Medium, OutputSize::Compact),
         "Answer the question from the glossary.",
     )

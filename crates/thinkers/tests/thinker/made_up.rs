@@ -3,9 +3,7 @@
 //! `<tool_result>` block paired by the runtime's id, and its own call comes back without them.
 
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall};
 
 use crate::support::{Lookup, setup_with};
@@ -31,7 +29,7 @@ async fn a_text_protocol_model_never_reads_a_tool_name_it_made_up() {
         ..c
     })
     .await;
-    let mut t = SingleObjectiveThinker::<String>::new(
+    let mut t = Thinker::<String>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "Answer from the glossary.",
     )

@@ -10,10 +10,7 @@ use serde_json::json;
 use thinkers::model::{Grade, ModelDependent, OutputSize};
 use thinkers::onecall::ModelToolProvider;
 use thinkers::service_tools::Summarization;
-use thinkers::thinker::{
-    LoopThinkerBuilder, ScriptedTurns, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration,
-    ThinkerInput,
-};
+use thinkers::thinker::{ScriptedTurns, Thinker, ThinkerDeclaration, ThinkerInput};
 
 use crate::support::setup;
 
@@ -23,10 +20,7 @@ const PIN: &str = "sim-medium-a";
 
 /// A thinker (declared Medium, pinned to [`PIN`] when `pinned`) that calls `summarization`
 /// once through `provider` and answers.
-fn thinker(
-    provider: ModelToolProvider<Summarization>,
-    pinned: bool,
-) -> SingleObjectiveThinker<String> {
+fn thinker(provider: ModelToolProvider<Summarization>, pinned: bool) -> Thinker<String> {
     let turns = ScriptedTurns::new()
         .then_calls(&[(
             "c1",
@@ -35,7 +29,7 @@ fn thinker(
                             whole reservation fits.", "target_words": 12}),
         )])
         .then_answer(json!("done"));
-    let mut t = SingleObjectiveThinker::<String>::new(
+    let mut t = Thinker::<String>::declared(
         ThinkerDeclaration::new(Grade::Medium, OutputSize::Compact),
         "Summarise what you are given.",
     )

@@ -12,10 +12,7 @@ use serde_json::json;
 use thinkers::conversation::ContentBlock;
 use thinkers::job::ScopeGuard;
 use thinkers::model::{Grade, OutputSize};
-use thinkers::thinker::{
-    LoopThinkerBuilder, ScriptedTurns, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration,
-    ThinkerHooks, ThinkerInput,
-};
+use thinkers::thinker::{ScriptedTurns, Thinker, ThinkerDeclaration, ThinkerHooks, ThinkerInput};
 use thinkers::tool::{Tool, ToolContext, ToolRegistry, TypedToolProvider};
 
 use crate::support::{Delete, LogCapture, Lookup, Wrapper, delete_provider, dispatcher};
@@ -66,7 +63,7 @@ async fn every_bypass_attempt_is_withheld_refused_and_logged() {
         ])
         .then_answer(json!("done"));
     // The thinker declares the side-effecting tool itself.
-    let thinker = SingleObjectiveThinker::<String>::new(decl(), "Tidy up.")
+    let thinker = Thinker::<String>::declared(decl(), "Tidy up.")
         .provider(delete_provider(deletes.clone()))
         .provider(Arc::new(honest))
         .turns(turns.clone());
@@ -126,7 +123,7 @@ async fn a_wrapper_must_forward_the_flag() {
     let turns = ScriptedTurns::new()
         .then_calls(&[("c1", "delete_record", json!({"id": "1"}))])
         .then_answer(json!("ok"));
-    let thinker = SingleObjectiveThinker::<String>::new(decl(), "x")
+    let thinker = Thinker::<String>::declared(decl(), "x")
         .provider(Arc::new(forwarding))
         .turns(turns.clone());
     let obs = thinker.observer();
@@ -147,7 +144,7 @@ async fn a_wrapper_must_forward_the_flag() {
         lying: true,
     };
     let turns = ScriptedTurns::new().then_answer(json!("ok"));
-    let thinker = SingleObjectiveThinker::<String>::new(decl(), "x")
+    let thinker = Thinker::<String>::declared(decl(), "x")
         .provider(Arc::new(lying))
         .turns(turns.clone());
     d.submit_scoped(
@@ -182,7 +179,7 @@ impl Tool for ScopeProbe {
 
 /// A read-only tool whose body runs a thinker that declares a side-effecting tool.
 struct Delegate {
-    inner: SingleObjectiveThinker<String>,
+    inner: Thinker<String>,
 }
 
 impl Tool for Delegate {
@@ -219,7 +216,7 @@ async fn children_inherit_the_scope_and_hooks_cannot_undo_the_sweep() {
     let sub_turns = ScriptedTurns::new()
         .then_calls(&[("s1", "delete_record", json!({"id": "9"}))])
         .then_answer(json!("sub done"));
-    let sub = SingleObjectiveThinker::<String>::new(decl(), "sub")
+    let sub = Thinker::<String>::declared(decl(), "sub")
         .hooks(Readd(deletes.clone()))
         .turns(sub_turns.clone());
     let sub_obs = sub.observer();
@@ -229,7 +226,7 @@ async fn children_inherit_the_scope_and_hooks_cannot_undo_the_sweep() {
             ("d", "delegate", json!({})),
         ])
         .then_answer(json!("top done"));
-    let top = SingleObjectiveThinker::<String>::new(decl(), "top")
+    let top = Thinker::<String>::declared(decl(), "top")
         .tool(ScopeProbe)
         .tool(Delegate { inner: sub })
         .turns(turns);
@@ -278,7 +275,7 @@ async fn refusals_list_only_the_tools_the_palette_offered() {
         ])
         .then_answer(json!("done"));
     // Standard depth: `sub_thinker` (not read-only) is in the registry and withheld too.
-    let thinker = SingleObjectiveThinker::<String>::new(decl(), "Tidy up.")
+    let thinker = Thinker::<String>::declared(decl(), "Tidy up.")
         .provider(delete_provider(deletes.clone()))
         .tool(Lookup::default())
         .turns(turns.clone());

@@ -12,13 +12,13 @@ use thinkers::llm::ModelClient;
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
 use thinkers::record::MemoryRecorder;
-use thinkers::thinker::{SingleObjectiveThinker, ThinkerDeclaration, ThinkerInput};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 use thinkers_sim::{Sim, SimConfig};
 
 use crate::support::setup;
 
-fn thinker(grade: Grade, output: OutputSize) -> SingleObjectiveThinker<String> {
-    SingleObjectiveThinker::<String>::new(ThinkerDeclaration::new(grade, output), "Answer.")
+fn thinker(grade: Grade, output: OutputSize) -> Thinker<String> {
+    Thinker::<String>::declared(ThinkerDeclaration::new(grade, output), "Answer.")
 }
 
 /// Quick: no `sub_thinker`, so each run is one model call.

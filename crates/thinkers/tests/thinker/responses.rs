@@ -10,9 +10,7 @@ use thinkers::Runtime;
 use thinkers::dispatch::DispatchConfig;
 use thinkers::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
 use thinkers::record::MemoryRecorder;
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerInput,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 use thinkers_sim::{Sim, SimConfig};
 
 use crate::e2e::Brief;
@@ -147,8 +145,8 @@ print(f"{n} bodies valid")
     );
 }
 
-fn thinker(entry: &str, grade: Grade) -> SingleObjectiveThinker<Brief> {
-    let mut t = SingleObjectiveThinker::<Brief>::new(
+fn thinker(entry: &str, grade: Grade) -> Thinker<Brief> {
+    let mut t = Thinker::<Brief>::declared(
         ThinkerDeclaration::new(grade, OutputSize::Compact),
         "Answer the question from the glossary.",
     )

@@ -15,10 +15,7 @@ use thinkers::conversation::{ContentBlock, ConversationId, Role, SUMMARY_HEADER}
 use thinkers::error::ErrorKind;
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, Grade, ModelDependent, OutputSize};
-use thinkers::thinker::{
-    LoopThinkerBuilder, SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerHooks,
-    ThinkerInput, ThinkerOutput,
-};
+use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerHooks, ThinkerInput, ThinkerOutput};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::{MatchOn, Script, ScriptAnswer, ScriptRule, Sim, SimConfig};
 
@@ -70,8 +67,8 @@ async fn runtime(sim: &Sim, db: &str) -> Result<Runtime> {
     )
 }
 
-fn glossary(objective: &str) -> SingleObjectiveThinker<Note> {
-    let mut t = SingleObjectiveThinker::<Note>::new(
+fn glossary(objective: &str) -> Thinker<Note> {
+    let mut t = Thinker::<Note>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         objective,
     )
@@ -187,10 +184,12 @@ async fn resuming_an_unknown_id_fails_naming_it() -> Result<()> {
     let db = dir.path().join("t.db");
     let sim = sim(0, 1).await?;
     let rt = runtime(&sim, db.to_str().context("utf-8")?).await?;
-    // A thinker that already holds a conversation keeps it when a resume fails.
+    // A failed resume leaves the conversation an earlier run holds as it was.
     let t = glossary("o");
-    rt.run(t.ask(ThinkerInput::query("first"))).await?;
-    let held = t.observer().conversation_id().context("a conversation")?;
+    let first = t.ask(ThinkerInput::query("first"));
+    let first_view = first.observer();
+    rt.run(first).await?;
+    let held = first_view.conversation_id().context("a conversation")?;
     let calls = sim.requests().len();
     let id = ConversationId::new();
     let err = rt
@@ -200,7 +199,12 @@ async fn resuming_an_unknown_id_fails_naming_it() -> Result<()> {
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert!(err.to_string().contains(id.as_str()), "{err}");
     assert_eq!(sim.requests().len(), calls, "no model call was made");
-    assert_eq!(t.observer().conversation_id(), Some(held));
+    assert_eq!(first_view.conversation_id(), Some(held));
+    assert_eq!(
+        t.observer().conversation_id(),
+        None,
+        "the failed resume holds none"
+    );
     Ok(())
 }
 
@@ -254,7 +258,7 @@ async fn the_loop_compacts_with_the_summarization_tool_and_records_it() -> Resul
     ]);
     let sim = scripted_sim(50, 1, Some(script)).await?;
     let rt = runtime(&sim, db.to_str().context("utf-8")?).await?;
-    let mut t = SingleObjectiveThinker::<ThinkerOutput>::new(
+    let mut t = Thinker::<ThinkerOutput>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact)
             .comfort_tokens(3_000)
             .compaction_trigger(0.5),
@@ -330,7 +334,7 @@ async fn the_compaction_summary_of_a_pinned_thinker_runs_on_its_pin() -> Result<
     ]);
     let sim = scripted_sim(50, 1, Some(script)).await?;
     let rt = runtime(&sim, db.to_str().context("utf-8")?).await?;
-    let mut t = SingleObjectiveThinker::<ThinkerOutput>::new(
+    let mut t = Thinker::<ThinkerOutput>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact)
             .comfort_tokens(3_000)
             .compaction_trigger(0.5),

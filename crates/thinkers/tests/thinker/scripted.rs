@@ -13,9 +13,8 @@ use thinkers::ErrorKind;
 use thinkers::conversation::{ContentBlock, Role};
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
 use thinkers::thinker::{
-    ArtifactRef, ContentStream, LoopThinkerBuilder, META_THINKER_DEPTH, ScriptedTurns,
-    SingleObjectiveThinker, ThinkerBuilder, ThinkerDeclaration, ThinkerHooks, ThinkerInput,
-    ThinkerLimits, Verdict,
+    ArtifactRef, ContentStream, META_THINKER_DEPTH, ScriptedTurns, Thinker, ThinkerDeclaration,
+    ThinkerHooks, ThinkerInput, ThinkerLimits, Verdict,
 };
 use thinkers::tool::{Tool, ToolContext};
 
@@ -48,7 +47,7 @@ async fn parallel_tool_calls_share_the_turn_ordinal_and_come_back_as_one_batch()
             ("c3", "lookup", json!({"term": "depth"})),
         ])
         .then_answer(summary("three terms", &["@a1", "@a3"]));
-    let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Explain terms.")
+    let thinker = Thinker::<Summary>::declared(decl(), "Explain terms.")
         .tool(lookup.clone())
         .turns(turns.clone())
         .class("glossary");
@@ -116,7 +115,7 @@ async fn refused_calls_answer_their_own_ids_and_the_turn_bound_holds() {
             ("over", "lookup", json!({"term": "extra"})),
         ])
         .then_answer(summary("done", &[]));
-    let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Explain.")
+    let thinker = Thinker::<Summary>::declared(decl(), "Explain.")
         .tool(lookup.clone())
         .turns(turns)
         .limits(ThinkerLimits {
@@ -165,7 +164,7 @@ async fn guardrail_refusals_become_correction_turns_then_the_answer_passes() {
     let turns = ScriptedTurns::new()
         .then_answer(summary("", &[]))
         .then_answer(summary("a real summary", &[]));
-    let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Summarise.")
+    let thinker = Thinker::<Summary>::declared(decl(), "Summarise.")
         .turns(turns.clone())
         .guardrail(|a: &Summary| {
             if a.summary.is_empty() {
@@ -193,7 +192,7 @@ async fn guardrail_corrections_are_bounded() {
     for _ in 0..3 {
         turns = turns.then_answer(summary("", &[]));
     }
-    let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Summarise.")
+    let thinker = Thinker::<Summary>::declared(decl(), "Summarise.")
         .turns(turns)
         .limits(ThinkerLimits {
             max_guardrail_corrections: 2,
@@ -215,7 +214,7 @@ async fn the_iteration_limit_fails_with_what_was_gathered() {
     for i in 0..3 {
         turns = turns.then_calls(&[(&format!("c{i}"), "lookup", json!({"term": format!("t{i}")}))]);
     }
-    let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Explain.")
+    let thinker = Thinker::<Summary>::declared(decl(), "Explain.")
         .tool(Lookup::default())
         .turns(turns)
         .limits(ThinkerLimits {
@@ -250,7 +249,7 @@ async fn seeded_followup_follows_the_objective_only_in_a_new_conversation_and_tr
         .then_calls(&[("c1", "lookup", json!({"term": "seat"}))])
         .then_answer(summary("first", &["@a1"]))
         .then_answer(summary("second", &["@a1"]));
-    let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "OBJECTIVE: explain.")
+    let thinker = Thinker::<Summary>::declared(decl(), "OBJECTIVE: explain.")
         .tool(Lookup::default())
         .hooks(Plan)
         .turns(turns.clone());
@@ -272,7 +271,7 @@ async fn seeded_followup_follows_the_objective_only_in_a_new_conversation_and_tr
 
     // A second run continues the conversation: no second follow-up.
     let second = d
-        .run(thinker.ask(ThinkerInput::query("challenge")))
+        .run(thinker.follow_up(ThinkerInput::query("challenge")))
         .await
         .unwrap();
     assert_eq!(second.summary, "second");
@@ -317,7 +316,7 @@ async fn an_unknown_artifact_ref_is_corrected_not_failed() {
     let turns = ScriptedTurns::new()
         .then_answer(summary("x", &["@a7"]))
         .then_answer(summary("x", &[]));
-    let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Explain.").turns(turns.clone());
+    let thinker = Thinker::<Summary>::declared(decl(), "Explain.").turns(turns.clone());
     d.run(thinker.ask(ThinkerInput::query("q"))).await.unwrap();
     let last = turns.seen()[1].request.messages.last().unwrap().text();
     assert!(last.contains("name no tool result"), "{last}");
@@ -329,7 +328,7 @@ async fn an_unknown_artifact_ref_is_corrected_not_failed() {
 
 /// A tool that runs a whole thinker as its body (an agent used as a tool).
 struct AskExpert {
-    expert: SingleObjectiveThinker<String>,
+    expert: Thinker<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -361,12 +360,12 @@ async fn content_events_only_for_direct_runs_and_depth_is_clamped_to_the_caller(
     let stream = ContentStream::new(16);
     let mut events = stream.subscribe();
     let expert_turns = ScriptedTurns::new().then_answer(json!("the expert's view"));
-    let expert = SingleObjectiveThinker::<String>::new(decl(), "Be an expert.")
+    let expert = Thinker::<String>::declared(decl(), "Be an expert.")
         .turns(expert_turns.clone())
         .class("expert")
         .content_stream(stream.clone());
     let expert_obs = expert.observer();
-    let lead = SingleObjectiveThinker::<Summary>::new(decl(), "Lead.")
+    let lead = Thinker::<Summary>::declared(decl(), "Lead.")
         .tool(AskExpert { expert })
         .turns(
             ScriptedTurns::new()
@@ -398,7 +397,7 @@ async fn content_events_only_for_direct_runs_and_depth_is_clamped_to_the_caller(
 async fn a_direct_run_keeps_its_requested_depth() {
     let (d, _) = dispatcher();
     let turns = ScriptedTurns::new().then_answer(json!("x"));
-    let t = SingleObjectiveThinker::<String>::new(decl(), "x").turns(turns.clone());
+    let t = Thinker::<String>::declared(decl(), "x").turns(turns.clone());
     let handle = d.submit(t.ask(ThinkerInput::query("q").with_depth(Depth::Thorough)));
     let job_cx = handle.context().clone();
     handle.await.unwrap();
@@ -420,7 +419,7 @@ async fn a_direct_string_answer_is_published_as_text() {
     let (d, _) = dispatcher();
     let stream = ContentStream::new(4);
     let mut events = stream.subscribe();
-    let t = SingleObjectiveThinker::<String>::new(decl(), "Answer.")
+    let t = Thinker::<String>::declared(decl(), "Answer.")
         .turns(ScriptedTurns::new().then_answer(json!("plain text")))
         .content_stream(stream);
     assert_eq!(
@@ -432,7 +431,7 @@ async fn a_direct_string_answer_is_published_as_text() {
 
 #[test]
 fn declarations_refine_and_the_thinker_is_model_dependent() {
-    let mut t = SingleObjectiveThinker::<String>::new(decl(), "x");
+    let mut t = Thinker::<String>::declared(decl(), "x");
     t.set_grade(Grade::Large);
     t.set_output(OutputSize::Tokens(700));
     t.set_output(OutputSize::Standard);
@@ -455,7 +454,7 @@ async fn a_content_stream_registered_on_the_dispatcher_receives_direct_answers()
     let d = thinkers::Dispatcher::builder()
         .service(Arc::new(stream))
         .build();
-    let t = SingleObjectiveThinker::<String>::new(decl(), "Answer.")
+    let t = Thinker::<String>::declared(decl(), "Answer.")
         .turns(ScriptedTurns::new().then_answer(json!("via the service")));
     d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
     assert_eq!(events.try_recv().unwrap().content, "via the service");
@@ -478,7 +477,7 @@ async fn reconcile_hooks_run_every_turn_and_are_idempotent() {
         .then_calls(&[("c1", "lookup", json!({"term": "a"}))])
         .then_calls(&[("c2", "lookup", json!({"term": "b"}))])
         .then_answer(summary("done", &[]));
-    let t = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let t = Thinker::<Summary>::declared(decl(), "x")
         .hooks(EveryTurn)
         .turns(turns.clone());
     d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
@@ -499,14 +498,14 @@ async fn every_turn_runs_at_its_depth_and_the_model_reads_it_where_it_changes_it
         .then_calls(&[("c1", "lookup", json!({"term": "seat"}))])
         .then_answer(summary("first", &["@a1"]))
         .then_answer(summary("second", &["@a1"]));
-    let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "OBJECTIVE: explain.")
+    let thinker = Thinker::<Summary>::declared(decl(), "OBJECTIVE: explain.")
         .tool(Lookup::default())
         .turns(turns.clone());
     d.run(thinker.ask(ThinkerInput::query("q").with_depth(Depth::Thorough)))
         .await
         .unwrap();
     // The same conversation, continued at another depth.
-    d.run(thinker.ask(ThinkerInput::query("again").with_depth(Depth::Quick)))
+    d.run(thinker.follow_up(ThinkerInput::query("again").with_depth(Depth::Quick)))
         .await
         .unwrap();
     let seen = turns.seen();
@@ -533,17 +532,17 @@ async fn the_parallel_calls_hint_needs_more_than_one_tool() {
         .then_answer(summary("one tool", &[]))
         .then_answer(summary("two tools", &[]));
     // Quick: below the delegation threshold, so the palette is exactly the declared tools.
-    let one = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let one = Thinker::<Summary>::declared(decl(), "x")
         .tool(Lookup::default())
         .turns(turns.clone());
-    d.run(one.ask_fresh(ThinkerInput::query("q").with_depth(Depth::Quick)))
+    d.run(one.ask(ThinkerInput::query("q").with_depth(Depth::Quick)))
         .await
         .unwrap();
-    let two = SingleObjectiveThinker::<Summary>::new(decl(), "x")
+    let two = Thinker::<Summary>::declared(decl(), "x")
         .tool(Lookup::default())
         .tool(Delete::default())
         .turns(turns.clone());
-    d.run(two.ask_fresh(ThinkerInput::query("q").with_depth(Depth::Quick)))
+    d.run(two.ask(ThinkerInput::query("q").with_depth(Depth::Quick)))
         .await
         .unwrap();
     let seen = turns.seen();
@@ -567,38 +566,34 @@ async fn the_parallel_calls_hint_needs_more_than_one_tool() {
     );
 }
 
-/// `ask` continues the thinker's one conversation; `ask_fresh` gives each run its own, so one
-/// definition can be run many times without the runs seeing each other.
+/// Each `ask` runs in a conversation of its own, so asking twice never continues by accident;
+/// `follow_up` continues the conversation of the run asked last, and the thinker's observer
+/// follows the run asked last.
 #[tokio::test]
-async fn ask_continues_the_conversation_and_ask_fresh_starts_a_new_one() {
+async fn ask_starts_a_new_conversation_and_follow_up_continues_the_last() {
     let (d, _) = dispatcher();
     let turns = ScriptedTurns::new()
         .then_answer(summary("first", &[]))
         .then_answer(summary("second", &[]))
         .then_answer(summary("third", &[]));
-    let thinker = SingleObjectiveThinker::<Summary>::new(decl(), "Answer.").turns(turns.clone());
-    d.run(thinker.ask("What is a seat?")).await.unwrap();
-    d.run(thinker.ask("And a grade?")).await.unwrap();
-    let fresh = thinker.ask_fresh("What is a depth?");
-    let fresh_view = fresh.observer();
-    d.run(fresh).await.unwrap();
+    let thinker = Thinker::<Summary>::declared(decl(), "Answer.").turns(turns.clone());
+    let first = thinker.ask("What is a seat?");
+    let first_view = first.observer();
+    d.run(first).await.unwrap();
+    d.run(thinker.ask("What is a depth?")).await.unwrap();
+    d.run(thinker.follow_up("And a grade?")).await.unwrap();
 
     let seen = turns.seen();
     let text = |i: usize| serde_json::to_string(&seen[i].request.messages).unwrap();
-    // The second `ask` carries the first run; the fresh run carries neither.
-    assert!(text(1).contains("What is a seat?") && text(1).contains("And a grade?"));
-    assert!(text(2).contains("What is a depth?"), "{}", text(2));
+    // The second `ask` carries nothing of the first run.
+    assert!(text(1).contains("What is a depth?"), "{}", text(1));
+    assert!(!text(1).contains("What is a seat?"), "{}", text(1));
+    // The follow-up carries the run asked last, not the one before it.
+    assert!(text(2).contains("What is a depth?") && text(2).contains("And a grade?"));
     assert!(!text(2).contains("What is a seat?"), "{}", text(2));
-    assert!(!text(2).contains("And a grade?"), "{}", text(2));
-    // The fresh run's conversation is read from its job; the thinker's is untouched by it.
-    assert!(
-        serde_json::to_string(&fresh_view.messages())
-            .unwrap()
-            .contains("What is a depth?")
-    );
-    assert!(
-        !serde_json::to_string(&thinker.observer().messages())
-            .unwrap()
-            .contains("What is a depth?")
-    );
+    // Each job keeps its own conversation; the thinker shows the one asked last.
+    let first_text = serde_json::to_string(&first_view.messages()).unwrap();
+    assert!(first_text.contains("What is a seat?") && !first_text.contains("depth"));
+    let latest = serde_json::to_string(&thinker.observer().messages()).unwrap();
+    assert!(latest.contains("And a grade?") && !latest.contains("What is a seat?"));
 }

@@ -14,8 +14,7 @@ use thinkers::conversation::{
 };
 use thinkers::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
 use thinkers::thinker::{
-    LoopThinkerBuilder, ReactiveThinker, ScriptedTurns, SingleObjectiveThinker, ThinkerBuilder,
-    ThinkerDeclaration, ThinkerInput,
+    ReactiveThinker, ScriptedTurns, Thinker, ThinkerDeclaration, ThinkerInput,
 };
 
 use crate::support::dispatcher;
@@ -30,7 +29,7 @@ async fn a_held_conversation_is_stamped_with_a_grade_and_output_set_after_its_fi
     let turns = ScriptedTurns::new()
         .then_answer(json!("first"))
         .then_answer(json!("second"));
-    let mut t = SingleObjectiveThinker::<String>::new(
+    let mut t = Thinker::<String>::declared(
         ThinkerDeclaration::new(Grade::Medium, OutputSize::Compact),
         "Answer.",
     )
@@ -43,7 +42,7 @@ async fn a_held_conversation_is_stamped_with_a_grade_and_output_set_after_its_fi
     t.set_grade(Grade::Large);
     t.set_output(OutputSize::Extended);
     let second = ThinkerInput::query("two").with_depth(Depth::Quick);
-    assert_eq!(d.run(t.ask(second)).await.unwrap(), "second");
+    assert_eq!(d.run(t.follow_up(second)).await.unwrap(), "second");
 
     let seen = turns.seen();
     assert_eq!(seen.len(), 2);
@@ -80,7 +79,7 @@ async fn a_resumed_conversation_takes_a_grade_set_on_the_resuming_thinker_and_sa
     service.save(&mut conv).await.unwrap();
 
     let turns = ScriptedTurns::new().then_answer(json!("resumed"));
-    let mut t = SingleObjectiveThinker::<String>::new(
+    let mut t = Thinker::<String>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "Answer.",
     )
@@ -111,7 +110,7 @@ async fn a_resumed_conversation_is_served_by_the_stamps_it_was_obtained_with() {
     service.save(&mut conv).await.unwrap();
 
     let turns = ScriptedTurns::new().then_answer(json!("resumed"));
-    let t = SingleObjectiveThinker::<String>::new(
+    let t = Thinker::<String>::declared(
         ThinkerDeclaration::new(Grade::Small, OutputSize::Verdict),
         "Another objective.",
     )
@@ -221,7 +220,7 @@ async fn the_compaction_fit_check_measures_against_the_stamped_grade() {
     service.save(&mut conv).await.unwrap();
 
     let turns = ScriptedTurns::new().then_answer(json!("compacted"));
-    let t = SingleObjectiveThinker::<String>::new(
+    let t = Thinker::<String>::declared(
         ThinkerDeclaration::new(Grade::Large, OutputSize::Compact),
         "Answer.",
     )

@@ -22,7 +22,8 @@
 //! 4. settle the permit (reconcile used tokens, release concurrency);
 //! 5. on a retry signal, loop: throttling waits and re-admits, a correction re-runs the same
 //!    instance at once, a truncation escalation re-runs once at the ceiling, a transient failure
-//!    backs off. Each has its own bound; none is ever recorded as a failure.
+//!    backs off, a refused form re-runs at once in the form the job chose next. Each has its own
+//!    bound; none is ever recorded as a failure (the job's row counts the attempts).
 //!
 //! Cancelling a job (through its [`JobHandle`]) cancels every descendant; their permits are
 //! released as their tasks unwind. A job that ends without output (failed, cancelled, timed
@@ -73,6 +74,10 @@ pub struct DispatchConfig {
     pub max_transient_retries: u32,
     /// Retries of one job whose answer came back unreadable (each pays for the answer again).
     pub max_unreadable_answers: u32,
+    /// Retries of one job whose request form a service refused, each in another form
+    /// ([`crate::RetrySignal::FormRefused`]: a model call steps through at most two answer
+    /// formats and one way of streaming).
+    pub max_form_refusals: u32,
     /// The wait after a throttle that named no retry-after (doubled each time).
     pub throttle_backoff: Duration,
     /// The first backoff after a transient failure (doubled each time).
@@ -92,6 +97,7 @@ impl Default for DispatchConfig {
             max_throttles: 8,
             max_transient_retries: 3,
             max_unreadable_answers: 1,
+            max_form_refusals: 3,
             throttle_backoff: Duration::from_secs(1),
             transient_backoff: Duration::from_millis(200),
             max_server_wait: DEFAULT_MAX_SERVER_WAIT,

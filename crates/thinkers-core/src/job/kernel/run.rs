@@ -338,6 +338,14 @@ async fn attempts<J: Job>(
                     return Err(Error::external(service, "response", detail));
                 }
             }
+            // The job asks in another form at once: a refusal of the form is no outage to wait
+            // out.
+            RetrySignal::FormRefused { service, detail } => {
+                attempt.form_refusals += 1;
+                if attempt.form_refusals > config.max_form_refusals {
+                    return Err(Error::external(service, "request form", detail));
+                }
+            }
         }
     }
 }

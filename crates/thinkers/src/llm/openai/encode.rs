@@ -356,8 +356,10 @@ fn tools<'a>(
         .filter(|t| only.is_none_or(|name| &t.name == name))
         .map(|t| tool(t, adaptation, compat))
         .collect::<Result<Vec<_>>>()?;
-    // `auto` is what the API does when tools are given: it is not written.
-    let written = !matches!(choice, WireToolChoice::Mode("auto"));
+    // `auto` is what OpenAI does when tools are given, so it is not written to OpenAI. A
+    // compatible server is told: llama-cpp-python's `chatml-function-calling` offers no tool
+    // without it.
+    let written = compat || !matches!(choice, WireToolChoice::Mode("auto"));
     Ok((tools, written.then_some(choice)))
 }
 

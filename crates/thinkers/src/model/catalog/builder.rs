@@ -121,6 +121,12 @@ impl CatalogBuilder {
         self
     }
 
+    /// The grade the last entry is listed at.
+    #[must_use]
+    pub fn grade(self, grade: Grade) -> Self {
+        self.entry_field("grade", Value::from(grade.to_string()))
+    }
+
     /// The last entry's prices per million input and output tokens, in `currency` (ISO 4217).
     #[must_use]
     pub fn prices(self, input: f64, output: f64, currency: &str) -> Self {
@@ -278,10 +284,13 @@ impl Catalog {
     }
 
     /// One OpenAI model: provider `openai` at `OPENAI_BASE_URL` (or
-    /// `https://api.openai.com/v1`), key from `OPENAI_API_KEY`, as the official SDK reads them.
-    /// Chain [`CatalogBuilder::prices`] (or [`CatalogBuilder::free`]; without either the cost
-    /// of its calls is unknown) and [`CatalogBuilder::build`].
-    pub fn openai(model: &str, grade: Grade) -> CatalogBuilder {
+    /// `https://api.openai.com/v1`), key from `OPENAI_API_KEY`, as the official SDK reads them,
+    /// listed at [`Grade::Medium`] (a thinker that declares no grade runs on the catalog's
+    /// strongest rung, so one model serves it at any grade; [`CatalogBuilder::grade`] changes
+    /// it). Chain [`CatalogBuilder::prices`] (or [`CatalogBuilder::free`]; without either the
+    /// cost of its calls is unknown) and [`CatalogBuilder::build`].
+    pub fn openai(model: &str) -> CatalogBuilder {
+        let grade = Grade::Medium;
         let base = std::env::var("OPENAI_BASE_URL")
             .ok()
             .filter(|url| !url.trim().is_empty())
@@ -294,8 +303,10 @@ impl Catalog {
 
     /// One Anthropic model: provider `anthropic` at `ANTHROPIC_BASE_URL` (or
     /// `https://api.anthropic.com`), key from `ANTHROPIC_API_KEY`, as the official SDK reads
-    /// them. Chain [`CatalogBuilder::prices`] (optional) and [`CatalogBuilder::build`].
-    pub fn anthropic(model: &str, grade: Grade) -> CatalogBuilder {
+    /// them, listed at [`Grade::Medium`] like [`Catalog::openai`]. Chain
+    /// [`CatalogBuilder::prices`] (optional) and [`CatalogBuilder::build`].
+    pub fn anthropic(model: &str) -> CatalogBuilder {
+        let grade = Grade::Medium;
         let base = std::env::var("ANTHROPIC_BASE_URL")
             .ok()
             .filter(|url| !url.trim().is_empty())
@@ -331,7 +342,8 @@ mod tests {
         assert_eq!(entry.pricing().unwrap().input, 0.0);
         assert_eq!(catalog.source_name(), SOURCE);
         assert_eq!(entry.tokenizer(), crate::model::Tokenizer::Estimate);
-        let exact = Catalog::openai("gpt-4o-mini", Grade::Small)
+        let exact = Catalog::openai("gpt-4o-mini")
+            .grade(Grade::Small)
             .prices(0.15, 0.6, "USD")
             .tokenizer(crate::model::Tokenizer::O200kBase)
             .build()
@@ -355,7 +367,8 @@ mod tests {
         assert_eq!(entry.currency(), None);
         assert_eq!(entry.cost(1_000, 0, 0, 1_000), None);
         assert_eq!(entry.list_price(), None);
-        let free = Catalog::openai("gpt-4o-mini", Grade::Small)
+        let free = Catalog::openai("gpt-4o-mini")
+            .grade(Grade::Small)
             .free()
             .build()
             .unwrap();
@@ -366,7 +379,8 @@ mod tests {
 
     #[test]
     fn half_given_prices_are_refused_naming_the_entry_and_the_missing_field() {
-        let err = Catalog::openai("gpt-4o-mini", Grade::Small)
+        let err = Catalog::openai("gpt-4o-mini")
+            .grade(Grade::Small)
             .cached_price(0.075)
             .build()
             .unwrap_err();
@@ -374,7 +388,8 @@ mod tests {
         assert!(text.contains("entry `gpt-4o-mini`"), "{text}");
         assert!(text.contains("field `price_in`"), "{text}");
         assert!(matches!(err.problem(), Some(Problem::Missing)), "{err:?}");
-        let err = Catalog::openai("gpt-4o-mini", Grade::Small)
+        let err = Catalog::openai("gpt-4o-mini")
+            .grade(Grade::Small)
             .prices(-1.0, 0.6, "USD")
             .build()
             .unwrap_err();

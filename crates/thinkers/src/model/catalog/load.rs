@@ -11,7 +11,7 @@ use super::cache::{BedrockCaching, CacheTtl, PromptCache, read_prompt_cache};
 use super::entry::{Entry, Pricing, Reasoning};
 use super::error::{CatalogError, Location, Problem};
 use super::fields::{Fields, RawTable, Source};
-use super::provider::{Dialect, Provider, SIM_PLACEHOLDER, StructuredOutput};
+use super::provider::{Dialect, Provider, SIM_PLACEHOLDER};
 use super::spend::{read_entry_caps, read_table_caps};
 use crate::dispatch::{CapOn, SpendCap};
 use crate::job::Seat;
@@ -158,17 +158,17 @@ fn read_provider(
         ));
     }
     let structured_output = match f.string("structured_output")? {
-        None => StructuredOutput::default(),
-        Some(mode) => mode.parse().map_err(|e: crate::model::ParseNameError| {
+        None => None,
+        Some(mode) => Some(mode.parse().map_err(|e: crate::model::ParseNameError| {
             f.error(
                 "structured_output",
                 f.value_of("structured_output"),
                 Problem::BadValue,
                 e.to_string(),
             )
-        })?,
+        })?),
     };
-    let stream_tools = f.boolean("stream_tools")?.unwrap_or(true);
+    let stream_tools = f.boolean("stream_tools")?;
     let prompt_cache = f.boolean("prompt_cache")?.unwrap_or(true);
     let azure = read_azure(&mut f, dialect, base_url)?;
     let auth = read_auth(&mut f, dialect, azure.is_some())?;
@@ -185,8 +185,10 @@ fn read_provider(
         base_url: base_url.to_owned(),
         api_key_env,
         key: None,
-        structured_output,
-        stream_tools,
+        structured_output: structured_output.unwrap_or_default(),
+        structured_output_set: structured_output.is_some(),
+        stream_tools: stream_tools.unwrap_or(true),
+        stream_tools_set: stream_tools.is_some(),
         azure,
         auth,
         aws,

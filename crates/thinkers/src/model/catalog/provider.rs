@@ -206,10 +206,19 @@ pub struct Provider {
     pub key: Option<KeySource>,
     /// How structured answers are asked for (read only for `openai-compatible`).
     pub structured_output: StructuredOutput,
+    /// Whether the catalog set `structured_output`. When it did not, the form is found at run
+    /// time: a refusal of one form moves the provider to the next (`json_schema`, `json_object`,
+    /// `prompt`) for the rest of the process (`llm::negotiate`). A form the catalog set is
+    /// authoritative: its refusal is an error.
+    pub structured_output_set: bool,
     /// Whether the server can stream an answer that may call a tool (`stream_tools`, default
     /// true; read only for `openai-compatible`). When false, such a call is asked for whole and
     /// handed to the stream's reader at once.
     pub stream_tools: bool,
+    /// Whether the catalog set `stream_tools`. When it did not, a streamed answer that may call
+    /// a tool and ends before any content makes the provider ask for such answers whole for the
+    /// rest of the process (`llm::negotiate`).
+    pub stream_tools_set: bool,
     /// How an Azure OpenAI resource is addressed (`azure` and `api_version`), if this provider
     /// is one (see `model::catalog::azure`).
     pub azure: Option<AzureApi>,
@@ -294,7 +303,9 @@ mod tests {
             api_key_env: env.map(str::to_owned),
             key: None,
             structured_output: StructuredOutput::default(),
+            structured_output_set: false,
             stream_tools: true,
+            stream_tools_set: false,
             azure: None,
             auth: Auth::Bearer,
             aws: None,

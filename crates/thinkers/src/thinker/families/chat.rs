@@ -16,7 +16,6 @@ use crate::job::JobContext;
 use crate::llm::{ChatResponse, LlmCall, StreamDelta};
 use crate::model::{Depth, Grade, ModelDependent};
 use crate::thinker::builder::sealed::HasCore;
-use crate::thinker::builder::{LoopThinkerBuilder, ThinkerBuilder};
 use crate::thinker::declaration::{ThinkerDeclaration, parent_thinker_depth};
 use crate::thinker::reactive::{ReactiveThinker, ReactiveTurn};
 use crate::thinker::state::ThinkerObserver;
@@ -192,9 +191,9 @@ impl TurnSource for StreamingTurns {
 }
 
 /// The ready-made chat: a [`ReactiveThinker`] with a durable conversation, recorded under the
-/// job class `chat` (unless [`ThinkerBuilder::class`] sets another). Give it [`ChatEvents`] to
+/// job class `chat` (unless `class` sets another). Give it [`ChatEvents`] to
 /// stream answers and tool activity; resume a saved chat with [`ChatThinker::resume`]. Tools,
-/// bounds and the other shared setters come from [`ThinkerBuilder`] and [`LoopThinkerBuilder`].
+/// bounds and the other setters are the ones every looping family has.
 #[derive(Debug)]
 pub struct ChatThinker {
     inner: ReactiveThinker,
@@ -282,8 +281,8 @@ impl HasCore for ChatThinker {
         self.inner.core_mut()
     }
 }
-impl ThinkerBuilder for ChatThinker {}
-impl LoopThinkerBuilder for ChatThinker {}
+shared_setters!(impl for ChatThinker);
+loop_setters!(impl for ChatThinker);
 
 impl ModelDependent for ChatThinker {
     fn grade(&self) -> Grade {

@@ -18,7 +18,7 @@
 //! a larger grade) instead of trusting a bare label.
 //!
 //! Use a [`crate::thinker::ToollessThinker`] instead when the answer needs fields beyond the choice (an
-//! extracted value, a justification to show), and a [`crate::thinker::SingleObjectiveThinker`] when the
+//! extracted value, a justification to show), and a [`crate::thinker::Thinker`] when the
 //! choice needs evidence first (tools to call, documents to read). The confidence is the
 //! model's own token probability: it says how sure the model was, not whether it was right.
 //! OpenAI's reasoning models refuse `logprobs`: decide at a depth where the entry does not
@@ -41,13 +41,11 @@ use self::contract::{Mode, OptionsContract};
 use crate::job::{JobContext, Orchestrator};
 use crate::llm::ChatResponse;
 use crate::thinker::answer::AnswerShape;
-use crate::thinker::builder::ThinkerBuilder;
 use crate::thinker::builder::sealed::HasCore;
 use crate::thinker::declaration::{ThinkerDeclaration, ThinkerInput};
 use crate::thinker::state::ThinkerObserver;
-use crate::thinker::toolless::{Exchange, SystemPrompt, exchange, refuse_tool};
+use crate::thinker::toolless::{Exchange, SystemPrompt, exchange};
 use crate::thinker::turn_loop::{ThinkerCore, ThinkerLimits};
-use crate::tool::{Tool, ToolProvider};
 use crate::{Error, Result};
 
 /// Alternatives per token asked for by default (the most OpenAI returns is 20).
@@ -185,19 +183,6 @@ impl DecisionThinker {
         &self.options
     }
 
-    /// Always an error naming the tool: a decision offers no tools to its model.
-    pub fn tool<T: Tool>(&self, tool: T) -> Result<()> {
-        drop(tool);
-        Err(refuse_tool("decision thinker", T::NAME))
-    }
-
-    /// Always an error naming the provider's tool (see [`DecisionThinker::tool`]).
-    pub fn provider(&self, provider: Arc<dyn ToolProvider>) -> Result<()> {
-        let refusal = refuse_tool("decision thinker", provider.name());
-        drop(provider);
-        Err(refusal)
-    }
-
     /// Ask for this many alternatives per token (at most 20; 10 unless set). More alternatives
     /// let more options get a measured confidence. `0` asks for no log-probabilities at all (for
     /// an OpenAI reasoning model, which refuses them): every confidence is then unavailable.
@@ -274,13 +259,13 @@ impl<T> fmt::Debug for DecisionJob<T> {
 seat_in_core!(impl<T> for DecisionJob<T>);
 
 seat_in_core!(impl for DecisionThinker);
+shared_setters!(impl for DecisionThinker);
 
 impl HasCore for DecisionThinker {
     fn core_mut(&mut self) -> &mut ThinkerCore {
         &mut self.core
     }
 }
-impl ThinkerBuilder for DecisionThinker {}
 
 impl<T> DecisionJob<T> {
     /// Run the exchange: the ids the model picked and the response that carried them.

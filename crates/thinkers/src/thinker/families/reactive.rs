@@ -16,7 +16,6 @@ use crate::conversation::ConversationId;
 use crate::job::{JobContext, Orchestrator};
 use crate::model::Depth;
 use crate::thinker::builder::sealed::HasCore;
-use crate::thinker::builder::{LoopThinkerBuilder, ThinkerBuilder};
 use crate::thinker::chat::{ChatEvent, ChatEvents, StreamingTurns};
 use crate::thinker::conversing;
 use crate::thinker::declaration::{ThinkerDeclaration, ThinkerInput, effective_depth};
@@ -58,7 +57,7 @@ pub struct ReactiveThinker {
     resume: Option<ConversationId>,
     events: Option<ChatEvents>,
     /// The streamed turns [`ReactiveThinker::events`] asks for: a turn takes them unless
-    /// [`ThinkerBuilder::turns`] set a source (in either order).
+    /// [`ReactiveThinker::turns`] set a source (in either order).
     streaming: Option<Turns>,
     /// Messages that arrived while a turn stopped for a person: the turn that goes on reads
     /// them.
@@ -231,14 +230,14 @@ impl ReactiveThinker {
 }
 
 seat_in_core!(impl for ReactiveThinker);
+shared_setters!(impl for ReactiveThinker);
+loop_setters!(impl for ReactiveThinker);
 
 impl HasCore for ReactiveThinker {
     fn core_mut(&mut self) -> &mut ThinkerCore {
         &mut self.core
     }
 }
-impl ThinkerBuilder for ReactiveThinker {}
-impl LoopThinkerBuilder for ReactiveThinker {}
 
 /// One turn of a [`ReactiveThinker`]: an orchestrator whose output is the last answer's text.
 pub struct ReactiveTurn {

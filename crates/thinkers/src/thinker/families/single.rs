@@ -1,7 +1,7 @@
-//! [`SingleObjectiveThinker`]: a thinker that works toward one typed answer.
+//! [`Thinker`]: a thinker that works toward one typed answer.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -11,11 +11,10 @@ use crate::Result;
 use crate::conversation::ConversationId;
 use crate::hub::Compatible;
 use crate::job::{JobContext, Orchestrator};
-use crate::model::{Depth, OutputSize};
+use crate::model::{Depth, Grade, OutputSize};
 use crate::thinker::answer::AnswerShape;
 use crate::thinker::artifacts::ArtifactRef;
 use crate::thinker::builder::sealed::HasCore;
-use crate::thinker::builder::{LoopThinkerBuilder, ThinkerBuilder};
 use crate::thinker::declaration::{ThinkerDeclaration, ThinkerInput};
 use crate::thinker::finish::SingleAnswer;
 use crate::thinker::guardrail::{Guardrail, Verdict};
@@ -37,37 +36,57 @@ pub struct ThinkerOutput {
 /// A thinker that turns until the model gives a final answer of type `A` that fits its schema
 /// and passes the declared guardrails, or until its iteration limit.
 ///
-/// The thinker is a reusable description that also holds **one conversation**:
-/// [`SingleObjectiveThinker::ask`] makes the job of a run that continues it (the objective and
-/// seeded follow-up are placed only when it is new), [`SingleObjectiveThinker::ask_fresh`] the
-/// job of a run with a conversation of its own, [`SingleObjectiveThinker::resume`] continues a
-/// saved one by id, and [`SingleObjectiveThinker::observer`] reads it after a run.
-pub struct SingleObjectiveThinker<A> {
+/// The thinker is a definition, separate from its runs: [`Thinker::ask`] makes
+/// the job of a run in a **conversation of its own**, so asking twice never continues by
+/// accident. Continuing is said in code: [`Thinker::follow_up`] continues the
+/// conversation of the run asked last, [`Thinker::resume`] a saved one by id.
+/// [`Thinker::observer`] reads the run asked last (each job also has its own
+/// [`ThinkerJob::observer`]).
+pub struct Thinker<A> {
     core: ThinkerCore,
     shape: Arc<AnswerShape<A>>,
     guardrails: Vec<Guardrail<A>>,
-    observer: ThinkerObserver,
+    /// The state of the run asked last (empty before the first), and whether a job holds it.
+    latest: Mutex<Latest>,
 }
 
-impl<A> std::fmt::Debug for SingleObjectiveThinker<A> {
+impl<A> std::fmt::Debug for Thinker<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SingleObjectiveThinker")
+        f.debug_struct("Thinker")
             .field("core", &self.core)
             .finish_non_exhaustive()
     }
 }
 
-impl<A> SingleObjectiveThinker<A>
+impl<A> Thinker<A>
 where
     A: DeserializeOwned + JsonSchema + Serialize + Send + Sync + 'static,
 {
-    /// A thinker with its seat declaration and its objective (the task, as system content).
-    pub fn new(declaration: ThinkerDeclaration, objective: impl Into<String>) -> Self {
+    /// A thinker with its objective (the task, as system content) and the default seat: the
+    /// catalog's strongest rung ([`Grade::Ceiling`], which in a one-model catalog is that
+    /// model) and the output size that suits the answer type
+    /// ([`AnswerShape::default_output`]). [`Thinker::declared`] states the seat.
+    pub fn new(objective: impl Into<String>) -> Self {
+        let shape = AnswerShape::<A>::new();
+        let declaration = ThinkerDeclaration::new(Grade::Ceiling, shape.default_output());
+        Self::with_shape(declaration, objective.into(), shape)
+    }
+
+    /// A thinker with its seat declaration (grade and output size) and its objective.
+    pub fn declared(declaration: ThinkerDeclaration, objective: impl Into<String>) -> Self {
+        Self::with_shape(declaration, objective.into(), AnswerShape::new())
+    }
+
+    fn with_shape(
+        declaration: ThinkerDeclaration,
+        objective: String,
+        shape: AnswerShape<A>,
+    ) -> Self {
         Self {
-            core: ThinkerCore::new(declaration, objective.into()),
-            shape: Arc::new(AnswerShape::new()),
+            core: ThinkerCore::new(declaration, objective),
+            shape: Arc::new(shape),
             guardrails: Vec::new(),
-            observer: ThinkerObserver::default(),
+            latest: Mutex::default(),
         }
     }
 
@@ -105,9 +124,10 @@ where
     /// A `sub_thinker` tool over this thinker's declared tools, its own hub's compatible
     /// catalogs and the artifacts its runs registered, working at `depth` and at this thinker's
     /// grade: how code (a doer, a read-only tool) starts a delegate outside a model turn. The
-    /// delegate runs in the scope of whatever job submits it.
+    /// delegate runs in the scope of whatever job submits it; the artifacts it sees are those of
+    /// the run asked last when the tool is made.
     pub fn sub_thinker(&self, depth: Depth) -> Arc<dyn ToolProvider> {
-        subthinker::door_for(&self.core, &self.observer, depth)
+        subthinker::door_for(&self.core, &self.observer(), depth)
     }
 
     /// Replace the output declaration; the last one set wins. It takes effect on the next
@@ -127,62 +147,95 @@ where
         &self.shape
     }
 
-    /// A shared view of the thinker's state, readable after a run.
+    /// A shared view of the state of the run asked last (ask, follow-up or resume), readable
+    /// after it ran. Taken before the first `ask`, it reads the run that `ask` makes.
     pub fn observer(&self) -> ThinkerObserver {
-        self.observer.clone()
+        self.latest().observer.clone()
     }
 
-    /// The conversation so far as text: every message, tool call and tool result in order.
-    pub fn transcript(&self) -> String {
-        self.observer.transcript()
+    fn latest(&self) -> std::sync::MutexGuard<'_, Latest> {
+        self.latest.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The job of one run over `input`. **It continues the conversation an earlier run of this
-    /// thinker left** (the model sees the earlier questions and answers), or starts a new one;
-    /// [`SingleObjectiveThinker::ask_fresh`] always starts a new one.
-    pub fn ask(&self, input: impl Into<ThinkerInput>) -> ThinkerJob<A> {
-        let input = input.into();
-        ThinkerJob {
-            core: self.core.clone(),
-            shape: self.shape.clone(),
-            guardrails: self.guardrails.clone(),
-            observer: self.observer.clone(),
-            input,
-            resume: None,
+    /// The state of a new run: the one the thinker shows, unless a job holds it already (so an
+    /// observer taken before the first `ask` reads that run).
+    fn fresh_state(&self) -> ThinkerObserver {
+        let mut latest = self.latest();
+        if latest.taken {
+            latest.observer = ThinkerObserver::default();
         }
+        latest.taken = true;
+        latest.observer.clone()
     }
 
-    /// The job of one run over `input` in a conversation of its own: nothing an earlier run of
-    /// this thinker said is in it, and nothing it says reaches later runs or
-    /// [`SingleObjectiveThinker::observer`] (read it from [`ThinkerJob::observer`]). Use it to
-    /// run one definition many times: a batch, a benchmark, one run per request.
-    pub fn ask_fresh(&self, input: impl Into<ThinkerInput>) -> ThinkerJob<A> {
-        let mut job = self.ask(input);
-        job.observer = ThinkerObserver::default();
-        job
+    /// The conversation of the run asked last as text: every message, tool call and tool
+    /// result in order.
+    pub fn transcript(&self) -> String {
+        self.observer().transcript()
+    }
+
+    /// The job of one run over `input` in a new conversation: nothing an earlier run of this
+    /// thinker said is in it. Jobs asked one after another (or at once, in a batch) never share
+    /// a conversation; the thinker's [`observer`](Self::observer) follows the one asked last.
+    pub fn ask(&self, input: impl Into<ThinkerInput>) -> ThinkerJob<A> {
+        self.job(self.fresh_state(), input.into(), None)
+    }
+
+    /// The job of one run that continues the conversation of the run asked last (the model sees
+    /// its questions and answers; the objective is not placed again), or starts one when none
+    /// was asked.
+    pub fn follow_up(&self, input: impl Into<ThinkerInput>) -> ThinkerJob<A> {
+        let observer = {
+            let mut latest = self.latest();
+            latest.taken = true;
+            latest.observer.clone()
+        };
+        self.job(observer, input.into(), None)
     }
 
     /// The job of one run that resumes the conversation saved under `id` (it must exist: an
     /// unknown id fails the run with an error naming it). The query arrives as the next user
-    /// message; the objective stays the one the conversation began with.
+    /// message; the objective stays the one the conversation began with. The thinker's
+    /// observer follows it, as after [`ask`](Self::ask).
     pub fn resume(&self, id: ConversationId, input: impl Into<ThinkerInput>) -> ThinkerJob<A> {
-        let mut job = self.ask(input);
-        job.resume = Some(id);
-        job
+        self.job(self.fresh_state(), input.into(), Some(id))
+    }
+
+    fn job(
+        &self,
+        observer: ThinkerObserver,
+        input: ThinkerInput,
+        resume: Option<ConversationId>,
+    ) -> ThinkerJob<A> {
+        ThinkerJob {
+            core: self.core.clone(),
+            shape: self.shape.clone(),
+            guardrails: self.guardrails.clone(),
+            observer,
+            input,
+            resume,
+        }
     }
 }
 
-seat_in_core!(impl<A> for SingleObjectiveThinker<A>);
+seat_in_core!(impl<A> for Thinker<A>);
+shared_setters!(impl<A> for Thinker<A>);
+loop_setters!(impl<A> for Thinker<A>);
 
-impl<A> HasCore for SingleObjectiveThinker<A> {
+impl<A> HasCore for Thinker<A> {
     fn core_mut(&mut self) -> &mut ThinkerCore {
         &mut self.core
     }
 }
-impl<A> ThinkerBuilder for SingleObjectiveThinker<A> {}
-impl<A> LoopThinkerBuilder for SingleObjectiveThinker<A> {}
 
-/// One run of a [`SingleObjectiveThinker`]: an orchestrator whose output is the typed answer.
+/// The run a thinker shows: its state, and whether a job was made over it.
+#[derive(Debug, Default)]
+struct Latest {
+    observer: ThinkerObserver,
+    taken: bool,
+}
+
+/// One run of a [`Thinker`]: an orchestrator whose output is the typed answer.
 pub struct ThinkerJob<A> {
     core: ThinkerCore,
     shape: Arc<AnswerShape<A>>,
@@ -202,8 +255,7 @@ impl<A> std::fmt::Debug for ThinkerJob<A> {
 }
 
 impl<A> ThinkerJob<A> {
-    /// A shared view of this run's conversation (the thinker's own observer, except for
-    /// [`SingleObjectiveThinker::ask_fresh`]).
+    /// A shared view of this run's conversation and state.
     pub fn observer(&self) -> ThinkerObserver {
         self.observer.clone()
     }

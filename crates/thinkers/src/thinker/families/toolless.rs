@@ -2,11 +2,10 @@
 //! extract that) but still wants what a thinker has — a declaration, a typed input, validation
 //! guardrails, an artifact of its answer, the read-only binding and the content stream.
 //!
-//! What it leaves out is the loop's machinery: no palette (a tool could never be offered, so
-//! [`ToollessThinker::tool`] is an error), no tool guidance. The model is asked for the answer as
-//! the loop asks for it ([`AnswerShape::request_schema`]: a `String` as text, any other type as
-//! its own schema with nothing added), and
-//! each candidate answer costs one model call: an [`crate::llm::LlmCall`] child in its own step,
+//! What it leaves out is the loop's machinery: no palette (it has no `tool` method: a tool could
+//! never be offered to its model), no tool guidance. The model is asked for the answer as the
+//! loop asks for it ([`AnswerShape::request_schema`]: a `String` as text, any other type as its
+//! own schema with nothing added), and each candidate answer costs one model call: an [`crate::llm::LlmCall`] child in its own step,
 //! admitted and recorded like any other. A candidate goes through the same answer-shape boundary
 //! as the loop's final answer (a wrong shape is a correctable refusal composed from the schema,
 //! never echoing the model's value) and then through the guardrails. A guardrail refusal goes
@@ -34,13 +33,11 @@ use crate::job::{JobContext, Orchestrator};
 use crate::llm::ResponseSchema;
 use crate::model::Depth;
 use crate::thinker::answer::{AnswerShape, Judgement};
-use crate::thinker::builder::ThinkerBuilder;
 use crate::thinker::builder::sealed::HasCore;
 use crate::thinker::declaration::ThinkerDeclaration;
 use crate::thinker::guardrail::{self, Guardrail, Verdict};
 use crate::thinker::state::ThinkerObserver;
 use crate::thinker::turn_loop::{ThinkerCore, ThinkerLimits};
-use crate::tool::{Tool, ToolProvider};
 use crate::{Error, Result};
 
 /// How many times a guardrail refusal of a toolless thinker's answer is put back to the model
@@ -183,18 +180,6 @@ impl<I, O> fmt::Debug for ToollessThinker<I, O> {
     }
 }
 
-/// Why a tool cannot be added to a loopless thinker.
-pub(crate) fn refuse_tool(family: &str, name: &str) -> Error {
-    Error::invalid_input(
-        "tool",
-        Some(name.to_owned()),
-        format!(
-            "a {family} makes one model call with no tools, so a tool could never be offered to \
-             its model; use a SingleObjectiveThinker for work that needs tools"
-        ),
-    )
-}
-
 impl<I, O> ToollessThinker<I, O>
 where
     I: Serialize + Send + Sync + 'static,
@@ -220,19 +205,6 @@ where
             render: None,
             _input: PhantomData,
         }
-    }
-
-    /// Always an error naming the tool: a toolless thinker never offers tools to its model.
-    pub fn tool<T: Tool>(&self, tool: T) -> Result<()> {
-        drop(tool);
-        Err(refuse_tool("toolless thinker", T::NAME))
-    }
-
-    /// Always an error naming the provider's tool (see [`ToollessThinker::tool`]).
-    pub fn provider(&self, provider: Arc<dyn ToolProvider>) -> Result<()> {
-        let refusal = refuse_tool("toolless thinker", provider.name());
-        drop(provider);
-        Err(refusal)
     }
 
     /// Declare a validation guardrail on the answer; guardrails run in declaration order.
@@ -305,6 +277,7 @@ where
 }
 
 seat_in_core!(impl<I, O> for ToollessThinker<I, O>);
+shared_setters!(impl<I, O> for ToollessThinker<I, O>);
 seat_in_core!(impl<I, O> for ToollessJob<I, O>);
 
 impl<I, O> HasCore for ToollessThinker<I, O> {
@@ -312,7 +285,6 @@ impl<I, O> HasCore for ToollessThinker<I, O> {
         &mut self.core
     }
 }
-impl<I, O> ThinkerBuilder for ToollessThinker<I, O> {}
 
 /// The answer type's own shape and the declared guardrails.
 struct ShapeContract<O> {

@@ -336,7 +336,7 @@ fn grouping_and_filtering_by_grade() {
 }
 
 #[test]
-fn the_bundled_catalog_covers_every_rung_and_both_dialects() {
+fn the_bundled_catalog_covers_every_rung_and_every_sim_dialect() {
     let c = Catalog::bundled();
     assert_eq!(c.source_name(), "bundled.toml");
     assert!(c.entries().len() >= 10);
@@ -354,8 +354,22 @@ fn the_bundled_catalog_covers_every_rung_and_both_dialects() {
         assert_eq!(prices.len(), open.len(), "{grade} entries share a price");
     }
     let dialect = |e: &Entry| c.provider(e.provider()).unwrap().dialect;
-    assert!(c.entries().iter().any(|e| dialect(e) == Dialect::OpenAi));
-    assert!(c.entries().iter().any(|e| dialect(e) == Dialect::Anthropic));
+    // Every dialect the sim speaks has an open entry (the demo calls each one).
+    for wanted in [
+        Dialect::OpenAi,
+        Dialect::Anthropic,
+        Dialect::OpenAiResponses,
+        Dialect::Gemini,
+        Dialect::BedrockConverse,
+    ] {
+        assert!(
+            c.entries()
+                .iter()
+                .any(|e| e.is_open() && dialect(e) == wanted),
+            "no open {} entry",
+            wanted.as_str()
+        );
+    }
     assert!(c.entries().iter().any(|e| e.is_open() && !e.native_tools()));
     assert!(c.entries().iter().any(|e| {
         dialect(e) == Dialect::Anthropic && e.thinking() && e.reasoning_tokens(Depth::Thorough) > 0
@@ -381,7 +395,15 @@ fn the_bundled_catalog_covers_every_rung_and_both_dialects() {
         );
     }
     for p in c.providers().values() {
-        assert_eq!(p.api_key_env.as_deref(), Some(SIM_KEY_ENV));
+        // The sim's key variable: Bedrock signs with it as its AWS credentials, the others send it.
+        match &p.aws {
+            Some(aws) => {
+                assert_eq!(p.api_key_env, None, "{} signs", p.name);
+                assert_eq!(aws.access_key_env, SIM_KEY_ENV);
+                assert_eq!(aws.secret_key_env, SIM_KEY_ENV);
+            }
+            None => assert_eq!(p.api_key_env.as_deref(), Some(SIM_KEY_ENV)),
+        }
         assert!(p.needs_sim());
     }
     assert_eq!(c.provider("sim-openai").unwrap().base_url, "{sim}/v1");

@@ -1,4 +1,5 @@
-//! `thinkers sizing` and `thinkers cost` against a seeded database, and the log flags.
+//! `thinkers sizing` and `thinkers cost` against a seeded database, and the log flags
+//! (`logs`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::path::{Path, PathBuf};
@@ -7,6 +8,8 @@ use std::process::{Command, Output};
 use thinkers::job::JobId;
 use thinkers::record::{JobEnd, JobStart, JobStatus, LlmRun, Recorder as _, now_ms};
 use thinkers::store::{SqliteRecorder, SqliteStore};
+
+mod logs;
 
 fn thinkers() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_thinkers"));
@@ -485,41 +488,6 @@ async fn bad_arguments_are_named() {
         .arg(&db));
     assert!(!out.status.success());
     assert!(stderr.contains("THINKERS_LOG"), "{stderr}");
-}
-
-#[tokio::test]
-async fn json_logs_on_request_and_payload_flag_accepted() {
-    let (_dir, db, _) = seeded_db().await;
-    let (out, stdout, stderr) = run(thinkers()
-        .env("THINKERS_LOG", "debug")
-        .args(["--log-format", "json", "sizing", "--log-payloads", "--db"])
-        .arg(&db));
-    assert!(out.status.success(), "{stderr}");
-    assert!(stdout.contains("extract_claims"));
-    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert!(!lines.is_empty(), "debug logging printed nothing");
-    for line in &lines {
-        let event: serde_json::Value =
-            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
-        assert!(event["level"].is_string(), "{line}");
-    }
-    assert!(stderr.contains("sqlite store open"), "{stderr}");
-    // The environment variable selects the format too; human lines are not JSON.
-    let (out, _, stderr) = run(thinkers()
-        .env("THINKERS_LOG", "debug")
-        .env("THINKERS_LOG_FORMAT", "json")
-        .args(["sizing", "--db"])
-        .arg(&db));
-    assert!(out.status.success());
-    assert!(stderr.lines().all(|l| l.starts_with('{')), "{stderr}");
-    let (_, _, stderr) = run(thinkers()
-        .env("THINKERS_LOG", "debug")
-        .args(["sizing", "--db"])
-        .arg(&db));
-    assert!(
-        stderr.contains("sqlite store open") && !stderr.starts_with('{'),
-        "{stderr}"
-    );
 }
 
 #[tokio::test]
