@@ -495,3 +495,42 @@ fn a_fenced_answer_is_unwrapped_once() {
     let text = format!("```json\n{}\n```", bare(&good_ticket()));
     assert!(matches!(shape.judge(&text, None), Judgement::Answer { .. }));
 }
+
+/// A label the model picks from a list.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Mood {
+    Calm,
+    Upset,
+}
+
+/// A thinker built from its objective alone runs on the catalog's strongest rung (in a
+/// one-model catalog, that model) and books the output size its answer type needs.
+#[test]
+fn a_thinker_without_a_declaration_takes_the_seat_of_its_answer_type() {
+    let seat = |d: &ThinkerDeclaration| (d.grade(), d.output());
+    assert_eq!(
+        seat(thinkers::Thinker::<bool>::new("x").declaration()),
+        (Grade::Ceiling, OutputSize::Verdict)
+    );
+    assert_eq!(
+        seat(thinkers::Thinker::<u32>::new("x").declaration()),
+        (Grade::Ceiling, OutputSize::Verdict)
+    );
+    assert_eq!(
+        seat(thinkers::Thinker::<Mood>::new("x").declaration()),
+        (Grade::Ceiling, OutputSize::Verdict)
+    );
+    assert_eq!(
+        seat(thinkers::Thinker::<crate::scripted::Summary>::new("x").declaration()),
+        (Grade::Ceiling, OutputSize::Compact)
+    );
+    assert_eq!(
+        seat(thinkers::Thinker::<String>::new("x").declaration()),
+        (Grade::Ceiling, OutputSize::Standard)
+    );
+    assert_eq!(
+        seat(thinkers::Thinker::<Vec<String>>::new("x").declaration()),
+        (Grade::Ceiling, OutputSize::Standard)
+    );
+}
