@@ -266,22 +266,32 @@ impl Drop for Lifecycle {
         if self.shut_down.load(Ordering::SeqCst) {
             return;
         }
+        use tokio::runtime::{Handle, RuntimeFlavor};
         let reason = "the runtime was dropped";
-        let outcome = match tokio::runtime::Handle::try_current() {
-            Ok(current)
-                if current.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread =>
-            {
-                let handle = self.handle.clone();
-                Some(tokio::task::block_in_place(|| {
-                    handle.block_on(self.shut_down(reason))
-                }))
-            }
-            Ok(_) => None,
-            Err(_) => {
-                let handle = self.handle.clone();
-                Some(handle.block_on(self.shut_down(reason)))
+        let handle = self.handle.clone();
+        // A current-thread runtime is driven only by its own `block_on`: waiting on it from
+        // here would never end.
+        let drives_itself = handle.runtime_flavor() == RuntimeFlavor::MultiThread;
+        let wait = || -> Option<Result<()>> {
+            match Handle::try_current() {
+                Ok(current) if current.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                    Some(tokio::task::block_in_place(|| {
+                        handle.block_on(self.shut_down(reason))
+                    }))
+                }
+                Err(_) if drives_itself => Some(handle.block_on(self.shut_down(reason))),
+                _ => None,
             }
         };
+        // A drop during tokio's own shutdown may find its timers gone: that is logged, never a
+        // panic out of a destructor.
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(wait)).unwrap_or_else(|_| {
+                Some(Err(crate::Error::system(
+                    "runtime",
+                    "the tokio runtime was shutting down",
+                )))
+            });
         match outcome {
             Some(Ok(())) => {}
             Some(Err(e)) => tracing::warn!(
@@ -295,9 +305,9 @@ impl Drop for Lifecycle {
                     tracing::warn!(
                         running_jobs = running,
                         unwritten_rows = unwritten,
-                        "a runtime was dropped without shutdown() on a current-thread tokio \
-                         runtime, where a drop cannot wait: its running jobs will not record \
-                         their ends and queued rows may not be written"
+                        "a runtime was dropped without shutdown() where a drop cannot wait (a \
+                         current-thread tokio runtime): its running jobs will not record their \
+                         ends and queued rows may not be written"
                     );
                 }
             }

@@ -295,3 +295,38 @@ fn a_runtime_dropped_without_shutdown_leaves_a_complete_record() {
         store.close().await;
     });
 }
+
+/// A runtime built on a current-thread tokio runtime and dropped outside it cannot wait for its
+/// writer (nothing drives that runtime): the drop returns at once instead of hanging.
+#[cfg(feature = "sqlite")]
+#[test]
+fn a_runtime_of_a_current_thread_tokio_runtime_dropped_outside_it_does_not_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("record.db").to_string_lossy().into_owned();
+    let (done, ended) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let tokio_rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let rt = tokio_rt.block_on(async {
+            let catalog = thinkers::model::Catalog::bundled().with_sim_url("http://127.0.0.1:9");
+            let rt = thinkers::Runtime::builder(catalog)
+                .database(db)
+                .build()
+                .await
+                .unwrap();
+            rt.dispatcher()
+                .run(doer("queued", |_| async { Ok(()) }))
+                .await
+                .unwrap();
+            rt
+        });
+        drop(rt);
+        done.send(()).unwrap();
+        drop(tokio_rt);
+    });
+    ended
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("dropping the runtime outside its current-thread tokio runtime hung");
+}
