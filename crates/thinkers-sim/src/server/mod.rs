@@ -85,38 +85,24 @@ impl GeminiVersion {
     }
 }
 
-/// `POST /v1beta/models/{model}:generateContent` and `…:streamGenerateContent?alt=sse`.
-async fn gemini_v1beta(
+/// `POST /v1beta/models/{model}:generateContent` and `…:streamGenerateContent?alt=sse`, and the
+/// same under `/v1` (`V1`), with the same answers. The `/v1` route sits beside `GET /v1/models`
+/// (the model list) without conflict: it takes one more segment.
+async fn gemini<const V1: bool>(
     State(shared): State<Arc<Shared>>,
     Path(model_and_method): Path<String>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let version = if V1 {
+        GeminiVersion::V1
+    } else {
+        GeminiVersion::V1Beta
+    };
     gemini_models(
         shared,
-        GeminiVersion::V1Beta,
-        &model_and_method,
-        query.as_deref(),
-        headers,
-        body,
-    )
-    .await
-}
-
-/// `POST /v1/models/{model}:generateContent` and `…:streamGenerateContent?alt=sse`: the same
-/// answers as under `/v1beta`. Beside `GET /v1/models` (the model list) without conflict: this
-/// route takes one more segment.
-async fn gemini_v1(
-    State(shared): State<Arc<Shared>>,
-    Path(model_and_method): Path<String>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    gemini_models(
-        shared,
-        GeminiVersion::V1,
+        version,
         &model_and_method,
         query.as_deref(),
         headers,
@@ -226,9 +212,9 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/openai/responses", post(azure::versioned_responses))
         .route("/openai/v1/chat/completions", post(azure::v1_chat))
         .route("/openai/v1/responses", post(azure::v1_responses))
-        .route("/v1beta/models/{model_and_method}", post(gemini_v1beta))
+        .route("/v1beta/models/{model_and_method}", post(gemini::<false>))
         .route("/v1/models", get(admin::models))
-        .route("/v1/models/{model_and_method}", post(gemini_v1))
+        .route("/v1/models/{model_and_method}", post(gemini::<true>))
         .route("/sim/stats", get(admin::stats))
         .route("/sim/reset", post(admin::reset))
         .route("/sim/faults", post(admin::inject).get(admin::pending))
