@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Restate server the `restate` engine tests run (crates/thinkers-cli/tests/restate/):
+# Installs the Restate server the `restate` engine tests run (crates/thinkers-cli/tests/cli/restate/):
 # the single binary shipped in the npm package @restatedev/restate-server (its platform package
 # @restatedev/restate-server-linux-x64 holds the binary), into a cache outside the checkout
 # (~/.cache/thinkers/restate, or $THINKERS_CACHE/restate).

@@ -27,6 +27,10 @@ if cargo tree -p thinkers-core -e normal --prefix none --locked | grep -E '^(req
     echo "ERROR: thinkers-core depends on the crate(s) above" >&2
     exit 1
 fi
+# Every crate still packages for crates.io, so a publishing regression fails in seconds (no verifying
+# rebuild here; --allow-dirty: a working tree with edits packages too).
+log "cargo package --workspace --no-verify --locked --allow-dirty"
+cargo package --workspace --no-verify --locked --allow-dirty
 log "no import cycle between top-level modules (scripts/module-cycles.py)"
 python3 scripts/module-cycles.py
 
@@ -100,7 +104,7 @@ if command -v pg_isready >/dev/null 2>&1; then pg_isready -h 127.0.0.1 -p 5432 |
 if command -v redis-cli >/dev/null 2>&1; then redis-cli -h 127.0.0.1 -p 6379 ping || true; fi
 
 # A real OpenAI-compatible model server for the real-model tests (crates/thinkers/tests/real_model,
-# crates/thinkers-cli/tests/real_model.rs): llama-cpp-python's server with SmolLM2-135M-Instruct.
+# crates/thinkers-cli/tests/cli/real_model.rs): llama-cpp-python's server with SmolLM2-135M-Instruct.
 # The first run on a machine compiles llama.cpp into a wheel kept in ~/.cache/thinkers (20-40
 # minutes on two cores, with a line a minute); later runs reuse it and start in seconds. The
 # tests fail rather than skip when THINKERS_REQUIRE_REAL_MODEL=1.

@@ -19,10 +19,10 @@ mod pg;
 
 // The test support, as top-level modules (`restate` reaches `cli` as `super::cli`).
 #[allow(unreachable_pub, dead_code)]
-#[path = "../tests/support/cli.rs"]
+#[path = "../tests/cli/support/cli.rs"]
 mod cli;
 #[allow(unreachable_pub, dead_code)]
-#[path = "../tests/support/restate.rs"]
+#[path = "../tests/cli/support/restate.rs"]
 mod restate;
 
 use std::time::Duration;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use thinkers::conversation::ConversationId;
-use thinkers::thinker::{ChatEvent, ChatEvents};
+use thinkers::thinker::{ChatEvent, ChatEvents, Delivery};
 use tokio::io::AsyncBufReadExt as _;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -55,13 +55,13 @@ pub(crate) async fn run(args: ChatArgs) -> anyhow::Result<()> {
                 match line.context("reading stdin")? {
                     Some(text) if text.trim().is_empty() => {}
                     Some(text) => {
-                        if !thinker.add_message(text.clone()) {
-                            // The last turn closed: let it finish saving, then start the next.
+                        if thinker.add_message(text) == Delivery::Waiting {
+                            // No turn holds it: let the last one finish saving, then start the
+                            // next, which answers it.
                             if let Some(last) = running.take() {
                                 last_failure = failure(last.await);
                             }
                             let job = thinker.turn();
-                            thinker.add_message(text);
                             let rt = chat.rt.clone();
                             running = Some(tokio::spawn(async move { rt.run(job).await }));
                         }

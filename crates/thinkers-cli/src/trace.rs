@@ -4,7 +4,7 @@ use std::path::Path;
 
 use comfy_table::Table;
 use thinkers::job::JobId;
-use thinkers::record::trajectory::Trajectory;
+use thinkers::ops::Trajectory;
 
 pub(crate) async fn run(workflow: Option<&str>, list: bool, db: &Path) -> anyhow::Result<()> {
     let opened = crate::cost::open_store(db).await?;

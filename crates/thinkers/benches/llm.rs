@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use cpu_time::ProcessTime;
 use thinkers::Runtime;
 use thinkers::conversation::Message;
-use thinkers::llm::{ChatRequest, LlmCall, encode};
+use thinkers::llm::wire::encode;
+use thinkers::llm::{ChatRequest, LlmCall};
 use thinkers::model::{Catalog, Grade, OutputSize};
 
 const CALLS: usize = 2_000;

@@ -269,10 +269,9 @@ fn main() {
         compare("text answer (String)", &text, &text_loop, 1.05);
         compare("typed answer (Brief)", &typed, &typed_loop, 1.10);
         println!(
-            "guidance a thinker may add (none in this job): the parallel-calls hint {} bytes \
-             (with more than one tool); the depth line {}-{} bytes (with sub_thinker, at \
+            "guidance a thinker may add (none in this job): the parallel-calls hint (one line, \
+             with more than one tool); the depth line {}-{} bytes (with sub_thinker, at \
              thorough, or at immediate with tools)",
-            thinkers::thinker::TOOL_GUIDANCE.len(),
             Depth::ALL.iter().map(|d| d.hint().len()).min().unwrap_or(0),
             Depth::ALL.iter().map(|d| d.hint().len()).max().unwrap_or(0),
         );

@@ -202,7 +202,7 @@ fn offline_errors(tokenizer: Tokenizer) -> Errors {
         messages.push(Message::user_text(user));
         messages.push(Message::assistant_text(tool));
         let req = ChatRequest::new("You answer from the glossary, briefly.", messages.clone());
-        let enc = thinkers::llm::encode(&target, &req).unwrap();
+        let enc = thinkers::llm::wire::encode(&target, &req).unwrap();
         let counted = counter.count_for("e", &enc.body);
         let reserved = counter.estimate("e", counted);
         let reported = exact.count_for("x", &enc.body);

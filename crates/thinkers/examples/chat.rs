@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use anyhow::Result;
 use thinkers::Runtime;
 use thinkers::model::{Grade, OutputSize};
-use thinkers::thinker::{ChatEvent, ChatEvents, ChatThinker, ThinkerDeclaration};
+use thinkers::thinker::{ChatEvent, ChatEvents, ChatThinker, Delivery, ThinkerDeclaration};
 use thinkers_sim::SimConfig;
 
 #[path = "support/mod.rs"]
@@ -23,8 +23,8 @@ pub struct Outcome {
     pub answers: Vec<String>,
     /// The event names seen, in order (`message`, `token`, `answer`, …).
     pub events: Vec<&'static str>,
-    /// Whether a message added after the first turn closed was refused.
-    pub late_message_refused: bool,
+    /// Where the message added after the first turn had closed went (it waits for the next).
+    pub late_message: Delivery,
 }
 
 /// Two turns of one chat.
@@ -44,23 +44,20 @@ pub async fn run(rt: &Runtime) -> Result<Outcome> {
             .push(event.name());
     }));
 
-    // A turn answers every message waiting when it runs, then closes.
-    let first = chat.turn();
+    // A turn answers every message waiting when it runs (and those added while it runs), then
+    // closes; a message added after waits for the next turn.
     chat.add_message("Hello! What is a seat?");
-    let mut answers = vec![rt.run(first).await?];
+    let mut answers = vec![rt.run(chat.turn()).await?];
     println!();
-    // The turn has closed: a message now is refused, and the caller starts a new turn.
-    let late_message_refused = !chat.add_message("And a grade?");
-    let second = chat.turn();
-    chat.add_message("And a grade?");
-    answers.push(rt.run(second).await?);
+    let late_message = chat.add_message("And a grade?");
+    answers.push(rt.run(chat.turn()).await?);
     println!();
 
     let events = seen.lock().unwrap_or_else(PoisonError::into_inner).clone();
     Ok(Outcome {
         answers,
         events,
-        late_message_refused,
+        late_message,
     })
 }
 

@@ -12,7 +12,7 @@ use thinkers::Runtime;
 use thinkers::job::doer;
 use thinkers::model::Grade;
 use thinkers::onecall::ModelToolJob;
-use thinkers::service_tools::{
+use thinkers::onecall::tools::{
     QuickAnswer, QuickQuestion, QuickQuestionInput, Summarization, SummarizationInput, Summary,
 };
 

@@ -120,7 +120,7 @@ pub mod prelude {
     pub use crate::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
     pub use crate::runtime::Runtime;
     pub use crate::thinker::{
-        ArtifactRef, ContentStream, ContentStreamEvent, Thinker, ThinkerDeclaration, ThinkerInput,
-        ThinkerOutput, Verdict,
+        ArtifactRef, ContentStream, ContentStreamEvent, DoerToolExt, Thinker, ThinkerDeclaration,
+        ThinkerInput, ThinkerOutput, Verdict,
     };
 }

@@ -10,12 +10,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::Result;
-use crate::benchmark::{CostLedger, LedgerRecorder};
 use crate::conversation::{ConversationService, MemoryConversationStore};
 use crate::dispatch::{BudgetStore, DispatchConfig, Dispatcher, MemoryBudgets, Services};
 use crate::job::Job;
 use crate::llm::{ModelClient, ModelServices};
 use crate::model::{Catalog, Envelope, ModelRouter, Picker};
+use crate::ops::{CostLedger, LedgerRecorder};
 use crate::record::{NoopRecorder, Recorder};
 
 /// How long [`Runtime::shutdown`] waits for cancelled jobs to record their ends.

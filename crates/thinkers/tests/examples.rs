@@ -23,6 +23,9 @@ mod support;
 #[path = "../examples/approval.rs"]
 mod approval;
 #[allow(dead_code)]
+#[path = "../examples/as_tool.rs"]
+mod as_tool;
+#[allow(dead_code)]
 #[path = "../examples/benchmark.rs"]
 mod benchmark;
 #[allow(dead_code)]
@@ -267,6 +270,24 @@ async fn decision_example_chooses_and_ranks_among_its_options() {
 }
 
 #[tokio::test]
+async fn as_tool_example_runs_a_thinker_and_a_doer_as_children_of_the_lead() {
+    let env = support::offline(as_tool::tune).await.unwrap();
+    let out = as_tool::run(&env.rt).await.unwrap();
+    assert!(!out.answer.is_empty());
+    assert_eq!(
+        out.glossary_calls, 3,
+        "once in research, twice in define_all"
+    );
+    for step in ["[tool call research", "[tool call define_all"] {
+        assert!(out.transcript.contains(step), "{step}:\n{}", out.transcript);
+    }
+    let lead = one_job(&env.rec, "lead");
+    for class in ["research", "define_all"] {
+        assert_eq!(one_job(&env.rec, class).start.parent, Some(lead.start.id));
+    }
+}
+
+#[tokio::test]
 async fn delegation_example_discovers_a_tool_and_a_skill_through_the_hub() {
     let env = support::offline(delegation::tune).await.unwrap();
     let out = delegation::run(&env.rt).await.unwrap();
@@ -377,7 +398,11 @@ async fn chat_example_streams_two_turns_of_one_conversation() {
         "{:?}",
         out.answers
     );
-    assert!(out.late_message_refused, "a closed turn refuses messages");
+    assert_eq!(
+        out.late_message,
+        thinkers::thinker::Delivery::Waiting,
+        "a message after a closed turn waits for the next"
+    );
     // Each turn: the person's message, streamed pieces, then the answer.
     let answers = out.events.iter().filter(|e| **e == "answer").count();
     assert_eq!(answers, 2, "{:?}", out.events);

@@ -60,11 +60,8 @@ pub(crate) async fn run(rt: &Runtime, progress: &Progress) -> anyhow::Result<Out
             .unwrap_or_else(PoisonError::into_inner)
             .push(event);
     }));
-    let turn = chat.turn();
-    if !chat.add_message(QUESTION) {
-        anyhow::bail!("the chat refused the first message of a new turn");
-    }
-    let answer = rt.run(turn).await?;
+    let _ = chat.add_message(QUESTION);
+    let answer = rt.run(chat.turn()).await?;
     let events = std::mem::take(&mut *seen.lock().unwrap_or_else(PoisonError::into_inner));
     let tokens = events
         .iter()

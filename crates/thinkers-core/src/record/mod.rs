@@ -9,13 +9,13 @@
 //! Implementations: [`NoopRecorder`] (recording off), [`MemoryRecorder`] (tests, in-process
 //! inspection) and the SQLite recorder in `thinkers::store`.
 
+mod job_record;
 mod limit;
 mod memory;
-pub mod trajectory;
 
+pub use job_record::JobRecord;
 pub use limit::{DETAIL_CHARS, LimitEvent, LimitEventKind, one_line, status_in};
 pub use memory::{JobRow, MemoryRecorder};
-pub use trajectory::{JobRecord, Trajectory, TrajectoryEntry};
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};

@@ -23,8 +23,8 @@
 //!    published on the benchmark job's metadata under [`REPORT`] and kept in the
 //!    [`ReportSlot`] that [`Benchmark::report`] hands out.
 //!
-//! The numbers on each row come from the [`CostLedger`]: the dispatcher's recorder feeds it
-//! ([`LedgerRecorder`]; [`crate::Runtime`] wires both) and it totals the calls of the subtree of
+//! The numbers on each row come from the [`CostLedger`](crate::ops::CostLedger): the dispatcher's
+//! recorder feeds it ([`LedgerRecorder`](crate::ops::LedgerRecorder); [`crate::Runtime`] wires both) and it totals the calls of the subtree of
 //! jobs rooted at each run, so calls made by a thinker's tools and sub-thinkers land on the
 //! thinker's row.
 //!
@@ -34,7 +34,6 @@
 
 mod blinder;
 mod judge;
-mod ledger;
 mod report;
 mod run;
 mod subject;
@@ -43,7 +42,6 @@ pub use blinder::{Blinder, HIDDEN, SELF_NAMES};
 pub use judge::{
     JudgeInput, JudgeTool, JudgeVerdict, MAX_ACCURACY, MAX_WORK, MISUSED_TOOL_PENALTY, RunSheet,
 };
-pub use ledger::{CostLedger, LedgerRecorder, LedgerWatch, SubtreeTotals};
 pub use report::{BenchmarkReport, CSV_HEADER, ModelMeans, RunRole, RunRow};
 pub use subject::{BenchmarkSubject, OneCallSubject, RankingSubject, RunEvidence};
 

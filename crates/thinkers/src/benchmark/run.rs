@@ -11,13 +11,13 @@ use serde::Serialize;
 
 use super::blinder::Blinder;
 use super::judge::{JudgeInput, JudgeTool, JudgeVerdict, RunSheet};
-use super::ledger::CostLedger;
 use super::report::{BenchmarkReport, RunRole, RunRow};
 use super::subject::{BenchmarkSubject, RunEvidence};
 use super::{Benchmark, BenchmarkEvent, REPORT};
 use crate::job::{JobContext, JobId, Orchestrator};
 use crate::llm::ModelServices;
 use crate::onecall::ModelToolJob;
+use crate::ops::CostLedger;
 use crate::record::now_ms;
 use crate::{Error, Result};
 

@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::Result;
 use crate::job::Job;
 use crate::model::{Grade, ModelDependent};
 use crate::onecall::{ModelTool, ModelToolJob};
@@ -17,7 +18,6 @@ use crate::thinker::{
     Thinker, ThinkerInput, ThinkerJob, ThinkerObserver, ToollessJob, ToollessThinker,
 };
 use crate::tool::ToolCallContext;
-use crate::{Error, Result};
 
 /// What a finished run shows the judge besides its answer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -166,24 +166,12 @@ impl BenchmarkSubject for ReactiveThinker {
     type Job = ReactiveTurn;
 
     fn job(&mut self, message: String) -> Result<ReactiveTurn> {
-        let turn = self.turn();
-        turn_with(turn, self.add_message(message))
+        let _ = self.add_message(message);
+        Ok(self.turn())
     }
 
     fn evidence(&self) -> RunEvidence {
         observed(&self.observer())
-    }
-}
-
-/// The turn a chat subject's run is, once its message was added to it (`added`).
-fn turn_with(turn: ReactiveTurn, added: bool) -> Result<ReactiveTurn> {
-    if added {
-        Ok(turn)
-    } else {
-        Err(Error::system(
-            "benchmark",
-            "the chat turn closed before its message was added",
-        ))
     }
 }
 
@@ -194,8 +182,8 @@ impl BenchmarkSubject for ChatThinker {
     type Job = ReactiveTurn;
 
     fn job(&mut self, message: String) -> Result<ReactiveTurn> {
-        let turn = self.turn();
-        turn_with(turn, self.add_message(message))
+        let _ = self.add_message(message);
+        Ok(self.turn())
     }
 
     fn evidence(&self) -> RunEvidence {

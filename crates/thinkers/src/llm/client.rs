@@ -1,6 +1,6 @@
 //! [`ModelClient`]: sends encoded requests through one shared reqwest client.
 //!
-//! Sending is split from encoding: [`crate::llm::encode`] renders the exact bytes (so the caller
+//! Sending is split from encoding: [`crate::llm::wire::encode`] renders the exact bytes (so the caller
 //! can count their tokens for its reservation), and the client sends exactly those bytes.
 //!
 //! **Nothing outside this crate can send.** The client's send methods are crate-private; the

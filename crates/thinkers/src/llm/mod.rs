@@ -33,6 +33,7 @@ pub mod call;
 pub mod client;
 mod client_builder;
 mod codec;
+mod common;
 pub(crate) mod correction;
 pub mod encoded;
 mod errors;
@@ -55,6 +56,14 @@ pub mod target;
 mod text_tools;
 pub mod tokens;
 
+/// The providers' wire formats byte for byte, for tools that need what a call sends or must read
+/// a captured answer: [`wire::encode`] renders the exact request of a target, [`wire::decode`]
+/// reads a whole body and [`wire::StreamDecoder`] an event stream, as the runtime does. Programs
+/// that call models never need them.
+pub mod wire {
+    pub use super::codec::{StreamDecoder, decode, encode};
+}
+
 #[cfg(test)]
 mod tests;
 
@@ -62,7 +71,9 @@ pub use bedrock::AwsSigning;
 pub use cache::{CacheKey, CacheUse, ResponseCache, ResponseCacheService};
 pub use call::{BoundSeat, LlmCall, LlmOutcome, converse_bound, require_seat};
 pub use client::{ClientLimits, ModelClient, ModelClientBuilder, SendOptions, SendOutcome};
-pub use codec::{StreamDecoder, decode, encode};
+pub(crate) use codec::encode;
+#[cfg(test)]
+pub(crate) use codec::{StreamDecoder, decode};
 pub use encoded::{DecodePlan, EncodedRequest, Header};
 pub use request::{ChatRequest, Reasoning, ResponseSchema, ToolChoice, ToolSpec};
 pub use response::{ChatResponse, StopReason, StreamDelta, TokenLogprob, ToolCallView, Usage};

@@ -1,5 +1,8 @@
 //! [`AnswerShape`]: the declared type of a model's answer, and the one conversion from answer
-//! text to that type.
+//! text to that type. Every path a model's answer takes to a typed value goes through here: the
+//! one-call tools and [`crate::llm::LlmCall`] directly, every thinker family through its typed
+//! view ([`crate::thinker::AnswerShape`], which adds how a thinker asks for the answer and
+//! where its reasoning comes from).
 //!
 //! A model is a third party, so its answer is judged before anything typed is handed on. The
 //! conversion is: trim, drop one surrounding Markdown code fence, parse JSON, check the root kind,
@@ -38,6 +41,11 @@ impl AnswerRefusal {
     /// What was wrong, composed from the schema (never quoting the answer).
     pub fn problem(&self) -> &str {
         &self.problem
+    }
+
+    /// The decoder's own complaint, if any (it may quote the answer: never for a prompt).
+    pub(crate) fn into_source(self) -> Option<BoxError> {
+        self.source
     }
 
     /// The refusal as a correctable error naming the `answer` parameter and the declared type.
@@ -151,14 +159,14 @@ impl AnswerShape {
 
     /// Convert answer text into the declared type (see the module docs).
     pub fn decode<T: DeserializeOwned>(&self, text: &str) -> Result<T, AnswerRefusal> {
-        let body = strip_fence(text.trim());
+        let body = answer_text(text);
         if body.is_empty() {
             return Err(AnswerRefusal {
                 problem: "it was empty".to_owned(),
                 source: None,
             });
         }
-        let mut value: Value = serde_json::from_str(body).map_err(|e| AnswerRefusal {
+        let value: Value = serde_json::from_str(body).map_err(|e| AnswerRefusal {
             problem: format!(
                 "it was not valid JSON (parsing stopped at line {}, column {})",
                 e.line(),
@@ -166,8 +174,6 @@ impl AnswerShape {
             ),
             source: Some(Box::new(e)),
         })?;
-        // `null` for an optional field is its absence (OpenAI strict mode writes it).
-        crate::schema::drop_optional_nulls(&mut value, &self.schema);
         let words = self.words();
         let root = words.resolve(&self.schema);
         if is_object(root) {
@@ -193,10 +199,49 @@ impl AnswerShape {
                 });
             }
         }
-        crate::schema::decode_tracked::<T>(&value).map_err(|e| AnswerRefusal {
-            problem: words.misfit(&e).sentence(None),
-            source: Some(Box::new(e)),
-        })
+        self.decode_value(value, None).map(|(typed, _)| typed)
+    }
+
+    /// The last step of the conversion, for an answer already parsed: `null` for an optional
+    /// field is dropped (OpenAI strict mode writes it), then the value is deserialized into `T`;
+    /// a misfit is refused in the schema's words at the failing path (rooted at `root`, e.g.
+    /// `answer`, when given), never quoting the value.
+    pub(crate) fn decode_value<T: DeserializeOwned>(
+        &self,
+        mut value: Value,
+        root: Option<&str>,
+    ) -> Result<(T, Value), AnswerRefusal> {
+        crate::schema::drop_optional_nulls(&mut value, &self.schema);
+        match crate::schema::decode_tracked::<T>(&value) {
+            Ok(typed) => Ok((typed, value)),
+            Err(e) => Err(AnswerRefusal {
+                problem: self.words().misfit(&e).sentence(root),
+                source: Some(Box::new(e)),
+            }),
+        }
+    }
+}
+
+/// The answer in a model's text: after a leading `<think>…</think>` block (see
+/// [`strip_thinking`]), trimmed, without one surrounding Markdown code fence.
+pub(crate) fn answer_text(text: &str) -> &str {
+    strip_fence(strip_thinking(text).trim())
+}
+
+/// Where a model in thinking mode opens and closes the thinking it writes before its answer.
+const THINK_OPEN: &str = "<think>";
+const THINK_CLOSE: &str = "</think>";
+
+/// The text after a leading `<think>…</think>` block (a model in thinking mode writes its
+/// thinking first, in the answer text): what follows the block, or nothing when the block is
+/// never closed (the answer was all thinking). Text without such a block is returned as it is.
+pub(crate) fn strip_thinking(text: &str) -> &str {
+    let Some(rest) = text.trim_start().strip_prefix(THINK_OPEN) else {
+        return text;
+    };
+    match rest.find(THINK_CLOSE) {
+        Some(end) => &rest[end + THINK_CLOSE.len()..],
+        None => "",
     }
 }
 
@@ -207,7 +252,7 @@ fn short_type_name<T>() -> String {
 }
 
 /// The JSON kind of a value, in words, without the value.
-fn kind_of(v: &Value) -> &'static str {
+pub(crate) fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -167,3 +167,34 @@ fn a_key_the_model_invented_is_not_repeated() {
         refusal.problem()
     );
 }
+
+#[test]
+fn a_leading_thinking_block_and_one_fence_are_dropped_before_the_answer() {
+    assert_eq!(
+        super::strip_thinking("\n<think>\nLook it up.\n</think>\n\nA seat.").trim(),
+        "A seat."
+    );
+    assert_eq!(super::strip_thinking("<think>never closed"), "");
+    assert_eq!(
+        super::strip_thinking("A seat. <think>x</think>"),
+        "A seat. <think>x</think>"
+    );
+    assert_eq!(
+        super::answer_text("<think>a</think>\n```json\n{\"a\": 1}\n```"),
+        "{\"a\": 1}"
+    );
+}
+
+#[test]
+fn a_one_call_answer_after_a_thinking_block_is_decoded() {
+    #[derive(Debug, serde::Deserialize, schemars::JsonSchema, PartialEq)]
+    struct Pick {
+        ok: bool,
+    }
+    let shape = AnswerShape::of::<Pick>();
+    let got: Pick = shape
+        .decode("<think>\nIt holds.\n</think>\n{\"ok\": true}")
+        .map_err(|r| r.problem().to_owned())
+        .unwrap();
+    assert_eq!(got, Pick { ok: true });
+}

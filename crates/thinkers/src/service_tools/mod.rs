@@ -42,9 +42,3 @@ pub use pubmed::{
     PubmedFetchInput, RATE_MARGIN,
 };
 pub use web_fetch::{AddressPolicy, Refused, WebFetch, WebFetchConfig, WebFetchInput, WebPage};
-
-/// The one-call model tools, built on [`crate::onecall`].
-pub use crate::onecall::tools::{
-    AnalyzeViolation, QuickAnswer, QuickQuestion, QuickQuestionInput, Severity, Summarization,
-    SummarizationInput, Summary, ViolationAnalysis, ViolationInput,
-};

@@ -13,7 +13,8 @@ use super::*;
 use crate::dispatch::Dispatcher;
 use crate::error::{Error, ErrorKind};
 use crate::job::{JobId, doer};
-use crate::record::{JobEnd, JobStart, JobStatus, LlmRun, Recorder, Trajectory};
+use crate::ops::Trajectory;
+use crate::record::{JobEnd, JobStart, JobStatus, LlmRun, Recorder};
 
 /// A store of either backend under test, with its recorder and its read queries.
 struct Backend {

@@ -1,4 +1,7 @@
-//! The answer-shape boundary: the one place a model's final answer becomes a typed value.
+//! The answer-shape boundary of the thinker families: their typed view of the one conversion
+//! of a model's answer ([`crate::onecall::AnswerShape`], which the one-call tools use directly),
+//! with what a thinker adds: how the answer is asked for and where the run's reasoning comes
+//! from.
 //!
 //! A looping thinker asks for its answer in one of two ways, decided once per answer type:
 //!
@@ -39,9 +42,9 @@ use serde_json::{Value, json};
 
 use super::artifacts::REF_TITLE;
 use super::reasoning::AnalysisReasoning;
-use super::schema_text::{strip_fences, strip_thinking};
 use crate::Error;
 use crate::llm::ResponseSchema;
+use crate::llm::shape::{self, answer_text, kind_of, strip_thinking};
 use crate::model::OutputSize;
 use crate::schema::words::SchemaWords;
 
@@ -89,8 +92,8 @@ impl<A> Clone for AnswerShape<A> {
 /// built on first use: `[without native thinking, with native thinking]`).
 #[derive(Debug)]
 struct ShapeData {
-    type_name: String,
-    schema: Value,
+    /// The declared type's name and schema: the conversion every answer goes through.
+    core: shape::AnswerShape,
     kind: Kind,
     /// A plain string: asked for as text, without a schema.
     text: bool,
@@ -192,17 +195,6 @@ impl Kind {
     }
 }
 
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 impl<A: DeserializeOwned + JsonSchema + 'static> AnswerShape<A> {
     /// The shape of `A`, derived once per process.
     pub fn new() -> Self {
@@ -215,13 +207,10 @@ impl<A: DeserializeOwned + JsonSchema + 'static> AnswerShape<A> {
 
 impl ShapeData {
     fn of<A: JsonSchema + 'static>() -> Self {
-        let schema = (*crate::schema::of::<A>()).clone();
-        let type_name = schema
-            .get("title")
-            .and_then(Value::as_str)
-            .map_or_else(|| A::schema_name().into_owned(), str::to_owned);
-        let kind = Kind::of(&schema);
-        let words = SchemaWords::new(&schema);
+        let core = shape::AnswerShape::from_schema(&A::schema_name(), crate::schema::of::<A>());
+        let schema = core.schema();
+        let kind = Kind::of(schema);
+        let words = SchemaWords::new(schema);
         let reasoning = match schema.get("properties").and_then(|p| p.get("reasoning")) {
             None => OwnReasoning::None,
             Some(node) => {
@@ -236,13 +225,14 @@ impl ShapeData {
             }
         };
         let uses_refs = schema.to_string().contains(REF_TITLE);
+        let text = is_plain_string(schema);
+        let own_answer = schema
+            .get("properties")
+            .is_some_and(|p| p.get("answer").is_some());
         Self {
-            type_name,
-            text: is_plain_string(&schema),
-            own_answer: schema
-                .get("properties")
-                .is_some_and(|p| p.get("answer").is_some()),
-            schema,
+            core,
+            text,
+            own_answer,
             kind,
             reasoning,
             uses_refs,
@@ -272,7 +262,7 @@ impl<A: DeserializeOwned + JsonSchema + 'static> Default for AnswerShape<A> {
 impl<A: DeserializeOwned> AnswerShape<A> {
     /// The declared type's name, as the schema titles it.
     pub fn type_name(&self) -> &str {
-        &self.data.type_name
+        self.data.core.type_name()
     }
 
     /// The output size a thinker answering this type declares when none is given: a
@@ -280,7 +270,7 @@ impl<A: DeserializeOwned> AnswerShape<A> {
     /// values; [`Compact`](OutputSize::Compact) for an object; [`Standard`](OutputSize::Standard)
     /// for free text, a list, or a shape that names no type.
     pub fn default_output(&self) -> OutputSize {
-        let schema = &self.data.schema;
+        let schema = self.data.core.schema();
         match self.data.kind {
             Kind::Boolean | Kind::Number | Kind::Integer => OutputSize::Verdict,
             Kind::String if schema.get("enum").is_some() || schema.get("const").is_some() => {
@@ -357,7 +347,7 @@ impl<A: DeserializeOwned> AnswerShape<A> {
     }
 
     fn bare_schema(&self, native_thinking: bool) -> Value {
-        let mut answer = self.data.schema.clone();
+        let mut answer = self.data.core.schema().clone();
         // The Rust type's name (`title`) and the draft URI are not the model's business.
         let defs = answer.as_object_mut().and_then(|m| {
             m.remove("$schema");
@@ -400,7 +390,7 @@ impl<A: DeserializeOwned> AnswerShape<A> {
     /// The reasoning returned is the thinking block's under native thinking, else the answer's
     /// own `reasoning` field, else empty.
     pub fn judge_bare(&self, text: &str, thinking: Option<&str>) -> Judgement<A> {
-        let trimmed = strip_fences(strip_thinking(text).trim());
+        let trimmed = answer_text(text);
         if trimmed.is_empty() {
             return Judgement::NoAnswer;
         }
@@ -411,10 +401,10 @@ impl<A: DeserializeOwned> AnswerShape<A> {
                     format!(
                         "one JSON object {{\"answer\": …}} whose answer is {} of type {}",
                         self.data.kind.article(),
-                        self.data.type_name
+                        self.type_name()
                     )
                 } else {
-                    format!("one JSON object of type {}", self.data.type_name)
+                    format!("one JSON object of type {}", self.type_name())
                 };
                 return Judgement::Refused(self.refusal(
                     format!("the answer was not valid JSON; answer with {wanted}"),
@@ -435,8 +425,8 @@ impl<A: DeserializeOwned> AnswerShape<A> {
                             "expected an object {{\"answer\": …}} whose answer is {} of type \
                              {}, but the answer was {}",
                             self.data.kind.article(),
-                            self.data.type_name,
-                            json_kind(&other)
+                            self.type_name(),
+                            kind_of(&other)
                         ),
                         None,
                     ));
@@ -472,8 +462,8 @@ impl<A: DeserializeOwned> AnswerShape<A> {
                 format!(
                     "expected {} of type {}, but it was {}",
                     self.data.kind.article(),
-                    self.data.type_name,
-                    json_kind(&answer)
+                    self.type_name(),
+                    kind_of(&answer)
                 ),
                 None,
             ));
@@ -494,17 +484,15 @@ impl<A: DeserializeOwned> AnswerShape<A> {
                 fields.insert("reasoning".into(), fill);
             }
         }
-        // `null` for an optional field is its absence (OpenAI strict mode writes it).
-        crate::schema::drop_optional_nulls(&mut answer, &self.data.schema);
-        match crate::schema::decode_tracked::<A>(&answer) {
-            Ok(value) => Judgement::Answer {
+        match self.data.core.decode_value::<A>(answer, Some("answer")) {
+            Ok((value, json)) => Judgement::Answer {
                 value,
-                json: answer,
+                json,
                 reasoning,
             },
-            Err(e) => {
-                let reason = self.explain(&e);
-                Judgement::Refused(self.refusal(reason, Some(Box::new(e))))
+            Err(refused) => {
+                let reason = format!("{} (answer type {})", refused.problem(), self.type_name());
+                Judgement::Refused(self.refusal(reason, refused.into_source()))
             }
         }
     }
@@ -516,17 +504,5 @@ impl<A: DeserializeOwned> AnswerShape<A> {
             reason,
             source,
         }
-    }
-
-    /// Compose the reason for a decoder failure from the schema at the failing path: the
-    /// shared wording of every boundary, which names only what the schema declares (a key the
-    /// model invented is never repeated).
-    fn explain(&self, e: &serde_path_to_error::Error<serde_json::Error>) -> String {
-        let misfit = SchemaWords::new(&self.data.schema).misfit(e);
-        format!(
-            "{} (answer type {})",
-            misfit.sentence(Some("answer")),
-            self.data.type_name
-        )
     }
 }

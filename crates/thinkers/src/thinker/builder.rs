@@ -1,5 +1,5 @@
 //! The setters the thinker families share, written once as macros over the
-//! [`ThinkerCore`](crate::thinker::ThinkerCore) each family holds and expanded into each
+//! `ThinkerCore` each family holds and expanded into each
 //! family's own `impl`, so they are inherent methods: nothing to import.
 //!
 //! * `shared_setters!`: every family ([`Thinker`], [`ToollessThinker`], [`DecisionThinker`],

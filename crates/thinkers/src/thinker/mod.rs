@@ -1,7 +1,7 @@
 //! Thinkers: model-driven orchestration.
 //!
 //! A thinker is a model given an objective and a palette of tools, run in a loop until it gives
-//! a final answer of a declared type. The loop is implemented once ([`turn_loop`]) and split by
+//! a final answer of a declared type. The loop is implemented once (privately) and split by
 //! phase: reconcile hook → read-only sweep → render → one model turn through the [`TurnSource`]
 //! seam → tool round (admission check, validation, parallel calls in the turn's step, one batch
 //! of results) → final answer (the answer-shape boundary in [`answer`], artifact refs,
@@ -23,7 +23,8 @@
 //! **Orchestrators.** Every looping thinker gets `sub_thinker` ([`subthinker`]) at or above its
 //! delegation threshold; with a [`crate::hub::ToolHub`] in reach (the thinker's own or a
 //! dispatcher service) it also gets `request_tools` and `request_skill` over its compatible
-//! catalogs ([`doors`]).
+//! catalogs ([`doors`]). Any [`Thinker`] or doer can be put on a palette as a tool by name
+//! ([`as_tool`]), run as the calling thinker's child.
 //!
 //! **Read-only.** Under a read-only scope the loop withholds every tool that is not read-only
 //! from the palette (logged and recorded in [`ThinkerState::withheld`]), and the admission
@@ -62,7 +63,6 @@ pub mod declaration;
 pub mod events;
 pub mod guardrail;
 pub mod reasoning;
-mod schema_text;
 #[cfg(any(test, feature = "test-utils"))]
 mod scripted;
 pub mod state;
@@ -70,9 +70,9 @@ pub mod state;
 // the sub-thinker (`delegation/`).
 mod delegation;
 mod families;
-pub mod turn_loop;
+mod turn_loop;
 
-pub use delegation::{doors, subthinker};
+pub use delegation::{as_tool, doors, subthinker};
 pub use families::{chat, decision, reactive, toolless};
 pub use turn_loop::turn;
 
@@ -81,8 +81,8 @@ use turn_loop::{conversing, finish, reactive_phase, tool_round};
 
 pub use answer::{AnswerShape, Judgement, REASONING_DESCRIPTION};
 pub use artifacts::{Artifact, ArtifactRef, Artifacts};
+pub use as_tool::{DoerToolExt, JobTool};
 pub use chat::{ChatArtifact, ChatEvent, ChatEvents, ChatThinker};
-pub use conversing::TOOL_GUIDANCE;
 pub use decision::{
     Choice, Confidence, DecisionJob, DecisionOption, DecisionThinker, Ranking, Scored,
 };
@@ -90,7 +90,7 @@ pub use declaration::{META_THINKER_DEPTH, ThinkerDeclaration, ThinkerInput};
 pub use doors::{DoorOutcome, REQUEST_SKILL, REQUEST_TOOLS, RefusedName};
 pub use events::{ContentStream, ContentStreamEvent, META_CONTENT};
 pub use guardrail::{Guardrail, Verdict};
-pub use reactive::{DEFAULT_TOOL_CALLS_PER_MESSAGE, ReactiveThinker, ReactiveTurn};
+pub use reactive::{DEFAULT_TOOL_CALLS_PER_MESSAGE, Delivery, ReactiveThinker, ReactiveTurn};
 pub use reasoning::AnalysisReasoning;
 #[cfg(any(test, feature = "test-utils"))]
 pub use scripted::ScriptedTurns;
@@ -103,4 +103,4 @@ pub use toolless::{
     GuardrailRefusal, MAX_GUARDRAIL_CORRECTIONS, SystemPrompt, ToollessJob, ToollessThinker,
 };
 pub use turn::{ModelTurns, TurnRequest, TurnSource};
-pub use turn_loop::{DefaultHooks, ThinkerCore, ThinkerHooks, ThinkerLimits};
+pub use turn_loop::{DefaultHooks, ThinkerHooks, ThinkerLimits};

@@ -9,7 +9,7 @@ use thinkers::benchmark::{Benchmark, OneCallSubject};
 use thinkers::job::JobId;
 use thinkers::model::{Depth, Grade, OutputSize};
 use thinkers::onecall::ModelToolProvider;
-use thinkers::service_tools::{QuickQuestion, QuickQuestionInput};
+use thinkers::onecall::tools::{QuickQuestion, QuickQuestionInput};
 use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 
 use crate::support::{assert_row_matches_records, runs_under, setup};

@@ -5,6 +5,7 @@
 use thinkers::conversation::no_answer::FAILED_TURN_FOR_MODEL;
 use thinkers::conversation::{Message, Role};
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
+use thinkers::thinker::Delivery;
 use thinkers::thinker::{ChatEvent, ChatThinker, ContentStream, ThinkerDeclaration};
 use thinkers_sim::{FaultKind, FaultRule};
 
@@ -32,7 +33,10 @@ async fn streams_tokens_and_keeps_the_conversation(pin: &str) {
         .content_stream(content)
         .events(events.sink());
     let turn = thinker.turn();
-    assert!(thinker.add_message("What does seat mean?"));
+    assert_eq!(
+        thinker.add_message("What does seat mean?"),
+        Delivery::Joined
+    );
     let answer = s.rt.run(turn).await.unwrap();
 
     let all = events.all();
@@ -87,7 +91,7 @@ async fn streams_tokens_and_keeps_the_conversation(pin: &str) {
     );
     let again = chat(pin).resume(id);
     let turn = again.turn();
-    assert!(again.add_message("Thanks. And grade?"));
+    assert_eq!(again.add_message("Thanks. And grade?"), Delivery::Joined);
     s.rt.run(turn).await.unwrap();
     let messages = again.observer().messages();
     assert_eq!(messages[0], Message::user_text("What does seat mean?"));
@@ -118,7 +122,10 @@ async fn the_content_stream_answer_carries_the_artifacts() {
             .content_stream(content)
             .events(events.sink());
         let turn = thinker.turn();
-        assert!(thinker.add_message("What does seat mean?"));
+        assert_eq!(
+            thinker.add_message("What does seat mean?"),
+            Delivery::Joined
+        );
         let answer = s.rt.run(turn).await.unwrap();
         let all = events.all();
         let Some(ChatEvent::Answer { artifacts, .. }) = all.last() else {
@@ -140,7 +147,7 @@ async fn a_provider_failure_fails_the_turn_and_the_next_request_says_only_that_i
     let thinker = chat("sim-small-a").events(events.sink());
     s.sim.inject(FaultRule::new(FaultKind::Http500).times(20));
     let turn = thinker.turn();
-    assert!(thinker.add_message("Hello?"));
+    assert_eq!(thinker.add_message("Hello?"), Delivery::Joined);
     let err = s.rt.run(turn).await.unwrap_err();
     assert_eq!(events.names(), vec!["message", "error"]);
     let messages = thinker.observer().messages();
@@ -154,7 +161,7 @@ async fn a_provider_failure_fails_the_turn_and_the_next_request_says_only_that_i
 
     s.sim.reset();
     let turn = thinker.turn();
-    assert!(thinker.add_message("Are you there now?"));
+    assert_eq!(thinker.add_message("Are you there now?"), Delivery::Joined);
     s.rt.run(turn).await.unwrap();
     let body = s.sim.requests().last().unwrap().body.to_string();
     assert!(!body.contains("[no answer:"), "{body}");
@@ -171,7 +178,7 @@ async fn a_chat_declaring_ceiling_is_served_by_the_strongest_entry() {
     )
     .depth(Depth::Quick);
     let turn = thinker.turn();
-    assert!(thinker.add_message("Hello"));
+    assert_eq!(thinker.add_message("Hello"), Delivery::Joined);
     s.rt.run(turn).await.unwrap();
     let runs = s.rec.llm_runs();
     assert_eq!(runs.len(), 1);
@@ -188,7 +195,10 @@ async fn budget_forces_an_answer_over_the_wire(pin: &str) {
         .max_tool_calls_per_message(1)
         .events(events.sink());
     let turn = thinker.turn();
-    assert!(thinker.add_message("What does seat mean?"));
+    assert_eq!(
+        thinker.add_message("What does seat mean?"),
+        Delivery::Joined
+    );
     let answer = s.rt.run(turn).await.unwrap();
     assert!(!answer.is_empty());
     let sent = s.sim.requests();
@@ -270,7 +280,7 @@ async fn a_sub_thinker_under_a_chat_answers_the_chat_not_the_person() {
         .hub(Arc::new(hub))
         .events(events.sink());
     let turn = thinker.turn();
-    assert!(thinker.add_message("DELEGATE-ME please"));
+    assert_eq!(thinker.add_message("DELEGATE-ME please"), Delivery::Joined);
     let answer = s.rt.run(turn).await.unwrap();
     assert_eq!(answer, "CHAT: the delegate found it.");
 

@@ -8,6 +8,7 @@ use thinkers::ErrorKind;
 use thinkers::conversation::{ContentBlock, Message, Role};
 use thinkers::llm::ToolChoice;
 use thinkers::model::{Depth, Grade, OutputSize};
+use thinkers::thinker::Delivery;
 use thinkers::thinker::{
     DEFAULT_TOOL_CALLS_PER_MESSAGE, ReactiveThinker, ScriptedTurns, ThinkerDeclaration,
 };
@@ -39,7 +40,7 @@ async fn a_message_sent_while_the_model_works_is_read_at_the_next_step() {
     // During the first model turn, the person adds a second message.
     let steered = Steered::new(script.clone(), move |n| {
         if n == 1 {
-            let ok = s.get().unwrap().add_message("And what is a grade?");
+            let ok = s.get().unwrap().add_message("And what is a grade?") == Delivery::Joined;
             a.set(ok).unwrap();
         }
     });
@@ -51,9 +52,8 @@ async fn a_message_sent_while_the_model_works_is_read_at_the_next_step() {
             .events(events.sink()),
     );
     slot.set(thinker.clone()).unwrap();
-    assert!(!thinker.add_message("too early"), "no turn is open yet");
     let turn = thinker.turn();
-    assert!(thinker.add_message("What is a seat?"));
+    assert_eq!(thinker.add_message("What is a seat?"), Delivery::Joined);
     let answer = d.run(turn).await.unwrap();
     assert_eq!(answer, "A seat is a reservation; a grade is a rung.");
     assert_eq!(
@@ -103,7 +103,7 @@ async fn a_turn_source_wins_over_streaming_whichever_is_set_first() {
             thinker.turns(script.clone()).events(events.sink())
         };
         let turn = thinker.turn();
-        assert!(thinker.add_message("Hello"));
+        assert_eq!(thinker.add_message("Hello"), Delivery::Joined);
         assert_eq!(
             d.run(turn).await.unwrap(),
             "Hi.",
@@ -122,7 +122,10 @@ async fn a_message_arriving_while_the_answer_is_written_keeps_the_turn_open() {
     let s = slot.clone();
     let steered = Steered::new(script.clone(), move |n| {
         if n == 1 {
-            assert!(s.get().unwrap().add_message("Capital of France?"));
+            assert_eq!(
+                s.get().unwrap().add_message("Capital of France?"),
+                Delivery::Joined
+            );
         }
     });
     let events = Collected::default();
@@ -133,7 +136,7 @@ async fn a_message_arriving_while_the_answer_is_written_keeps_the_turn_open() {
     );
     slot.set(thinker.clone()).unwrap();
     let turn = thinker.turn();
-    assert!(thinker.add_message("Hi"));
+    assert_eq!(thinker.add_message("Hi"), Delivery::Joined);
     let answer = d.run(turn).await.unwrap();
     // One turn answered both messages: the first answer was given, then the second message read.
     assert_eq!(answer, "Paris.");
@@ -152,7 +155,7 @@ async fn a_message_arriving_while_the_answer_is_written_keeps_the_turn_open() {
 }
 
 #[tokio::test]
-async fn after_the_turn_closes_messages_are_refused_and_a_new_turn_resumes_the_conversation() {
+async fn after_the_turn_closes_a_message_waits_for_the_next_turn_which_resumes_the_conversation() {
     let (d, _) = dispatcher();
     let script = ScriptedTurns::new()
         .then_text("First answer.")
@@ -163,16 +166,16 @@ async fn after_the_turn_closes_messages_are_refused_and_a_new_turn_resumes_the_c
     assert_eq!(DEFAULT_TOOL_CALLS_PER_MESSAGE, 25);
 
     let first = thinker.turn();
-    assert!(thinker.add_message("one"));
+    assert_eq!(thinker.add_message("one"), Delivery::Joined);
     assert_eq!(d.run(first).await.unwrap(), "First answer.");
     assert!(!thinker.is_turn_open());
-    assert!(
-        !thinker.add_message("two"),
-        "a closed turn refuses messages"
+    assert_eq!(
+        thinker.add_message("two"),
+        Delivery::Waiting,
+        "after a closed turn a message waits for the next"
     );
 
     let second = thinker.turn();
-    assert!(thinker.add_message("two"));
     assert_eq!(d.run(second).await.unwrap(), "Second answer.");
     let seen = script.seen();
     let texts: Vec<String> = seen[1].request.messages.iter().map(Message::text).collect();
@@ -181,11 +184,32 @@ async fn after_the_turn_closes_messages_are_refused_and_a_new_turn_resumes_the_c
 }
 
 #[tokio::test]
+async fn messages_added_before_their_turn_is_made_are_answered_by_it_in_order() {
+    let (d, _) = dispatcher();
+    let script = ScriptedTurns::new().then_text("Both answered.");
+    let thinker = ReactiveThinker::new(decl(), "Chat.").turns(script.clone());
+    assert!(!thinker.is_turn_open());
+    assert_eq!(thinker.add_message("one"), Delivery::Waiting);
+    assert_eq!(thinker.add_message("two"), Delivery::Waiting);
+    let turn = thinker.turn();
+    assert_eq!(thinker.add_message("three"), Delivery::Joined);
+    assert_eq!(d.run(turn).await.unwrap(), "Both answered.");
+    let seen = script.seen();
+    assert_eq!(seen.len(), 1, "one turn answers every waiting message");
+    let texts: Vec<String> = seen[0].request.messages.iter().map(Message::text).collect();
+    assert_eq!(texts.concat().matches("one").count(), 1, "{texts:?}");
+    assert!(
+        texts.concat().contains("two") && texts.concat().contains("three"),
+        "{texts:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_turn_job_runs_once() {
     let (d, _) = dispatcher();
     let thinker = ReactiveThinker::new(decl(), "Chat.").turns(ScriptedTurns::new().then_text("ok"));
     let turn = thinker.turn();
-    assert!(thinker.add_message("hi"));
+    assert_eq!(thinker.add_message("hi"), Delivery::Joined);
     let again = thinker.turn(); // shares the open turn's inbox
     d.run(turn).await.unwrap();
     let err = d.run(again).await.unwrap_err();
@@ -204,7 +228,7 @@ async fn its_own_depth_reaches_every_call() {
     .depth(Depth::Quick)
     .turns(script.clone());
     let turn = thinker.turn();
-    assert!(thinker.add_message("hi"));
+    assert_eq!(thinker.add_message("hi"), Delivery::Joined);
     d.run(turn).await.unwrap();
     let seen = script.seen();
     assert_eq!(seen[0].depth, Depth::Quick);
@@ -241,7 +265,7 @@ async fn a_spent_tool_budget_forces_one_answer_without_tools_that_says_what_is_u
         .turns(script.clone())
         .events(events.sink());
     let turn = thinker.turn();
-    assert!(thinker.add_message("Find a, b, c."));
+    assert_eq!(thinker.add_message("Find a, b, c."), Delivery::Joined);
     let answer = d.run(turn).await.unwrap();
     assert_eq!(answer, "From a and b: X. Not verified: c.");
     assert_eq!(lookup.calls.load(Ordering::SeqCst), 3, "c4 never ran");
@@ -275,7 +299,7 @@ async fn a_forced_answer_with_no_text_still_answers_the_person() {
         .max_tool_calls_per_message(1)
         .turns(script.clone());
     let turn = thinker.turn();
-    assert!(thinker.add_message("Find a."));
+    assert_eq!(thinker.add_message("Find a."), Delivery::Joined);
     let answer = d.run(turn).await.unwrap();
     assert!(answer.contains("tool budget"), "{answer}");
     assert!(answer.contains("verified"), "{answer}");
@@ -293,11 +317,10 @@ async fn a_failed_exchange_rolls_back_to_the_message_and_the_next_turn_reads_the
         .turns(script.clone())
         .events(events.sink());
     let turn = thinker.turn();
-    assert!(thinker.add_message("What is a?"));
+    assert_eq!(thinker.add_message("What is a?"), Delivery::Joined);
     let err = d.run(turn).await.unwrap_err();
     assert!(err.to_string().contains("no turn left"), "{err}");
     assert!(!thinker.is_turn_open(), "a failed turn is closed");
-    assert!(!thinker.add_message("late"));
 
     // Rolled back: the tool call and its results are gone; a marker says why.
     let messages = thinker.observer().messages();
@@ -315,7 +338,7 @@ async fn a_failed_exchange_rolls_back_to_the_message_and_the_next_turn_reads_the
     // The next turn's request says the turn failed, not why.
     let _ = script.clone().then_text("Sorry about that: a is a letter.");
     let next = thinker.turn();
-    assert!(thinker.add_message("Try again?"));
+    assert_eq!(thinker.add_message("Try again?"), Delivery::Joined);
     assert_eq!(
         d.run(next).await.unwrap(),
         "Sorry about that: a is a letter."
@@ -341,5 +364,9 @@ async fn a_turn_with_no_message_is_refused_and_closed() {
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert!(err.to_string().contains("message"), "{err}");
     assert!(script.seen().is_empty(), "no model call");
-    assert!(!thinker.add_message("late"), "the empty turn closed");
+    assert_eq!(
+        thinker.add_message("late"),
+        Delivery::Waiting,
+        "the empty turn closed: the message waits for the next"
+    );
 }

@@ -26,5 +26,5 @@ mod pg;
 #[cfg(feature = "postgres")]
 mod scaleout;
 mod support;
-#[path = "../../../thinkers-cli/tests/support/browser.rs"]
+#[path = "../../../thinkers-cli/tests/cli/support/browser.rs"]
 mod webdriver;

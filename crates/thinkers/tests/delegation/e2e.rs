@@ -13,7 +13,7 @@ use thinkers::hub::{Skill, ToolHub};
 use thinkers::llm::ModelClient;
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, ModelDependent};
-use thinkers::record::trajectory::Trajectory;
+use thinkers::ops::Trajectory;
 use thinkers::store::SqliteStore;
 use thinkers::thinker::{Thinker, ThinkerInput};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall, Sim, SimConfig};

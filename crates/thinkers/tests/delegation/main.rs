@@ -1,6 +1,7 @@
-//! Delegation and discovery: the tool hub and skills, `request_tools`, `request_skill` and
-//! `sub_thinker` — the rules driven by scripted turns through a real dispatcher, and one run end
-//! to end over real HTTP against thinkers-sim, recorded to SQLite and rendered as a trace.
+//! Delegation and discovery: the tool hub and skills, `request_tools`, `request_skill`,
+//! `sub_thinker` and thinkers or doers offered as tools (`as_tool`) — the rules driven by
+//! scripted turns through a real dispatcher, and one run end to end over real HTTP against
+//! thinkers-sim, recorded to SQLite and rendered as a trace.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -9,6 +10,7 @@
     unreachable_pub
 )]
 
+mod as_tool;
 mod catalog;
 mod e2e;
 mod scope;

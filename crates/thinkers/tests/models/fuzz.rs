@@ -1,6 +1,6 @@
 //! Issue 28, point 12: nothing a provider sends can panic the client.
 //!
-//! A proptest driver feeds the decoders (`thinkers::llm::decode` for whole bodies,
+//! A proptest driver feeds the decoders (`thinkers::llm::wire::decode` for whole bodies,
 //! `StreamDecoder::push` / `finish` for event streams) for every dialect, with and without the
 //! text-tool protocol: bodies and event sequences derived from realistic valid ones (tool calls,
 //! thinking blocks, usage, logprobs, errors) by byte mutation, token insertion, value type swaps,
@@ -13,7 +13,8 @@
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
-use thinkers::llm::{DecodePlan, Dialect, StreamDecoder, decode};
+use thinkers::llm::wire::{StreamDecoder, decode};
+use thinkers::llm::{DecodePlan, Dialect};
 
 /// Cases per property in the suite's short pass.
 const SUITE_CASES: u32 = 1500;

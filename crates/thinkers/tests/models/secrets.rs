@@ -6,6 +6,7 @@
 //! conversation message and no later request except in its authentication header.
 
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
+use thinkers::thinker::Delivery;
 use thinkers::thinker::{ChatThinker, ThinkerDeclaration};
 use thinkers_sim::{FaultKind, FaultRule, Sim};
 
@@ -248,7 +249,7 @@ async fn a_key_echoed_in_a_failed_turn_stays_out_of_the_conversation_and_the_nex
         chat.pin_model(entry(anthropic, i));
         f.sim.inject(FaultRule::new(kind).for_model(&m).times(50));
         let turn = chat.turn();
-        assert!(chat.add_message("Hello?"));
+        assert_eq!(chat.add_message("Hello?"), Delivery::Joined);
         let err = f.rt.run(turn).await.expect_err("the turn fails");
         leaks.error(&format!("the turn's error ({kind}, {m})"), &err);
         let messages = chat.observer().messages();
@@ -263,7 +264,7 @@ async fn a_key_echoed_in_a_failed_turn_stays_out_of_the_conversation_and_the_nex
         // The next turn tells the provider the last one failed (never why).
         f.sim.reset();
         let turn = chat.turn();
-        assert!(chat.add_message("Are you there now?"));
+        assert_eq!(chat.add_message("Are you there now?"), Delivery::Joined);
         f.rt.run(turn).await.unwrap();
         leaks.requests(&f.sim);
     }

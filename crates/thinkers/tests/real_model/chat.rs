@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
+use thinkers::thinker::Delivery;
 use thinkers::thinker::{ChatEvent, ChatEvents, ChatThinker, ThinkerDeclaration};
 
 use crate::support::{NATIVE, server};
@@ -28,7 +29,10 @@ async fn a_chat_turn_streams_text_deltas_and_a_final_answer() {
     }));
     chat.pin_model(NATIVE.to_owned());
     let turn = chat.turn();
-    assert!(chat.add_message("What colour is the sky on a clear day?"));
+    assert_eq!(
+        chat.add_message("What colour is the sky on a clear day?"),
+        Delivery::Joined
+    );
     let answer = s.rt.run(turn).await.unwrap();
 
     let events = seen.lock().unwrap().clone();

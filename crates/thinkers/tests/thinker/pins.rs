@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::json;
 use thinkers::model::{Grade, ModelDependent, OutputSize};
 use thinkers::onecall::ModelToolProvider;
-use thinkers::service_tools::Summarization;
+use thinkers::onecall::tools::Summarization;
 use thinkers::thinker::{ScriptedTurns, Thinker, ThinkerDeclaration, ThinkerInput};
 
 use crate::support::setup;

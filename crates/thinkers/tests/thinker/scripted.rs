@@ -20,6 +20,10 @@ use thinkers::tool::{Tool, ToolContext};
 
 use crate::support::{Definition, Delete, Lookup, dispatcher};
 
+/// The guidance a thinker's system prompt carries when it offers more than one tool (the
+/// wire text the model reads).
+const TOOL_GUIDANCE: &str = "Make independent tool calls in one turn.";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Summary {
     /// A justification a reader can check.
@@ -262,7 +266,7 @@ async fn seeded_followup_follows_the_objective_only_in_a_new_conversation_and_tr
         format!(
             "OBJECTIVE: explain.\n\n{}\n\n{}\n\n{}",
             thinkers_legend(),
-            thinkers::thinker::TOOL_GUIDANCE,
+            TOOL_GUIDANCE,
             Depth::Standard.hint()
         )
     );
@@ -548,19 +552,13 @@ async fn the_parallel_calls_hint_needs_more_than_one_tool() {
     let seen = turns.seen();
     assert_eq!(seen[0].request.tools.len(), 1);
     assert!(
-        !seen[0]
-            .request
-            .system
-            .contains(thinkers::thinker::TOOL_GUIDANCE),
+        !seen[0].request.system.contains(TOOL_GUIDANCE),
         "{}",
         seen[0].request.system
     );
     assert_eq!(seen[1].request.tools.len(), 2);
     assert!(
-        seen[1]
-            .request
-            .system
-            .contains(thinkers::thinker::TOOL_GUIDANCE),
+        seen[1].request.system.contains(TOOL_GUIDANCE),
         "{}",
         seen[1].request.system
     );

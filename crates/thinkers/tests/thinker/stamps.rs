@@ -13,6 +13,7 @@ use thinkers::conversation::{
     summarizer_fn,
 };
 use thinkers::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
+use thinkers::thinker::Delivery;
 use thinkers::thinker::{
     ReactiveThinker, ScriptedTurns, Thinker, ThinkerDeclaration, ThinkerInput,
 };
@@ -141,12 +142,12 @@ async fn a_chat_takes_a_grade_raised_between_turns_and_a_new_depth() {
     )
     .turns(turns.clone());
     let turn = chat.turn();
-    assert!(chat.add_message("one"));
+    assert_eq!(chat.add_message("one"), Delivery::Joined);
     d.run(turn).await.unwrap();
     chat.set_grade(Grade::Xl);
     chat.set_depth(Depth::Thorough);
     let turn = chat.turn();
-    assert!(chat.add_message("two"));
+    assert_eq!(chat.add_message("two"), Delivery::Joined);
     d.run(turn).await.unwrap();
     let seen = turns.seen();
     assert_eq!(

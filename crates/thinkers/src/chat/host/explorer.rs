@@ -37,9 +37,9 @@ use serde_json::{Value, json};
 use super::ChatHost;
 use super::api::ApiError;
 use crate::job::JobId;
+use crate::ops::Trajectory;
 use crate::ops::caps::CapStanding;
 use crate::ops::cost::{self, GroupBy};
-use crate::record::trajectory::Trajectory;
 use crate::record::{JobStatus, LlmRun};
 use crate::store::{LlmRunFilter, WorkflowQuery};
 

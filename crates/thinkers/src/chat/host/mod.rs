@@ -77,7 +77,7 @@ use crate::conversation::{ConversationId, ConversationService, Message};
 use crate::dispatch::Dispatcher;
 use crate::runtime::Runtime;
 use crate::store::{ChatRecord, ChatStore};
-use crate::thinker::ChatThinker;
+use crate::thinker::{ChatThinker, Delivery};
 use crate::{Error, Result};
 
 /// The answer recorded in place of a turn the host did not finish: it was stopped (SIGTERM,
@@ -358,16 +358,10 @@ impl ChatHost {
             .posting
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if session.thinker.add_message(text.clone()) {
+        if session.thinker.add_message(text) == Delivery::Joined {
             return Ok(Posted::Joined);
         }
         let job = session.thinker.turn();
-        if !session.thinker.add_message(text) {
-            return Err(Error::system(
-                "chat host",
-                "a new turn refused its first message",
-            ));
-        }
         let host = self.clone();
         let running = session.clone();
         self.inner

@@ -27,9 +27,10 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::{API_VERSION, MIN_THINKING_BUDGET};
+use super::API_VERSION;
 use crate::Result;
 use crate::llm::breakpoints::{Breakpoints, TurnSize};
+use crate::llm::common::MIN_THINKING_BUDGET;
 use crate::llm::encoded::{self, DecodePlan, EncodedRequest, Header, Part};
 use crate::llm::message::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::request::{ChatRequest, Reasoning, ToolChoice, ToolSpec};
@@ -460,7 +461,7 @@ fn block<'a>(b: &'a ContentBlock, thinking: bool) -> Option<Block<'a>> {
 /// Responses reasoning item and not a Gemini thought signature carried in the same field.
 fn anthropic_signature(signature: &str) -> bool {
     !signature.is_empty()
-        && !crate::llm::responses::reasoning_item(signature)
+        && !crate::llm::common::reasoning_item(signature)
         && !gemini::is_gemini(signature)
 }
 

@@ -17,9 +17,6 @@ use crate::llm::response::StopReason;
 /// The protocol version sent in `anthropic-version`.
 pub(crate) const API_VERSION: &str = "2023-06-01";
 
-/// The smallest thinking budget the provider accepts.
-pub(crate) const MIN_THINKING_BUDGET: u32 = 1024;
-
 /// Map a `stop_reason` onto the stop reason (before tool calls are taken into account).
 pub(crate) fn stop_reason(reason: Option<&str>) -> StopReason {
     match reason {

@@ -327,7 +327,7 @@ impl AnthropicStream {
         // `message_stop`, or a `message_delta` naming the stop reason (the only place one is
         // set), completes the answer.
         if !self.done && self.stop_reason.is_none() {
-            return Err(crate::llm::openai::stream::ended_early(
+            return Err(crate::llm::common::ended_early(
                 self.plan.dialect,
                 self.delivered,
             ));

@@ -33,8 +33,8 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::Result;
-use crate::llm::anthropic::MIN_THINKING_BUDGET;
 use crate::llm::breakpoints::{Breakpoints, TurnSize};
+use crate::llm::common::MIN_THINKING_BUDGET;
 use crate::llm::encoded::{self, DecodePlan, EncodedRequest, Header, Part};
 use crate::llm::message::{ContentBlock, MediaSource, Message, Role};
 use crate::llm::request::{ChatRequest, Reasoning, ToolChoice, ToolSpec};

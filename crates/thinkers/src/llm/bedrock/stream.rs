@@ -415,7 +415,7 @@ impl BedrockStream {
             return Err(super::decode::empty_answer(self.plan.dialect));
         }
         if self.stop_reason.is_none() {
-            return Err(crate::llm::openai::stream::ended_early(
+            return Err(crate::llm::common::ended_early(
                 self.plan.dialect,
                 self.delivered,
             ));

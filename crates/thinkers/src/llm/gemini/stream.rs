@@ -235,7 +235,7 @@ impl GeminiStream {
             return Err(super::decode::empty_answer(self.plan.dialect));
         }
         if self.finish_reason.is_none() {
-            return Err(crate::llm::openai::stream::ended_early(
+            return Err(crate::llm::common::ended_early(
                 self.plan.dialect,
                 self.delivered,
             ));

@@ -6,6 +6,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::llm::common::normalise_arguments;
 use crate::llm::encoded::DecodePlan;
 use crate::llm::message::ContentBlock;
 use crate::llm::response::{ChatResponse, StopReason, TokenLogprob, Usage, settle_stop};
@@ -151,20 +152,6 @@ struct WireCompletion {
     object: Option<String>,
     #[serde(default)]
     message: Option<Value>,
-}
-
-/// Normalise tool-call arguments: an object is kept, a string is parsed (empty means `{}`), and a
-/// string that does not parse is kept as the raw string so the caller can correct the model.
-pub(crate) fn normalise_arguments(raw: Option<Value>) -> Value {
-    match raw {
-        None | Some(Value::Null) => Value::Object(serde_json::Map::new()),
-        Some(Value::String(s)) if s.trim().is_empty() => Value::Object(serde_json::Map::new()),
-        Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
-            Ok(v @ Value::Object(_)) => v,
-            _ => Value::String(s),
-        },
-        Some(other) => other,
-    }
 }
 
 /// A text content that is a string or (some servers) an array of text parts.

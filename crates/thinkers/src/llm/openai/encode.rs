@@ -278,7 +278,9 @@ pub(crate) fn encode(
 
     let reasoning_effort = match &req.reasoning {
         Reasoning::Effort(e) => Some(e.as_str()),
-        Reasoning::Tokens(n) if *n > 0 && target.thinking => Some(super::effort_for_tokens(*n)),
+        Reasoning::Tokens(n) if *n > 0 && target.thinking => {
+            Some(crate::llm::common::effort_for_tokens(*n))
+        }
         _ => None,
     };
     // OpenAI proper routes requests with one key and one prefix to the same cache; a compatible

@@ -26,12 +26,3 @@ pub(crate) fn stop_reason(finish: Option<&str>) -> StopReason {
         Some(other) => StopReason::Other(other.to_owned()),
     }
 }
-
-/// The effort level sent for a reasoning budget in tokens (OpenAI has no token budget).
-pub(crate) fn effort_for_tokens(tokens: u32) -> &'static str {
-    match tokens {
-        0..=2048 => "low",
-        2049..=8192 => "medium",
-        _ => "high",
-    }
-}

@@ -16,7 +16,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::decode::{WireFunction, WireLogprobs, WireToolCall, WireUsage, normalise_arguments};
+use super::decode::{WireFunction, WireLogprobs, WireToolCall, WireUsage};
+use crate::llm::common::{ended_early, normalise_arguments};
 use crate::llm::encoded::DecodePlan;
 use crate::llm::errors::{self, ProviderError, in_stream};
 use crate::llm::message::ContentBlock;
@@ -320,19 +321,5 @@ impl OpenAiStream {
             model: self.model,
             logprobs: self.logprobs,
         })
-    }
-}
-
-/// The error of a stream that ended before its terminal event: transient while nothing was
-/// delivered (sending the request again is safe), final after.
-pub(crate) fn ended_early(dialect: crate::llm::target::Dialect, delivered: bool) -> Error {
-    if delivered {
-        errors::transport(
-            dialect,
-            true,
-            "the stream ended before the answer was complete",
-        )
-    } else {
-        errors::transport(dialect, false, "the stream ended before any answer arrived")
     }
 }

@@ -464,6 +464,6 @@ fn the_effort_reservations_agree_with_the_effort_a_token_budget_is_sent_as() {
     // same effort, so the two translations cannot drift apart.
     for name in ["low", "medium", "high"] {
         let reserved = crate::model::effort_tokens(name, crate::model::Depth::Standard);
-        assert_eq!(super::effort_for_tokens(reserved), name);
+        assert_eq!(crate::llm::common::effort_for_tokens(reserved), name);
     }
 }

@@ -10,10 +10,10 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::llm::common::normalise_arguments;
 use crate::llm::encoded::DecodePlan;
 use crate::llm::errors::{ProviderError, in_stream};
 use crate::llm::message::ContentBlock;
-use crate::llm::openai::decode::normalise_arguments;
 use crate::llm::response::{ChatResponse, StopReason, Usage, settle_stop};
 use crate::{Error, Result, RetrySignal};
 

@@ -201,7 +201,7 @@ pub(crate) fn encode(
     let effort = match &req.reasoning {
         Reasoning::Effort(e) if target.thinking => Some(e.as_str()),
         Reasoning::Tokens(n) if *n > 0 && target.thinking => {
-            Some(crate::llm::openai::effort_for_tokens(*n))
+            Some(crate::llm::common::effort_for_tokens(*n))
         }
         _ => None,
     };
@@ -284,7 +284,7 @@ fn data_url<'a>(media_type: &str, source: &'a MediaSource) -> Cow<'a, str> {
 /// A carried reasoning item, as the raw JSON it was received as; `None` for a thinking block
 /// that is not one (Anthropic's, or reasoning text from a Chat Completions server).
 fn carried_item(signature: &str) -> Result<Option<Part>> {
-    if !super::reasoning_item(signature) {
+    if !crate::llm::common::reasoning_item(signature) {
         return Ok(None);
     }
     RawValue::from_string(signature.to_owned())

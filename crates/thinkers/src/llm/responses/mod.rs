@@ -11,7 +11,7 @@
 //! unchanged on the next turn. They are carried like Anthropic's signed thinking blocks: a
 //! [`crate::llm::message::ContentBlock::Thinking`] whose `thinking` is the readable summary and
 //! whose `signature` is the reasoning item's JSON exactly as the provider sent it, which the
-//! encoder puts back into the input byte for byte ([`reasoning_item`] recognises such a
+//! encoder puts back into the input byte for byte ([`reasoning_item`](crate::llm::common::reasoning_item) recognises such a
 //! signature, so other dialects never send it to their provider).
 
 pub(crate) mod decode;
@@ -20,17 +20,3 @@ pub(crate) mod stream;
 
 #[cfg(test)]
 mod tests;
-
-/// The `type` a carried reasoning item's JSON opens with (the provider writes `type` first).
-const ITEM_OPENING: &str = "{\"type\":\"reasoning\"";
-
-/// Whether a thinking block's signature is a Responses reasoning item (and not, say, an
-/// Anthropic signature): the item's JSON, which only this dialect may send back.
-pub(crate) fn reasoning_item(signature: &str) -> bool {
-    let s = signature.trim_start();
-    s.starts_with('{')
-        && (s.starts_with(ITEM_OPENING)
-            || serde_json::from_str::<serde_json::Value>(s).is_ok_and(|v| {
-                v.get("type").and_then(serde_json::Value::as_str) == Some("reasoning")
-            }))
-}

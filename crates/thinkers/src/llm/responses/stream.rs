@@ -21,9 +21,9 @@ use serde_json::value::RawValue;
 
 use super::decode::{Collected, WireResponse, failure};
 use crate::Result;
+use crate::llm::common::ended_early;
 use crate::llm::encoded::DecodePlan;
 use crate::llm::errors::{ProviderError, in_stream};
-use crate::llm::openai::stream::ended_early;
 use crate::llm::response::{ChatResponse, StreamDelta};
 
 #[derive(Debug, Deserialize)]

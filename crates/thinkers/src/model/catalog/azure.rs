@@ -18,9 +18,11 @@
 use std::fmt;
 
 use serde::Serialize;
+use toml::Spanned;
 
 use super::error::{CatalogError, Problem};
-use super::fields::Fields;
+use super::fields::Place;
+use super::file::{ProviderTable, Text};
 use super::provider::Dialect;
 
 /// How an Azure OpenAI resource is addressed.
@@ -119,17 +121,17 @@ pub(super) fn valid_api_version(v: &str) -> bool {
 
 /// `azure` and `api_version`: how an Azure OpenAI resource is addressed.
 pub(super) fn read_azure(
-    f: &mut Fields<'_>,
+    f: &Place<'_>,
+    table: &ProviderTable,
     dialect: Dialect,
     base_url: &str,
 ) -> Result<Option<AzureApi>, CatalogError> {
-    let style = f.string("azure")?;
-    let version = f.string("api_version")?;
-    let Some(style) = style else {
-        if version.is_some() {
-            return Err(f.error(
+    let version = table.api_version.as_ref();
+    let Some(style) = &table.azure else {
+        if let Some(version) = version {
+            return Err(f.bad(
                 "api_version",
-                f.value_of("api_version"),
+                version,
                 Problem::Conflict,
                 "api_version is read only for Azure OpenAI providers; add azure = \"deployment\" \
                  or azure = \"v1\"",
@@ -138,9 +140,9 @@ pub(super) fn read_azure(
         return Ok(None);
     };
     if !matches!(dialect, Dialect::OpenAi | Dialect::OpenAiResponses) {
-        return Err(f.error(
+        return Err(f.bad(
             "azure",
-            f.value_of("azure"),
+            style,
             Problem::Conflict,
             format!(
                 "Azure OpenAI serves the `openai` and `openai-responses` dialects, not `{dialect}`"
@@ -148,32 +150,32 @@ pub(super) fn read_azure(
         ));
     }
     if base_url.contains("/openai") {
-        return Err(f.error(
+        return Err(f.bad(
             "base_url",
-            f.value_of("base_url"),
+            &table.base_url,
             Problem::BadValue,
             "with azure, base_url is the resource endpoint (https://NAME.openai.azure.com); the \
              dialect adds /openai/… itself",
         ));
     }
     if let Some(v) = version
-        && !valid_api_version(v)
+        && !valid_api_version(v.get_ref().as_str())
     {
-        return Err(f.error(
+        return Err(f.bad(
             "api_version",
-            f.value_of("api_version"),
+            v,
             Problem::BadValue,
             "an api-version is letters, digits, `-` and `.`, for example 2024-10-21",
         ));
     }
-    match style {
+    let version = Text::of(version);
+    match style.get_ref().as_str() {
         "deployment" => match version {
             Some(v) => Ok(Some(AzureApi::Deployment {
                 api_version: v.to_owned(),
             })),
-            None => Err(f.error(
+            None => Err(f.absent(
                 "api_version",
-                None,
                 Problem::Missing,
                 "azure = \"deployment\" needs the api-version its URLs carry, for example \
                  api_version = \"2024-10-21\"",
@@ -182,9 +184,9 @@ pub(super) fn read_azure(
         "v1" => Ok(Some(AzureApi::V1 {
             api_version: version.map(str::to_owned),
         })),
-        _ => Err(f.error(
+        _ => Err(f.bad(
             "azure",
-            f.value_of("azure"),
+            style,
             Problem::BadValue,
             format!(
                 "unknown Azure addressing; use one of: {}",
@@ -196,26 +198,27 @@ pub(super) fn read_azure(
 
 /// `auth`: the key's header (`api-key` by default on Azure, `bearer` elsewhere).
 pub(super) fn read_auth(
-    f: &mut Fields<'_>,
+    f: &Place<'_>,
+    auth: Option<&Spanned<Text>>,
     dialect: Dialect,
     azure: bool,
 ) -> Result<Auth, CatalogError> {
     let default = if azure { Auth::ApiKey } else { Auth::Bearer };
-    let Some(name) = f.string("auth")? else {
+    let Some(name) = auth else {
         return Ok(default);
     };
     if dialect == Dialect::Anthropic {
-        return Err(f.error(
+        return Err(f.bad(
             "auth",
-            f.value_of("auth"),
+            name,
             Problem::Conflict,
             "the anthropic dialect always sends its key in x-api-key",
         ));
     }
-    Auth::from_name(name).ok_or_else(|| {
-        f.error(
+    Auth::from_name(name.get_ref().as_str()).ok_or_else(|| {
+        f.bad(
             "auth",
-            f.value_of("auth"),
+            name,
             Problem::BadValue,
             format!("unknown key header; use one of: {}", Auth::NAMES.join(", ")),
         )

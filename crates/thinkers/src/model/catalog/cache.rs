@@ -2,9 +2,11 @@
 //! long (`prompt_cache` and `cache_ttl` in catalogs).
 
 use serde::Serialize;
+use toml::Spanned;
 
 use super::error::{CatalogError, Problem};
-use super::fields::Fields;
+use super::fields::Place;
+use super::file::Text;
 use super::provider::Dialect;
 
 /// How long Anthropic keeps a cached prefix (`cache_ttl`: `"5m"`, the default, or `"1h"`). A
@@ -121,17 +123,19 @@ impl BedrockCaching {
 /// `prompt_cache` (the entry's, else its provider's, else on) and `cache_ttl` (Anthropic
 /// entries only: `"5m"` by default, or `"1h"`).
 pub(super) fn read_prompt_cache(
-    f: &mut Fields<'_>,
+    f: &Place<'_>,
+    prompt_cache: Option<bool>,
+    cache_ttl: Option<&Spanned<Text>>,
     dialect: Dialect,
     provider_caches: bool,
 ) -> Result<PromptCache, CatalogError> {
-    let on = f.boolean("prompt_cache")?.unwrap_or(provider_caches);
-    let ttl = match f.string("cache_ttl")? {
+    let on = prompt_cache.unwrap_or(provider_caches);
+    let ttl = match cache_ttl {
         None => CacheTtl::default(),
-        Some(_) if dialect != Dialect::Anthropic => {
-            return Err(f.error(
+        Some(name) if dialect != Dialect::Anthropic => {
+            return Err(f.bad(
                 "cache_ttl",
-                f.value_of("cache_ttl"),
+                name,
                 Problem::Conflict,
                 format!(
                     "a cache TTL is read only for the `anthropic` dialect, not `{dialect}` \
@@ -139,10 +143,10 @@ pub(super) fn read_prompt_cache(
                 ),
             ));
         }
-        Some(name) => CacheTtl::from_name(name).ok_or_else(|| {
-            f.error(
+        Some(name) => CacheTtl::from_name(name.get_ref().as_str()).ok_or_else(|| {
+            f.bad(
                 "cache_ttl",
-                f.value_of("cache_ttl"),
+                name,
                 Problem::BadValue,
                 format!(
                     "unknown cache TTL; use one of: {}",
@@ -151,10 +155,12 @@ pub(super) fn read_prompt_cache(
             )
         })?,
     };
-    if !on && f.value_of("cache_ttl").is_some() {
-        return Err(f.error(
+    if let Some(name) = cache_ttl
+        && !on
+    {
+        return Err(f.bad(
             "cache_ttl",
-            f.value_of("cache_ttl"),
+            name,
             Problem::Conflict,
             "cache_ttl has no effect with prompt_cache = false; remove one of them",
         ));

@@ -1,36 +1,23 @@
-//! Loading a catalog from TOML text: the document's shape, then every provider and entry,
-//! validated field by field. The format is documented in `crates/thinkers/catalogs/README.md`.
+//! Loading a catalog from TOML text: serde reads the file's shape ([`super::file`]), then every
+//! provider and entry is checked (ranges, names, fields that go together) and turned into a
+//! [`Provider`] or an [`Entry`]. The format is documented in `crates/thinkers/catalogs/README.md`.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
-use serde::Deserialize;
-use toml::{Spanned, Value};
+use toml::Spanned;
 
 use super::azure::{read_auth, read_azure};
 use super::cache::{BedrockCaching, CacheTtl, PromptCache, read_prompt_cache};
 use super::entry::{Entry, Pricing, Reasoning};
 use super::error::{CatalogError, Location, Problem};
-use super::fields::{Fields, RawTable, Source};
+use super::fields::{Place, Source};
+use super::file::{CatalogFile, EntryTable, ProviderTable, Text};
 use super::provider::{Dialect, Provider, SIM_PLACEHOLDER};
 use super::spend::{read_entry_caps, read_table_caps};
 use crate::dispatch::{CapOn, SpendCap};
 use crate::job::Seat;
-use crate::model::Tokenizer;
-use crate::model::{Depth, Grade, OutputSize};
-
-/// The document's top level. Providers and entries are kept as tables so each field can be
-/// checked with its own message.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawDocument {
-    #[serde(default)]
-    providers: BTreeMap<String, Spanned<RawTable>>,
-    #[serde(default)]
-    entries: Vec<Spanned<RawTable>>,
-    /// The caps on every call (`[spend]`).
-    #[serde(default)]
-    spend: Option<Spanned<Value>>,
-}
+use crate::model::{Depth, Grade, OutputSize, ParseNameError, Tokenizer};
 
 /// What a loaded document holds.
 pub(super) struct Loaded {
@@ -56,54 +43,40 @@ pub(super) fn load_keyed(
         name: source_name,
         text,
     };
-    let doc: RawDocument = toml::from_str(text).map_err(|e| {
-        let (line, column) = e.span().map_or((1, 1), |s| source.line_col(s.start));
-        CatalogError::Syntax {
-            source_name: source_name.to_owned(),
-            line,
-            column,
-            message: e.message().to_owned(),
-        }
-    })?;
+    let file = CatalogFile::parse(source)?;
 
     let mut caps = Vec::new();
-    if let Some(spend) = doc.spend {
-        let top = RawTable::from([("spend".to_owned(), spend)]);
-        read_table_caps(
-            &mut Fields::new(source, Location::Document, &top),
-            &CapOn::Every,
-            &mut caps,
-        )?;
+    if let Some(spend) = &file.spend {
+        let document = Place::new(source, Location::Document);
+        read_table_caps(&document, spend, &CapOn::Every, &mut caps)?;
     }
 
     let mut providers = BTreeMap::new();
-    for (name, table) in &doc.providers {
-        let line = source.line_col(table.span().start).0;
-        let provider = read_provider(
+    for (name, table) in &file.providers {
+        let at = Place::new(
             source,
-            name,
-            line,
-            table.get_ref(),
-            keyed.contains(name),
-            &mut caps,
-        )?;
+            Location::Provider {
+                name: name.clone(),
+                line: Some(source.line(table.span().start)),
+            },
+        );
+        let provider = read_provider(&at, name, table.get_ref(), keyed.contains(name), &mut caps)?;
         providers.insert(name.clone(), provider);
     }
 
-    let mut entries: Vec<Entry> = Vec::with_capacity(doc.entries.len());
+    let mut entries: Vec<Entry> = Vec::with_capacity(file.entries.len());
     let mut ids = BTreeSet::new();
-    for (index, table) in doc.entries.iter().enumerate() {
-        let line = source.line_col(table.span().start).0;
-        let entry = read_entry(
+    for (index, table) in file.entries.iter().enumerate() {
+        let entry = table.get_ref();
+        let at = Place::new(
             source,
-            index,
-            line,
-            table.get_ref(),
-            &providers,
-            &mut ids,
-            &mut caps,
-        )?;
-        entries.push(entry);
+            Location::Entry {
+                id: Some(entry.id.get_ref().as_str().to_owned()),
+                index,
+                line: Some(source.line(table.span().start)),
+            },
+        );
+        entries.push(read_entry(&at, entry, &providers, &mut ids, &mut caps)?);
     }
     Ok(Loaded {
         providers,
@@ -113,72 +86,63 @@ pub(super) fn load_keyed(
 }
 
 fn read_provider(
-    source: Source<'_>,
+    at: &Place<'_>,
     name: &str,
-    line: usize,
-    table: &RawTable,
+    table: &ProviderTable,
     keyed: bool,
     caps: &mut Vec<SpendCap>,
 ) -> Result<Provider, CatalogError> {
-    let location = Location::Provider {
-        name: name.to_owned(),
-        line: Some(line),
-    };
-    let mut f = Fields::new(source, location, table);
-    let dialect_name = f.required_string("dialect")?;
-    let dialect: Dialect = dialect_name
-        .parse()
-        .map_err(|e: crate::model::ParseNameError| {
-            f.error(
-                "dialect",
-                f.value_of("dialect"),
-                Problem::UnknownDialect,
-                e.to_string(),
-            )
-        })?;
-    let base_url = f.required_string("base_url")?.trim_end_matches('/');
+    let dialect: Dialect =
+        table
+            .dialect
+            .get_ref()
+            .as_str()
+            .parse()
+            .map_err(|e: ParseNameError| {
+                at.bad(
+                    "dialect",
+                    &table.dialect,
+                    Problem::UnknownDialect,
+                    e.to_string(),
+                )
+            })?;
+    let base_url = table.base_url.get_ref().as_str().trim_end_matches('/');
     let scheme_ok = ["http://", "https://", SIM_PLACEHOLDER]
         .iter()
         .any(|p| base_url.starts_with(p));
     if !scheme_ok {
-        return Err(f.error(
+        return Err(at.bad(
             "base_url",
-            f.value_of("base_url"),
+            &table.base_url,
             Problem::BadValue,
             format!("must start with http://, https:// or {SIM_PLACEHOLDER}"),
         ));
     }
-    let api_key_env = f.string("api_key_env")?.map(str::to_owned);
+    let api_key_env = Text::of(table.api_key_env.as_ref()).map(str::to_owned);
     if api_key_env.is_none() && dialect.requires_key() && !keyed {
-        return Err(f.error(
+        return Err(at.absent(
             "api_key_env",
-            None,
             Problem::Missing,
             format!("a provider of dialect `{dialect}` needs the name of its API-key variable"),
         ));
     }
-    let structured_output = match f.string("structured_output")? {
+    let structured_output = match &table.structured_output {
         None => None,
-        Some(mode) => Some(mode.parse().map_err(|e: crate::model::ParseNameError| {
-            f.error(
-                "structured_output",
-                f.value_of("structured_output"),
-                Problem::BadValue,
-                e.to_string(),
-            )
-        })?),
+        Some(mode) => Some(
+            mode.get_ref()
+                .as_str()
+                .parse()
+                .map_err(|e: ParseNameError| {
+                    at.bad("structured_output", mode, Problem::BadValue, e.to_string())
+                })?,
+        ),
     };
-    let stream_tools = f.boolean("stream_tools")?;
-    let prompt_cache = f.boolean("prompt_cache")?.unwrap_or(true);
-    let azure = read_azure(&mut f, dialect, base_url)?;
-    let auth = read_auth(&mut f, dialect, azure.is_some())?;
-    let aws = if dialect == Dialect::BedrockConverse {
-        Some(read_aws(&mut f)?)
-    } else {
-        None
-    };
-    read_table_caps(&mut f, &CapOn::Provider(name.to_owned()), caps)?;
-    f.finish()?;
+    let azure = read_azure(at, table, dialect, base_url)?;
+    let auth = read_auth(at, table.auth.as_ref(), dialect, azure.is_some())?;
+    let aws = read_aws(at, table, dialect)?;
+    if let Some(spend) = &table.spend {
+        read_table_caps(at, spend, &CapOn::Provider(name.to_owned()), caps)?;
+    }
     Ok(Provider {
         name: name.to_owned(),
         dialect,
@@ -187,115 +151,134 @@ fn read_provider(
         key: None,
         structured_output: structured_output.unwrap_or_default(),
         structured_output_set: structured_output.is_some(),
-        stream_tools: stream_tools.unwrap_or(true),
-        stream_tools_set: stream_tools.is_some(),
+        stream_tools: table.stream_tools.unwrap_or(true),
+        stream_tools_set: table.stream_tools.is_some(),
         azure,
         auth,
         aws,
-        prompt_cache,
+        prompt_cache: table.prompt_cache.unwrap_or(true),
     })
 }
 
 /// The region and credential variables of a `bedrock-converse` provider (see
-/// [`super::AwsSettings`]).
-fn read_aws<'a>(f: &mut Fields<'a>) -> Result<super::AwsSettings, CatalogError> {
+/// [`super::AwsSettings`]); any other dialect refuses them as unknown.
+fn read_aws(
+    at: &Place<'_>,
+    table: &ProviderTable,
+    dialect: Dialect,
+) -> Result<Option<super::AwsSettings>, CatalogError> {
+    if dialect != Dialect::BedrockConverse {
+        let fields = [
+            ("region", &table.region),
+            ("access_key_env", &table.access_key_env),
+            ("secret_key_env", &table.secret_key_env),
+            ("session_token_env", &table.session_token_env),
+        ];
+        for (field, value) in fields {
+            if let Some(value) = value {
+                return Err(at.bad(
+                    field,
+                    value,
+                    Problem::UnknownField,
+                    format!("read only for the `bedrock-converse` dialect, not `{dialect}`"),
+                ));
+            }
+        }
+        return Ok(None);
+    }
     let mut aws = super::AwsSettings {
-        region: f.string("region")?.map(str::to_owned),
+        region: Text::of(table.region.as_ref()).map(str::to_owned),
         ..super::AwsSettings::default()
     };
-    if let Some(var) = f.string("access_key_env")? {
+    if let Some(var) = Text::of(table.access_key_env.as_ref()) {
         var.clone_into(&mut aws.access_key_env);
     }
-    if let Some(var) = f.string("secret_key_env")? {
+    if let Some(var) = Text::of(table.secret_key_env.as_ref()) {
         var.clone_into(&mut aws.secret_key_env);
     }
-    if let Some(var) = f.string("session_token_env")? {
+    if let Some(var) = Text::of(table.session_token_env.as_ref()) {
         var.clone_into(&mut aws.session_token_env);
     }
-    Ok(aws)
+    Ok(Some(aws))
 }
 
 fn read_entry(
-    source: Source<'_>,
-    index: usize,
-    line: usize,
-    table: &RawTable,
+    at: &Place<'_>,
+    table: &EntryTable,
     providers: &BTreeMap<String, Provider>,
     ids: &mut BTreeSet<String>,
     caps: &mut Vec<SpendCap>,
 ) -> Result<Entry, CatalogError> {
-    let mut f = Fields::new(
-        source,
-        Location::Entry {
-            id: None,
-            index,
-            line: Some(line),
-        },
-        table,
-    );
-    let id = f.required_string("id")?.to_owned();
-    f.set_location(Location::Entry {
-        id: Some(id.clone()),
-        index,
-        line: Some(line),
-    });
-    if !ids.insert(id.clone()) {
-        return Err(f.error(
+    let id = table.id.get_ref().as_str();
+    if !ids.insert(id.to_owned()) {
+        return Err(at.bad(
             "id",
-            f.value_of("id"),
+            &table.id,
             Problem::Duplicate,
             "another entry already uses this id",
         ));
     }
 
-    let provider = f.required_string("provider")?.to_owned();
-    if !providers.contains_key(&provider) {
+    let provider = table.provider.get_ref().as_str();
+    let Some(served_by) = providers.get(provider) else {
         let known: Vec<&str> = providers.keys().map(String::as_str).collect();
-        return Err(f.error(
+        return Err(at.bad(
             "provider",
-            f.value_of("provider"),
+            &table.provider,
             Problem::UnknownProvider,
             format!(
                 "no such provider; the catalog defines: {}",
                 known.join(", ")
             ),
         ));
-    }
-    let model = f.required_string("model")?.to_owned();
-    let grade = read_grade(&mut f)?;
+    };
+    let model = table.model.get_ref().as_str();
+    let grade = read_grade(at, &table.grade)?;
 
-    let context_window = f.required_count("context_window", u64::from(u32::MAX))?;
+    let context_window = at.count("context_window", &table.context_window, u64::from(u32::MAX))?;
     if context_window == 0 {
-        return Err(f.error(
+        return Err(at.bad(
             "context_window",
-            f.value_of("context_window"),
+            &table.context_window,
             Problem::ZeroContextWindow,
             "the context window must be at least 1 token",
         ));
     }
-    let output_ceiling = f.required_count("output_ceiling", u64::from(u32::MAX))?;
+    let output_ceiling = at.count("output_ceiling", &table.output_ceiling, u64::from(u32::MAX))?;
     if output_ceiling == 0 || output_ceiling > context_window {
-        return Err(f.error(
+        return Err(at.bad(
             "output_ceiling",
-            f.value_of("output_ceiling"),
+            &table.output_ceiling,
             Problem::BadOutputCeiling,
             format!("must be from 1 to the context window ({context_window})"),
         ));
     }
 
-    let tpm = f.limit("tpm", u64::MAX >> 1)?;
-    let itpm = f.limit("itpm", u64::MAX >> 1)?;
-    let otpm = f.limit("otpm", u64::MAX >> 1)?;
-    let rpm = f.limit("rpm", u64::MAX >> 1)?;
-    let concurrency = f.limit("concurrency", u64::from(u32::MAX))?;
-    let burst = f
-        .seconds("burst_seconds", 60.0)?
-        .map(std::time::Duration::from_secs_f64);
-    // The provider was checked to exist above.
-    let (dialect, provider_caches) = providers
-        .get(&provider)
-        .map_or((Dialect::OpenAi, true), |p| (p.dialect, p.prompt_cache));
-    let prompt_cache = read_prompt_cache(&mut f, dialect, provider_caches)?;
+    let tpm = at.limit("tpm", table.tpm.as_ref(), u64::MAX >> 1)?;
+    let itpm = at.limit("itpm", table.itpm.as_ref(), u64::MAX >> 1)?;
+    let otpm = at.limit("otpm", table.otpm.as_ref(), u64::MAX >> 1)?;
+    let rpm = at.limit("rpm", table.rpm.as_ref(), u64::MAX >> 1)?;
+    let concurrency = at.limit(
+        "concurrency",
+        table.concurrency.as_ref(),
+        u64::from(u32::MAX),
+    )?;
+    let burst = match &table.burst_seconds {
+        None => None,
+        Some(value) => Some(Duration::from_secs_f64(at.seconds(
+            "burst_seconds",
+            value,
+            60.0,
+        )?)),
+    };
+    let dialect = served_by.dialect;
+    let prompt_cache = read_prompt_cache(
+        at,
+        table.prompt_cache,
+        table.cache_ttl.as_ref(),
+        dialect,
+        served_by.prompt_cache,
+    )?;
     let ttl = match prompt_cache {
         PromptCache::On(ttl) => ttl,
         PromptCache::Off => CacheTtl::default(),
@@ -303,32 +286,35 @@ fn read_entry(
     // Anthropic prices a cache write above the input price, on its API and on Bedrock.
     let priced_writes = match dialect {
         Dialect::Anthropic => Some(ttl),
-        Dialect::BedrockConverse if BedrockCaching::of(&model) == BedrockCaching::Claude => {
+        Dialect::BedrockConverse if BedrockCaching::of(model) == BedrockCaching::Claude => {
             Some(CacheTtl::FiveMinutes)
         }
         _ => None,
     };
-    let pricing = read_pricing(&mut f, priced_writes)?;
+    let pricing = read_pricing(at, table, priced_writes)?;
     let currency = pricing.as_ref().map(|p| p.currency.as_ref());
-    read_entry_caps(&mut f, &id, &provider, currency, caps)?;
-    let cache_reads_count = f
-        .boolean("cache_reads_count")?
-        .unwrap_or(dialect != Dialect::Anthropic);
-    let (reasoning, effort_tokens) = read_reasoning(&mut f)?;
-    let thinking = f.boolean("thinking")?.unwrap_or(false);
-    let native_tools = f.boolean("native_tools")?.unwrap_or(true);
-    let open = f.boolean("open")?.unwrap_or(true);
-    let compliance = read_compliance(&mut f)?;
-    let output_budgets = read_output_budgets(&mut f, output_ceiling)?;
-    let tokenizer = read_tokenizer(&mut f)?;
-    // The behaviour profile belongs to the simulated provider; the runtime never reads it.
-    f.ignore("sim");
-    f.finish()?;
+    read_entry_caps(
+        at,
+        table.spend.as_ref(),
+        id,
+        &table.provider,
+        currency,
+        caps,
+    )?;
+    let (reasoning, effort_tokens) = read_reasoning(at, table)?;
+    let output_budgets = read_output_budgets(at, table, output_ceiling)?;
+    let compliance = table
+        .compliance
+        .iter()
+        .flatten()
+        .map(|(key, tag)| (key.clone(), tag.get_ref().as_str().to_owned()))
+        .collect();
+    let tokenizer = read_tokenizer(at, table.tokenizer.as_ref())?;
 
     Ok(Entry {
-        budget: Seat::budget_for(&id).into(),
+        budget: Seat::budget_for(id).into(),
         id: id.into(),
-        provider,
+        provider: provider.to_owned(),
         model: model.into(),
         grade,
         // Both were checked against u32::MAX above.
@@ -343,25 +329,27 @@ fn read_entry(
         pricing,
         reasoning,
         effort_tokens,
-        thinking,
-        native_tools,
-        open,
+        thinking: table.thinking.unwrap_or(false),
+        native_tools: table.native_tools.unwrap_or(true),
+        open: table.open.unwrap_or(true),
         compliance,
         output_budgets,
         tokenizer,
         prompt_cache,
-        cache_reads_count,
+        cache_reads_count: table
+            .cache_reads_count
+            .unwrap_or(dialect != Dialect::Anthropic),
     })
 }
 
-fn read_tokenizer(f: &mut Fields<'_>) -> Result<Tokenizer, CatalogError> {
-    let Some(name) = f.string("tokenizer")? else {
+fn read_tokenizer(at: &Place<'_>, name: Option<&Spanned<Text>>) -> Result<Tokenizer, CatalogError> {
+    let Some(name) = name else {
         return Ok(Tokenizer::default());
     };
-    Tokenizer::from_name(name).ok_or_else(|| {
-        f.error(
+    Tokenizer::from_name(name.get_ref().as_str()).ok_or_else(|| {
+        at.bad(
             "tokenizer",
-            f.value_of("tokenizer"),
+            name,
             Problem::BadValue,
             format!(
                 "unknown tokenizer; use one of: {}",
@@ -371,11 +359,9 @@ fn read_tokenizer(f: &mut Fields<'_>) -> Result<Tokenizer, CatalogError> {
     })
 }
 
-fn read_grade(f: &mut Fields<'_>) -> Result<Grade, CatalogError> {
-    let name = f.required_string("grade")?;
-    let unknown =
-        |reason: String| f.error("grade", f.value_of("grade"), Problem::UnknownGrade, reason);
-    match name.parse::<Grade>() {
+fn read_grade(at: &Place<'_>, name: &Spanned<Text>) -> Result<Grade, CatalogError> {
+    let unknown = |reason: String| at.bad("grade", name, Problem::UnknownGrade, reason);
+    match name.get_ref().as_str().parse::<Grade>() {
         Ok(grade) if grade.is_rung() => Ok(grade),
         Ok(_) => Err(unknown(
             "`ceiling` is not a rung; an entry must be one of small, medium, large, xl, mega"
@@ -392,43 +378,45 @@ fn read_grade(f: &mut Fields<'_>) -> Result<Grade, CatalogError> {
 /// `priced_writes` is the TTL of an entry whose provider prices cache writes apart (Anthropic's
 /// models), `None` for one that charges the input price.
 fn read_pricing(
-    f: &mut Fields<'_>,
+    at: &Place<'_>,
+    table: &EntryTable,
     priced_writes: Option<CacheTtl>,
 ) -> Result<Option<Pricing>, CatalogError> {
-    const FIELDS: [&str; 5] = [
-        "price_in",
-        "price_out",
-        "price_cached",
-        "price_cache_write",
-        "currency",
+    let prices = [
+        &table.price_in,
+        &table.price_out,
+        &table.price_cached,
+        &table.price_cache_write,
     ];
-    if FIELDS.iter().all(|field| f.value_of(field).is_none()) {
+    if prices.iter().all(|p| p.is_none()) && table.currency.is_none() {
         return Ok(None);
     }
-    let missing = |f: &Fields<'_>, field: &str| {
-        f.error(
+    let missing = |field: &str| {
+        at.absent(
             field,
-            None,
             Problem::Missing,
             "an entry with prices needs price_in, price_out and currency; leave every price \
              field out for an entry whose cost is unknown",
         )
     };
-    let input = f.price("price_in")?.ok_or_else(|| missing(f, "price_in"))?;
-    let output = f
-        .price("price_out")?
-        .ok_or_else(|| missing(f, "price_out"))?;
-    let cached = f.price("price_cached")?.unwrap_or(input);
-    let cache_write = f
-        .price("price_cache_write")?
+    let input = at
+        .price("price_in", table.price_in.as_ref())?
+        .ok_or_else(|| missing("price_in"))?;
+    let output = at
+        .price("price_out", table.price_out.as_ref())?
+        .ok_or_else(|| missing("price_out"))?;
+    let cached = at
+        .price("price_cached", table.price_cached.as_ref())?
+        .unwrap_or(input);
+    let cache_write = at
+        .price("price_cache_write", table.price_cache_write.as_ref())?
         .unwrap_or_else(|| priced_writes.map_or(input, |ttl| input * ttl.write_multiplier()));
-    let currency = f
-        .string("currency")?
-        .ok_or_else(|| missing(f, "currency"))?;
-    if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_uppercase()) {
-        return Err(f.error(
+    let currency = table.currency.as_ref().ok_or_else(|| missing("currency"))?;
+    let code = currency.get_ref().as_str();
+    if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(at.bad(
             "currency",
-            f.value_of("currency"),
+            currency,
             Problem::BadCurrency,
             "a currency is an ISO 4217 code of three upper-case letters, for example USD",
         ));
@@ -438,7 +426,7 @@ fn read_pricing(
         output,
         cached,
         cache_write,
-        currency: currency.into(),
+        currency: code.into(),
     }))
 }
 
@@ -447,109 +435,105 @@ fn read_pricing(
 /// each depth's effort name reserves (where it gives none, [`super::EFFORT_TOKENS`] does), so it
 /// may name only depths the effort names: a reservation for a depth that asks for no reasoning
 /// is refused as a conflict.
-fn read_reasoning(f: &mut Fields<'_>) -> Result<(Reasoning, BTreeMap<Depth, u32>), CatalogError> {
-    let tokens = match f.table("reasoning_tokens")? {
-        Some(pairs) => {
+fn read_reasoning(
+    at: &Place<'_>,
+    table: &EntryTable,
+) -> Result<(Reasoning, BTreeMap<Depth, u32>), CatalogError> {
+    let effort = match &table.reasoning_effort {
+        Some(names) => {
             let mut map = BTreeMap::new();
-            for (key, value) in pairs {
-                let depth = read_depth(f, "reasoning_tokens", key, value)?;
-                let n = f.nested_count("reasoning_tokens", key, value, u64::from(u32::MAX))?;
+            for (key, name) in names {
+                let depth = read_depth(at, "reasoning_effort", key, name)?;
+                map.insert(depth, name.get_ref().as_str().to_owned());
+            }
+            Some(map)
+        }
+        None => None,
+    };
+    let tokens = match &table.reasoning_tokens {
+        Some(counts) => {
+            let mut map = BTreeMap::new();
+            for (key, value) in counts {
+                let depth = read_depth(at, "reasoning_tokens", key, value)?;
+                let field = format!("reasoning_tokens.{key}");
+                let n = at.count(&field, value, u64::from(u32::MAX))?;
+                if let Some(effort) = &effort
+                    && !effort.contains_key(&depth)
+                {
+                    return Err(at.bad(
+                        &field,
+                        value,
+                        Problem::Conflict,
+                        format!(
+                            "beside reasoning_effort, reasoning_tokens gives what each effort \
+                             name reserves, and reasoning_effort names none for `{key}`"
+                        ),
+                    ));
+                }
                 map.insert(depth, u32::try_from(n).unwrap_or(u32::MAX));
             }
             Some(map)
         }
         None => None,
     };
-    let effort = match f.table("reasoning_effort")? {
-        Some(pairs) => {
-            let mut map = BTreeMap::new();
-            for (key, value) in pairs {
-                let depth = read_depth(f, "reasoning_effort", key, value)?;
-                let name = f.nested_string("reasoning_effort", key, value)?;
-                map.insert(depth, name.to_owned());
-            }
-            Some(map)
-        }
-        None => None,
-    };
-    match (tokens, effort) {
-        (Some(tokens), Some(effort)) => {
-            if let Some(depth) = tokens.keys().find(|d| !effort.contains_key(d)) {
-                let field = format!("reasoning_tokens.{}", depth.as_str());
-                return Err(f.error(
-                    &field,
-                    None,
-                    Problem::Conflict,
-                    format!(
-                        "beside reasoning_effort, reasoning_tokens gives what each effort name \
-                         reserves, and reasoning_effort names none for `{}`",
-                        depth.as_str()
-                    ),
-                ));
-            }
-            Ok((Reasoning::Effort(effort), tokens))
-        }
-        (Some(tokens), None) => Ok((Reasoning::Tokens(tokens), BTreeMap::new())),
-        (None, Some(effort)) => Ok((Reasoning::Effort(effort), BTreeMap::new())),
-        (None, None) => Ok((Reasoning::None, BTreeMap::new())),
-    }
+    Ok(match (tokens, effort) {
+        (Some(tokens), Some(effort)) => (Reasoning::Effort(effort), tokens),
+        (Some(tokens), None) => (Reasoning::Tokens(tokens), BTreeMap::new()),
+        (None, Some(effort)) => (Reasoning::Effort(effort), BTreeMap::new()),
+        (None, None) => (Reasoning::None, BTreeMap::new()),
+    })
 }
 
-fn read_depth(
-    f: &Fields<'_>,
+fn read_depth<T>(
+    at: &Place<'_>,
     field: &str,
     key: &str,
-    value: &Value,
+    value: &Spanned<T>,
 ) -> Result<Depth, CatalogError> {
     // Catalog keys are exact: the lower-case names only.
     Depth::ALL
         .into_iter()
         .find(|d| d.as_str() == key)
         .ok_or_else(|| {
-            let reason = crate::model::ParseNameError::new(
+            let reason = ParseNameError::new(
                 "depth",
                 key,
                 &["immediate", "quick", "standard", "thorough"],
             );
-            f.error(
+            at.bad(
                 &format!("{field}.{key}"),
-                Some(value),
+                value,
                 Problem::UnknownDepth,
                 reason.to_string(),
             )
         })
 }
 
-fn read_compliance(f: &mut Fields<'_>) -> Result<BTreeMap<String, String>, CatalogError> {
-    let mut tags = BTreeMap::new();
-    for (key, value) in f.table("compliance")?.unwrap_or_default() {
-        let tag = f.nested_string("compliance", key, value)?;
-        tags.insert(key.to_owned(), tag.to_owned());
-    }
-    Ok(tags)
-}
-
-fn read_output_budgets(f: &mut Fields<'_>, ceiling: u64) -> Result<[Option<u32>; 4], CatalogError> {
+fn read_output_budgets(
+    at: &Place<'_>,
+    table: &EntryTable,
+    ceiling: u64,
+) -> Result<[Option<u32>; 4], CatalogError> {
     let mut budgets = [None; 4];
-    for (key, value) in f.table("output_budgets")?.unwrap_or_default() {
+    for (key, value) in table.output_budgets.iter().flatten() {
         let dotted = format!("output_budgets.{key}");
         let index = OutputSize::RUNGS
             .iter()
-            .position(|r| r.name() == Some(key))
+            .position(|r| r.name() == Some(key.as_str()))
             .ok_or_else(|| {
-                f.error(
+                at.bad(
                     &dotted,
-                    Some(value),
+                    value,
                     Problem::UnknownOutputSize,
                     "only the rungs verdict, compact, standard and extended can be overridden \
                      (max is always the output ceiling)",
                 )
             })?;
-        let n = f.nested_count("output_budgets", key, value, ceiling)?;
+        let n = at.count(&dotted, value, ceiling)?;
         if n == 0 {
-            return Err(f.error(
+            return Err(at.bad(
                 &dotted,
-                Some(value),
+                value,
                 Problem::BadValue,
                 "an output budget must be at least 1 token",
             ));

@@ -18,6 +18,7 @@ mod cache;
 mod entry;
 mod error;
 mod fields;
+mod file;
 mod keys;
 mod load;
 mod provider;

@@ -10,25 +10,22 @@
 //! per_scope = { tenant = 5.0 }    # each value of the scope axis `tenant`
 //! ```
 
-use toml::Value;
+use toml::Spanned;
 
 use super::error::{CatalogError, Problem};
-use super::fields::Fields;
+use super::fields::Place;
+use super::file::{Number, SpendTable, Text};
 use crate::dispatch::{CapOn, SpendCap};
 
-/// The keys a `spend` table may hold.
-const KEYS: [&str; 4] = ["currency", "per_run", "per_day", "per_scope"];
-
-/// The caps of the `spend` table of a document or provider `f` reads, if it has one, on the calls
-/// `on` says, added to `caps`; it must name its currency.
+/// The caps of the `spend` table of a document or provider (`f` names it), on the calls `on`
+/// says, added to `caps`; it must name its currency.
 pub(super) fn read_table_caps(
-    f: &mut Fields<'_>,
+    f: &Place<'_>,
+    spend: &Spanned<SpendTable>,
     on: &CapOn,
     caps: &mut Vec<SpendCap>,
 ) -> Result<(), CatalogError> {
-    if let Some(items) = f.table("spend")? {
-        caps.extend(read_caps(f, "spend", &items, None, on)?);
-    }
+    caps.extend(read_caps(f, spend, None, on)?);
     Ok(())
 }
 
@@ -37,13 +34,15 @@ pub(super) fn read_table_caps(
 /// to be able to bound the entry's calls (a provider cap in another currency, or over an
 /// unpriced entry, is an error naming the entry).
 pub(super) fn read_entry_caps(
-    f: &mut Fields<'_>,
+    f: &Place<'_>,
+    spend: Option<&Spanned<SpendTable>>,
     id: &str,
-    provider: &str,
+    provider: &Spanned<Text>,
     currency: Option<&str>,
     caps: &mut Vec<SpendCap>,
 ) -> Result<(), CatalogError> {
-    let on_provider = CapOn::Provider(provider.to_owned());
+    let name = provider.get_ref().as_str();
+    let on_provider = CapOn::Provider(name.to_owned());
     if let Some(cap) = caps
         .iter()
         .find(|c| *c.on() == on_provider && currency.is_none_or(|cur| cur != c.currency()))
@@ -52,95 +51,76 @@ pub(super) fn read_entry_caps(
             || "the entry has no prices".to_owned(),
             |cur| format!("the entry is priced in {cur}"),
         );
-        return Err(f.error(
+        return Err(f.bad(
             "provider",
-            f.value_of("provider"),
+            provider,
             Problem::BadValue,
             format!(
-                "provider `{provider}` caps spending in {}, but {why}: the cap could not \
+                "provider `{name}` caps spending in {}, but {why}: the cap could not \
                  bound its calls",
                 cap.currency()
             ),
         ));
     }
-    if let Some(items) = f.table("spend")? {
+    if let Some(spend) = spend {
         if currency.is_none() {
-            return Err(f.error(
+            return Err(f.bad(
                 "spend",
-                f.value_of("spend"),
+                spend,
                 Problem::BadValue,
                 "an entry without prices cannot be capped: its calls' cost is unknown",
             ));
         }
         let on = CapOn::Entry(id.to_owned());
-        caps.extend(read_caps(f, "spend", &items, currency, &on)?);
+        caps.extend(read_caps(f, spend, currency, &on)?);
     }
     Ok(())
 }
 
-/// Read the `spend` table `items` (named `field` in errors, read through `f`'s table and
-/// location) into caps on the calls `on` says. `currency` is the default when the table names
-/// none (an entry's own); without either, a cap is an error naming the field.
+/// Read the `spend` table `spend` (read through `f`'s location) into caps on the calls `on`
+/// says. `currency` is the default when the table names none (an entry's own); without either,
+/// a cap is an error naming the field.
 fn read_caps(
-    f: &Fields<'_>,
-    field: &str,
-    items: &[(&str, &Value)],
+    f: &Place<'_>,
+    spend: &Spanned<SpendTable>,
     currency: Option<&str>,
     on: &CapOn,
 ) -> Result<Vec<SpendCap>, CatalogError> {
-    let at = |key: &str| format!("{field}.{key}");
-    if let Some((key, value)) = items.iter().find(|(k, _)| !KEYS.contains(k)) {
-        return Err(f.error(
-            &at(key),
-            Some(value),
-            Problem::UnknownField,
-            format!("a spend table holds only {}", KEYS.join(", ")),
-        ));
-    }
-    let get = |key: &str| items.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
-    let stated = match get("currency") {
+    let table = spend.get_ref();
+    let at = |key: &str| format!("spend.{key}");
+    let stated = match &table.currency {
         None => None,
-        Some(Value::String(c)) if c.len() == 3 && c.bytes().all(|b| b.is_ascii_uppercase()) => {
-            Some(c.as_str())
-        }
-        Some(other) => {
-            return Err(f.error(
-                &at("currency"),
-                Some(other),
-                Problem::BadValue,
-                "must be three upper-case letters, such as USD",
-            ));
+        Some(c) => {
+            let code = c.get_ref().as_str();
+            if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
+                return Err(f.bad(
+                    &at("currency"),
+                    c,
+                    Problem::BadValue,
+                    "must be three upper-case letters, such as USD",
+                ));
+            }
+            Some((code, c))
         }
     };
-    if let (Some(stated), Some(own), CapOn::Entry(_)) = (stated, currency, on)
+    if let (Some((stated, written)), Some(own), CapOn::Entry(_)) = (stated, currency, on)
         && stated != own
     {
-        return Err(f.error(
+        return Err(f.bad(
             &at("currency"),
-            get("currency"),
+            written,
             Problem::BadValue,
             format!("the entry is priced in {own}: a cap in {stated} could not bound its calls"),
         ));
     }
-    let amount = |key: &str, value: &Value| -> Result<f64, CatalogError> {
-        let n = match value {
-            Value::Float(x) => *x,
-            Value::Integer(n) => *n as f64,
-            _ => {
-                return Err(f.error(
-                    key,
-                    Some(value),
-                    Problem::BadValue,
-                    "must be an amount of money (a number)",
-                ));
-            }
-        };
+    let amount = |key: &str, value: &Spanned<Number>| -> Result<f64, CatalogError> {
+        let n = value.get_ref().0;
         if n.is_finite() && n >= 0.0 {
             Ok(n)
         } else {
-            Err(f.error(
+            Err(f.bad(
                 key,
-                Some(value),
+                value,
                 Problem::BadValue,
                 "a cap must be a finite amount of at least 0",
             ))
@@ -152,41 +132,28 @@ fn read_caps(
         CapOn::Provider(p) => cap.on_provider(p),
         CapOn::Entry(e) => cap.on_entry(e),
     };
-    let cur = stated.or(currency).unwrap_or("");
-    if let Some(v) = get("per_run") {
+    let cur = stated.map(|(code, _)| code).or(currency).unwrap_or("");
+    if let Some(v) = &table.per_run {
         let key = at("per_run");
         let n = amount(&key, v)?;
         caps.push((key, on_calls(SpendCap::per_run(n, cur))));
     }
-    if let Some(v) = get("per_day") {
+    if let Some(v) = &table.per_day {
         let key = at("per_day");
         let n = amount(&key, v)?;
         caps.push((key, on_calls(SpendCap::per_day(n, cur))));
     }
-    match get("per_scope") {
-        None => {}
-        Some(Value::Table(axes)) => {
-            for (axis, v) in axes {
-                let key = format!("{}.{axis}", at("per_scope"));
-                let n = amount(&key, v)?;
-                caps.push((key, on_calls(SpendCap::per_axis(axis, n, cur))));
-            }
-        }
-        Some(other) => {
-            return Err(f.error(
-                &at("per_scope"),
-                Some(other),
-                Problem::BadValue,
-                "must be a table of scope axis = amount, such as { tenant = 5.0 }",
-            ));
-        }
+    for (axis, v) in table.per_scope.iter().flat_map(|axes| &axes.0) {
+        let key = format!("{}.{axis}", at("per_scope"));
+        let n = amount(&key, v)?;
+        caps.push((key, on_calls(SpendCap::per_axis(axis, n, cur))));
     }
     if let Some((key, _)) = caps.first()
         && cur.is_empty()
     {
-        return Err(f.error(
+        return Err(f.beside(
             &at("currency"),
-            None,
+            spend,
             Problem::Missing,
             format!("{key} needs the currency it is counted in"),
         ));

@@ -1,5 +1,7 @@
 //! Delegation: the built-in doors a thinker asks through (`request_tools`, `request_skill`, the
-//! hub's catalogs) and the sub-thinker it hands a part of its task to.
+//! hub's catalogs), the sub-thinker it hands a part of its task to, and any thinker or doer
+//! offered to its model as a tool (`as_tool`).
 
+pub mod as_tool;
 pub mod doors;
 pub mod subthinker;

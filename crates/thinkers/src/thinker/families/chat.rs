@@ -238,9 +238,9 @@ impl ChatThinker {
         self
     }
 
-    /// Queue a message for the open turn; `false` when none is open (start one with
-    /// [`ChatThinker::turn`]).
-    pub fn add_message(&self, text: impl Into<String>) -> bool {
+    /// Hand the chat a message, before or during the turn that answers it; never refused (see
+    /// [`ReactiveThinker::add_message`]).
+    pub fn add_message(&self, text: impl Into<String>) -> crate::thinker::Delivery {
         self.inner.add_message(text)
     }
 

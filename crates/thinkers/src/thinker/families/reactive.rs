@@ -3,7 +3,7 @@
 //!
 //! It has no structured input. Messages reach it through [`ReactiveThinker::add_message`]; one
 //! run of the job from [`ReactiveThinker::turn`] (a *turn*) answers every waiting message and
-//! completes. The shared loop ([`crate::thinker::turn_loop`]) does the work; the family's answer phase
+//! completes. The shared loop does the work; the family's answer phase
 //! (`reactive_phase.rs`) drains the inbox at the start of every step, counts tool
 //! calls against a per-message budget (forcing an answer without tools when it is spent), answers
 //! in plain text, closes the turn only when no message is waiting, and on a failed exchange rolls
@@ -131,14 +131,27 @@ impl ReactiveThinker {
         self
     }
 
-    /// Queue a message for the open turn. `false` when no turn is open: start one with
-    /// [`ReactiveThinker::turn`] and add the message again.
-    pub fn add_message(&self, text: impl Into<String>) -> bool {
-        let current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        match current.as_ref() {
-            Some(inbox) => inbox.add(text.into()),
-            None => false,
+    /// Hand the thinker a message; it is never refused. It joins the open turn (read when the
+    /// turn starts, or at the running turn's next step), else it waits, with any other message
+    /// added meanwhile, for the next [`ReactiveThinker::turn`]. So a message may come before or
+    /// after the turn that answers it is made. The [`Delivery`] says which: a
+    /// [`Delivery::Waiting`] message is answered only once someone runs a `turn`.
+    pub fn add_message(&self, text: impl Into<String>) -> Delivery {
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut text = text.into();
+        if let Some(inbox) = current.as_ref() {
+            match inbox.add(text) {
+                Ok(true) => return Delivery::Joined,
+                Ok(false) => return Delivery::Waiting,
+                // The turn has closed: the message starts the next one.
+                Err(back) => text = back,
+            }
         }
+        let fresh = Arc::new(Inbox::default());
+        // A fresh inbox is open and unclaimed: the message waits for the next turn.
+        let _ = fresh.add(text);
+        *current = Some(fresh);
+        Delivery::Waiting
     }
 
     /// Whether a turn is open (messages added now are answered by it).
@@ -147,8 +160,9 @@ impl ReactiveThinker {
         current.as_ref().is_some_and(|i| !i.is_closed())
     }
 
-    /// The job of the next turn. When a turn is open already, the job shares its inbox (only one
-    /// of them runs; a second run of one turn fails with an error naming `turn`). Run one turn
+    /// The job of the next turn: it answers the messages waiting for it and those added while
+    /// it runs. When a turn is open already, the job shares its inbox (only one of them runs; a
+    /// second run of one turn fails with an error naming `turn`). Run one turn
     /// of a thinker at a time: the next continues the conversation the last one saved.
     pub fn turn(&self) -> ReactiveTurn {
         let inbox = {
@@ -162,6 +176,7 @@ impl ReactiveThinker {
                 }
             }
         };
+        inbox.claim();
         self.turn_with(inbox)
     }
 
@@ -237,6 +252,16 @@ impl HasCore for ReactiveThinker {
     fn core_mut(&mut self) -> &mut ThinkerCore {
         &mut self.core
     }
+}
+
+/// Where [`ReactiveThinker::add_message`] put a message (it never refuses one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// A turn's job holds the open turn it joined: that turn answers it.
+    Joined,
+    /// No turn's job holds it yet: the next [`ReactiveThinker::turn`] answers it (with any
+    /// other message waiting).
+    Waiting,
 }
 
 /// One turn of a [`ReactiveThinker`]: an orchestrator whose output is the last answer's text.

@@ -14,6 +14,7 @@ use crate::job::{JobContext, Orchestrator};
 use crate::model::{Depth, Grade, OutputSize};
 use crate::thinker::answer::AnswerShape;
 use crate::thinker::artifacts::ArtifactRef;
+use crate::thinker::as_tool::{self, JobTool};
 use crate::thinker::builder::sealed::HasCore;
 use crate::thinker::declaration::{ThinkerDeclaration, ThinkerInput};
 use crate::thinker::finish::SingleAnswer;
@@ -128,6 +129,31 @@ where
     /// the run asked last when the tool is made.
     pub fn sub_thinker(&self, depth: Depth) -> Arc<dyn ToolProvider> {
         subthinker::door_for(&self.core, &self.observer(), depth)
+    }
+
+    /// This thinker offered to another thinker's model as the tool `name` (snake_case; not a
+    /// built-in orchestrator's) with `description`: each call is a fresh run whose answer's JSON
+    /// is the tool result (see [`JobTool`]). The tool is made from the thinker as it stands now.
+    /// Refuses a misfit name or an empty description with
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming the field.
+    pub fn as_tool(
+        &self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+    ) -> Result<JobTool> {
+        let (core, shape, guardrails) = (
+            self.core.clone(),
+            self.shape.clone(),
+            self.guardrails.clone(),
+        );
+        as_tool::thinker(name.into(), description.into(), move |input| ThinkerJob {
+            core: core.clone(),
+            shape: shape.clone(),
+            guardrails: guardrails.clone(),
+            observer: ThinkerObserver::default(),
+            input,
+            resume: None,
+        })
     }
 
     /// Replace the output declaration; the last one set wins. It takes effect on the next

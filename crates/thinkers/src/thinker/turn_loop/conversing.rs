@@ -23,7 +23,7 @@ use crate::{Error, Result};
 
 /// The parallel-calls hint: calls made in one turn run in parallel. Sent only when the palette
 /// holds more than one tool (with one, there is nothing to combine).
-pub const TOOL_GUIDANCE: &str = "Make independent tool calls in one turn.";
+pub(crate) const TOOL_GUIDANCE: &str = "Make independent tool calls in one turn.";
 
 /// A thinker-private service for thinkers run where no [`ConversationService`] is registered:
 /// its conversations live as long as the thinker.

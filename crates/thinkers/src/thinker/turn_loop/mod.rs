@@ -18,7 +18,8 @@ mod thinker_core;
 pub(crate) mod tool_round;
 pub mod turn;
 
-pub use thinker_core::{DefaultHooks, ThinkerCore, ThinkerHooks, ThinkerLimits};
+pub(crate) use thinker_core::ThinkerCore;
+pub use thinker_core::{DefaultHooks, ThinkerHooks, ThinkerLimits};
 
 use std::sync::Arc;
 

@@ -57,11 +57,15 @@ struct InboxState {
     pending: Vec<String>,
     started: bool,
     closed: bool,
+    /// A turn's job holds this inbox (it was opened by `turn`, or messages were added before
+    /// the job that now holds them was made).
+    claimed: bool,
     /// The turn goes on with a step that stopped for a person: it may start without a message.
     continues: bool,
 }
 
-/// The messages waiting for one turn. Open from [`crate::thinker::ReactiveThinker::turn`] until the turn closes.
+/// The messages waiting for one turn. Open from the first message or
+/// [`crate::thinker::ReactiveThinker::turn`], whichever comes first, until the turn closes.
 #[derive(Debug, Default)]
 pub(crate) struct Inbox {
     state: Mutex<InboxState>,
@@ -79,6 +83,7 @@ impl Inbox {
             state: Mutex::new(InboxState {
                 pending: carried,
                 continues: true,
+                claimed: true,
                 ..InboxState::default()
             }),
         }
@@ -89,13 +94,20 @@ impl Inbox {
         self.lock().continues
     }
 
-    pub(crate) fn add(&self, text: String) -> bool {
+    /// Queue `text`, or hand it back when the turn has closed (it belongs to the next turn).
+    /// `Ok(true)` when a turn's job holds the inbox already.
+    pub(crate) fn add(&self, text: String) -> Result<bool, String> {
         let mut st = self.lock();
         if st.closed {
-            return false;
+            return Err(text);
         }
         st.pending.push(text);
-        true
+        Ok(st.claimed)
+    }
+
+    /// A turn's job takes this inbox.
+    pub(crate) fn claim(&self) {
+        self.lock().claimed = true;
     }
 
     pub(crate) fn is_closed(&self) -> bool {

@@ -99,7 +99,7 @@ impl Default for ThinkerLimits {
 
 /// What every thinker family shares: declaration, objective, palette, bounds and seams.
 #[derive(Clone)]
-pub struct ThinkerCore {
+pub(crate) struct ThinkerCore {
     pub(crate) class: String,
     pub(crate) declaration: ThinkerDeclaration,
     /// The grade and output size set after construction, stamped over a continued conversation.

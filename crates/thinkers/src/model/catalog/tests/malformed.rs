@@ -248,10 +248,35 @@ fn rejects_unknown_top_level_keys() {
 #[test]
 fn rejects_unknown_entry_fields() {
     let err = broken("thinking = false", "thinking = false\npirce_in = 3");
+    let line = VALID.lines().position(|l| l == "thinking = false").unwrap() + 2;
     assert_invalid(
         &err,
         Problem::UnknownField,
-        &["entry `acme-small`", "field `pirce_in`"],
+        &[
+            "entry `acme-small`",
+            &format!("(line {line})"),
+            "field `pirce_in` = 3",
+            "expected one of",
+            "`price_in`",
+        ],
+    );
+}
+
+#[test]
+fn rejects_aws_fields_on_other_dialects_as_unknown() {
+    let err = broken(
+        "dialect = \"openai-compatible\"",
+        "dialect = \"openai-compatible\"\nregion = \"us-east-1\"",
+    );
+    assert_invalid(
+        &err,
+        Problem::UnknownField,
+        &[
+            "provider `local`",
+            "field `region`",
+            "\"us-east-1\"",
+            "bedrock-converse",
+        ],
     );
 }
 
@@ -408,4 +433,31 @@ fn reads_stream_tools_true_by_default_and_refuses_a_non_boolean() {
         text.contains("stream_tools") && text.contains("provider `local`"),
         "{text}"
     );
+}
+
+#[test]
+fn names_a_misspelt_field_as_unknown_with_its_line_and_the_expected_fields() {
+    // `api_key_vr` for `api_key_env`: an unknown field, not a missing key variable.
+    let err = broken("api_key_env = \"ACME_KEY\"", "api_key_vr = \"ACME_KEY\"");
+    let line = VALID
+        .lines()
+        .position(|l| l.starts_with("api_key_env = \"ACME_KEY\""))
+        .unwrap()
+        + 1;
+    assert_invalid(
+        &err,
+        Problem::UnknownField,
+        &[
+            "provider `acme`",
+            &format!("(line {line})"),
+            "field `api_key_vr`",
+            "unknown field",
+            "api_key_env",
+        ],
+    );
+    let CatalogError::Invalid(invalid) = &err else {
+        panic!("unexpected {err}");
+    };
+    assert_eq!(invalid.field, "api_key_vr");
+    assert_eq!(invalid.value.as_deref(), Some("\"ACME_KEY\""));
 }

@@ -79,10 +79,11 @@ fn a_bad_spend_table_names_its_field_and_value() {
     assert_invalid(&e, Problem::BadValue, &["spend.currency", "usd"]);
     let e = at_top("currency = \"USD\"\nper_mont = 1");
     assert_invalid(&e, Problem::UnknownField, &["spend.per_mont", "per_run"]);
+    // A value of the wrong TOML type is named as such, here as everywhere in a catalog.
     let e = at_top("currency = \"USD\"\nper_scope = 3");
-    assert_invalid(&e, Problem::BadValue, &["spend.per_scope", "tenant"]);
+    assert_invalid(&e, Problem::WrongType, &["spend.per_scope", "tenant"]);
     let e = at_top("currency = \"USD\"\nper_scope = { tenant = \"lots\" }");
-    assert_invalid(&e, Problem::BadValue, &["spend.per_scope.tenant", "lots"]);
+    assert_invalid(&e, Problem::WrongType, &["spend.per_scope.tenant", "lots"]);
 
     // An entry's cap in another currency than its prices could never bound its calls.
     let e = broken(
