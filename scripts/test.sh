@@ -31,6 +31,11 @@ fi
 # rebuild here; --allow-dirty: a working tree with edits packages too).
 log "cargo package --workspace --no-verify --locked --allow-dirty"
 cargo package --workspace --no-verify --locked --allow-dirty
+log "only thinkers-host depends on axum (cargo tree)"
+if cargo tree -p thinkers -p thinkers-core -e normal --all-features --prefix none --locked | grep -E '^axum[ -]'; then
+    echo "ERROR: thinkers or thinkers-core depends on axum; the HTTP host belongs in thinkers-host" >&2
+    exit 1
+fi
 log "no import cycle between top-level modules (scripts/module-cycles.py)"
 python3 scripts/module-cycles.py
 
@@ -64,7 +69,7 @@ if command -v npm >/dev/null 2>&1; then
 fi
 
 # Headless Chromium and its WebDriver for the chat page's browser test
-# (crates/thinkers/tests/chat_host/browser.rs). Debian's packages; installed only when missing.
+# (crates/thinkers-host/tests/host/browser.rs). Debian's packages; installed only when missing.
 setup_browser() {
     if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
         log "installing Debian's chromium and chromium-driver"

@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use thinkers::Runtime;
-use thinkers::chat::{ChatHost, HostConfig, HostToken};
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, Grade, OutputSize};
 use thinkers::store::Store;
 use thinkers::thinker::{ChatThinker, ThinkerDeclaration};
+use thinkers_host::{ChatHost, HostConfig, HostToken};
 use thinkers_sim::{Sim, SimConfig};
 
 /// What a chat is told unless `--objective` says otherwise.

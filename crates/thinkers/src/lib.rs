@@ -50,8 +50,6 @@
 //! * `otel` — export the runtime's spans over OTLP ([`telemetry::otel`]).
 //! * `mcp` — the `mcp` module: MCP servers (stdio or streamable HTTP) as tool providers, through
 //!   rmcp. Part of `full`, not of the default.
-//! * `chat-host` — the `chat` module: chats over HTTP with server-sent events and a web page,
-//!   through axum; the chat list in the SQLite store. Part of `full`.
 //! * `postgres` — the PostgreSQL store with its response cache, and the registered workflows
 //!   with their record (`workflows`).
 //! * `redis` — admission budgets shared across processes through Redis.
@@ -63,8 +61,6 @@
 #![deny(missing_docs)]
 
 pub mod benchmark;
-#[cfg(feature = "chat-host")]
-pub mod chat;
 pub mod conversation;
 pub mod dispatch;
 pub mod durable;

@@ -384,9 +384,10 @@ pub(crate) fn denial_text(reason: Option<&str>) -> String {
     }
 }
 
-/// An error for an approval id that is not in the store.
+/// The error for an approval id that is not in the store: a correctable `InvalidInput` on
+/// `approval`, naming the id.
 #[cfg(feature = "sqlite")]
-pub(crate) fn unknown_approval(id: &str) -> crate::Error {
+pub fn unknown_approval(id: &str) -> crate::Error {
     crate::Error::invalid_input(
         "approval",
         Some(id.to_owned()),

@@ -61,7 +61,8 @@ impl GroupBy {
         }
     }
 
-    pub(crate) fn key(self, run: &LlmRun) -> String {
+    /// The value of `run` this grouping groups by (its class, entry or workflow id).
+    pub fn key(self, run: &LlmRun) -> String {
         match self {
             Self::Class => run.class.clone(),
             Self::Entry => run.entry.clone(),

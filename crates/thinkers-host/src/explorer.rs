@@ -36,12 +36,12 @@ use serde_json::{Value, json};
 
 use super::ChatHost;
 use super::api::ApiError;
-use crate::job::JobId;
-use crate::ops::Trajectory;
-use crate::ops::caps::CapStanding;
-use crate::ops::cost::{self, GroupBy};
-use crate::record::{JobStatus, LlmRun};
-use crate::store::{LlmRunFilter, WorkflowQuery};
+use thinkers::job::JobId;
+use thinkers::ops::Trajectory;
+use thinkers::ops::caps::CapStanding;
+use thinkers::ops::cost::{self, GroupBy};
+use thinkers::record::{JobStatus, LlmRun};
+use thinkers::store::{LlmRunFilter, WorkflowQuery};
 
 const RUNS_PAGE: &str = include_str!("runs.html");
 
@@ -211,7 +211,7 @@ async fn snapshot(host: &ChatHost, id: JobId) -> Result<Value, ApiError> {
     let records = store.records();
     let jobs = records.workflow_jobs(id).await.map_err(|e| match e {
         // An unknown workflow is a 404 naming it; a store that fails is a 500.
-        crate::Error::InvalidInput { .. } => {
+        thinkers::Error::InvalidInput { .. } => {
             ApiError::new(StatusCode::NOT_FOUND, "workflow", e.to_string())
         }
         other => ApiError::from(other),
@@ -370,22 +370,22 @@ fn series(runs: &[LlmRun], by: GroupBy, points: usize) -> Value {
 /// `runs_only`, for the calls of one run); empty without caps.
 fn cap_standing(host: &ChatHost, runs: &[LlmRun], runs_only: bool) -> Vec<CapStanding> {
     let services = host.inner.dispatcher.services();
-    let Some(caps) = services.get::<crate::dispatch::SpendCaps>() else {
+    let Some(caps) = services.get::<thinkers::dispatch::SpendCaps>() else {
         return Vec::new();
     };
     let caps: Vec<_> = caps
         .caps()
         .iter()
-        .filter(|c| !runs_only || *c.scope() == crate::dispatch::CapScope::Run)
+        .filter(|c| !runs_only || *c.scope() == thinkers::dispatch::CapScope::Run)
         .cloned()
         .collect();
-    let models = services.get::<crate::llm::ModelServices>();
+    let models = services.get::<thinkers::llm::ModelServices>();
     let provider_of = |entry: &str| {
         let models = models.as_ref()?;
         let entry = models.router().catalog().entry(entry).ok()?;
         Some(entry.provider().to_owned())
     };
-    crate::ops::caps::standing(&caps, runs, provider_of, crate::record::now_ms())
+    thinkers::ops::caps::standing(&caps, runs, provider_of, thinkers::record::now_ms())
 }
 
 async fn spend(State(host): State<ChatHost>) -> Result<Response, ApiError> {
@@ -398,7 +398,7 @@ async fn spend(State(host): State<ChatHost>) -> Result<Response, ApiError> {
             "entry": series(&runs, GroupBy::Entry, 24),
             "class": series(&runs, GroupBy::Class, 24),
         },
-        "sizing": crate::ops::sizing::report(&runs),
+        "sizing": thinkers::ops::sizing::report(&runs),
     }))
     .into_response())
 }
@@ -408,15 +408,15 @@ async fn approvals(State(host): State<ChatHost>) -> Result<Response, ApiError> {
     // Pending first, then the latest decisions.
     all.sort_by_key(|a| {
         (
-            a.status != crate::durable::ApprovalStatus::Pending,
+            a.status != thinkers::durable::ApprovalStatus::Pending,
             std::cmp::Reverse(a.decided_at_ms),
         )
     });
     Ok(Json(json!({ "approvals": all })).into_response())
 }
 
-/// Decide a pending call of a workflow (as [`crate::Runtime::approve`] and
-/// [`crate::Runtime::deny`] do); a chat's calls are decided in the chat, where the turn goes on.
+/// Decide a pending call of a workflow (as [`thinkers::Runtime::approve`] and
+/// [`thinkers::Runtime::deny`] do); a chat's calls are decided in the chat, where the turn goes on.
 async fn decide(
     State(host): State<ChatHost>,
     Path(id): Path<String>,
@@ -430,7 +430,7 @@ async fn decide(
         .into_iter()
         .find(|a| a.id == id.trim());
     let Some(known) = known else {
-        return Err(crate::durable::unknown_approval(&id).into());
+        return Err(thinkers::durable::unknown_approval(&id).into());
     };
     if known.run.starts_with("conversation:") {
         return Err(ApiError::new(

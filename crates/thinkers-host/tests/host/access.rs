@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 
 use serde_json::{Value, json};
-use thinkers::chat::{ChatHost, HostConfig, HostToken};
+use thinkers_host::{ChatHost, HostConfig, HostToken};
 
 use crate::support::{factory, runtime, sim};
 
@@ -43,7 +43,7 @@ fn routes(chat: &str) -> Vec<(reqwest::Method, String)> {
 async fn guarded() -> (
     tempfile::TempDir,
     thinkers_sim::Sim,
-    thinkers::chat::RunningHost,
+    thinkers_host::RunningHost,
     ChatHost,
 ) {
     let sim = sim().await;

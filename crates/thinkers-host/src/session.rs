@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::broadcast;
 
-use crate::thinker::{ChatEvent, ChatEvents, ChatThinker};
+use thinkers::thinker::{ChatEvent, ChatEvents, ChatThinker};
 
 /// Events kept per chat for subscribers that reconnect (`Last-Event-ID`) or ask from a point.
 const KEPT_EVENTS: usize = 4096;

@@ -150,7 +150,6 @@ async fn the_explorer_queries_on_sqlite() {
     check(&store).await;
 }
 
-#[cfg(feature = "postgres")]
 #[tokio::test]
 async fn the_explorer_queries_on_postgres() {
     let Some(url) = crate::pg::fresh_schema_url().await.unwrap() else {

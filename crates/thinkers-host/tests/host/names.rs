@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::Value;
-use thinkers::chat::{ChatHost, HostConfig, HostToken};
+use thinkers_host::{ChatHost, HostConfig, HostToken};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use crate::support::{events_until_answer, factory, host, runtime, sim};

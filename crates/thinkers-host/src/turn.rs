@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use super::session::Session;
 use super::{ChatHost, HOST_STOPPED_MARKER};
-use crate::conversation::{ConversationId, Message, Role};
-use crate::store::ChatTurnLock;
-use crate::thinker::{ChatEvent, ReactiveTurn};
-use crate::{Error, Result};
+use thinkers::conversation::{ConversationId, Message, Role};
+use thinkers::store::ChatTurnLock;
+use thinkers::thinker::{ChatEvent, ReactiveTurn};
+use thinkers::{Error, Result};
 
 impl ChatHost {
     /// Run `job`, a turn of `session`'s chat, once no other turn of the chat runs: not here (the

@@ -13,12 +13,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thinkers::Runtime;
-use thinkers::chat::{ChatHost, HostConfig, RunningHost};
 use thinkers::dispatch::DispatchConfig;
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, Depth, Grade, ModelDependent, OutputSize};
 use thinkers::thinker::{ChatThinker, ThinkerDeclaration};
 use thinkers::tool::{Tool, ToolContext};
+use thinkers_host::{ChatHost, HostConfig, RunningHost};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, Sim, SimConfig};
 
 /// What the sim answers to a question about the capital of France.
@@ -107,7 +107,7 @@ pub async fn runtime_with(
 
 /// The chats of the tests: Small, pinned to the OpenAI-dialect entry, with the lookup tool, at
 /// quick depth (below the delegation threshold, so no `sub_thinker` for the sim to pick).
-pub fn factory(pin: &'static str, tools: bool) -> thinkers::chat::ChatFactory {
+pub fn factory(pin: &'static str, tools: bool) -> thinkers_host::ChatFactory {
     Arc::new(move || {
         let mut chat = ChatThinker::new(
             ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),

@@ -9,12 +9,12 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use serde_json::Value;
 use thinkers::Runtime;
-use thinkers::chat::{ChatHost, HostConfig, RunningHost};
 use thinkers::dispatch::DispatchConfig;
 use thinkers::model::Catalog;
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::record::JobStatus;
 use thinkers::store::{LlmRunFilter, Store};
+use thinkers_host::{ChatHost, HostConfig, RunningHost};
 use thinkers_sim::{Sim, SimConfig};
 
 use crate::support::{create_chat, events_until_answer, factory, history, post_text};

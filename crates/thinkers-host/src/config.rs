@@ -25,20 +25,20 @@ impl HostToken {
     /// A token; one shorter than [`HostToken::MIN_CHARS`], or with characters a cookie cannot
     /// carry (whitespace, `;`, `,`, `"`, `\`, control characters), is refused naming `token`
     /// (never its value).
-    pub fn new(token: impl Into<String>) -> crate::Result<Self> {
+    pub fn new(token: impl Into<String>) -> thinkers::Result<Self> {
         let token = token.into();
         let bad = token
             .chars()
             .any(|c| c.is_whitespace() || c.is_control() || matches!(c, ';' | ',' | '"' | '\\'));
         if bad {
-            return Err(crate::Error::invalid_input(
+            return Err(thinkers::Error::invalid_input(
                 "token",
                 None,
                 "a host token must be printable text without spaces, ';', ',', '\"' or '\\'",
             ));
         }
         if token.chars().count() < Self::MIN_CHARS {
-            return Err(crate::Error::invalid_input(
+            return Err(thinkers::Error::invalid_input(
                 "token",
                 None,
                 format!(

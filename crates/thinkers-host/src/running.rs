@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::{Error, Result};
+use thinkers::{Error, Result};
 
 /// A host serving on a socket.
 #[derive(Debug)]

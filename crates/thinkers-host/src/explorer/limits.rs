@@ -22,8 +22,8 @@ use serde_json::{Value, json};
 
 use super::super::ChatHost;
 use super::super::api::ApiError;
-use crate::record::{LimitEvent, LimitEventKind, LlmRun};
-use crate::store::LlmRunFilter;
+use thinkers::record::{LimitEvent, LimitEventKind, LlmRun};
+use thinkers::store::LlmRunFilter;
 
 /// The most throttles and rate events listed per entry (the latest); counts cover all.
 const LISTED: usize = 200;
@@ -118,7 +118,7 @@ fn report(events: &[LimitEvent], runs: &[LlmRun], since_ms: Option<i64>) -> Valu
 
 /// Whether each call of `runs` was its job's second or later (a paid retry), by end time.
 fn paid_retries(runs: &[LlmRun]) -> Vec<bool> {
-    crate::ops::cost::retry_causes(runs)
+    thinkers::ops::cost::retry_causes(runs)
         .into_iter()
         .map(|c| c.is_some())
         .collect()
@@ -287,7 +287,7 @@ fn utilisation(g: &Group<'_>, bucket_ms: i64) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::JobId;
+    use thinkers::job::JobId;
 
     fn event(at_ms: i64, job: JobId, kind: LimitEventKind) -> LimitEvent {
         LimitEvent {

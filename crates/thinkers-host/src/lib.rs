@@ -1,4 +1,8 @@
-//! [`ChatHost`]: chats over HTTP.
+//! The chat host of [`thinkers`]: [`ChatHost`] serves [`ChatThinker`]s over HTTP — a JSON API,
+//! server-sent events for each chat's turns, and a web page — and the runs explorer (`/runs`),
+//! with the chat list kept in the runtime's database (SQLite, or PostgreSQL shared by several hosts) so chats
+//! survive a restart. It is its own crate so that only it depends on axum; `thinkers serve`
+//! runs it.
 //!
 //! | method and path | what it does |
 //! |---|---|
@@ -10,7 +14,7 @@
 //! | `GET /api/chats/{id}/events` | server-sent events of the chat's turns, numbered from 1 |
 //!
 //! Events are `message`, `token`, `tool_call`, `tool_result`, `answer` and `error`, each with an
-//! `id:` that increases by one per event of the chat and JSON data (the [`ChatEvent`](crate::thinker::ChatEvent) with its
+//! `id:` that increases by one per event of the chat and JSON data (the [`ChatEvent`](thinkers::thinker::ChatEvent) with its
 //! `type`). A subscriber receives events after its `Last-Event-ID` header (a reconnecting
 //! browser sends it) or `?after=N` (the history's `last_event_id`), else only new ones. Bad input is answered with a 4xx and `{"error": …, "field": …}` naming what
 //! was wrong: `chat_id` (404), `body` (malformed JSON, 400), `text` (missing or empty, 422;
@@ -73,12 +77,12 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use self::session::Session;
-use crate::conversation::{ConversationId, ConversationService, Message};
-use crate::dispatch::Dispatcher;
-use crate::runtime::Runtime;
-use crate::store::{ChatRecord, ChatStore};
-use crate::thinker::{ChatThinker, Delivery};
-use crate::{Error, Result};
+use thinkers::conversation::{ConversationId, ConversationService, Message};
+use thinkers::dispatch::Dispatcher;
+use thinkers::runtime::Runtime;
+use thinkers::store::{ChatRecord, ChatStore};
+use thinkers::thinker::{ChatThinker, Delivery};
+use thinkers::{Error, Result};
 
 /// The answer recorded in place of a turn the host did not finish: it was stopped (SIGTERM,
 /// a shutdown) or killed while the turn ran.
@@ -92,7 +96,7 @@ pub type ChatFactory = Arc<dyn Fn() -> ChatThinker + Send + Sync>;
 /// approval: tells the engine that runs the workflow (the CLI's `thinkers serve --restate`
 /// resolves the Restate promise it waits on). See [`ChatHost::on_decided`].
 pub type DecisionHook = Arc<
-    dyn Fn(crate::durable::Approval) -> futures::future::BoxFuture<'static, Result<()>>
+    dyn Fn(thinkers::durable::Approval) -> futures::future::BoxFuture<'static, Result<()>>
         + Send
         + Sync,
 >;
@@ -102,9 +106,9 @@ pub(crate) struct HostInner {
     conversations: Arc<ConversationService>,
     chats: ChatStore,
     /// The runtime's store, which the runs explorer reads.
-    store: crate::store::Store,
+    store: thinkers::store::Store,
     /// The approvals of the calls chats wait on (the runtime's store).
-    steps: Arc<dyn crate::durable::StepStore>,
+    steps: Arc<dyn thinkers::durable::StepStore>,
     factory: ChatFactory,
     config: HostConfig,
     /// Cancelled by [`RunningHost::shutdown`]: event streams end with it.
@@ -141,8 +145,8 @@ pub struct ChatHistory {
     pub turn_open: bool,
     /// The id of the chat's latest event: subscribe with `?after=` this id to miss nothing.
     pub last_event_id: u64,
-    /// The calls the chat waits on for a person's decision (see [`crate::durable`]).
-    pub approvals: Vec<crate::durable::Approval>,
+    /// The calls the chat waits on for a person's decision (see [`thinkers::durable`]).
+    pub approvals: Vec<thinkers::durable::Approval>,
 }
 
 /// What a message post did.
@@ -312,7 +316,10 @@ impl ChatHost {
     }
 
     /// The pending approvals of the chat whose conversation is `conversation`.
-    async fn waiting(&self, conversation: Option<&str>) -> Result<Vec<crate::durable::Approval>> {
+    async fn waiting(
+        &self,
+        conversation: Option<&str>,
+    ) -> Result<Vec<thinkers::durable::Approval>> {
         let Some(cid) = conversation else {
             return Ok(Vec::new());
         };
@@ -378,8 +385,8 @@ impl ChatHost {
         &self,
         id: &str,
         approval: &str,
-        decision: &crate::durable::Decision,
-    ) -> Result<crate::durable::Approval> {
+        decision: &thinkers::durable::Decision,
+    ) -> Result<thinkers::durable::Approval> {
         let session = self.session(id).await?;
         let run = session
             .thinker
@@ -393,7 +400,7 @@ impl ChatHost {
             .into_iter()
             .find(|a| a.id == approval.trim());
         let Some(known) = known else {
-            return Err(crate::durable::unknown_approval(approval));
+            return Err(thinkers::durable::unknown_approval(approval));
         };
         if run.as_deref() != Some(known.run.as_str()) {
             return Err(Error::invalid_input(
@@ -425,7 +432,7 @@ impl ChatHost {
         &self.inner.config
     }
 
-    pub(crate) fn store(&self) -> &crate::store::Store {
+    pub(crate) fn store(&self) -> &thinkers::store::Store {
         &self.inner.store
     }
 
@@ -449,7 +456,7 @@ impl ChatHost {
             .clone()
     }
 
-    pub(crate) fn steps(&self) -> &Arc<dyn crate::durable::StepStore> {
+    pub(crate) fn steps(&self) -> &Arc<dyn thinkers::durable::StepStore> {
         &self.inner.steps
     }
 

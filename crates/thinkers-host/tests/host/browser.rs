@@ -140,10 +140,10 @@ async fn the_page_approves_and_denies_a_waiting_call_in_headless_chromium() {
     .build()
     .await
     .unwrap();
-    let host = thinkers::chat::ChatHost::new(
+    let host = thinkers_host::ChatHost::new(
         &rt,
         crate::support::factory("sim-small-a", true),
-        thinkers::chat::HostConfig::default(),
+        thinkers_host::HostConfig::default(),
     )
     .unwrap();
     let running = host.start("127.0.0.1:0".parse().unwrap()).await.unwrap();

@@ -19,7 +19,7 @@ use tokio::sync::broadcast;
 
 use super::session::Numbered;
 use super::{ChatHost, Posted};
-use crate::Error;
+use thinkers::Error;
 
 const PAGE: &str = include_str!("page.html");
 
@@ -254,7 +254,7 @@ async fn decide(
 pub(super) fn decision_of(
     body: &Bytes,
     config: &super::HostConfig,
-) -> Result<crate::durable::Decision, ApiError> {
+) -> Result<thinkers::durable::Decision, ApiError> {
     let map = json_object(body, false)?;
     let reason = match map.get("reason") {
         None | Some(Value::Null) => String::new(),
@@ -301,17 +301,17 @@ pub(super) fn decision_of(
         }
     };
     match map.get("decision").and_then(Value::as_str) {
-        Some("approve") => Ok(crate::durable::Decision::Approve),
-        Some("deny") => Ok(crate::durable::Decision::Deny { reason }),
+        Some("approve") => Ok(thinkers::durable::Decision::Approve),
+        Some("deny") => Ok(thinkers::durable::Decision::Deny { reason }),
         Some("skip") => match result {
-            Some(result) => Ok(crate::durable::Decision::Skip { result }),
+            Some(result) => Ok(thinkers::durable::Decision::Skip { result }),
             None => Err(ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "result",
                 "a skip states the call's result: send \"result\"",
             )),
         },
-        Some("fail") => Ok(crate::durable::Decision::Fail { reason }),
+        Some("fail") => Ok(thinkers::durable::Decision::Fail { reason }),
         _ => Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "decision",
@@ -321,7 +321,7 @@ pub(super) fn decision_of(
 }
 
 /// What a decision answers: the approval's id, new status and tool.
-pub(super) fn decided_json(decided: &crate::durable::Approval) -> Response {
+pub(super) fn decided_json(decided: &thinkers::durable::Approval) -> Response {
     axum::Json(json!({
         "id": decided.id,
         "status": decided.status.as_str(),
@@ -378,7 +378,7 @@ fn live_events(
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
                     let n = Numbered {
                         id: after,
-                        event: crate::thinker::ChatEvent::Error {
+                        event: thinkers::thinker::ChatEvent::Error {
                             message: format!(
                                 "{missed} events were missed by this stream; reload the chat"
                             ),

@@ -19,11 +19,9 @@ mod explorer_api;
 mod explorer_limits;
 mod explorer_store;
 mod names;
-#[cfg(feature = "postgres")]
 #[allow(dead_code)]
-#[path = "../conversations/pg.rs"]
+#[path = "../../../thinkers/tests/conversations/pg.rs"]
 mod pg;
-#[cfg(feature = "postgres")]
 mod scaleout;
 mod support;
 #[path = "../../../thinkers-cli/tests/cli/support/browser.rs"]
