@@ -31,10 +31,10 @@ use anyhow::{Context as _, Result};
 use restate::{RestateServer, service_addr, spawn_service};
 use serde_json::json;
 use thinkers::model::catalog::BUNDLED_TOML;
-use thinkers::restate::RestateIngress;
 use thinkers::store::PgStore;
-use thinkers::workflows::{WorkflowId, WorkflowState, Workflows};
 use thinkers_sim::{Profile, Sim, SimConfig};
+use thinkers_workflows::restate::RestateIngress;
+use thinkers_workflows::{WorkflowId, WorkflowState, Workflows};
 
 const ENTRY: &str = "sim-small-a";
 const WORKFLOWS: usize = 60;

@@ -224,13 +224,13 @@ pub(crate) async fn resume(
     if !target.starts_with("postgres") {
         return Ok(());
     }
-    let Ok(id) = thinkers::workflows::WorkflowId::parse(&approval.run) else {
+    let Ok(id) = thinkers_workflows::WorkflowId::parse(&approval.run) else {
         return Ok(());
     };
     let store = thinkers::store::PgStore::open(&target)
         .await
         .context("opening the store (--db)")?;
-    match thinkers::workflows::Workflows::new(&store).status(id).await {
+    match thinkers_workflows::Workflows::new(&store).status(id).await {
         Ok(_) => {}
         // Not in the record: a run of `thinkers run --key` or of a program, not a workflow.
         Err(e) if e.kind() == thinkers::ErrorKind::InvalidInput => return Ok(()),

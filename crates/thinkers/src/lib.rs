@@ -50,11 +50,10 @@
 //! * `otel` — export the runtime's spans over OTLP ([`telemetry::otel`]).
 //! * `mcp` — the `mcp` module: MCP servers (stdio or streamable HTTP) as tool providers, through
 //!   rmcp. Part of `full`, not of the default.
-//! * `postgres` — the PostgreSQL store with its response cache, and the registered workflows
-//!   with their record (`workflows`).
+//! * `postgres` — the PostgreSQL store with its response cache and the record of registered
+//!   workflows (the workflows themselves, and their Restate engine, are the `thinkers-workflows`
+//!   crate).
 //! * `redis` — admission budgets shared across processes through Redis.
-//! * `restate` — registered workflows run as Restate workflows (`restate` module, what
-//!   `thinkers submit`/`worker` use): every model and tool call a journaled step.
 //! * `full` — everything.
 
 // Every public item of the library carries rustdoc: the workspace warns, the library refuses.
@@ -71,8 +70,6 @@ pub mod mcp;
 pub mod model;
 pub mod onecall;
 pub mod ops;
-#[cfg(feature = "restate")]
-pub mod restate;
 pub mod runtime;
 pub mod service_tools;
 pub mod store;
@@ -80,8 +77,6 @@ pub mod telemetry;
 #[cfg(all(test, any(feature = "postgres", feature = "redis")))]
 mod test_services;
 pub mod thinker;
-#[cfg(feature = "postgres")]
-pub mod workflows;
 
 /// The job and tool contracts, errors, scope and the record rows, from the `thinkers-core` crate
 /// (which depends on no HTTP, SQL or server crate): their paths here are the ones to use.

@@ -14,9 +14,9 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use thinkers::Runtime;
 use thinkers::dispatch::RedisBudgets;
-use thinkers::restate::{RestateEngine, RestateIngress};
 use thinkers::store::{LlmRunFilter, PgStore};
-use thinkers::workflows::{WorkflowId, WorkflowState, Workflows};
+use thinkers_workflows::restate::{RestateEngine, RestateIngress};
+use thinkers_workflows::{WorkflowId, WorkflowState, Workflows};
 
 use crate::simctl;
 

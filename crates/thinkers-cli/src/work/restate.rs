@@ -4,8 +4,8 @@ use std::net::SocketAddr;
 
 use anyhow::Context as _;
 use thinkers::Runtime;
-use thinkers::restate::{RestateEngine, reuse_port_listener};
 use thinkers::store::PgStore;
+use thinkers_workflows::restate::{RestateEngine, reuse_port_listener};
 use tokio_util::sync::CancellationToken;
 
 /// Serve until a stop signal; running invocations end with the process (Restate replays them

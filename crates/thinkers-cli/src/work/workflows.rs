@@ -24,7 +24,7 @@ use thinkers::job::doer;
 use thinkers::llm::{ChatRequest, LlmCall};
 use thinkers::model::{Grade, ModelDependent as _, OutputSize};
 use thinkers::thinker::ThinkerInput;
-use thinkers::workflows::WorkflowRegistry;
+use thinkers_workflows::WorkflowRegistry;
 
 use crate::demo::explainer;
 

@@ -81,6 +81,8 @@ pub use conversations::SqliteConversationStore;
 #[cfg(feature = "sqlite")]
 pub use explorer::{StoredBenchmark, WorkflowPage, WorkflowQuery};
 #[cfg(feature = "postgres")]
+pub use postgres::workflow_rows::{WorkflowCounts, WorkflowId, WorkflowState, WorkflowStatus};
+#[cfg(feature = "postgres")]
 pub use postgres::{PgChatStore, PgRecorder, PgResponseCache, PgSteps, PgStore};
 #[cfg(feature = "sqlite")]
 pub use response_cache::SqliteResponseCache;

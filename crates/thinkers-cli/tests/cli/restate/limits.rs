@@ -77,8 +77,8 @@ async fn three_service_processes_share_one_tpm_limit_through_redis() -> Result<(
     // More work than one window admits: ~110 tokens per call settle, so ~1,400 calls fill it
     // (48 × 50 = 2,400 calls).
     let store = thinkers::store::PgStore::open(&db).await?;
-    let record = thinkers::workflows::Workflows::new(&store);
-    let ingress = thinkers::restate::RestateIngress::new(&restate.ingress);
+    let record = thinkers_workflows::Workflows::new(&store);
+    let ingress = thinkers_workflows::restate::RestateIngress::new(&restate.ingress);
     // Every running invocation is journal traffic for the server, and 48 keep the budget busy. `THINKERS_RESTATE_WORKFLOWS` runs
     // more of them, each shorter (the same 2,400 calls), to measure utilisation at that load.
     let workflows: usize = std::env::var("THINKERS_RESTATE_WORKFLOWS")

@@ -163,7 +163,7 @@ bind-address = "127.0.0.1:{ingress}"
         let uri = format!("http://{addr}");
         let mut last = None;
         for _ in 0..100 {
-            match thinkers::restate::register_deployment(&self.admin, &uri).await {
+            match thinkers_workflows::restate::register_deployment(&self.admin, &uri).await {
                 Ok(()) => return Ok(()),
                 Err(e) => last = Some(e),
             }

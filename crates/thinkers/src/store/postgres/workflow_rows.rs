@@ -1,4 +1,4 @@
-//! The rows of the `workflows` table, as [`crate::workflows`] and the store read them: a
+//! The rows of the `workflows` table, as the `thinkers-workflows` crate and the store read them: a
 //! workflow's id, state and status, and the counts per state.
 
 use serde_json::Value;

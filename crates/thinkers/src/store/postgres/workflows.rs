@@ -1,4 +1,4 @@
-//! The statements of the `workflows` table (see [`crate::workflows`]). Every write of a round
+//! The statements of the `workflows` table (see the `thinkers-workflows` crate). Every write of a round
 //! names the service process and the round (`attempt`) it belongs to: a process that Restate
 //! replaced (it stalled, it was cut off) changes nothing the newer round wrote.
 
@@ -9,7 +9,6 @@ use super::workflow_rows::{WorkflowCounts, WorkflowId, WorkflowState, WorkflowSt
 use super::{PgStore, corrupt, pg_error};
 use crate::Result;
 use crate::job::JobId;
-#[cfg(feature = "restate")]
 use crate::record::now_ms;
 
 const STATUS_SQL: &str = "SELECT id, name, input, status, attempt, worker, started_at_ms, \
@@ -17,15 +16,9 @@ const STATUS_SQL: &str = "SELECT id, name, input, status, attempt, worker, start
      FROM workflows WHERE id = $1";
 
 /// What the engine (Restate) writes.
-#[cfg(feature = "restate")]
 impl PgStore {
     /// Note a submitted workflow (before the engine is asked to start it).
-    pub(crate) async fn note_workflow(
-        &self,
-        id: WorkflowId,
-        name: &str,
-        input: &str,
-    ) -> Result<()> {
+    pub async fn note_workflow(&self, id: WorkflowId, name: &str, input: &str) -> Result<()> {
         sqlx::query(
             "INSERT INTO workflows (id, name, input, status, submitted_at_ms) \
              VALUES ($1, $2, $3, 'queued', $4)",
@@ -41,7 +34,7 @@ impl PgStore {
     }
 
     /// Note the root job of the running round (what `thinkers trace` shows).
-    pub(crate) async fn set_workflow_run(
+    pub async fn set_workflow_run(
         &self,
         id: WorkflowId,
         worker: &str,
@@ -65,7 +58,7 @@ impl PgStore {
     /// Note that the engine (Restate) runs the workflow now on `worker`: the row becomes
     /// `running` under a new round, whose number is returned for the row's later writes. `None`
     /// when the row is missing or already finished.
-    pub(crate) async fn start_round(&self, id: WorkflowId, worker: &str) -> Result<Option<u32>> {
+    pub async fn start_round(&self, id: WorkflowId, worker: &str) -> Result<Option<u32>> {
         let row = sqlx::query(
             "UPDATE workflows SET status = 'running', worker = $2, attempt = attempt + 1, \
              started_at_ms = $3, run_workflow = NULL \
@@ -88,7 +81,7 @@ impl PgStore {
     }
 
     /// Fail a workflow the engine never started (its submission was refused).
-    pub(crate) async fn engine_fail(&self, id: WorkflowId, error: &str) -> Result<()> {
+    pub async fn engine_fail(&self, id: WorkflowId, error: &str) -> Result<()> {
         sqlx::query(
             "UPDATE workflows SET status = 'failed', error = $2, finished_at_ms = $3 \
              WHERE id = $1 AND status = 'queued'",
@@ -103,7 +96,7 @@ impl PgStore {
     }
 
     /// Store the result of a round; `false` when a newer round took the workflow over.
-    pub(crate) async fn finish_workflow(
+    pub async fn finish_workflow(
         &self,
         id: WorkflowId,
         worker: &str,
@@ -134,7 +127,7 @@ impl PgStore {
     /// Park a round that stopped for a person: `awaiting_approval` while a call of the run is
     /// pending, `queued` when every one was decided in the meantime (its next round starts at
     /// once). `false` when a newer round took the workflow over.
-    pub(crate) async fn park_workflow(
+    pub async fn park_workflow(
         &self,
         id: WorkflowId,
         worker: &str,
@@ -160,7 +153,7 @@ impl PgStore {
 
 impl PgStore {
     /// How many workflows are in each state.
-    pub(crate) async fn workflow_counts(&self) -> Result<WorkflowCounts> {
+    pub async fn workflow_counts(&self) -> Result<WorkflowCounts> {
         let rows = sqlx::query("SELECT status, COUNT(*) AS n FROM workflows GROUP BY status")
             .fetch_all(self.pool())
             .await
@@ -185,7 +178,7 @@ impl PgStore {
     }
 
     /// Where workflow `id` is.
-    pub(crate) async fn workflow_status(&self, id: WorkflowId) -> Result<Option<WorkflowStatus>> {
+    pub async fn workflow_status(&self, id: WorkflowId) -> Result<Option<WorkflowStatus>> {
         let row = sqlx::query(STATUS_SQL)
             .bind(id.to_string())
             .fetch_optional(self.pool())

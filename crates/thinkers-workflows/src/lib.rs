@@ -1,9 +1,12 @@
-//! Registered workflows and their record (feature `postgres`).
+//! Registered workflows of [`thinkers`], their record in PostgreSQL, and [`restate`], the engine
+//! that runs them as Restate workflows with every model and tool call a journaled step (what
+//! `thinkers submit`/`worker` use). The durable engine is its own crate so that `thinkers` needs
+//! no workflow engine.
 //!
 //! * A [`WorkflowRegistry`] names the workflows a process knows: each name has a factory from
 //!   JSON input to a job (a doer, a thinker, any job whose output serializes). `thinkers run`
 //!   runs one in its own process; on several machines Restate runs them (see
-//!   [`crate::restate`], feature `restate`), which journals every model and tool call.
+//!   [`restate`]), which journals every model and tool call.
 //! * [`Workflows`] is their record in a PostgreSQL store (table `workflows`): one row per
 //!   submitted workflow with its name, input, state (queued, running on which service process
 //!   since when, awaiting approval, succeeded with its output, failed with its error), the
@@ -11,14 +14,13 @@
 //!   engine writes it; [`Workflows::status`] and [`Workflows::wait`] read it.
 
 mod registry;
+pub mod restate;
 
-pub use crate::store::postgres::workflow_rows::{
-    WorkflowCounts, WorkflowId, WorkflowState, WorkflowStatus,
-};
 pub use registry::{WorkflowRegistry, decode_input};
+pub use thinkers::store::{WorkflowCounts, WorkflowId, WorkflowState, WorkflowStatus};
 
-use crate::store::PgStore;
-use crate::{Error, Result};
+use thinkers::store::PgStore;
+use thinkers::{Error, Result};
 
 /// The record of the workflows submitted to a PostgreSQL store.
 #[derive(Debug, Clone)]

@@ -9,9 +9,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::dispatch::Dispatcher;
-use crate::job::{Job, JobId};
-use crate::{Error, Result};
+use thinkers::dispatch::Dispatcher;
+use thinkers::job::{Job, JobId};
+use thinkers::{Error, Result};
 
 /// A started workflow: its root job's id and the future of its JSON output.
 pub(crate) type Started = (JobId, BoxFuture<'static, Result<Value>>);
@@ -59,7 +59,9 @@ impl WorkflowRegistry {
             Ok(Box::new(
                 move |dispatcher: &Dispatcher, durable: Option<String>, owned: bool| {
                     let handle = match durable {
-                        Some(key) => dispatcher.submit(crate::durable::DurableRun::new(key, job)),
+                        Some(key) => {
+                            dispatcher.submit(thinkers::durable::DurableRun::new(key, job))
+                        }
                         None => dispatcher.submit(job),
                     };
                     let id = handle.id();
@@ -128,7 +130,7 @@ impl WorkflowRegistry {
         Ok(self.factory(name)?(input)?(dispatcher, None, false))
     }
 
-    /// [`WorkflowRegistry::start`] as the durable run `key` (see [`crate::durable`]): its tool
+    /// [`WorkflowRegistry::start`] as the durable run `key` (see [`thinkers::durable`]): its tool
     /// calls are journaled under `key`, and starting it again under `key` replays it.
     pub fn start_durable(
         &self,
@@ -146,7 +148,6 @@ impl WorkflowRegistry {
 
     /// [`WorkflowRegistry::start_durable`] whose run is cancelled when the returned future is
     /// dropped before it finished (an engine invocation that ended must leave nothing running).
-    #[cfg(feature = "restate")]
     pub(crate) fn start_owned(
         &self,
         name: &str,
@@ -171,7 +172,7 @@ impl WorkflowRegistry {
 
 /// A job's handle that cancels the job when dropped unfinished, if `owned`.
 struct CancelOnDrop<T> {
-    handle: Option<crate::dispatch::JobHandle<T>>,
+    handle: Option<thinkers::dispatch::JobHandle<T>>,
     owned: bool,
 }
 
@@ -206,7 +207,7 @@ impl<T> Drop for CancelOnDrop<T> {
 
 /// Decode a workflow's input, naming the field that does not fit.
 pub fn decode_input<I: DeserializeOwned>(workflow: &str, input: &Value) -> Result<I> {
-    crate::schema::decode_tracked(input).map_err(|e| {
+    thinkers_core::schema::decode_tracked(input).map_err(|e| {
         let path = e.path().to_string();
         let parameter = if path == "." || path.is_empty() {
             "input".to_owned()

@@ -1,5 +1,5 @@
-//! Workflows on Restate (feature `restate`): a registered workflow
-//! ([`crate::workflows::WorkflowRegistry`]) runs as a Restate workflow, whose journal makes every
+//! Workflows on Restate: a registered workflow
+//! ([`crate::WorkflowRegistry`]) runs as a Restate workflow, whose journal makes every
 //! model call and every tool call a durable step.
 //!
 //! A **service process** ([`RestateEngine::serve`], `thinkers worker`) serves
@@ -15,7 +15,7 @@
 //!   a replay (the process died, the invocation was suspended) is answered from the journal and
 //!   sends nothing;
 //! * every **tool call** is a journaled step whose value is the journal entry the in-process
-//!   durable run keeps (see [`crate::durable`]): a finished call never runs again. Sub-thinkers
+//!   durable run keeps (see [`thinkers::durable`]): a finished call never runs again. Sub-thinkers
 //!   and doers' children are jobs of the same run, so their calls are steps of the same
 //!   invocation and the trajectory's ordinals are those of an in-process run.
 //! * a tool call that **needs approval** is asked once per round in the PostgreSQL store (so
@@ -27,10 +27,10 @@
 //! Admission is the runtime's: a fresh step's job is admitted (Redis budgets when configured)
 //! before it runs; a step answered from the journal takes no permit. A round's journaled steps
 //! are read before any of its jobs runs, so a replayed model call knows at admission that its
-//! answer is journaled and asks for no seat ([`crate::llm::ResponseCache::holds`]).
+//! answer is journaled and asks for no seat ([`thinkers::llm::ResponseCache::holds`]).
 //!
 //! The record: [`RestateIngress::submit`] notes the workflow in the PostgreSQL `workflows`
-//! table ([`crate::workflows::Workflows`]), and each round notes there where it runs and its
+//! table ([`crate::Workflows`]), and each round notes there where it runs and its
 //! root job, so `thinkers status`, `trace` and `cost` read it.
 //!
 //! Guarantees: only a step in flight when a process died can run twice. Steps are journaled as
@@ -49,11 +49,11 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::durable::DurableSteps;
-use crate::llm::ResponseCacheService;
-use crate::runtime::Runtime;
-use crate::store::{PgSteps, PgStore};
-use crate::workflows::WorkflowRegistry;
+use crate::WorkflowRegistry;
+use thinkers::durable::DurableSteps;
+use thinkers::llm::ResponseCacheService;
+use thinkers::runtime::Runtime;
+use thinkers::store::{PgSteps, PgStore};
 
 /// The Restate service's name (the path segment of its ingress URLs).
 pub const SERVICE: &str = "ThinkersWorkflow";

@@ -23,10 +23,10 @@ use tokio::sync::mpsc;
 
 use super::bridge::{Bridges, Request};
 use super::journal::{self, Journal};
-use crate::Error;
-use crate::runtime::Runtime;
-use crate::store::PgStore;
-use crate::workflows::{WorkflowId, WorkflowRegistry};
+use crate::{WorkflowId, WorkflowRegistry};
+use thinkers::Error;
+use thinkers::runtime::Runtime;
+use thinkers::store::PgStore;
 
 /// What `submit` sends to the `run` handler.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -201,12 +201,12 @@ async fn run_workflow(
 /// Serve the round's journal requests until its root ends.
 async fn drive(
     ctx: &WorkflowContext<'_>,
-    mut output: BoxFuture<'static, crate::Result<Value>>,
+    mut output: BoxFuture<'static, thinkers::Result<Value>>,
     requests: &mut mpsc::UnboundedReceiver<Request>,
     journal: &mut Journal,
     round: u32,
     heartbeat: std::time::Duration,
-) -> Result<crate::Result<Value>, HandlerError> {
+) -> Result<thinkers::Result<Value>, HandlerError> {
     loop {
         let beat = journal.next_beat(heartbeat);
         tokio::select! {

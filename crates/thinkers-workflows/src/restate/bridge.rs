@@ -12,11 +12,11 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::durable::{
+use thinkers::durable::{
     Approval, ApprovalRequest, Decision, JournalEntry, StepKey, StepOutcome, StepStore,
 };
-use crate::llm::{CacheKey, CacheUse, ChatResponse, ResponseCache};
-use crate::{Error, Result};
+use thinkers::llm::{CacheKey, CacheUse, ChatResponse, ResponseCache};
+use thinkers::{Error, Result};
 
 /// What a job asks of its workflow's invocation.
 pub(crate) enum Request {

@@ -9,9 +9,9 @@ use tokio::net::TcpListener;
 
 use super::SERVICE;
 use super::service::{DecisionMessage, Submission};
-use crate::durable::{Approval, ApprovalStatus};
-use crate::workflows::{WorkflowId, WorkflowRegistry, Workflows};
-use crate::{Error, Result};
+use crate::{WorkflowId, WorkflowRegistry, Workflows};
+use thinkers::durable::{Approval, ApprovalStatus};
+use thinkers::{Error, Result};
 
 /// A Restate server's ingress (`http://host:8080`).
 #[derive(Debug, Clone)]
@@ -96,7 +96,7 @@ impl RestateIngress {
     }
 
     /// Resolve the durable promise `approval`'s workflow waits on (after the decision was
-    /// stored with [`crate::durable::StepStore::decide`]). A promise already resolved stays as
+    /// stored with [`thinkers::durable::StepStore::decide`]). A promise already resolved stays as
     /// it was.
     pub async fn decide(&self, approval: &Approval) -> Result<()> {
         let status = match approval.status {
