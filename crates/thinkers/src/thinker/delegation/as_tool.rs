@@ -125,11 +125,7 @@ impl JobTool {
                 job,
             }))
         };
-        let description = if description.trim().len() == description.len() {
-            description
-        } else {
-            description.trim().to_owned()
-        };
+        let description = description.trim().to_owned();
         Ok(Self {
             call: CallOf {
                 name: name.into(),
