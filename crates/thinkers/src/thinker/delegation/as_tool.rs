@@ -84,7 +84,7 @@ impl JobTool {
     /// description, naming the field.
     fn new<I, J, F>(
         name: String,
-        description: String,
+        description: &str,
         schema: Arc<Value>,
         idempotent: bool,
         make: F,
@@ -219,7 +219,7 @@ where
     fn as_tool(self, name: impl Into<String>, description: impl Into<String>) -> Result<JobTool> {
         JobTool::new(
             name.into(),
-            description.into(),
+            &description.into(),
             crate::schema::of::<I>(),
             false,
             move |input: I| Ok(self(input)),
@@ -229,7 +229,7 @@ where
 
 /// The tool of a thinker whose runs `make` builds (`Thinker::as_tool`): arguments are a
 /// [`ThinkerInput`] without artifact refs and with a query.
-pub(crate) fn thinker<J, F>(name: String, description: String, make: F) -> Result<JobTool>
+pub(crate) fn thinker<J, F>(name: String, description: &str, make: F) -> Result<JobTool>
 where
     J: Orchestrator,
     J::Output: Serialize + Send + Sync + 'static,

@@ -146,7 +146,7 @@ where
             self.shape.clone(),
             self.guardrails.clone(),
         );
-        as_tool::thinker(name.into(), description.into(), move |input| ThinkerJob {
+        as_tool::thinker(name.into(), &description.into(), move |input| ThinkerJob {
             core: core.clone(),
             shape: shape.clone(),
             guardrails: guardrails.clone(),
