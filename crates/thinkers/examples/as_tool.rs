@@ -94,10 +94,10 @@ pub async fn run(rt: &Runtime) -> Result<Outcome> {
         doer("define_all", move |cx| {
             let (glossary, terms) = (glossary.clone(), input.terms.clone());
             async move {
-                cx.next_step();
+                let step = cx.fan_out();
                 let lookups = terms.into_iter().map(|term| {
                     let job = ToolJob::new(glossary.clone(), TermInput { term });
-                    cx.submit_in_current_step(job)
+                    step.submit(job)
                 });
                 futures::future::try_join_all(lookups).await
             }

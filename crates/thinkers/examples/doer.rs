@@ -34,9 +34,9 @@ pub struct Briefing {
 /// Run the `briefing` doer.
 pub async fn run(rt: &Runtime) -> Result<Briefing> {
     let briefing = doer("briefing", |cx| async move {
-        // Step 1: a fan-out. `next_step` opens the step; every child submitted into it shares
+        // Step 1: a fan-out. `fan_out` opens the step; every child submitted into it shares
         // its ordinal and runs concurrently.
-        cx.next_step();
+        let step = cx.fan_out();
         let mut handles = Vec::new();
         for topic in TOPICS {
             let question = QuickQuestionInput {
@@ -45,7 +45,7 @@ pub async fn run(rt: &Runtime) -> Result<Briefing> {
                 context: None,
             };
             let job = ModelToolJob::new(Arc::new(QuickQuestion), question)?;
-            handles.push(cx.submit_in_current_step(job));
+            handles.push(step.submit(job));
         }
         let answers = futures::future::try_join_all(handles).await?;
 
@@ -61,7 +61,7 @@ pub async fn run(rt: &Runtime) -> Result<Briefing> {
             target_words: NonZeroU32::MIN.saturating_add(39),
         };
         let summary = cx
-            .submit_in_step(ModelToolJob::new(Arc::new(Summarization), input)?)
+            .submit(ModelToolJob::new(Arc::new(Summarization), input)?)
             .await?;
         Ok(Briefing { answers, summary })
     });

@@ -74,7 +74,7 @@ pub async fn run(rt: &Runtime) -> Result<Option<Outcome>> {
     .provider(echo)
     .class("echo_thinker");
     let observer = thinker.observer();
-    // Quick: an echo needs no delegation, so `sub_thinker` (offered from standard) stays out.
+    // Quick: an echo needs no reasoning budget.
     let input = ThinkerInput::query("Say hello through the tool.").with_depth(Depth::Quick);
     let answer = rt.run(thinker.ask(input)).await?;
     let transcript = observer.transcript();

@@ -94,7 +94,7 @@ pub async fn run(rt: &Runtime) -> Result<Outcome> {
     })
     .class("glossary_thinker");
     let observer = thinker.observer();
-    // Quick: a lookup needs no delegation, so `sub_thinker` (offered from standard) stays out.
+    // Quick: a lookup needs no reasoning budget.
     let answer = rt
         .run(thinker.ask(ThinkerInput::query("What is a seat?").with_depth(Depth::Quick)))
         .await?;

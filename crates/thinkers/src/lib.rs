@@ -33,8 +33,8 @@
 //! let dispatcher = Dispatcher::builder().build();
 //! let total = dispatcher
 //!     .run(doer("sum", |cx| async move {
-//!         let a = cx.submit_in_step(doer("one", |_| async { Ok(1) })).await?;
-//!         let b = cx.submit_in_step(doer("two", |_| async { Ok(2) })).await?;
+//!         let a = cx.submit(doer("one", |_| async { Ok(1) })).await?;
+//!         let b = cx.submit(doer("two", |_| async { Ok(2) })).await?;
 //!         Ok(a + b)
 //!     }))
 //!     .await?;

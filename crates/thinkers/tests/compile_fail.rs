@@ -12,7 +12,7 @@
 //!   `context_forged`); an MCP tool is called only as an admitted job
 //!   (`compile_fail_mcp/mcp_call_outside_admission`, with the `mcp` feature);
 //! * no door takes a scope wider than the parent's: the one that takes any scope is the
-//!   kernel's (`scope_widened`); `submit_narrowed` refuses a widening at run time;
+//!   kernel's (`scope_widened`); `FanOut::narrowed` refuses a widening at run time;
 //! * a `#[thinkers::tool]` fn without a doc comment, which is the description the model reads
 //!   (`tool_without_doc`).
 //!

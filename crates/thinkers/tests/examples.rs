@@ -182,12 +182,11 @@ async fn read_only_example_withholds_and_refuses_the_side_effect() {
     let env = support::offline(read_only::tune).await.unwrap();
     let out = read_only::run(&env.rt).await.unwrap();
     assert_eq!(out.deletions, 0, "the deletion never ran");
-    // Withheld at every turn: the side-effecting tool and the built-in `sub_thinker` (neither
-    // is read-only).
+    // Withheld at every turn: the side-effecting tool, and nothing else (the thinker is not
+    // delegating, so it has no `sub_thinker` to withhold).
     assert!(!out.withheld.is_empty());
-    assert_eq!(out.withheld.len() % 2, 0, "{:?}", out.withheld);
-    for pair in out.withheld.chunks(2) {
-        assert_eq!(pair, ["delete_record", "sub_thinker"], "{:?}", out.withheld);
+    for tool in &out.withheld {
+        assert_eq!(tool, "delete_record", "{:?}", out.withheld);
     }
     assert_eq!(out.refused.len(), 1, "{:?}", out.refused);
     assert_eq!(out.refused[0].tool, "delete_record");
@@ -497,8 +496,7 @@ async fn hello_example_is_eleven_code_lines_and_runs_as_a_program() {
     let config = thinkers_sim::SimConfig::from_catalog_toml(HELLO_SIM)
         .unwrap()
         .calm();
-    // The model's first turn calls the tool on "a b c" (a thinker at the standard depth is also
-    // offered `sub_thinker`, which a schema-driven answer might pick instead).
+    // The model's first turn calls the tool on "a b c".
     let script = thinkers_sim::Script::from_toml_str(
         r#"
 [[rules]]

@@ -65,7 +65,7 @@ async fn job_and_model_call_spans_form_the_job_tree() -> Result<()> {
     let (root_id, child_id) = dispatcher
         .run(doer("root", move |cx| async move {
             let child = cx
-                .submit_in_step(doer("child", move |cx| async move {
+                .submit(doer("child", move |cx| async move {
                     let span =
                         telemetry::model_call_span("sim-small-a", "sim-small", "openai", 4_096);
                     async { tokio::task::yield_now().await }
@@ -86,7 +86,7 @@ async fn job_and_model_call_spans_form_the_job_tree() -> Result<()> {
                         },
                     );
                     drop(span);
-                    cx.submit_in_step(doer("grandchild", move |_| {
+                    cx.submit(doer("grandchild", move |_| {
                         tries += 1;
                         let attempt = tries;
                         async move {

@@ -108,25 +108,25 @@ impl Outcome {
 pub(crate) async fn run(dispatcher: &Dispatcher) -> anyhow::Result<Outcome> {
     let handle = dispatcher.submit(doer("demo_workflow", |cx| async move {
         // Step 1: three lookups in parallel, sharing one ordinal.
-        cx.next_step();
+        let step = cx.fan_out();
         let fetches: Vec<_> = [("glossary", 120), ("tickets", 80), ("wiki", 150)]
             .into_iter()
-            .map(|(name, millis)| cx.submit_in_current_step(FetchSource { name, millis }))
+            .map(|(name, millis)| step.submit(FetchSource { name, millis }))
             .collect();
         let mut sources = Vec::new();
         for f in fetches {
             sources.push(f.await?);
         }
         // Step 2: throttled once, then admitted again.
-        let attempts = cx.submit_in_step(RateLimitedCall { attempts: 0 }).await?;
+        let attempts = cx.submit(RateLimitedCall { attempts: 0 }).await?;
         // Step 3: corrected once, the same instance re-run.
         let transcript = cx
-            .submit_in_step(SelfCorrecting {
+            .submit(SelfCorrecting {
                 transcript: Vec::new(),
             })
             .await?;
         // Step 4: a failure the doer survives.
-        let failure = cx.submit_in_step(FlakyService).await.err();
+        let failure = cx.submit(FlakyService).await.err();
         Ok((sources, attempts, transcript, failure))
     }));
     let workflow = handle.id();

@@ -181,6 +181,7 @@ fn researcher(hub: Arc<ToolHub>) -> Thinker<Explanation> {
          and delegate lookups to a sub-thinker when that helps.",
     )
     .hub(hub)
+    .delegating()
     .limits(demo_limits())
     .class("researcher")
 }
@@ -242,13 +243,13 @@ pub(crate) async fn run(rt: &Runtime, progress: &Progress) -> anyhow::Result<Out
         let shared = Arc::clone(&shared);
         let research = Arc::clone(&research);
         async move {
-            cx.next_step();
+            let step = cx.fan_out();
             let handles: Vec<_> = shared
                 .iter()
                 .zip(questions)
-                .map(|(t, q)| cx.submit_in_current_step(t.ask(ThinkerInput::query(q))))
+                .map(|(t, q)| step.submit(t.ask(ThinkerInput::query(q))))
                 .collect();
-            let researched = cx.submit_in_current_step(research.ask(ThinkerInput::query(RESEARCH)));
+            let researched = step.submit(research.ask(ThinkerInput::query(RESEARCH)));
             let mut answers = Vec::new();
             for h in handles {
                 answers.push(h.await?);

@@ -109,7 +109,7 @@ pub(crate) fn registry() -> WorkflowRegistry {
                     if let Some(e) = &entry {
                         call = call.pinned(e.clone());
                     }
-                    let outcome = cx.submit_in_step(call).await?;
+                    let outcome = cx.submit(call).await?;
                     answers.push(outcome.response.text());
                 }
                 Ok(ChainOutput { answers })
@@ -127,7 +127,7 @@ pub(crate) fn registry() -> WorkflowRegistry {
         Ok(doer("fanout", move |cx| {
             let (topic, calls, entries) = (input.topic.clone(), input.calls, input.entries.clone());
             async move {
-                cx.next_step();
+                let step = cx.fan_out();
                 let handles: Vec<_> = (1..=calls)
                     .map(|n| {
                         let request = ChatRequest::new(
@@ -142,7 +142,7 @@ pub(crate) fn registry() -> WorkflowRegistry {
                             let e = &entries[(n as usize - 1) % entries.len()];
                             call = call.pinned(e.clone());
                         }
-                        cx.submit_in_current_step(call)
+                        step.submit(call)
                     })
                     .collect();
                 let outcomes = futures::future::try_join_all(handles).await?;

@@ -236,8 +236,7 @@ async fn the_explorer_shows_the_demo_database_in_headless_chromium() {
     const STEPS: usize = 6;
     let live = doer("live-steps", |cx| async move {
         for _ in 0..STEPS {
-            cx.next_step();
-            cx.submit_in_step(doer("live-step", |_| async {
+            cx.submit(doer("live-step", |_| async {
                 tokio::time::sleep(Duration::from_millis(700)).await;
                 Ok(())
             }))

@@ -1,18 +1,16 @@
 //! The context a job runs in, and the step-ordinal contract for the children it submits.
 //!
 //! Every child a doer spawns carries its position in the doer's execution order, stored in the
-//! child's metadata under [`META_ITERATION`] and in its job row, so the trajectory can be rebuilt:
+//! child's metadata under [`META_ITERATION`] and in its job row, so the trajectory can be rebuilt.
+//! There are two doors, and both stamp the ordinal:
 //!
-//! * sequential children are numbered by call order: [`JobContext::submit_in_step`] claims the next
-//!   ordinal and stamps it, so back-to-back calls get 1, 2, 3;
-//! * children that share a parent and an ordinal ran in parallel: claim one ordinal with
-//!   [`JobContext::next_step`], then submit each parallel child with
-//!   [`JobContext::submit_in_current_step`];
-//! * a raw [`JobContext::submit`] leaves the ordinal unset, so the child has no place in the
-//!   trajectory. It exists for infrastructure; doers use the step helpers.
+//! * [`JobContext::submit`] runs a child as the next step, so back-to-back calls get 1, 2, 3;
+//! * [`JobContext::fan_out`] claims the next step for children that run side by side: each child
+//!   submitted through the returned [`FanOut`] shares its ordinal. A fan-out can be narrowed
+//!   ([`FanOut::narrowed`]) so its children run under a narrower scope.
 //!
-//! A thinker does the same automatically: each turn claims one ordinal, and the turn's model call
-//! and every tool call of that turn share it.
+//! A thinker does the same automatically: each turn is one fan-out, and the turn's model call and
+//! every tool call of that turn share its ordinal.
 //!
 //! The trajectory is a tree: walk parent links depth-first and order each parent's children by
 //! (ordinal, start time).
@@ -333,20 +331,28 @@ impl JobContext {
         self.node.lock_meta().insert(key.into(), value);
     }
 
-    /// Claim the next step ordinal (1 for the first call) and return it.
-    pub fn next_step(&self) -> u32 {
+    /// Claim the next step ordinal (1 for the first call).
+    fn claim_step(&self) -> u32 {
         self.node.step.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// The last ordinal claimed (0 when none has been).
-    pub fn current_step(&self) -> u32 {
-        self.node.step.load(Ordering::Relaxed)
+    /// Submit a child as this job's next step: it gets the next ordinal, so children submitted
+    /// one after another are numbered 1, 2, 3 in the trajectory. Await the handle for its output;
+    /// dropping the handle does not cancel the child.
+    pub fn submit<J: Job>(&self, job: J) -> JobHandle<J::Output> {
+        let n = self.claim_step();
+        self.spawn(job, Some(n), None)
     }
 
-    /// Submit a child as the next sequential step: claims a new ordinal and stamps it.
-    pub fn submit_in_step<J: Job>(&self, job: J) -> JobHandle<J::Output> {
-        let n = self.next_step();
-        self.spawn(job, Some(n), None)
+    /// Claim the next step for children that run side by side: every child submitted through
+    /// the returned [`FanOut`] shares its ordinal, which is how the trajectory shows they ran in
+    /// parallel.
+    pub fn fan_out(&self) -> FanOut {
+        FanOut {
+            cx: self.clone(),
+            ordinal: self.claim_step(),
+            scope: None,
+        }
     }
 
     /// Every submission: the kernel's door, under this job; the child keeps its own type, and
@@ -359,56 +365,69 @@ impl JobContext {
     ) -> JobHandle<J::Output> {
         self.node.dispatcher.spawn(job, Some(self), ordinal, scope)
     }
+}
 
-    /// Submit a child in the step last claimed with [`JobContext::next_step`]: every child
-    /// submitted this way until the next claim shares the ordinal, meaning they ran in parallel.
-    /// If no step was claimed yet, the first one is claimed.
-    pub fn submit_in_current_step<J: Job>(&self, job: J) -> JobHandle<J::Output> {
-        self.spawn(job, Some(self.step_for_child()), None)
+/// One step of a job whose children run side by side, claimed with [`JobContext::fan_out`]:
+/// every child submitted through it carries the step's ordinal. Cheap to clone.
+#[derive(Clone)]
+pub struct FanOut {
+    cx: JobContext,
+    ordinal: u32,
+    scope: Option<Arc<ScopeGuard>>,
+}
+
+impl std::fmt::Debug for FanOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FanOut")
+            .field("job", &self.cx.node.id)
+            .field("ordinal", &self.ordinal)
+            .field("narrowed", &self.scope.is_some())
+            .finish()
+    }
+}
+
+impl FanOut {
+    /// The step's ordinal, shared by every child submitted through it.
+    pub fn ordinal(&self) -> u32 {
+        self.ordinal
     }
 
-    /// The step a child submitted now joins: the current one, or the first if none was claimed.
-    fn step_for_child(&self) -> u32 {
-        match self.current_step() {
-            0 => self.next_step(),
-            n => n,
-        }
+    /// The context of the job whose step this is.
+    pub fn context(&self) -> &JobContext {
+        &self.cx
     }
 
-    /// Run a child in the current step (as [`Self::submit_in_current_step`]) inside this task
-    /// rather than on a task of its own: for a child the caller awaits at once and alone (a
-    /// thinker's model call for its turn), it spares a task and the hand-offs between threads.
-    /// The child is recorded, scoped, admitted and retried exactly as a submitted one; dropping
-    /// the future cancels it (recorded as cancelled), where a submitted child would run on.
-    ///
-    /// The child's step is claimed when this is called, as [`Self::submit_in_current_step`]
-    /// claims it.
-    pub fn run_in_current_step<J: Job>(
+    /// This step with its children under a narrower scope than the job's (an added axis,
+    /// read-only on). A widening is refused, before anything is submitted.
+    pub fn narrowed(self, scope: ScopeGuard) -> Result<Self> {
+        let scope = self.cx.scope().narrow_to(scope)?;
+        Ok(Self {
+            scope: Some(Arc::new(scope)),
+            ..self
+        })
+    }
+
+    /// Submit a child in this step, on a task of its own.
+    pub fn submit<J: Job>(&self, job: J) -> JobHandle<J::Output> {
+        self.cx.spawn(job, Some(self.ordinal), self.scope.clone())
+    }
+
+    /// Run a child in this step inside the caller's task rather than on a task of its own: for
+    /// a child the caller awaits at once and alone (a thinker's model call for its turn), it
+    /// spares a task and the hand-offs between threads. The child is recorded, scoped, admitted
+    /// and retried exactly as a submitted one; dropping the future cancels it (recorded as
+    /// cancelled), where a submitted child would run on.
+    pub fn run<J: Job>(
         &self,
         job: J,
     ) -> impl Future<Output = crate::Result<J::Output>> + Send + 'static {
         // The job boxed, so each attempt's execute future is a box of its own: inline in the
         // attempt loop, it would widen the caller's future for the caller's whole life.
-        self.node
-            .dispatcher
-            .run_here(super::BoxJob::new(job), self, Some(self.step_for_child()))
-    }
-
-    /// Submit a child with no ordinal. The child has no place in the trajectory; doers use
-    /// [`JobContext::submit_in_step`] or [`JobContext::submit_in_current_step`] instead.
-    pub fn submit<J: Job>(&self, job: J) -> JobHandle<J::Output> {
-        self.spawn(job, None, None)
-    }
-
-    /// Submit a child in the current step under a narrower scope (an added axis, read-only on).
-    /// A widening is refused before anything is submitted.
-    pub fn submit_narrowed<J: Job>(
-        &self,
-        job: J,
-        scope: ScopeGuard,
-    ) -> Result<JobHandle<J::Output>> {
-        let scope = self.scope().narrow_to(scope)?;
-        let n = self.step_for_child();
-        Ok(self.spawn(job, Some(n), Some(Arc::new(scope))))
+        self.cx.node.dispatcher.run_here(
+            super::BoxJob::new(job),
+            &self.cx,
+            Some(self.ordinal),
+            self.scope.clone(),
+        )
     }
 }

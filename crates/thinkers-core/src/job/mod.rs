@@ -14,9 +14,9 @@
 //! itself, so it cannot take resources: the type system enforces "orchestrators hold nothing".
 //!
 //! [`Doer`] (coded orchestration) and thinkers (model-driven orchestration, `thinkers::thinker`)
-//! are orchestrators. A doer spawns children through [`JobContext::submit_in_step`],
-//! [`JobContext::next_step`] and [`JobContext::submit_in_current_step`], which stamp each child
-//! with its step ordinal; see [`context`] for the contract.
+//! are orchestrators. A doer runs children one after another with [`JobContext::submit`] and
+//! side by side with [`JobContext::fan_out`]; both stamp each child with its step ordinal (see
+//! [`context`] for the contract).
 
 pub mod context;
 mod dynjob;
@@ -28,7 +28,7 @@ pub mod scope;
 mod services;
 
 pub use crate::id::JobId;
-pub use context::{JobContext, META_ITERATION};
+pub use context::{FanOut, JobContext, META_ITERATION};
 pub use dynjob::{BoxJob, DynJob};
 pub use handle::JobHandle;
 pub use limits::{Limits, Rate};
@@ -149,9 +149,9 @@ impl<F> fmt::Debug for FnDoer<F> {
 /// ```
 /// use thinkers_core::job::{Orchestrator, doer};
 /// let fan_out = doer("fan_out", |cx| async move {
-///     cx.next_step();
-///     let a = cx.submit_in_current_step(doer("a", |_| async { Ok(1) }));
-///     let b = cx.submit_in_current_step(doer("b", |_| async { Ok(2) }));
+///     let step = cx.fan_out();
+///     let a = step.submit(doer("a", |_| async { Ok(1) }));
+///     let b = step.submit(doer("b", |_| async { Ok(2) }));
 ///     Ok(a.await? + b.await?)
 /// });
 /// assert_eq!(Orchestrator::class(&fan_out), "fan_out");

@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use thinkers::Runtime;
-use thinkers::job::JobContext;
+use thinkers::job::FanOut;
 use thinkers::llm::ChatResponse;
 use thinkers::model::{Catalog, Grade, ModelDependent, OutputSize};
 use thinkers::record::MemoryRecorder;
@@ -121,7 +121,7 @@ impl TurnSource for Parked {
     fn take_turn<'a>(
         &'a self,
         _turn: TurnRequest,
-        _cx: &'a JobContext,
+        _step: &'a FanOut,
     ) -> BoxFuture<'a, thinkers::Result<ChatResponse>> {
         Box::pin(std::future::pending())
     }

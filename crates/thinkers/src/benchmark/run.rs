@@ -112,7 +112,7 @@ impl<S: BenchmarkSubject> Benchmark<S> {
         let mut reference_job: Option<JobId> = None;
         let (reference, evidence) = match subject.job(self.input.clone()) {
             Ok(job) => {
-                let handle = cx.submit_in_step(job);
+                let handle = cx.submit(job);
                 let id = handle.id();
                 reference_job = Some(id);
                 reference_row.job = id.to_string();
@@ -141,7 +141,7 @@ impl<S: BenchmarkSubject> Benchmark<S> {
         });
 
         // The race: every candidate run in one step.
-        cx.next_step();
+        let race = cx.fan_out();
         let mut landing: FuturesUnordered<BoxFuture<'static, Landed<S::Output>>> =
             FuturesUnordered::new();
         let mut pending: BTreeMap<usize, Pending<S>> = BTreeMap::new();
@@ -152,7 +152,7 @@ impl<S: BenchmarkSubject> Benchmark<S> {
             self.emit(&BenchmarkEvent::RunStarted(i + 1));
             match subject.job(self.input.clone()) {
                 Ok(job) => {
-                    let handle = cx.submit_in_current_step(job);
+                    let handle = race.submit(job);
                     row.job = handle.id().to_string();
                     pending.insert(
                         i,
@@ -174,7 +174,7 @@ impl<S: BenchmarkSubject> Benchmark<S> {
             }
         }
         // Judges share one step of their own, claimed once the race is submitted.
-        cx.next_step();
+        let judging = cx.fan_out();
         let judge = Arc::new(JudgeTool);
         let mut judge_errors: Vec<String> = Vec::new();
         let mut judged = 0_usize;
@@ -218,7 +218,7 @@ impl<S: BenchmarkSubject> Benchmark<S> {
                     self.emit(&BenchmarkEvent::JudgeStarted(i + 1));
                     match ModelToolJob::new(judge.clone(), input) {
                         Ok(job) => {
-                            let handle = cx.submit_in_current_step(job);
+                            let handle = judging.submit(job);
                             landing.push(Box::pin(async move { Landed::Judge(i, handle.await) }));
                         }
                         Err(e) => {

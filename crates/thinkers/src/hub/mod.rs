@@ -5,8 +5,8 @@
 //! scope ([`ToolHub::tool_admission`], [`ToolHub::skill_admission`]). Thinkers reach it as a
 //! dispatcher service (`RuntimeBuilder::service(Arc<ToolHub>)`) or through their own builder;
 //! with a hub in reach every thinker gets the catalog doors `request_tools` and `request_skill`
-//! over its compatible catalogs (`sub_thinker` is on every thinker, hub or not; see
-//! [`crate::thinker`]).
+//! over its compatible catalogs (`sub_thinker`, hub or not, is on a thinker built with
+//! `delegating()`; see [`crate::thinker`]).
 //!
 //! The hub is shared and may change while thinkers run (a dynamic tool registered, a skill
 //! folder reloaded): a thinker reconciles its catalogs against what the hub holds at the start

@@ -248,18 +248,17 @@ async fn dispatcher_records_every_job_of_a_nested_workflow(b: &Backend) -> Resul
     let store = &b.records;
     let dispatcher = Dispatcher::builder().recorder(b.recorder.clone()).build();
     let root = doer("root", |cx| async move {
-        cx.submit_in_step(doer("prepare", |cx| async move {
-            cx.submit_in_step(doer("leaf", |_| async { Ok(()) })).await
+        cx.submit(doer("prepare", |cx| async move {
+            cx.submit(doer("leaf", |_| async { Ok(()) })).await
         }))
         .await?;
-        cx.next_step();
-        let a = cx.submit_in_current_step(doer("branch_a", |_| async { Ok(1) }));
-        let b = cx.submit_in_current_step(doer("branch_b", |_| async {
+        let branches = cx.fan_out();
+        let a = branches.submit(doer("branch_a", |_| async { Ok(1) }));
+        let b = branches.submit(doer("branch_b", |_| async {
             Err::<i32, _>(Error::system("branch_b", "boom"))
         }));
         let (a, b) = (a.await, b.await);
-        cx.submit_in_step(doer("finish", |_| async { Ok(()) }))
-            .await?;
+        cx.submit(doer("finish", |_| async { Ok(()) })).await?;
         Ok((a.ok(), b.err().map(|e| e.kind())))
     });
     let handle = dispatcher.submit(root);

@@ -119,10 +119,22 @@ macro_rules! loop_setters {
                 self
             }
 
+            /// Offer the model `sub_thinker`: from the delegation threshold
+            /// ([`Depth::Standard`](crate::model::Depth::Standard)) up, it may hand a
+            /// self-contained part of its problem to a sub-agent with this thinker's tools, run
+            /// as its child. Off by default, so the palette holds only the tools given to it
+            /// (and a hub's catalog doors).
+            #[must_use]
+            pub fn delegating(mut self) -> Self {
+                $crate::thinker::builder::sealed::HasCore::core_mut(&mut self).orchestration.delegates = true;
+                self
+            }
+
             /// Use this hub for the built-in orchestrators (the catalog doors `request_tools`
             /// and `request_skill`, and the catalogs a `sub_thinker` inherits) instead of the
-            /// one registered on the dispatcher (with neither, the thinker has no doors; it
-            /// keeps `sub_thinker`, whose delegate then has no doors either).
+            /// one registered on the dispatcher (with neither, the thinker has no catalog
+            /// doors; with [`delegating`](Self::delegating) it keeps that door, whose
+            /// delegate then has no catalog doors either).
             #[must_use]
             pub fn hub(mut self, hub: std::sync::Arc<$crate::hub::ToolHub>) -> Self {
                 $crate::thinker::builder::sealed::HasCore::core_mut(&mut self).orchestration.hub = Some(hub);

@@ -20,8 +20,8 @@
 //! * [`DecisionThinker`] — the model only chooses (or ranks) among given options, with a
 //!   confidence per option where the provider returns log-probabilities.
 //!
-//! **Orchestrators.** Every looping thinker gets `sub_thinker` ([`subthinker`]) at or above its
-//! delegation threshold; with a [`crate::hub::ToolHub`] in reach (the thinker's own or a
+//! **Orchestrators.** A looping thinker built with `delegating()` offers its model
+//! `sub_thinker` ([`subthinker`]) at or above its delegation threshold; with a [`crate::hub::ToolHub`] in reach (the thinker's own or a
 //! dispatcher service) it also gets `request_tools` and `request_skill` over its compatible
 //! catalogs ([`doors`]). Any [`Thinker`] or doer can be put on a palette as a tool by name
 //! ([`as_tool`]), run as the calling thinker's child.

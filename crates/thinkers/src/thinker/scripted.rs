@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::turn::{TurnRequest, TurnSource};
 use crate::conversation::ContentBlock;
-use crate::job::JobContext;
+use crate::job::FanOut;
 use crate::llm::{ChatResponse, StopReason, Usage};
 use crate::{Error, Result};
 
@@ -108,7 +108,7 @@ impl TurnSource for ScriptedTurns {
     fn take_turn<'a>(
         &'a self,
         turn: TurnRequest,
-        _cx: &'a JobContext,
+        _step: &'a FanOut,
     ) -> BoxFuture<'a, Result<ChatResponse>> {
         Box::pin(async move {
             self.inner

@@ -128,7 +128,7 @@ impl Orchestrator for ServedJob {
         if let Some(pin) = &self.pin {
             call = call.pinned(pin.clone());
         }
-        let outcome = cx.submit_in_step(call).await?;
+        let outcome = cx.submit(call).await?;
         let text = outcome.response.text();
         *self.transcript.lock().unwrap() = format!(
             "question: {}\nserved by: {} ({})\nreply: {text}",

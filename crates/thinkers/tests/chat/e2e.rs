@@ -278,6 +278,7 @@ async fn a_sub_thinker_under_a_chat_answers_the_chat_not_the_person() {
         .depth(Depth::Standard)
         .tool(Lookup::default())
         .hub(Arc::new(hub))
+        .delegating()
         .events(events.sink());
     let turn = thinker.turn();
     assert_eq!(thinker.add_message("DELEGATE-ME please"), Delivery::Joined);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use thinkers::Dispatcher;
-use thinkers::job::JobContext;
+use thinkers::job::FanOut;
 use thinkers::llm::ChatResponse;
 use thinkers::record::MemoryRecorder;
 use thinkers::thinker::{ChatEvent, ChatEvents, ScriptedTurns, TurnRequest, TurnSource};
@@ -61,11 +61,11 @@ impl TurnSource for Steered {
     fn take_turn<'a>(
         &'a self,
         turn: TurnRequest,
-        cx: &'a JobContext,
+        step: &'a FanOut,
     ) -> BoxFuture<'a, thinkers::Result<ChatResponse>> {
         let n = self.count.fetch_add(1, Ordering::SeqCst) + 1;
         (self.on_turn)(n);
-        self.script.take_turn(turn, cx)
+        self.script.take_turn(turn, step)
     }
 }
 

@@ -49,9 +49,7 @@ fn gather(probe: &ScopeProbe, runs: &Arc<AtomicUsize>) -> JobTool {
             let (probe, runs, t) = (probe.clone(), runs.clone(), t.clone());
             async move {
                 runs.fetch_add(1, Ordering::SeqCst);
-                let seen = cx
-                    .submit_in_step(ToolJob::new(Arc::new(probe), Empty {}))
-                    .await?;
+                let seen = cx.submit(ToolJob::new(Arc::new(probe), Empty {})).await?;
                 Ok(Found {
                     topic: t.topic,
                     years: t.years.unwrap_or(1),
@@ -212,7 +210,7 @@ async fn a_job_of_an_undeclared_tool_submitted_by_code_under_a_read_only_scope_i
         let job = tool
             .instantiate(&json!({"topic": "seats"}), &ToolCallContext::default())
             .unwrap();
-        async move { cx.submit_in_step(job).await }
+        async move { cx.submit(job).await }
     });
     let err = d
         .submit_scoped(flow, ScopeGuard::unbound().read_only())
@@ -227,7 +225,7 @@ async fn a_job_of_an_undeclared_tool_submitted_by_code_under_a_read_only_scope_i
         let job = tool
             .instantiate(&json!({"topic": "seats"}), &ToolCallContext::default())
             .unwrap();
-        async move { cx.submit_in_step(job).await }
+        async move { cx.submit(job).await }
     });
     let out = d
         .submit_scoped(flow, ScopeGuard::unbound().read_only())

@@ -129,7 +129,9 @@ async fn run(entry: &str) {
         .await
         .unwrap();
 
-    let mut t = Thinker::<Summary>::declared(decl(), TASK).class("researcher");
+    let mut t = Thinker::<Summary>::declared(decl(), TASK)
+        .delegating()
+        .class("researcher");
     t.pin_model(entry.to_owned());
     let obs = t.observer();
     let answer = rt
@@ -305,6 +307,7 @@ async fn without_a_hub_the_model_delegates_and_the_parent_uses_the_result() {
     let lookup = Lookup::default();
     let mut t = Thinker::<Summary>::declared(decl(), TASK)
         .tool(lookup.clone())
+        .delegating()
         .class("researcher");
     t.pin_model(entry.to_owned());
     let obs = t.observer();
@@ -405,7 +408,9 @@ async fn a_sub_thinker_hands_its_structured_reasoning_to_the_parent() {
         ..c
     })
     .await;
-    let mut t = Thinker::<Summary>::declared(decl(), TASK).tool(Lookup::default());
+    let mut t = Thinker::<Summary>::declared(decl(), TASK)
+        .tool(Lookup::default())
+        .delegating();
     t.pin_model(entry.to_owned());
     let obs = t.observer();
     s.rt.run(t.ask(ThinkerInput::query("STRUCT-QUERY: what is a seat?")))

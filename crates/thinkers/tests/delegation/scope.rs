@@ -41,6 +41,7 @@ async fn a_ticket_bound_parent_s_delegates_and_their_children_carry_the_ticket()
     let t = Thinker::<Summary>::declared(decl(), "x")
         .tool(probe.clone())
         .hub(hub())
+        .delegating()
         .turns(turns.clone());
     d.submit_scoped(
         t.ask(ThinkerInput::query("q").with_depth(Depth::Thorough)),
@@ -74,6 +75,7 @@ async fn read_only_withholds_and_refuses_request_tools_and_sub_thinker_but_keeps
         .then_answer(summary("done", &[]));
     let t = Thinker::<Summary>::declared(decl(), "x")
         .hub(hub())
+        .delegating()
         .turns(turns.clone());
     let obs = t.observer();
     d.submit_scoped(
@@ -123,7 +125,7 @@ async fn a_delegate_started_in_a_read_only_ticket_flow_is_bound_and_so_are_its_c
                 &ToolCallContext::default(),
             )
             .unwrap();
-        async move { cx.submit_in_step(job).await }
+        async move { cx.submit(job).await }
     });
     d.submit_scoped(flow, ticket().read_only()).await.unwrap();
     let mut names = offered(&turns, 0);

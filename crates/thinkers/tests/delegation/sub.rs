@@ -20,12 +20,38 @@ use crate::support::{
 };
 
 #[tokio::test]
-async fn a_thinker_delegates_at_standard_and_above_only() {
+async fn a_thinker_not_built_delegating_is_never_offered_sub_thinker() {
+    let (d, _) = dispatcher();
+    for depth in Depth::ALL {
+        for with_hub in [false, true] {
+            let turns = ScriptedTurns::new().then_answer(summary("ok", &[]));
+            let mut t = Thinker::<Summary>::declared(decl(), "x")
+                .tool(Lookup::default())
+                .turns(turns.clone());
+            if with_hub {
+                t = t.hub(hub());
+            }
+            d.run(t.ask(ThinkerInput::query("q").with_depth(depth)))
+                .await
+                .unwrap();
+            let names = offered(&turns, 0);
+            assert!(names.contains(&"lookup".to_owned()), "{depth:?}: {names:?}");
+            assert!(
+                !names.contains(&SUB_THINKER.to_owned()),
+                "{depth:?}, hub {with_hub}: {names:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_delegating_thinker_delegates_at_standard_and_above_only() {
     let (d, _) = dispatcher();
     for depth in Depth::ALL {
         let turns = ScriptedTurns::new().then_answer(summary("ok", &[]));
         let t = Thinker::<Summary>::declared(decl(), "x")
             .hub(hub())
+            .delegating()
             .turns(turns.clone());
         d.run(t.ask(ThinkerInput::query("q").with_depth(depth)))
             .await
@@ -40,12 +66,13 @@ async fn a_thinker_delegates_at_standard_and_above_only() {
 }
 
 #[tokio::test]
-async fn without_a_hub_a_thinker_offers_sub_thinker_from_standard_and_no_doors() {
+async fn without_a_hub_a_delegating_thinker_offers_sub_thinker_from_standard_and_no_doors() {
     let (d, _) = dispatcher();
     for depth in Depth::ALL {
         let turns = ScriptedTurns::new().then_answer(summary("ok", &[]));
         let t = Thinker::<Summary>::declared(decl(), "x")
             .tool(Lookup::default())
+            .delegating()
             .turns(turns.clone());
         d.run(t.ask(ThinkerInput::query("q").with_depth(depth)))
             .await
@@ -60,14 +87,18 @@ async fn without_a_hub_a_thinker_offers_sub_thinker_from_standard_and_no_doors()
 }
 
 #[tokio::test]
-async fn without_a_hub_or_tools_a_thinker_at_standard_still_offers_sub_thinker() {
+async fn without_a_hub_or_tools_a_delegating_thinker_at_standard_still_offers_sub_thinker() {
     let (d, _) = dispatcher();
     let turns = ScriptedTurns::new().then_answer(summary("ok", &[]));
-    let t = Thinker::<Summary>::declared(decl(), "x").turns(turns.clone());
+    let t = Thinker::<Summary>::declared(decl(), "x")
+        .delegating()
+        .turns(turns.clone());
     d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
     assert_eq!(offered(&turns, 0), [SUB_THINKER]);
     let turns = ScriptedTurns::new().then_answer(summary("ok", &[]));
-    let t = Thinker::<Summary>::declared(decl(), "x").turns(turns.clone());
+    let t = Thinker::<Summary>::declared(decl(), "x")
+        .delegating()
+        .turns(turns.clone());
     d.run(t.ask(ThinkerInput::query("q").with_depth(Depth::Quick)))
         .await
         .unwrap();
@@ -88,7 +119,7 @@ async fn without_a_hub_a_sub_thinker_inherits_the_palette_and_delegates_only_at_
                 let job = door
                     .instantiate(&json!({"objective": "look"}), &ToolCallContext::default())
                     .unwrap();
-                async move { cx.submit_in_step(job).await }
+                async move { cx.submit(job).await }
             }))
             .await
             .unwrap();
@@ -116,6 +147,7 @@ async fn without_a_hub_a_delegate_called_by_the_model_runs_with_the_parents_tool
         .then_answer(summary("a seat is what @a1 says", &["@a1"]));
     let t = Thinker::<Summary>::declared(decl(), "x")
         .tool(lookup.clone())
+        .delegating()
         .turns(turns.clone())
         .class("top");
     let obs = t.observer();
@@ -148,7 +180,7 @@ async fn a_sub_thinker_delegates_further_only_at_thorough() {
                 let job = door
                     .instantiate(&json!({"objective": "look"}), &ToolCallContext::default())
                     .unwrap();
-                async move { cx.submit_in_step(job).await }
+                async move { cx.submit(job).await }
             }))
             .await
             .unwrap();
@@ -176,6 +208,7 @@ async fn delegation_nests_three_levels_at_thorough_with_depth_clamped() {
         .then_answer(summary("all done", &[]));
     let t = Thinker::<Summary>::declared(decl(), "x")
         .hub(hub())
+        .delegating()
         .turns(turns.clone())
         .class("top");
     let answer = d
@@ -232,6 +265,7 @@ async fn the_delegate_inherits_instances_catalogs_and_grade_but_not_the_output_s
     )
     .hub(hub())
     .hooks(WireProbe(probe.clone()))
+    .delegating()
     .turns(turns.clone());
     d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
     // The probe instance wired by the parent's hook ran inside the delegate.
@@ -304,6 +338,7 @@ async fn only_listed_refs_are_conveyed_and_new_artifacts_come_back_with_parent_r
     let t = Thinker::<Summary>::declared(decl(), "x")
         .tool(lookup.clone())
         .hub(hub())
+        .delegating()
         .turns(turns.clone());
     let obs = t.observer();
     let answer = d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
@@ -406,7 +441,9 @@ async fn the_parents_model_may_lower_a_delegates_depth_never_raise_it() {
             .then_calls(&[("p1", SUB_THINKER, args)])
             .then_answer(sub_answer("seat defined", &[]))
             .then_answer(summary("done", &[]));
-        let t = Thinker::<Summary>::declared(decl(), "x").turns(turns.clone());
+        let t = Thinker::<Summary>::declared(decl(), "x")
+            .delegating()
+            .turns(turns.clone());
         d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
         let seen = turns.seen();
         assert_eq!(seen[0].depth, Depth::Standard);

@@ -356,7 +356,8 @@ async fn one_refused_call(call: ScriptToolCall, depth: Depth) -> Setup {
         ThinkerDeclaration::new(Grade::Small, OutputSize::Compact),
         "Record the tally.",
     )
-    .tool(RecordTally);
+    .tool(RecordTally)
+    .delegating();
     t.pin_model(ENTRY.to_owned());
     let answer =
         s.rt.run(t.ask(ThinkerInput::query("Record it.").with_depth(depth)))

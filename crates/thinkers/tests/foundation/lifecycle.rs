@@ -19,13 +19,13 @@ async fn cancelling_a_parent_stops_its_children_and_releases_their_permits() {
     };
     let (d, rec) = dispatcher_with("service:x", limits);
     let parent = d.submit(doer("parent", |cx| async move {
-        cx.next_step();
-        let a = cx.submit_in_current_step({
+        let step = cx.fan_out();
+        let a = step.submit({
             let mut j = SeatJob::new("service:x", 0);
             j.hold = Duration::from_secs(3600);
             j
         });
-        let b = cx.submit_in_current_step({
+        let b = step.submit({
             let mut j = SeatJob::new("service:x", 0);
             j.hold = Duration::from_secs(3600);
             j
@@ -125,8 +125,8 @@ async fn every_job_is_recorded_including_failures() {
     let (d, rec) = dispatcher();
     let out = d
         .run(doer("root", |cx| async move {
-            let ok = cx.submit_in_step(doer("ok", |_| async { Ok(1) }));
-            let bad = cx.submit_in_step(doer("bad", |_| async {
+            let ok = cx.submit(doer("ok", |_| async { Ok(1) }));
+            let bad = cx.submit(doer("bad", |_| async {
                 Err::<i32, _>(Error::external("pubmed", "efetch", "HTTP 503"))
             }));
             Ok((ok.await?, bad.await.is_err()))
@@ -166,12 +166,10 @@ async fn a_failing_doer_cancels_the_children_still_running_and_records_why() {
     let (d, rec) = dispatcher();
     let outcome = d
         .run(doer("fails_midway", |cx| async move {
-            cx.next_step();
+            let step = cx.fan_out();
             // Two children that would run for an hour, and one that fails at once.
-            let slow: Vec<_> = (0..2)
-                .map(|_| cx.submit_in_current_step(hour_long()))
-                .collect();
-            let failing = cx.submit_in_current_step(doer("broken", |_cx| async move {
+            let slow: Vec<_> = (0..2).map(|_| step.submit(hour_long())).collect();
+            let failing = step.submit(doer("broken", |_cx| async move {
                 Err::<(), _>(Error::system("broken", "it broke"))
             }));
             failing.await?;
@@ -212,9 +210,10 @@ async fn a_failing_doer_cancels_the_children_still_running_and_records_why() {
 #[tokio::test(start_paused = true)]
 async fn a_dispatcher_shutdown_cancels_every_running_job_and_names_the_reason() {
     let (d, rec) = dispatcher();
-    let root = d.submit(doer("long", |cx| async move {
-        cx.submit_in_step(hour_long()).await
-    }));
+    let root = d.submit(doer(
+        "long",
+        |cx| async move { cx.submit(hour_long()).await },
+    ));
     tokio::time::sleep(Duration::from_secs(1)).await;
     let left = d
         .shutdown("the process was stopped by SIGTERM", Duration::from_secs(5))

@@ -1,29 +1,31 @@
-//! Step ordinals: sequential, parallel, raw.
+//! Step ordinals: sequential and fanned out.
 
 use thinkers::job::{META_ITERATION, doer};
 
 use crate::support::dispatcher;
 
 #[tokio::test]
-async fn sequential_parallel_and_raw_ordinals() {
+async fn sequential_and_fanned_out_children_are_numbered_by_step() {
     let (d, rec) = dispatcher();
     let root = d.submit(doer("root", |cx| async move {
         for _ in 0..3 {
-            cx.submit_in_step(doer("seq", |cx| async move { Ok(cx.ordinal()) }))
+            cx.submit(doer("seq", |cx| async move { Ok(cx.ordinal()) }))
                 .await?;
         }
-        cx.next_step();
-        let a = cx.submit_in_current_step(doer("par", |cx| async move { Ok(cx.ordinal()) }));
-        let b = cx.submit_in_current_step(doer("par", |cx| async move { Ok(cx.ordinal()) }));
-        let raw = cx.submit(doer("raw", |cx| async move {
+        let step = cx.fan_out();
+        let a = step.submit(doer("par", |cx| async move { Ok(cx.ordinal()) }));
+        let b = step.submit(doer("par", |cx| async move { Ok(cx.ordinal()) }));
+        // A child submitted after the fan-out is the step after it, even while the fanned-out
+        // children still run.
+        let after = cx.submit(doer("after", |cx| async move {
             Ok((cx.ordinal(), cx.metadata(META_ITERATION)))
         }));
-        Ok((a.await?, b.await?, raw.await?))
+        Ok((a.await?, b.await?, after.await?))
     }));
-    let (a, b, raw) = root.await.unwrap();
+    let (a, b, after) = root.await.unwrap();
     assert_eq!(a, Some(4));
     assert_eq!(b, Some(4));
-    assert_eq!(raw, (None, None));
+    assert_eq!(after, (Some(5), Some(serde_json::json!(5))));
     let rows = rec.jobs();
     let seq: Vec<_> = rows
         .iter()
@@ -39,7 +41,7 @@ async fn sequential_parallel_and_raw_ordinals() {
     assert_eq!(par, vec![Some(4), Some(4)]);
     assert!(
         rows.iter()
-            .any(|r| r.start.class == "raw" && r.start.ordinal.is_none())
+            .any(|r| r.start.class == "after" && r.start.ordinal == Some(5))
     );
 }
 
@@ -47,8 +49,8 @@ async fn sequential_parallel_and_raw_ordinals() {
 async fn ordinal_is_in_child_metadata_and_lineage_is_linked() {
     let (d, rec) = dispatcher();
     let root = d.submit(doer("root", |cx| async move {
-        let child = cx.submit_in_step(doer("child", |cx| async move {
-            let grandchild = cx.submit_in_step(doer("grandchild", |cx| async move {
+        let child = cx.submit(doer("child", |cx| async move {
+            let grandchild = cx.submit(doer("grandchild", |cx| async move {
                 Ok((cx.parent(), cx.workflow(), cx.metadata(META_ITERATION)))
             }));
             Ok((cx.id(), grandchild.await?))
@@ -67,14 +69,14 @@ async fn ordinal_is_in_child_metadata_and_lineage_is_linked() {
 async fn a_child_run_in_place_is_recorded_like_a_submitted_one() {
     let (d, rec) = dispatcher();
     let root = d.submit(doer("root", |cx| async move {
-        cx.next_step();
-        let here = cx
-            .run_in_current_step(doer("here", |cx| async move {
+        let step = cx.fan_out();
+        let here = step
+            .run(doer("here", |cx| async move {
                 Ok((cx.ordinal(), cx.parent(), cx.metadata(META_ITERATION)))
             }))
             .await?;
-        let beside = cx
-            .submit_in_current_step(doer("beside", |cx| async move { Ok(cx.ordinal()) }))
+        let beside = step
+            .submit(doer("beside", |cx| async move { Ok(cx.ordinal()) }))
             .await?;
         Ok((cx.id(), here, beside))
     }));
@@ -103,7 +105,7 @@ async fn a_child_run_in_place_is_cancelled_and_recorded_when_its_caller_stops() 
     let root = d.submit(doer("root", move |cx| {
         let started = started.clone();
         async move {
-            let child = cx.run_in_current_step(doer("stalled", move |_cx| {
+            let child = cx.fan_out().run(doer("stalled", move |_cx| {
                 let started = started.clone();
                 async move {
                     started.store(true, Ordering::SeqCst);
@@ -138,20 +140,21 @@ async fn cancelling_the_caller_cancels_a_child_run_in_place_and_what_that_child_
     let root = d.submit(doer("root", move |cx| {
         let signal = signal.clone();
         async move {
-            cx.run_in_current_step(doer("in_place", move |cx| {
-                let signal = signal.clone();
-                async move {
-                    // A grandchild on a task of its own, which outlives nothing it hangs from.
-                    let spawned = cx.submit_in_step(doer("spawned", |_cx| async move {
-                        std::future::pending::<()>().await;
+            cx.fan_out()
+                .run(doer("in_place", move |cx| {
+                    let signal = signal.clone();
+                    async move {
+                        // A grandchild on a task of its own, which outlives nothing it hangs from.
+                        let spawned = cx.submit(doer("spawned", |_cx| async move {
+                            std::future::pending::<()>().await;
+                            Ok(())
+                        }));
+                        signal.notify_one();
+                        spawned.await?;
                         Ok(())
-                    }));
-                    signal.notify_one();
-                    spawned.await?;
-                    Ok(())
-                }
-            }))
-            .await
+                    }
+                }))
+                .await
         }
     }));
     ready.notified().await;
@@ -187,7 +190,7 @@ async fn cancelling_the_caller_cancels_a_child_run_in_place_and_what_that_child_
 async fn the_ordinal_reads_as_iteration_metadata_until_the_job_sets_its_own() {
     let (d, _) = dispatcher();
     let root = d.submit(doer("root", |cx| async move {
-        cx.submit_in_step(doer("child", |cx| async move {
+        cx.submit(doer("child", |cx| async move {
             let before = (cx.metadata(META_ITERATION), cx.metadata_all());
             cx.set_metadata(META_ITERATION, serde_json::json!("mine"));
             let grandchild = cx.submit(doer("grandchild", |cx| async move {
@@ -215,7 +218,8 @@ async fn a_child_run_in_place_reads_cancellation_from_its_ancestors() {
         async move {
             // The child hands out its own context, then ends; the caller waits to be cancelled.
             let child = cx
-                .run_in_current_step(doer("in_place", |cx| async move { Ok(cx.clone()) }))
+                .fan_out()
+                .run(doer("in_place", |cx| async move { Ok(cx.clone()) }))
                 .await?;
             if let Some(tx) = tx.lock().unwrap().take() {
                 let _ = tx.send(child);

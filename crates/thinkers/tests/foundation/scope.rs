@@ -13,8 +13,8 @@ async fn grandchild_of_read_only_ticket_bound_job_inherits_both() {
         .read_only();
     let h = d.submit_scoped(
         doer("root", |cx| async move {
-            cx.submit_in_step(doer("child", |cx| async move {
-                cx.submit_in_step(doer(
+            cx.submit(doer("child", |cx| async move {
+                cx.submit(doer(
                     "grandchild",
                     |cx| async move { Ok(cx.scope().clone()) },
                 ))
@@ -39,29 +39,22 @@ async fn a_descendant_cannot_widen_its_scope() {
     let h = d.submit_scoped(
         doer("root", |cx| async move {
             let grand = cx
-                .submit_in_step(doer("child", |cx| async move {
+                .submit(doer("child", |cx| async move {
                     // Dropping read-only is refused.
                     let writable = ScopeGuard::unbound().with_axis("ticket", "T-42");
-                    let e1 = cx
-                        .submit_narrowed(doer("w", |_| async { Ok(()) }), writable)
-                        .unwrap_err();
+                    let e1 = cx.fan_out().narrowed(writable).unwrap_err();
                     // Rebinding the ticket is refused.
                     let other = ScopeGuard::unbound().with_axis("ticket", "T-7").read_only();
-                    let e2 = cx
-                        .submit_narrowed(doer("w", |_| async { Ok(()) }), other)
-                        .unwrap_err();
+                    let e2 = cx.fan_out().narrowed(other).unwrap_err();
                     // Narrowing (adding an axis) is allowed and inherited further down.
                     let narrower = cx.scope().clone().with_axis("tenant", "acme");
                     let inner = cx
-                        .submit_narrowed(
-                            doer("narrow", |cx| async move {
-                                cx.submit_in_step(doer("leaf", |cx| async move {
-                                    Ok(cx.scope().clone())
-                                }))
+                        .fan_out()
+                        .narrowed(narrower)?
+                        .submit(doer("narrow", |cx| async move {
+                            cx.submit(doer("leaf", |cx| async move { Ok(cx.scope().clone()) }))
                                 .await
-                            }),
-                            narrower,
-                        )?
+                        }))
                         .await?;
                     Ok((e1, e2, inner))
                 }))

@@ -281,7 +281,7 @@ async fn a_call_works_at_its_callers_depth_lowered_to_what_the_tool_allows() {
         let job = ModelToolJob::new(Arc::new(medium), crate::support::probe_input())
             .unwrap()
             .pinned("sim-medium-a");
-        async move { cx.submit_in_step(job).await }
+        async move { cx.submit(job).await }
     }))
     .await
     .unwrap();
@@ -322,13 +322,13 @@ async fn no_code_between_a_thinker_and_its_tool_raises_the_tools_depth() {
     s.rt.run(doer("under_a_quick_thinker", move |cx| {
         cx.set_metadata(META_THINKER_DEPTH, serde_json::json!("quick"));
         async move {
-            cx.submit_in_step(doer("in_between", move |cx| {
+            cx.submit(doer("in_between", move |cx| {
                 cx.set_metadata(META_THINKER_DEPTH, serde_json::json!("thorough"));
                 let job = ModelToolJob::new(Arc::new(medium), crate::support::probe_input())
                     .unwrap()
                     .pinned("sim-medium-a")
                     .depth(Depth::Thorough);
-                async move { cx.submit_in_step(job).await }
+                async move { cx.submit(job).await }
             }))
             .await
         }

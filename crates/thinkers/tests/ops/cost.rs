@@ -52,21 +52,21 @@ async fn research(dispatcher: &Dispatcher) -> Result<Ids> {
     let ids = dispatcher
         .run(doer("research", |cx| async move {
             spend(&cx, "sim-medium-a", 1.0, "USD");
-            cx.submit_in_step(doer("plan", |cx| async move {
+            cx.submit(doer("plan", |cx| async move {
                 spend(&cx, "sim-small-a", 0.25, "USD");
                 Ok(())
             }))
             .await?;
             let (sub, tool) = cx
-                .submit_in_step(doer("sub_thinker", |cx| async move {
+                .submit(doer("sub_thinker", |cx| async move {
                     spend(&cx, "sim-large-a", 2.0, "EUR");
-                    let step = cx.next_step();
-                    assert_eq!(step, 1);
-                    let first = cx.submit_in_current_step(doer("lookup", |cx| async move {
+                    let step = cx.fan_out();
+                    assert_eq!(step.ordinal(), 1);
+                    let first = step.submit(doer("lookup", |cx| async move {
                         spend(&cx, "sim-small-a", 0.5, "USD");
                         Ok(cx.id())
                     }));
-                    let second = cx.submit_in_current_step(doer("lookup", |cx| async move {
+                    let second = step.submit(doer("lookup", |cx| async move {
                         spend(&cx, "sim-small-a", 0.5, "USD");
                         spend(&cx, "sim-large-a", 0.75, "EUR");
                         Ok(cx.id())

@@ -66,6 +66,7 @@ async fn every_bypass_attempt_is_withheld_refused_and_logged() {
     let thinker = Thinker::<String>::declared(decl(), "Tidy up.")
         .provider(delete_provider(deletes.clone()))
         .provider(Arc::new(honest))
+        .delegating()
         .turns(turns.clone());
     let obs = thinker.observer();
     let scope = ScopeGuard::unbound().read_only();
@@ -194,7 +195,7 @@ impl Tool for Delegate {
     }
     async fn call(&self, _: &Empty, cx: &ToolContext<'_>) -> thinkers::Result<String> {
         cx.job
-            .submit_in_step(self.inner.ask(ThinkerInput::query("sub")))
+            .submit(self.inner.ask(ThinkerInput::query("sub")))
             .await
     }
 }
@@ -218,6 +219,7 @@ async fn children_inherit_the_scope_and_hooks_cannot_undo_the_sweep() {
         .then_answer(json!("sub done"));
     let sub = Thinker::<String>::declared(decl(), "sub")
         .hooks(Readd(deletes.clone()))
+        .delegating()
         .turns(sub_turns.clone());
     let sub_obs = sub.observer();
     let turns = ScriptedTurns::new()

@@ -261,14 +261,11 @@ async fn seeded_followup_follows_the_objective_only_in_a_new_conversation_and_tr
         .await
         .unwrap();
     let first = &turns.seen()[0].request;
+    // One tool and no `sub_thinker` (the thinker is not delegating): neither the parallel-calls
+    // hint nor the depth line has anything to say.
     assert_eq!(
         first.system,
-        format!(
-            "OBJECTIVE: explain.\n\n{}\n\n{}\n\n{}",
-            thinkers_legend(),
-            TOOL_GUIDANCE,
-            Depth::Standard.hint()
-        )
+        format!("OBJECTIVE: explain.\n\n{}", thinkers_legend())
     );
     assert_eq!(first.messages[0].text(), "Plan: look up, then summarise.");
     assert_eq!(first.messages[1].text(), "first question");
@@ -354,7 +351,7 @@ impl Tool for AskExpert {
         let job = self
             .expert
             .ask(ThinkerInput::query(input.question.clone()).with_depth(Depth::Thorough));
-        cx.job.submit_in_step(job).await
+        cx.job.submit(job).await
     }
 }
 
@@ -483,11 +480,13 @@ async fn reconcile_hooks_run_every_turn_and_are_idempotent() {
         .then_answer(summary("done", &[]));
     let t = Thinker::<Summary>::declared(decl(), "x")
         .hooks(EveryTurn)
+        .delegating()
         .turns(turns.clone());
     d.run(t.ask(ThinkerInput::query("q"))).await.unwrap();
     for seen in turns.seen() {
         let names: Vec<_> = seen.request.tools.iter().map(|t| t.name.as_ref()).collect();
-        // The hook's tool, then the built-in sub_thinker (standard depth, no hub needed).
+        // The hook's tool, then the built-in sub_thinker (delegating, at standard depth, no hub
+        // needed).
         assert_eq!(names, ["lookup", "sub_thinker"], "turn {}", seen.turn);
     }
 }

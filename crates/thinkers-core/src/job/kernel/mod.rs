@@ -13,7 +13,7 @@
 //! the parent's [`ScopeGuard`] onto the child (or a narrower one, [`ScopeGuard::narrow_to`]),
 //! stamps the step ordinal and records the start row. The job then runs on its own task (or, for
 //! a child its caller awaits at once and alone, inside the caller's task:
-//! [`JobContext::run_in_current_step`]) through the attempt loop in `run.rs`:
+//! [`FanOut::run`](crate::job::context::FanOut::run)) through the attempt loop in `run.rs`:
 //!
 //! 1. ask the job for its requirements (fresh each attempt);
 //! 2. wait for [`Admission`] to grant them (FIFO per budget, never over a limit);
@@ -299,7 +299,7 @@ impl Dispatcher {
 
     /// The submission door. A child's `scope` is its parent's sealed one or narrower: the only
     /// callers are the [`JobContext`] doors, and the one that takes a scope
-    /// ([`JobContext::submit_narrowed`]) narrows the parent's ([`ScopeGuard::narrow_to`]).
+    /// ([`FanOut::narrowed`](crate::job::context::FanOut::narrowed)) narrows the parent's ([`ScopeGuard::narrow_to`]).
     pub(crate) fn spawn<J: Job>(
         &self,
         job: J,
@@ -325,7 +325,7 @@ impl Dispatcher {
     }
 
     /// The submission door for a child run in its caller's own task (see
-    /// [`JobContext::run_in_current_step`]): the same record, lineage, scope and attempt loop as
+    /// [`FanOut::run`](crate::job::context::FanOut::run)): the same record, lineage, scope and attempt loop as
     /// [`Self::spawn`], without a task of its own. Dropping the future cancels the child, and its
     /// end is recorded as cancelled.
     pub(crate) fn run_here<J: Job>(
@@ -333,11 +333,12 @@ impl Dispatcher {
         job: J,
         parent: &JobContext,
         ordinal: Option<u32>,
+        scope: Option<Arc<ScopeGuard>>,
     ) -> impl Future<Output = crate::Result<J::Output>> + Send + 'static {
         // Its token is made only if something needs it (see `JobNode::cancel_token`). The start
         // is recorded now, so the guard that records a drop as cancelled is armed now too: a
         // future dropped before its first poll still ends its row.
-        let cx = self.admit_job(job.class(), Some(parent), ordinal, None, None);
+        let cx = self.admit_job(job.class(), Some(parent), ordinal, scope, None);
         let mut unfinished = run::Unfinished::new(cx.clone());
         async move {
             let out = run::run(job, cx, run::Watch::Caller).await;

@@ -175,7 +175,7 @@ impl Summarizer for JobSummarizer {
             if let Some(pin) = &self.pin {
                 job = job.pinned(pin.as_ref());
             }
-            let summary = self.cx.submit_in_step(job).await?;
+            let summary = self.cx.submit(job).await?;
             Ok(summary.summary)
         })
     }

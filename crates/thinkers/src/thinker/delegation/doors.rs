@@ -6,9 +6,10 @@
 //! (they are kept in the conversation's state, so they survive compaction and resumption); the
 //! compatible catalogs are reconciled against what the hub holds now (minus what the palette
 //! already has, then the catalog hooks); each door is rebuilt with a schema that enumerates its
-//! catalog (`oneOf` of `{const, description}`), or withdrawn when its catalog is empty. Then, with
-//! or without a hub, `sub_thinker` is rebuilt over this turn's palette and catalogs (empty
-//! without a hub) and handed to
+//! catalog (`oneOf` of `{const, description}`), or withdrawn when its catalog is empty. Then, for a
+//! thinker built with `delegating()` (and for every sub-thinker), with or without a hub,
+//! `sub_thinker` is rebuilt over this turn's palette and catalogs (empty without a hub) and
+//! handed to
 //! [`ThinkerHooks::reconcile_delegation`](crate::thinker::ThinkerHooks::reconcile_delegation), which keeps
 //! it at or above the thinker's delegation threshold. The read-only sweep runs after all of this.
 //!
@@ -50,6 +51,9 @@ pub(crate) struct Orchestration {
     pub(crate) tools: Compatible,
     pub(crate) skills: Compatible,
     pub(crate) captured: Option<Captured>,
+    /// Whether the model is offered `sub_thinker` (set by the `delegating()` setter; on for a
+    /// sub-thinker, whose parent chose it).
+    pub(crate) delegates: bool,
 }
 
 /// The catalogs a parent's doors offered when it launched a sub-thinker.
@@ -88,6 +92,13 @@ pub(crate) fn reconcile(
     }
     for door in DOORS {
         registry.unregister(door);
+    }
+    if !core.orchestration.delegates {
+        if let Some(hub) = &hub {
+            let palette = registry.clone();
+            offer_catalogs(core, registry, &palette, hub, depth, observer);
+        }
+        return;
     }
     let door = match (&hub, &*built) {
         // Everything else a launch holds is the run's own (core, observer, depth), so the same

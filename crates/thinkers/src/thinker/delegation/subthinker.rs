@@ -170,6 +170,7 @@ impl Launch {
         core.orchestration = Orchestration {
             hub: self.hub.clone(),
             captured: Some(self.catalogs.clone()),
+            delegates: true,
             ..Orchestration::default()
         };
         core

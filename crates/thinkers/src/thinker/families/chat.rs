@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 
 use crate::Result;
 use crate::conversation::ConversationId;
-use crate::job::JobContext;
+use crate::job::FanOut;
 use crate::llm::{ChatResponse, LlmCall, StreamDelta};
 use crate::model::{Depth, Grade, ModelDependent};
 use crate::thinker::builder::sealed::HasCore;
@@ -162,13 +162,13 @@ impl TurnSource for StreamingTurns {
     fn take_turn<'a>(
         &'a self,
         turn: TurnRequest,
-        cx: &'a JobContext,
+        step: &'a FanOut,
     ) -> BoxFuture<'a, Result<ChatResponse>> {
         Box::pin(async move {
             // A thinker started under the chat (a sub-thinker) answers its caller, not the
             // person: its text is not streamed as the chat's answer.
-            if parent_thinker_depth(cx).is_some() {
-                return ModelTurns.take_turn(turn, cx).await;
+            if parent_thinker_depth(step.context()).is_some() {
+                return ModelTurns.take_turn(turn, step).await;
             }
             let events = self.events.clone();
             let sink = Box::new(move |delta: StreamDelta| {
@@ -184,7 +184,7 @@ impl TurnSource for StreamingTurns {
             if let Some(pin) = turn.pin {
                 call = call.pinned(pin);
             }
-            let outcome = cx.submit_in_current_step(call).await?;
+            let outcome = step.submit(call).await?;
             Ok(outcome.response)
         })
     }

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use crate::conversation::{
     ContentBlock, Conversation, ConversationId, ConversationService, Message,
 };
-use crate::job::JobContext;
+use crate::job::{FanOut, JobContext};
 use crate::llm::call::reasoning_for;
 use crate::llm::{ChatResponse, ModelServices, ResponseSchema, ToolCallView, ToolChoice};
 use crate::model::{Depth, Grade, Reasoning};
@@ -144,7 +144,7 @@ pub(crate) async fn turns<P: AnswerPhase>(
         };
         let step = Step {
             registry: &registry,
-            turn: cx.next_step(),
+            fan: cx.fan_out(),
             grade,
             depth,
             before,
@@ -159,7 +159,8 @@ pub(crate) async fn turns<P: AnswerPhase>(
         if plan.arrived {
             conversing::save_if_durable(service, observer).await?;
         }
-        let turn = cx.next_step();
+        let fan = cx.fan_out();
+        let turn = fan.ordinal();
         let Palette { specs, withheld } = sweep(&registry, cx.scope(), turn);
         // The seat of this turn is what the conversation was stamped with, not the declaration:
         // a conversation keeps the grade and output size it was obtained with.
@@ -202,7 +203,7 @@ pub(crate) async fn turns<P: AnswerPhase>(
                     depth: stamps.depth,
                     output: stamps.output,
                 },
-                cx,
+                &fan,
             )
             .await?;
         if !response.has_tool_calls() || plan.answer_now {
@@ -221,7 +222,7 @@ pub(crate) async fn turns<P: AnswerPhase>(
         };
         let step = Step {
             registry: &registry,
-            turn,
+            fan,
             grade: stamps.grade,
             depth,
             before,
@@ -243,7 +244,8 @@ pub(crate) async fn turns<P: AnswerPhase>(
 /// The step whose calls [`answer_calls`] answers.
 struct Step<'a> {
     registry: &'a ToolRegistry,
-    turn: u32,
+    /// The turn's step, which its tool calls join.
+    fan: FanOut,
     grade: Grade,
     depth: Depth,
     /// The conversation's length before the step's answer joined it.
@@ -276,7 +278,7 @@ async fn answer_calls<P: AnswerPhase>(
     let round = Round {
         registry: step.registry,
         cx,
-        turn: step.turn,
+        step: &step.fan,
         grade: step.grade,
         pin: core.pin.clone(),
         depth: step.depth,

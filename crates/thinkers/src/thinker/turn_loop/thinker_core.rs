@@ -38,8 +38,9 @@ pub trait ThinkerHooks: Send + Sync + 'static {
         Depth::Standard
     }
 
-    /// Keep `sub_thinker` in the palette or take it out (every turn, after
-    /// [`ThinkerHooks::reconcile_tools`], hub or not). The default keeps it when
+    /// Keep `sub_thinker` in the palette or take it out (every turn of a thinker built with
+    /// `delegating()`, after [`ThinkerHooks::reconcile_tools`], hub or not; a thinker built
+    /// without it never has the door, and this is not called). The default keeps it when
     /// `depth` is at or above [`ThinkerHooks::delegation_threshold`] and removes it below.
     fn reconcile_delegation(
         &self,

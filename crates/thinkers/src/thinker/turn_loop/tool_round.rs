@@ -16,7 +16,7 @@ use crate::durable::{
     self, Approval, ApprovalKind, ApprovalPolicy, ApprovalRequest, ApprovalStatus, DurableSteps,
     Journaled, StepKey, StepOutcome, StepStore,
 };
-use crate::job::{BoxJob, JobContext, ScopeGuard};
+use crate::job::{BoxJob, FanOut, JobContext, ScopeGuard};
 use crate::llm::{ToolCallView, ToolSpec};
 use crate::model::{Depth, Grade};
 use crate::thinker::artifacts::{self, Artifacts};
@@ -82,7 +82,8 @@ fn offered_list(registry: &ToolRegistry, scope: &ScopeGuard) -> String {
 pub(crate) struct Round<'a> {
     pub(crate) registry: &'a ToolRegistry,
     pub(crate) cx: &'a JobContext,
-    pub(crate) turn: u32,
+    /// The turn's step, in which every admitted call runs.
+    pub(crate) step: &'a FanOut,
     pub(crate) grade: Grade,
     pub(crate) pin: Option<Arc<str>>,
     /// The run's depth, handed to the tools as their caller's.
@@ -226,7 +227,7 @@ pub(crate) async fn run_round(
             Err(e) => {
                 let reason = e.for_model();
                 refused.push(RefusedCall {
-                    turn: round.turn,
+                    turn: round.step.ordinal(),
                     call_id: call.id.to_owned(),
                     tool: call.name.to_owned(),
                     reason: reason.clone(),
@@ -240,12 +241,9 @@ pub(crate) async fn run_round(
     // Every admitted call runs as a child in the turn's step: several in parallel, each on its
     // own task; a lone one in this task, as nothing runs beside it.
     let outputs = match <[_; 1]>::try_from(jobs) {
-        Ok([job]) => vec![round.cx.run_in_current_step(job).await],
+        Ok([job]) => vec![round.step.run(job).await],
         Err(jobs) => {
-            let handles: Vec<_> = jobs
-                .into_iter()
-                .map(|job| round.cx.submit_in_current_step(job))
-                .collect();
+            let handles: Vec<_> = jobs.into_iter().map(|job| round.step.submit(job)).collect();
             futures::future::join_all(handles).await
         }
     };

@@ -1,7 +1,7 @@
 //! The one seam through which a thinker's turn reaches a model.
 //!
 //! The loop renders a [`TurnRequest`] and hands it to its [`TurnSource`]. The default,
-//! [`ModelTurns`], submits an [`LlmCall`] as a child in the turn's step (so the call and the
+//! [`ModelTurns`], runs an [`LlmCall`] as a child in the turn's step (so the call and the
 //! turn's tool calls share one ordinal). A test replaces it with `ScriptedTurns` (feature
 //! `test-utils`) to drive the real loop with answers of its choosing.
 
@@ -12,7 +12,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 
 use crate::Result;
-use crate::job::JobContext;
+use crate::job::FanOut;
 use crate::llm::{ChatRequest, ChatResponse, LlmCall};
 use crate::model::{Depth, Grade, OutputSize};
 
@@ -37,11 +37,12 @@ pub struct TurnRequest {
 
 /// Where a thinker's turns are answered.
 pub trait TurnSource: Send + Sync + 'static {
-    /// Answer one turn. Called with the turn's step already claimed on `cx`.
+    /// Answer one turn in its `step`, whose [`FanOut::context`] is the thinker's job: a model
+    /// call submitted through it shares the turn's ordinal with the turn's tool calls.
     fn take_turn<'a>(
         &'a self,
         turn: TurnRequest,
-        cx: &'a JobContext,
+        step: &'a FanOut,
     ) -> BoxFuture<'a, Result<ChatResponse>>;
 }
 
@@ -54,18 +55,18 @@ impl TurnSource for ModelTurns {
     fn take_turn<'a>(
         &'a self,
         turn: TurnRequest,
-        cx: &'a JobContext,
+        step: &'a FanOut,
     ) -> BoxFuture<'a, Result<ChatResponse>> {
-        Box::pin(model_turn(turn, cx))
+        Box::pin(model_turn(turn, step))
     }
 }
 
 /// One turn answered by the model: an [`LlmCall`] in the turn's step, awaited at once and alone,
-/// so it runs in the thinker's own task (see `run_in_current_step`). Not an `async fn`: the call's
-/// run future is handed back as it is, without one more wrapper.
+/// so it runs in the thinker's own task (see [`FanOut::run`]). Not an `async fn`: the call's run
+/// future is handed back as it is, without one more wrapper.
 fn model_turn(
     turn: TurnRequest,
-    cx: &JobContext,
+    step: &FanOut,
 ) -> impl Future<Output = Result<ChatResponse>> + Send + '_ {
     // The thinker's answer-shape boundary judges the answer and corrects it in the thinker's
     // own conversation, so the call hands it over as written.
@@ -76,8 +77,7 @@ fn model_turn(
     if let Some(pin) = turn.pin {
         call = call.pinned(pin);
     }
-    cx.run_in_current_step(call)
-        .map(|outcome| outcome.map(|o| o.response))
+    step.run(call).map(|outcome| outcome.map(|o| o.response))
 }
 
 /// Where a thinker's turns go: the model, or a [`TurnSource`] that replaced it.
@@ -100,15 +100,15 @@ impl Turns {
         Self::Source(Arc::new(source))
     }
 
-    /// Answer one turn. Called with the turn's step already claimed on `cx`.
+    /// Answer one turn in its `step`.
     pub(crate) fn take<'a>(
         &'a self,
         turn: TurnRequest,
-        cx: &'a JobContext,
+        step: &'a FanOut,
     ) -> BoxFuture<'a, Result<ChatResponse>> {
         match self {
-            Self::Model => ModelTurns.take_turn(turn, cx),
-            Self::Source(source) => source.take_turn(turn, cx),
+            Self::Model => ModelTurns.take_turn(turn, step),
+            Self::Source(source) => source.take_turn(turn, step),
         }
     }
 }

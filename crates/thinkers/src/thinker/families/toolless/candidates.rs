@@ -87,7 +87,7 @@ pub(crate) async fn exchange<C: Contract>(
     let limits = core.limits;
     let (mut shape_corrections, mut guardrail_corrections) = (0u32, 0u32);
     loop {
-        let step = cx.next_step();
+        let step = cx.fan_out();
         // Every call reads its seat from the conversation's stamps, as the loop's turns do.
         let (mut request, stamps) = {
             let mut st = ex.observer.lock();
@@ -115,7 +115,7 @@ pub(crate) async fn exchange<C: Contract>(
             .turns
             .take(
                 TurnRequest {
-                    turn: step,
+                    turn: step.ordinal(),
                     class: std::borrow::Cow::Owned(format!("{}.call", core.class)),
                     request,
                     grade: stamps.grade,
@@ -123,7 +123,7 @@ pub(crate) async fn exchange<C: Contract>(
                     depth: stamps.depth,
                     output: stamps.output,
                 },
-                cx,
+                &step,
             )
             .await?;
         let thinking: Option<String> = native.is_some().then(|| {
