@@ -6,7 +6,8 @@
 //! then answer, so three model calls per run. It is run in two kinds, each by two sides against
 //! the same sim:
 //!
-//! - **text answer**: a `Thinker::<String>` at quick depth, against a bare reqwest
+//! - **text answer**: a `Thinker::<String>` at quick depth, and the same thinker asked at the
+//!   default depth (`Depth::Standard`, what a user gets without choosing), against a bare reqwest
 //!   loop that sends what the leanest framework sends for the job through Chat Completions: the
 //!   system prompt, the question, the tool with its JSON schema, then each tool call and its
 //!   result; no `response_format`, and the run ends on the model's text answer;
@@ -40,6 +41,7 @@ use thinkers::thinker::ThinkerInput;
 use thinkers_bench::Brief;
 
 const TEXT_THINKER: &str = "text-thinker";
+const TEXT_DEFAULT: &str = "text-thinker-default-depth";
 const TEXT_LOOP: &str = "text-loop";
 const TYPED_THINKER: &str = "typed-thinker";
 const TYPED_LOOP: &str = "typed-loop";
@@ -54,7 +56,13 @@ fn sim_config() -> thinkers_sim::SimConfig {
         ..thinkers_sim::Profile::default()
     };
     let mut config = thinkers_sim::SimConfig::builder();
-    for model in [TEXT_THINKER, TEXT_LOOP, TYPED_THINKER, TYPED_LOOP] {
+    for model in [
+        TEXT_THINKER,
+        TEXT_DEFAULT,
+        TEXT_LOOP,
+        TYPED_THINKER,
+        TYPED_LOOP,
+    ] {
         config = config.model(thinkers_sim::SimModel::new(model).profile(profile.clone()));
     }
     config.log_bodies(true).build().unwrap()
@@ -159,15 +167,19 @@ async fn loop_run(client: &reqwest::Client, base: &str, model: &str, typed: bool
     panic!("the loop's run did not end in 10 calls");
 }
 
-/// `RUNS` runs of a thinker whose answer is an `A`, on `entry`.
-async fn thinker_runs<A>(base: &str, entry: &str)
+/// `RUNS` runs of a thinker whose answer is an `A`, on `entry`, asked at `depth` (the default
+/// depth when `None`).
+async fn thinker_runs<A>(base: &str, entry: &str, depth: Option<Depth>)
 where
     A: DeserializeOwned + JsonSchema + Serialize + Send + Sync + std::fmt::Debug + 'static,
 {
     let catalog = thinkers_bench::one_entry_catalog(base, entry, "");
     let rt = Runtime::builder(catalog).build().await.unwrap();
     for i in 0..RUNS {
-        let input = ThinkerInput::query(format!("What is term {i}?")).with_depth(Depth::Quick);
+        let mut input = ThinkerInput::query(format!("What is term {i}?"));
+        if let Some(depth) = depth {
+            input = input.with_depth(depth);
+        }
         let t = thinkers_bench::glossary_thinker_of::<A>(entry, OUTPUT);
         rt.dispatcher().submit(t.ask(input)).await.unwrap();
     }
@@ -254,19 +266,27 @@ fn main() {
     let dump = std::env::args().any(|a| a == "--dump");
     let (mut child, base) = common::spawn_sim();
     common::client_runtime().block_on(async {
-        thinker_runs::<String>(&base, TEXT_THINKER).await;
-        thinker_runs::<Brief>(&base, TYPED_THINKER).await;
+        thinker_runs::<String>(&base, TEXT_THINKER, Some(Depth::Quick)).await;
+        thinker_runs::<String>(&base, TEXT_DEFAULT, None).await;
+        thinker_runs::<Brief>(&base, TYPED_THINKER, Some(Depth::Quick)).await;
         let client = reqwest::Client::new();
         for i in 0..RUNS {
             loop_run(&client, &base, TEXT_LOOP, false, i).await;
             loop_run(&client, &base, TYPED_LOOP, true, i).await;
         }
         let text = Side::measure(&base, TEXT_THINKER).await;
+        let text_default = Side::measure(&base, TEXT_DEFAULT).await;
         let text_loop = Side::measure(&base, TEXT_LOOP).await;
         let typed = Side::measure(&base, TYPED_THINKER).await;
         let typed_loop = Side::measure(&base, TYPED_LOOP).await;
         println!("{RUNS} runs per side; one tool, two tool rounds, then the answer");
         compare("text answer (String)", &text, &text_loop, 1.05);
+        compare(
+            "text answer (String), asked at the default depth",
+            &text_default,
+            &text_loop,
+            1.05,
+        );
         compare("typed answer (Brief)", &typed, &typed_loop, 1.10);
         println!(
             "guidance a thinker may add (none in this job): the parallel-calls hint (one line, \
