@@ -131,7 +131,7 @@ async fn check(catalog: Catalog, limits: CheckLimits) -> anyhow::Result<()> {
         .call_timeout(limits.timeout)
         .stream_idle_timeout(limits.idle_timeout)
         .max_retry_wait(limits.timeout)
-        .connect_timeout(limits.timeout.min(thinkers::llm::client::CONNECT_TIMEOUT))
+        .connect_timeout(limits.timeout.min(thinkers::llm::CONNECT_TIMEOUT))
         .build()?;
     let rt = Runtime::builder(catalog.clone())
         .client(client)

@@ -350,7 +350,7 @@ impl RuntimeBuilder {
     }
 
     /// Enforce a spending cap on model calls (per run, per scope-axis value, per UTC day; see
-    /// [`crate::dispatch::spend`]): each call holds its worst-case cost before it is sent, and a
+    /// [`crate::dispatch::SpendCaps`]): each call holds its worst-case cost before it is sent, and a
     /// call that would pass a cap fails with [`crate::Error::SpendCapReached`]. May be given
     /// several times; the catalog's caps ([`Catalog::spend_caps`]) hold as well.
     pub fn spend_cap(mut self, cap: crate::dispatch::SpendCap) -> Self {

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use serde_json::Value;
+use thinkers::conversation::Message;
 use thinkers::dispatch::DispatchConfig;
-use thinkers::llm::{ChatRequest, LlmCall, message::Message};
+use thinkers::llm::{ChatRequest, LlmCall};
 use thinkers::model::{Catalog, Grade, OutputSize, SIM_DEFAULT_KEY};
 use thinkers_sim::{Sim, SimConfig};
 

@@ -244,7 +244,7 @@ impl Conversation {
     }
 
     /// The request for the next call: the rendered objective as system content and every
-    /// message (a [`super::no_answer`] marker as the model reads it). The caller adds tools,
+    /// message (a no-answer marker as the model reads it). The caller adds tools,
     /// the answer shape and budgets.
     pub fn render(&self) -> ChatRequest {
         ChatRequest::new(
@@ -253,7 +253,7 @@ impl Conversation {
         )
     }
 
-    /// The whole conversation as readable text; see [`transcript::render`].
+    /// The whole conversation as readable text; a marker of a turn without an answer is shown as it was recorded.
     pub fn transcript(&self) -> String {
         transcript::render(self)
     }

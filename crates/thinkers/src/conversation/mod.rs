@@ -13,7 +13,7 @@
 //! * [`ConversationStore`] keeps durable conversations under optimistic versioning: a save based
 //!   on a stale version fails with a [`VersionConflict`] and writes nothing.
 //!   [`MemoryConversationStore`] is in memory; the SQLite store lives in [`crate::store`].
-//! * A turn that gave no answer leaves a [`no_answer`] marker saying why; a model reads only
+//! * A turn that gave no answer leaves a marker saying why (text starting [`NO_ANSWER_PREFIX`]); a model reads only
 //!   that the turn failed.
 //! * Compaction ([`Compactor`]) folds older turns into one summary written by a [`Summarizer`],
 //!   keeping the objective, the latest turns, every kept tool call paired with its results, and
@@ -23,18 +23,18 @@ mod compaction;
 mod data;
 mod id;
 mod memory;
-pub mod no_answer;
+pub(crate) mod no_answer;
 mod objective;
 mod service;
 mod sizing;
 mod stamps;
 mod store;
 mod summarizer;
-pub mod transcript;
+pub(crate) mod transcript;
 
 /// The messages of a conversation and their content blocks (defined with the model client, which
 /// puts them on the wire).
-pub use crate::llm::message;
+use crate::llm::message;
 pub use crate::llm::message::{ContentBlock, MediaSource, Message, Role};
 pub use compaction::{
     CompactionRecord, Compactor, DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, SUMMARY_HEADER,
@@ -43,6 +43,7 @@ pub use compaction::{
 pub use data::{Conversation, ConversationState};
 pub use id::{ConversationId, MAX_ID_LEN};
 pub use memory::MemoryConversationStore;
+pub use no_answer::{FAILED_TURN_FOR_MODEL, NO_ANSWER_PREFIX};
 pub use objective::{Objective, Slot};
 pub use service::{CompactionSink, ConversationService};
 pub use sizing::{RequestSizer, WireSizer};

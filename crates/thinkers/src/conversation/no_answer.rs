@@ -19,13 +19,13 @@ pub const NO_ANSWER_PREFIX: &str = "[no answer:";
 pub const FAILED_TURN_FOR_MODEL: &str = "[the previous turn failed; no answer was given]";
 
 /// The marker recorded in place of an answer that did not come, saying `why`.
-pub fn marker(why: &str) -> Message {
+pub(crate) fn marker(why: &str) -> Message {
     Message::assistant_text(format!("{NO_ANSWER_PREFIX} {why}]"))
 }
 
 /// Whether `message` is a marker: the assistant's turn of one text beginning with
 /// [`NO_ANSWER_PREFIX`].
-pub fn is_marker(message: &Message) -> bool {
+pub(crate) fn is_marker(message: &Message) -> bool {
     message.role == Role::Assistant
         && matches!(
             message.content.as_slice(),
@@ -35,7 +35,7 @@ pub fn is_marker(message: &Message) -> bool {
 
 /// `messages` as a model reads them: each marker replaced by [`FAILED_TURN_FOR_MODEL`]. Shared
 /// as they are (no copy) when they hold no marker.
-pub fn for_model(messages: Arc<Vec<Message>>) -> Arc<Vec<Message>> {
+pub(crate) fn for_model(messages: Arc<Vec<Message>>) -> Arc<Vec<Message>> {
     match for_model_slice(&messages) {
         Cow::Borrowed(_) => messages,
         Cow::Owned(replaced) => Arc::new(replaced),
@@ -43,7 +43,7 @@ pub fn for_model(messages: Arc<Vec<Message>>) -> Arc<Vec<Message>> {
 }
 
 /// [`for_model`] over a slice: borrowed when it holds no marker.
-pub fn for_model_slice(messages: &[Message]) -> Cow<'_, [Message]> {
+pub(crate) fn for_model_slice(messages: &[Message]) -> Cow<'_, [Message]> {
     if !messages.iter().any(is_marker) {
         return Cow::Borrowed(messages);
     }

@@ -18,8 +18,8 @@ use crate::Result;
 /// stays within `target_tokens`; a longer summary is kept, and the compaction record shows the
 /// size it reached.
 pub trait Summarizer: Send + Sync + 'static {
-    /// Summarise `transcript` (readable text of the turns being folded, see
-    /// [`super::transcript::messages`]) in at most about `target_tokens` tokens.
+    /// Summarise `transcript` (readable text of the turns being folded, as
+    /// [`super::Conversation::transcript`] renders them) in at most about `target_tokens` tokens.
     fn summarize<'a>(
         &'a self,
         transcript: &'a str,

@@ -11,7 +11,7 @@ use super::data::Conversation;
 use super::message::{ContentBlock, MediaSource, Message, Role};
 
 /// The whole conversation: the objective, then every message.
-pub fn render(conversation: &Conversation) -> String {
+pub(crate) fn render(conversation: &Conversation) -> String {
     let mut out = String::new();
     let objective = conversation.objective().render();
     if !objective.is_empty() {
@@ -24,7 +24,7 @@ pub fn render(conversation: &Conversation) -> String {
 }
 
 /// Messages only, in order, as readable text.
-pub fn messages(messages: &[Message]) -> String {
+pub(crate) fn messages(messages: &[Message]) -> String {
     let mut out = String::new();
     for (i, m) in messages.iter().enumerate() {
         if i > 0 {

@@ -4,12 +4,12 @@
 //! `thinkers-core`'s, re-exported here whole: it is the only code that makes a
 //! [`crate::job::JobContext`] or [`crate::job::Resources`], so neither can be built around it
 //! (see [`Dispatcher`] and `tests/compile_fail/`). This module adds what needs the runtime's
-//! services: spending caps ([`spend`]) and, with the `redis` feature, budgets shared between
+//! services: spending caps ([`SpendCaps`]) and, with the `redis` feature, budgets shared between
 //! processes ([`RedisBudgets`], behind the kernel's [`BudgetStore`]).
 
 #[cfg(feature = "redis")]
 mod redis_budgets;
-pub mod spend;
+pub(crate) mod spend;
 
 pub use thinkers_core::dispatch::*;
 

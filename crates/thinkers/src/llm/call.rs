@@ -233,7 +233,7 @@ impl ModelDependent for LlmCall {
     }
 }
 
-pub use super::seat_tokens::{output_budget, reasoning_for};
+pub(crate) use super::seat_tokens::{output_budget, reasoning_for};
 
 /// Bind a request to an entry for one attempt and ask admission for its seat: the shared
 /// `require_seat` of every model-dependent job. Returns the encoded body and its local count.

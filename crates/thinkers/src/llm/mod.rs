@@ -20,39 +20,39 @@
 //!   native tools: tools in the system prompt, JSON tool calls in the reply, ids minted by the
 //!   runtime.
 //!
-//! Provider schema constraints are handled in one place ([`strict`]); provider failures map onto
+//! Provider schema constraints are handled in one place (the crate-internal `strict` module); provider failures map onto
 //! the error hierarchy in one place (`errors`); token counting for reservations lives in
 //! [`tokens`].
 
 mod anthropic;
 mod bedrock;
 mod breakpoints;
-pub mod cache;
+pub(crate) mod cache;
 mod cached_prefix;
-pub mod call;
-pub mod client;
+pub(crate) mod call;
+pub(crate) mod client;
 mod client_builder;
 mod codec;
 mod common;
 pub(crate) mod correction;
-pub mod encoded;
+pub(crate) mod encoded;
 mod errors;
 mod failed;
 mod gemini;
 mod headers;
 mod http;
-pub mod message;
+pub(crate) mod message;
 mod negotiate;
 mod openai;
 mod redact;
-pub mod request;
-pub mod response;
+pub(crate) mod request;
+pub(crate) mod response;
 mod responses;
 mod seat_tokens;
 mod services;
 pub(crate) mod shape;
-pub mod strict;
-pub mod target;
+pub(crate) mod strict;
+pub(crate) mod target;
 mod text_tools;
 pub mod tokens;
 
@@ -69,8 +69,12 @@ mod tests;
 
 pub use bedrock::AwsSigning;
 pub use cache::{CacheKey, CacheUse, ResponseCache, ResponseCacheService};
-pub use call::{BoundSeat, LlmCall, LlmOutcome, converse_bound, require_seat};
-pub use client::{ClientLimits, ModelClient, ModelClientBuilder, SendOptions, SendOutcome};
+pub use call::{BoundSeat, DeltaSink, LlmCall, LlmOutcome, converse_bound, require_seat};
+pub use client::{
+    CONNECT_TIMEOUT, ClientLimits, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RETRY_WAIT,
+    DEFAULT_REQUEST_TIMEOUT, DEFAULT_STREAM_IDLE_TIMEOUT, ModelClient, ModelClientBuilder,
+    SendOptions, SendOutcome,
+};
 pub(crate) use codec::encode;
 #[cfg(test)]
 pub(crate) use codec::{StreamDecoder, decode};

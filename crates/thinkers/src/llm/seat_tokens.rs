@@ -4,7 +4,7 @@ use super::Reasoning;
 use crate::model::{Depth, Entry, OutputSize, Reasoning as EntryReasoning};
 
 /// The output tokens a seat books on an entry: the declared size, or the ceiling when escalated.
-pub fn output_budget(entry: &Entry, output: OutputSize, escalated: bool) -> u32 {
+pub(crate) fn output_budget(entry: &Entry, output: OutputSize, escalated: bool) -> u32 {
     if escalated {
         entry.output_ceiling()
     } else {
@@ -13,7 +13,7 @@ pub fn output_budget(entry: &Entry, output: OutputSize, escalated: bool) -> u32 
 }
 
 /// The reasoning an entry applies at a depth, as a request setting and a token reservation.
-pub fn reasoning_for(entry: &Entry, depth: Depth) -> (Reasoning, u32) {
+pub(crate) fn reasoning_for(entry: &Entry, depth: Depth) -> (Reasoning, u32) {
     match entry.reasoning() {
         EntryReasoning::Tokens(_) => {
             let n = entry.reasoning_tokens(depth);

@@ -54,7 +54,7 @@ const UNSUPPORTED: &[&str] = &[
 ];
 
 /// Adapt a schema for OpenAI strict mode (see the module docs).
-pub fn openai_strict(schema: &Value) -> Value {
+pub(crate) fn openai_strict(schema: &Value) -> Value {
     let mut out = schema.clone();
     if !is_object_schema(&out) {
         return json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false});
@@ -77,7 +77,7 @@ static RENDERINGS: LazyLock<Mutex<Renderings>> = LazyLock::new(Default::default)
 /// are rendered into every request, so after the first turn a request copies these bytes
 /// instead of walking the schema again.
 #[derive(Debug)]
-pub struct Rendered {
+pub(crate) struct Rendered {
     value: Arc<Value>,
     /// `None` only if the value would not serialise (it is then written, and fails, as a value).
     json: Option<Box<RawValue>>,
@@ -85,12 +85,13 @@ pub struct Rendered {
 
 impl Rendered {
     /// The adapted schema.
-    pub fn value(&self) -> &Arc<Value> {
+    #[cfg(test)]
+    pub(crate) fn value(&self) -> &Arc<Value> {
         &self.value
     }
 
     /// The length of its compact JSON text, exactly as a request carries it.
-    pub fn json_len(&self) -> usize {
+    pub(crate) fn json_len(&self) -> usize {
         match &self.json {
             Some(raw) => raw.get().len(),
             None => json_len(&self.value),
@@ -110,7 +111,7 @@ impl Serialize for Rendered {
 /// A shared schema adapted and serialised, computed once per source (see [`Rendered`]). The
 /// sources are built once per type (see [`crate::llm::ToolSpec::parameters`]), so after the
 /// first turn this is a lookup.
-pub fn rendered(schema: &Arc<Value>, adaptation: Adaptation) -> Arc<Rendered> {
+pub(crate) fn rendered(schema: &Arc<Value>, adaptation: Adaptation) -> Arc<Rendered> {
     let key = (Arc::as_ptr(schema) as usize, adaptation);
     let mut cache = RENDERINGS.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some((source, out)) = cache.get(&key)
@@ -156,13 +157,13 @@ fn without_root_metadata(schema: &Value) -> Value {
 
 /// The length of a shared schema's JSON text, measured once per source (see [`rendered`]): what
 /// a cheap size bound of a request adds for each schema it carries.
-pub fn shared_json_len(schema: &Arc<Value>) -> usize {
+pub(crate) fn shared_json_len(schema: &Arc<Value>) -> usize {
     rendered(schema, Adaptation::AsIs).json_len()
 }
 
 /// The length of a value's compact JSON text, counted as serde_json writes it (the text itself
 /// is not kept).
-pub fn json_len(value: &Value) -> usize {
+pub(crate) fn json_len(value: &Value) -> usize {
     struct Counter(usize);
     impl std::io::Write for Counter {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -181,7 +182,7 @@ pub fn json_len(value: &Value) -> usize {
 
 /// Which adaptation [`rendered`] (and [`shared`]) applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Adaptation {
+pub(crate) enum Adaptation {
     /// None: the schema as it is.
     AsIs,
     /// [`openai_strict`].
@@ -190,14 +191,8 @@ pub enum Adaptation {
     ClosedObjects,
 }
 
-/// The adaptation of a shared schema, computed once per source and shared in turn (see
-/// [`rendered`]).
-pub fn shared(schema: &Arc<Value>, adaptation: Adaptation) -> Arc<Value> {
-    Arc::clone(rendered(schema, adaptation).value())
-}
-
 /// Close every object that does not say whether it allows more properties (Anthropic answers).
-pub fn closed_objects(schema: &Value) -> Value {
+pub(crate) fn closed_objects(schema: &Value) -> Value {
     let mut out = schema.clone();
     close_in_place(&mut out);
     out

@@ -4,9 +4,9 @@
 //! a final answer of a declared type. The loop is implemented once (privately) and split by
 //! phase: reconcile hook → read-only sweep → render → one model turn through the [`TurnSource`]
 //! seam → tool round (admission check, validation, parallel calls in the turn's step, one batch
-//! of results) → final answer (the answer-shape boundary in [`answer`], artifact refs,
-//! [`guardrail`]s). Families differ by hooks and answer phase, not by copies of the loop, and
-//! share their setters (written once in [`builder`], inherent on each family).
+//! of results) → final answer (the answer-shape boundary, [`AnswerShape`], artifact refs,
+//! [`Guardrail`]s). Families differ by hooks and answer phase, not by copies of the loop, and
+//! share their setters (written once, inherent on each family).
 //!
 //! * [`ThinkerDeclaration`] — grade and output size, required by every constructor.
 //! * [`Thinker`] — works toward one typed answer; [`ThinkerInput`] carries the
@@ -21,10 +21,10 @@
 //!   confidence per option where the provider returns log-probabilities.
 //!
 //! **Orchestrators.** A looping thinker built with `delegating()` offers its model
-//! `sub_thinker` ([`subthinker`]) at or above its delegation threshold; with a [`crate::hub::ToolHub`] in reach (the thinker's own or a
+//! `sub_thinker` ([`SubThinkerInput`]) at or above its delegation threshold; with a [`crate::hub::ToolHub`] in reach (the thinker's own or a
 //! dispatcher service) it also gets `request_tools` and `request_skill` over its compatible
-//! catalogs ([`doors`]). Any [`Thinker`] or doer can be put on a palette as a tool by name
-//! ([`as_tool`]), run as the calling thinker's child.
+//! catalogs ([`DoorOutcome`]). Any [`Thinker`] or doer can be put on a palette as a tool by name
+//! ([`JobTool`]), run as the calling thinker's child.
 //!
 //! **Read-only.** Under a read-only scope the loop withholds every tool that is not read-only
 //! from the palette (logged and recorded in [`ThinkerState::withheld`]), and the admission
@@ -55,26 +55,26 @@ macro_rules! seat_in_core {
 }
 
 // The shared vocabulary of every family.
-pub mod answer;
-pub mod artifacts;
+mod answer;
+mod artifacts;
 #[macro_use]
-pub mod builder;
-pub mod declaration;
-pub mod events;
-pub mod guardrail;
-pub mod reasoning;
+mod builder;
+mod declaration;
+mod events;
+mod guardrail;
+mod reasoning;
 #[cfg(any(test, feature = "test-utils"))]
 mod scripted;
-pub mod state;
+mod state;
 // The loop and its phases (`turn_loop/`), the families (`families/`), delegation: the doors and
 // the sub-thinker (`delegation/`).
 mod delegation;
 mod families;
 mod turn_loop;
 
-pub use delegation::{as_tool, doors, subthinker};
-pub use families::{chat, decision, reactive, toolless};
-pub use turn_loop::turn;
+pub(crate) use delegation::{as_tool, doors, subthinker};
+use families::{chat, decision, reactive, toolless};
+use turn_loop::turn;
 
 use families::single;
 use turn_loop::{conversing, finish, reactive_phase, tool_round};
@@ -87,10 +87,15 @@ pub use decision::{
     Choice, Confidence, DecisionJob, DecisionOption, DecisionThinker, Ranking, Scored,
 };
 pub use declaration::{META_THINKER_DEPTH, ThinkerDeclaration, ThinkerInput};
-pub use doors::{DoorOutcome, REQUEST_SKILL, REQUEST_TOOLS, RefusedName};
+pub use doors::{
+    DoorOutcome, REQUEST_SKILL, REQUEST_TOOLS, RefusedName, STATE_GRANTED_TOOLS, STATE_SKILLS,
+};
 pub use events::{ContentStream, ContentStreamEvent, META_CONTENT};
 pub use guardrail::{Guardrail, Verdict};
-pub use reactive::{DEFAULT_TOOL_CALLS_PER_MESSAGE, Delivery, ReactiveThinker, ReactiveTurn};
+pub use reactive::{
+    DEFAULT_CHAT_ITERATIONS, DEFAULT_TOOL_CALLS_PER_MESSAGE, Delivery, ReactiveThinker,
+    ReactiveTurn,
+};
 pub use reasoning::AnalysisReasoning;
 #[cfg(any(test, feature = "test-utils"))]
 pub use scripted::ScriptedTurns;

@@ -73,7 +73,7 @@ impl ThinkerObserver {
     }
 
     /// The conversation as text: the objective, then every message, tool call and tool result
-    /// in order (see [`crate::conversation::transcript`]). Empty before the first run.
+    /// in order (see [`crate::conversation::Conversation::transcript`]). Empty before the first run.
     pub fn transcript(&self) -> String {
         self.lock()
             .conversation

@@ -2,7 +2,7 @@
 //! OpenAI and Anthropic dialects, published as content stream events, the conversation durable
 //! and resumable by id from a new thinker, and a provider failure rolled back with a marker.
 
-use thinkers::conversation::no_answer::FAILED_TURN_FOR_MODEL;
+use thinkers::conversation::FAILED_TURN_FOR_MODEL;
 use thinkers::conversation::{Message, Role};
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
 use thinkers::thinker::Delivery;

@@ -347,10 +347,7 @@ async fn a_failed_exchange_rolls_back_to_the_message_and_the_next_turn_reads_the
     let request = &seen.last().unwrap().request.messages;
     let texts: Vec<String> = request.iter().map(Message::text).collect();
     assert_eq!(texts[0], "What is a?");
-    assert_eq!(
-        texts[1],
-        thinkers::conversation::no_answer::FAILED_TURN_FOR_MODEL
-    );
+    assert_eq!(texts[1], thinkers::conversation::FAILED_TURN_FOR_MODEL);
     assert_eq!(texts[2], "Try again?");
     assert_eq!(request.len(), 3);
 }

@@ -84,7 +84,7 @@ async fn the_catalog_is_reconciled_each_turn_and_granted_tools_join_the_next_tur
     let granted = obs
         .conversation()
         .unwrap()
-        .state_value(thinkers::thinker::doors::STATE_GRANTED_TOOLS)
+        .state_value(thinkers::thinker::STATE_GRANTED_TOOLS)
         .cloned();
     assert_eq!(granted, Some(json!(["lookup"])));
 }

@@ -105,9 +105,7 @@ async fn a_skill_rides_every_later_call_and_is_absent_before() {
             .contains(r#""granted":["house_style"]"#)
     );
     let conv = obs.conversation().unwrap();
-    let state = conv
-        .state_value(thinkers::thinker::doors::STATE_SKILLS)
-        .unwrap();
+    let state = conv.state_value(thinkers::thinker::STATE_SKILLS).unwrap();
     assert_eq!(state.as_array().unwrap().len(), 2);
 }
 

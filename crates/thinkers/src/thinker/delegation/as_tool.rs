@@ -51,8 +51,28 @@ type Make = dyn Fn(&Value, &CallOf) -> Result<BoxJob<ToolOutput>> + Send + Sync;
 
 /// A thinker or a doer offered as a tool: made by
 /// [`Thinker::as_tool`](crate::thinker::Thinker::as_tool) or [`DoerToolExt::as_tool`], put on a
-/// palette with `.provider(...)` (`.provider(tool.into())`). See [the module](self) for what it
-/// guarantees.
+/// palette with `.provider(...)` (`.provider(tool.into())`). What it guarantees:
+///
+/// * **Schema and arguments.** The model sees the JSON Schema of the job's input type, and its
+///   arguments are decoded into that type as every tool's are: a misfit is a correctable
+///   [`Error::InvalidInput`] naming the parameter by its path in the schema. A thinker's input is
+///   [`ThinkerInput`] without `artifact_refs` (a fresh run cannot read the caller's artifacts, so
+///   that property is not offered, and a call that sends refs anyway is refused naming it).
+/// * **Read-only.** A `JobTool` is not read-only unless declared so with [`JobTool::read_only`].
+///   The flag is what a palette reads: under a read-only scope a thinker withholds a tool that is
+///   not read-only and refuses a call of it. The call's job checks [`admit_tool`] when it is
+///   admitted, as every tool job does, so code that submits it directly under a read-only scope
+///   is refused too. Declaring a job read-only lifts nothing: the scope stays sealed on
+///   everything it starts, so a writer it tries is still refused.
+/// * **Lineage.** A call is one job, recorded under the tool's name, that the calling thinker's
+///   tool round runs as its child through the submission door, which seals the caller's scope
+///   (identity axes and the read-only binding) onto it and onto everything it starts. The thinker
+///   or doer runs inside that job: its own children (model turns, tool calls) are that job's.
+/// * **Runs.** Each call of a thinker's tool is a fresh run: a new conversation (nothing an
+///   earlier call said is in it) with an empty artifact registry, at the thinker's own seat and
+///   at the depth asked for, clamped to the caller's. Its answer's JSON is the tool result and
+///   the typed answer the artifact's value. Each call of a doer's tool makes a new doer from the
+///   decoded input; its output's JSON is the tool result and the typed output the artifact's.
 pub struct JobTool {
     call: CallOf,
     description: String,

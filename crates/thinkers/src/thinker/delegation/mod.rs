@@ -2,6 +2,6 @@
 //! hub's catalogs), the sub-thinker it hands a part of its task to, and any thinker or doer
 //! offered to its model as a tool (`as_tool`).
 
-pub mod as_tool;
-pub mod doors;
-pub mod subthinker;
+pub(crate) mod as_tool;
+pub(crate) mod doors;
+pub(crate) mod subthinker;

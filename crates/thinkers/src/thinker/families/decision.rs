@@ -24,7 +24,7 @@
 //! OpenAI's reasoning models refuse `logprobs`: decide at a depth where the entry does not
 //! reason, or turn log-probabilities off with [`DecisionThinker::top_logprobs`]`(0)`.
 
-pub mod confidence;
+mod confidence;
 mod contract;
 
 use std::borrow::Cow;

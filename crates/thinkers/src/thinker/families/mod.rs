@@ -6,8 +6,8 @@
 //! * [`toolless`]: one model call, typed in and out, corrected by guardrails;
 //! * [`reactive`] and [`chat`]: a conversation that answers each message as it comes.
 
-pub mod chat;
-pub mod decision;
-pub mod reactive;
+pub(crate) mod chat;
+pub(crate) mod decision;
+pub(crate) mod reactive;
 pub(crate) mod single;
-pub mod toolless;
+pub(crate) mod toolless;

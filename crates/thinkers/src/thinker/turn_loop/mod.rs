@@ -16,7 +16,7 @@ pub(crate) mod finish;
 pub(crate) mod reactive_phase;
 mod thinker_core;
 pub(crate) mod tool_round;
-pub mod turn;
+pub(crate) mod turn;
 
 pub(crate) use thinker_core::ThinkerCore;
 pub use thinker_core::{DefaultHooks, ThinkerHooks, ThinkerLimits};
