@@ -17,9 +17,11 @@ for dp, dn, fn in os.walk(root):
         txt = open(os.path.join(dp, f), encoding='utf-8', errors='replace').read()
         # A redirect page (re-export) is tiny and holds a meta refresh: skip it.
         if 'http-equiv="refresh"' in txt[:600]: continue
-        # Deduplicate inlined re-exports by kind+name+first 200 chars of the docblock.
-        db = re.search(r'<div class="docblock">(.{0,300})', txt, re.S)
-        key = (m.group(1), m.group(2), db.group(1) if db else '')
+        # Deduplicate inlined re-exports by kind+name+the first 200 characters of the docblock's text.
+        # The docblock's text without its tags: the same item inlined at two depths links with
+        # different relative paths, so the markup differs while the words do not.
+        db = re.search(r'<div class="docblock">(.*?)</div>', txt, re.S)
+        key = (m.group(1), m.group(2), re.sub(r'<[^>]*>', '', db.group(1))[:200] if db else '')
         if key in seen: continue
         seen.add(key)
         kinds[m.group(1)] += 1
