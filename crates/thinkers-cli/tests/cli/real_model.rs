@@ -66,7 +66,13 @@ fn catalog_check_calls_both_entries() {
     let Some((catalog, _turn)) = server("catalog --check", dir.path()) else {
         return;
     };
-    let out = thinkers(&["catalog", "--check"], &catalog, dir.path());
+    // A 135M model on two shared cores answered in 13 s while a build ran beside it, past the
+    // check's default 20 s for its first call: the test gives each entry two minutes.
+    let out = thinkers(
+        &["catalog", "--check", "--timeout", "2m"],
+        &catalog,
+        dir.path(),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
