@@ -1,7 +1,7 @@
 //! [`AnswerShape`]: the declared type of a model's answer, and the one conversion from answer
 //! text to that type. Every path a model's answer takes to a typed value goes through here: the
 //! one-call tools and [`crate::llm::LlmCall`] directly, every thinker family through its typed
-//! view ([`crate::thinker::AnswerShape`], which adds how a thinker asks for the answer and
+//! view (the thinker's own `AnswerShape`, which adds how a thinker asks for the answer and
 //! where its reasoning comes from).
 //!
 //! A model is a third party, so its answer is judged before anything typed is handed on. The

@@ -49,7 +49,7 @@ use crate::model::OutputSize;
 use crate::schema::words::SchemaWords;
 
 /// The description every reasoning field carries: a justification a reader can check.
-pub const REASONING_DESCRIPTION: &str = "A justification a reader can check: your approach and \
+pub(super) const REASONING_DESCRIPTION: &str = "A justification a reader can check: your approach and \
 its steps, citing the tool results used.";
 
 /// What the boundary made of one final answer.
@@ -506,3 +506,11 @@ impl<A: DeserializeOwned> AnswerShape<A> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "answer_tests.rs"]
+mod tests;
+
+#[cfg(test)]
+#[path = "answer_bare_tests.rs"]
+mod bare_tests;

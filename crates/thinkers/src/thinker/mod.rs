@@ -4,7 +4,7 @@
 //! a final answer of a declared type. The loop is implemented once (privately) and split by
 //! phase: reconcile hook → read-only sweep → render → one model turn through the [`TurnSource`]
 //! seam → tool round (admission check, validation, parallel calls in the turn's step, one batch
-//! of results) → final answer (the answer-shape boundary, [`AnswerShape`], artifact refs,
+//! of results) → final answer (the answer-shape boundary, artifact refs,
 //! [`Guardrail`]s). Families differ by hooks and answer phase, not by copies of the loop, and
 //! share their setters (written once, inherent on each family).
 //!
@@ -79,7 +79,8 @@ use turn_loop::turn;
 use families::single;
 use turn_loop::{conversing, finish, reactive_phase, tool_round};
 
-pub use answer::{AnswerShape, Judgement, REASONING_DESCRIPTION};
+#[cfg(test)]
+pub(crate) use answer::{AnswerShape, Judgement};
 pub use artifacts::{Artifact, ArtifactRef, Artifacts};
 pub use as_tool::{DoerToolExt, JobTool};
 pub use chat::{ChatArtifact, ChatEvent, ChatEvents, ChatThinker};

@@ -384,44 +384,6 @@ async fn only_listed_refs_are_conveyed_and_new_artifacts_come_back_with_parent_r
     let _ = ErrorKind::InvalidInput;
 }
 
-/// The sub-thinker's answer asks for its reasoning as an approach and steps, described as a
-/// justification a reader can check; under native thinking the field is left out and filled from
-/// the thinking block, its first paragraph the approach and the rest the steps.
-#[test]
-fn the_sub_answer_asks_for_structured_reasoning_or_fills_it_from_the_thinking_block() {
-    use thinkers::thinker::{AnalysisReasoning, AnswerShape, Judgement, SubThinkerAnswer};
-    let shape = AnswerShape::<SubThinkerAnswer>::new();
-    let asked = shape.request_schema(false).unwrap().schema;
-    let reasoning = &asked["properties"]["reasoning"];
-    let target = reasoning["$ref"]
-        .as_str()
-        .and_then(|r| r.strip_prefix("#"))
-        .map_or(reasoning, |p| asked.pointer(p).unwrap());
-    assert!(target["properties"]["approach"].is_object(), "{asked}");
-    assert_eq!(target["properties"]["steps"]["type"], "array", "{asked}");
-    assert!(
-        !asked.to_string().to_lowercase().contains("thought"),
-        "{asked}"
-    );
-
-    let native = shape.request_schema(true).unwrap().schema;
-    assert!(native["properties"].get("reasoning").is_none(), "{native}");
-    let text = json!({"summary": "s", "artifacts": []}).to_string();
-    match shape.judge(
-        &text,
-        Some("Read the entry.\n\n@a1 says so.\n\nNothing contradicts it."),
-    ) {
-        Judgement::Answer { value, .. } => assert_eq!(
-            value.reasoning,
-            AnalysisReasoning {
-                approach: "Read the entry.".into(),
-                steps: vec!["@a1 says so.".into(), "Nothing contradicts it.".into()],
-            }
-        ),
-        other => panic!("{other:?}"),
-    }
-}
-
 #[tokio::test]
 async fn the_parents_model_may_lower_a_delegates_depth_never_raise_it() {
     let (d, _) = dispatcher();

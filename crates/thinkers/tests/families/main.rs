@@ -13,7 +13,6 @@
 
 mod canaries;
 mod decision;
-mod shape;
 mod support;
 mod toolless;
 mod wire;

@@ -241,7 +241,8 @@ async fn native_thinking_fills_the_reasoning_field_from_the_block() {
     let reasoning = &body["response_format"]["json_schema"]["schema"]["properties"]["reasoning"];
     assert_eq!(
         reasoning["description"],
-        thinkers::thinker::REASONING_DESCRIPTION,
+        "A justification a reader can check: your approach and its steps, citing the tool \
+         results used.",
         "{body}"
     );
 }

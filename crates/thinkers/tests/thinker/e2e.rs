@@ -154,7 +154,8 @@ async fn a_string_answer_is_asked_for_as_text_and_is_the_models_text() {
                 "json_schema",
                 "final_answer",
                 "\"reasoning\"",
-                thinkers::thinker::REASONING_DESCRIPTION,
+                // The description every reasoning field carries.
+                "A justification a reader can check",
             ] {
                 assert!(!raw.contains(asked), "{entry}: {asked} in {raw}");
             }

@@ -65,8 +65,9 @@ where
 {
     /// A thinker with its objective (the task, as system content) and the default seat: the
     /// catalog's strongest rung ([`Grade::Ceiling`], which in a one-model catalog is that
-    /// model) and the output size that suits the answer type
-    /// ([`AnswerShape::default_output`]). [`Thinker::declared`] states the seat.
+    /// model) and the output size that suits the answer type: `Verdict` for a boolean, a number
+    /// or a string held to a list of values, `Compact` for an object, `Standard` for free text or
+    /// a list. [`Thinker::declared`] states the seat.
     pub fn new(objective: impl Into<String>) -> Self {
         let shape = AnswerShape::<A>::new();
         let declaration = ThinkerDeclaration::new(Grade::Ceiling, shape.default_output());

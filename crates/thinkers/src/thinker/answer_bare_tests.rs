@@ -1,16 +1,30 @@
-//! The answer-shape boundary without the loop's envelope (`AnswerShape::bare_request_schema` and
+//! The thinker's answer-shape boundary without the loop's envelope (`AnswerShape::bare_request_schema` and
 //! `judge_bare`), as the loopless families use it.
 
+use super::{AnswerShape, Judgement, REASONING_DESCRIPTION};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use thinkers::thinker::{AnswerShape, Judgement, REASONING_DESCRIPTION};
 
-use crate::support::{Routing, Team};
+/// The desk a ticket goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Desk {
+    Billing,
+    Technical,
+    Other,
+}
+
+/// Where a ticket goes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize, JsonSchema)]
+struct Assignment {
+    /// The desk that should handle the ticket.
+    team: Desk,
+}
 
 const CANARY: &str = "CANARY-bare-90e1";
 
-fn refusal<A: std::fmt::Debug>(j: Judgement<A>) -> thinkers::Error {
+fn refusal<A: std::fmt::Debug>(j: Judgement<A>) -> crate::Error {
     match j {
         Judgement::Refused(e) => e,
         other => panic!("expected a refusal, got {other:?}"),
@@ -19,13 +33,13 @@ fn refusal<A: std::fmt::Debug>(j: Judgement<A>) -> thinkers::Error {
 
 #[test]
 fn an_object_type_is_asked_for_as_itself() {
-    let shape = AnswerShape::<Routing>::new();
+    let shape = AnswerShape::<Assignment>::new();
     assert!(!shape.bare_is_wrapped());
     let schema = shape.bare_request_schema(false).schema;
     assert!(schema["properties"].get("team").is_some(), "{schema}");
     assert!(schema.get("$schema").is_none());
     match shape.judge_bare(r#"{"team": "technical"}"#, None) {
-        Judgement::Answer { value, .. } => assert_eq!(value.team, Team::Technical),
+        Judgement::Answer { value, .. } => assert_eq!(value.team, Desk::Technical),
         other => panic!("{other:?}"),
     }
     // A fenced answer is unwrapped once; nothing or null is no answer yet.
@@ -42,7 +56,7 @@ fn an_object_type_is_asked_for_as_itself() {
 
 #[test]
 fn wrong_shapes_are_refused_from_the_schema_without_the_value() {
-    let shape = AnswerShape::<Routing>::new();
+    let shape = AnswerShape::<Assignment>::new();
     for wrong in [
         json!(CANARY).to_string(),
         json!({"team": CANARY}).to_string(),
@@ -53,7 +67,7 @@ fn wrong_shapes_are_refused_from_the_schema_without_the_value() {
         let text = e.to_string();
         assert!(!text.contains(CANARY), "{text}");
         assert!(e.for_model().contains("`answer"), "{text}");
-        assert!(text.contains("Routing"), "{text}");
+        assert!(text.contains("Assignment"), "{text}");
     }
     let e = refusal(shape.judge_bare(&json!({"team": CANARY}).to_string(), None));
     assert!(
@@ -64,7 +78,7 @@ fn wrong_shapes_are_refused_from_the_schema_without_the_value() {
 
 #[test]
 fn a_leaf_type_travels_as_a_one_field_object() {
-    let shape = AnswerShape::<Team>::new();
+    let shape = AnswerShape::<Desk>::new();
     assert!(shape.bare_is_wrapped());
     let schema = shape.bare_request_schema(false).schema;
     assert_eq!(schema["required"], json!(["answer"]));
@@ -73,7 +87,7 @@ fn a_leaf_type_travels_as_a_one_field_object() {
         json!(["billing", "technical", "other"])
     );
     match shape.judge_bare(r#"{"answer": "billing"}"#, None) {
-        Judgement::Answer { value, .. } => assert_eq!(value, Team::Billing),
+        Judgement::Answer { value, .. } => assert_eq!(value, Desk::Billing),
         other => panic!("{other:?}"),
     }
     assert!(matches!(
@@ -88,7 +102,7 @@ fn a_leaf_type_travels_as_a_one_field_object() {
 #[derive(Debug, Deserialize, JsonSchema)]
 struct Explained {
     reasoning: String,
-    team: Team,
+    team: Desk,
 }
 
 #[test]
@@ -112,7 +126,7 @@ fn native_thinking_leaves_the_reasoning_field_to_the_block() {
             value, reasoning, ..
         } => {
             assert_eq!(value.reasoning, "from the block");
-            assert_eq!(value.team, Team::Billing);
+            assert_eq!(value.team, Desk::Billing);
             assert_eq!(reasoning, "from the block");
         }
         other => panic!("{other:?}"),
