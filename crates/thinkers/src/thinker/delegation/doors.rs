@@ -93,23 +93,20 @@ pub(crate) fn reconcile(
     for door in DOORS {
         registry.unregister(door);
     }
+    // The catalogs are offered over the palette as it stands before any door joins it.
+    let palette = registry.clone();
+    let catalogs = match &hub {
+        Some(hub) => offer_catalogs(core, registry, &palette, hub, depth, observer),
+        None => Captured::default(),
+    };
     if !core.orchestration.delegates {
-        if let Some(hub) = &hub {
-            let palette = registry.clone();
-            offer_catalogs(core, registry, &palette, hub, depth, observer);
-        }
         return;
     }
     let door = match (&hub, &*built) {
         // Everything else a launch holds is the run's own (core, observer, depth), so the same
         // palette makes the same door.
-        (None, Some((palette, door))) if palette.same_providers(registry) => Arc::clone(door),
+        (None, Some((kept, door))) if kept.same_providers(&palette) => Arc::clone(door),
         _ => {
-            let palette = registry.clone();
-            let catalogs = match &hub {
-                Some(hub) => offer_catalogs(core, registry, &palette, hub, depth, observer),
-                None => Captured::default(),
-            };
             let keep = hub.is_none().then(|| palette.clone());
             let launch = Launch::new(core, palette, catalogs, hub, observer, depth);
             let door: Arc<dyn ToolProvider> = Arc::new(SubThinkerDoor::new(launch));
