@@ -73,9 +73,48 @@ pub async fn setup() -> Setup {
 }
 
 /// Captures every tracing event (message and fields) on the current thread into a buffer.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct LogCapture {
     pub buf: Arc<Mutex<String>>,
+}
+
+impl Default for LogCapture {
+    /// A capture; the first one made also installs [`AskEachTime`] as the process's subscriber.
+    fn default() -> Self {
+        static GLOBAL: std::sync::Once = std::sync::Once::new();
+        GLOBAL.call_once(|| {
+            let _ = tracing::subscriber::set_global_default(AskEachTime);
+        });
+        Self {
+            buf: Arc::default(),
+        }
+    }
+}
+
+/// The process's subscriber while captures run: it records nothing, but it answers every
+/// callsite "sometimes". Without it, a callsite first hit by a test on another thread (with no
+/// capture) may cache "never" for the whole process while a capture is being set, and that
+/// capture then misses the event.
+struct AskEachTime;
+
+impl tracing::Subscriber for AskEachTime {
+    fn register_callsite(
+        &self,
+        _: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        tracing::subscriber::Interest::sometimes()
+    }
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        false
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {}
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
 }
 
 impl LogCapture {
