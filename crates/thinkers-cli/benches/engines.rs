@@ -14,7 +14,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 #[allow(dead_code, unreachable_pub)]
-#[path = "../../thinkers/tests/conversations/pg.rs"]
+#[path = "../../thinkers-store/tests/conversations/pg.rs"]
 mod pg;
 
 // The test support, as top-level modules (`restate` reaches `cli` as `super::cli`).
@@ -31,8 +31,8 @@ use anyhow::{Context as _, Result};
 use restate::{RestateServer, service_addr, spawn_service};
 use serde_json::json;
 use thinkers::model::catalog::BUNDLED_TOML;
-use thinkers::store::PgStore;
 use thinkers_sim::{Profile, Sim, SimConfig};
+use thinkers_store::PgStore;
 use thinkers_workflows::restate::RestateIngress;
 use thinkers_workflows::{WorkflowId, WorkflowState, Workflows};
 

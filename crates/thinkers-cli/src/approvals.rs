@@ -93,7 +93,7 @@ async fn open(db: &DbArg) -> anyhow::Result<std::sync::Arc<dyn thinkers::durable
             db.db.display()
         );
     }
-    let store = thinkers::store::open(&target)
+    let store = thinkers_store::open(&target)
         .await
         .context("opening the store (--db)")?;
     Ok(store.steps())
@@ -227,7 +227,7 @@ pub(crate) async fn resume(
     let Ok(id) = thinkers_workflows::WorkflowId::parse(&approval.run) else {
         return Ok(());
     };
-    let store = thinkers::store::PgStore::open(&target)
+    let store = thinkers_store::PgStore::open(&target)
         .await
         .context("opening the store (--db)")?;
     match thinkers_workflows::Workflows::new(&store).status(id).await {

@@ -16,7 +16,7 @@ use thinkers::ops::caps;
 use thinkers::ops::cost::{self, CostReport, CostRow, GroupBy};
 use thinkers::ops::parse_since;
 use thinkers::record::now_ms;
-use thinkers::store::{LlmRunFilter, RecordStore, Store};
+use thinkers_store::{LlmRunFilter, RecordStore, Store};
 
 /// Flags of `thinkers cost`.
 #[derive(Debug, Args)]
@@ -56,7 +56,7 @@ pub(crate) async fn open_store(db: &Path) -> anyhow::Result<Store> {
             db.display()
         );
     }
-    thinkers::store::open(&target).await.with_context(|| {
+    thinkers_store::open(&target).await.with_context(|| {
         if postgres {
             "opening the PostgreSQL database".to_owned()
         } else {

@@ -6,15 +6,16 @@
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use thinkers_store::{RuntimeBuilderExt as _, RuntimeExt as _};
 
 use anyhow::Context as _;
 use thinkers::Runtime;
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, Grade, OutputSize};
-use thinkers::store::Store;
 use thinkers::thinker::{ChatThinker, ThinkerDeclaration};
 use thinkers_host::{ChatHost, HostConfig, HostToken};
 use thinkers_sim::{Sim, SimConfig};
+use thinkers_store::Store;
 
 /// What a chat is told unless `--objective` says otherwise.
 pub(crate) const DEFAULT_OBJECTIVE: &str =

@@ -8,7 +8,7 @@ use clap::Args;
 use comfy_table::Table;
 use thinkers::model::Catalog;
 use thinkers::ops::sizing::{self, SizingReport};
-use thinkers::store::LlmRunFilter;
+use thinkers_store::LlmRunFilter;
 
 use crate::cost::{open_store, since_filter};
 

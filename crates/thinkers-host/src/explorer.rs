@@ -41,7 +41,7 @@ use thinkers::ops::Trajectory;
 use thinkers::ops::caps::CapStanding;
 use thinkers::ops::cost::{self, GroupBy};
 use thinkers::record::{JobStatus, LlmRun};
-use thinkers::store::{LlmRunFilter, WorkflowQuery};
+use thinkers_store::{LlmRunFilter, WorkflowQuery};
 
 const RUNS_PAGE: &str = include_str!("runs.html");
 

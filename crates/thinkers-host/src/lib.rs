@@ -70,6 +70,7 @@ pub use running::RunningHost;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, PoisonError};
+use thinkers_store::RuntimeExt as _;
 
 use serde::Serialize;
 use tokio::net::TcpListener;
@@ -80,9 +81,9 @@ use self::session::Session;
 use thinkers::conversation::{ConversationId, ConversationService, Message};
 use thinkers::dispatch::Dispatcher;
 use thinkers::runtime::Runtime;
-use thinkers::store::{ChatRecord, ChatStore};
 use thinkers::thinker::{ChatThinker, Delivery};
 use thinkers::{Error, Result};
+use thinkers_store::{ChatRecord, ChatStore};
 
 /// The answer recorded in place of a turn the host did not finish: it was stopped (SIGTERM,
 /// a shutdown) or killed while the turn ran.
@@ -106,7 +107,7 @@ pub(crate) struct HostInner {
     conversations: Arc<ConversationService>,
     chats: ChatStore,
     /// The runtime's store, which the runs explorer reads.
-    store: thinkers::store::Store,
+    store: thinkers_store::Store,
     /// The approvals of the calls chats wait on (the runtime's store).
     steps: Arc<dyn thinkers::durable::StepStore>,
     factory: ChatFactory,
@@ -167,7 +168,7 @@ impl ChatHost {
                 "database",
                 None,
                 "the chat host keeps its chats in the runtime's database; build the runtime \
-                 with one (RuntimeBuilder::database)",
+                 with one (thinkers_store::RuntimeBuilderExt::database)",
             )
         })?;
         Ok(Self {
@@ -432,7 +433,7 @@ impl ChatHost {
         &self.inner.config
     }
 
-    pub(crate) fn store(&self) -> &thinkers::store::Store {
+    pub(crate) fn store(&self) -> &thinkers_store::Store {
         &self.inner.store
     }
 

@@ -8,9 +8,9 @@ use std::time::Duration;
 use super::session::Session;
 use super::{ChatHost, HOST_STOPPED_MARKER};
 use thinkers::conversation::{ConversationId, Message, Role};
-use thinkers::store::ChatTurnLock;
 use thinkers::thinker::{ChatEvent, ReactiveTurn};
 use thinkers::{Error, Result};
+use thinkers_store::ChatTurnLock;
 
 impl ChatHost {
     /// Run `job`, a turn of `session`'s chat, once no other turn of the chat runs: not here (the

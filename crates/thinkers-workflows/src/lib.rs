@@ -17,10 +17,10 @@ mod registry;
 pub mod restate;
 
 pub use registry::{WorkflowRegistry, decode_input};
-pub use thinkers::store::{WorkflowCounts, WorkflowId, WorkflowState, WorkflowStatus};
+pub use thinkers_store::{WorkflowCounts, WorkflowId, WorkflowState, WorkflowStatus};
 
-use thinkers::store::PgStore;
 use thinkers::{Error, Result};
+use thinkers_store::PgStore;
 
 /// The record of the workflows submitted to a PostgreSQL store.
 #[derive(Debug, Clone)]

@@ -162,9 +162,9 @@ async fn sqlite_recorders() -> Vec<(&'static str, Arc<dyn Recorder>)> {
     let dir = std::env::temp_dir().join(format!("thinkers-bench-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let path = dir.join("bench.db");
-    let store = thinkers::store::SqliteStore::open(&path.to_string_lossy())
+    let store = thinkers_store::SqliteStore::open(&path.to_string_lossy())
         .await
         .unwrap();
-    let rec = thinkers::store::SqliteRecorder::new(&store).unwrap();
+    let rec = thinkers_store::SqliteRecorder::new(&store).unwrap();
     vec![("sqlite (batched, flushed at the end)", Arc::new(rec))]
 }

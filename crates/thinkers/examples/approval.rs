@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use thinkers_store::RuntimeBuilderExt as _;
 
 use anyhow::{Result, bail};
 use schemars::JsonSchema;

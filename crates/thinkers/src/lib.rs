@@ -44,17 +44,16 @@
 //!
 //! ## Feature flags
 //!
-//! * `sqlite` (default) — the SQLite store and recorder through sqlx.
 //! * `test-utils` — test doubles for downstream tests ([`thinker::ScriptedTurns`]; with `otel`,
 //!   the SDK's in-memory span exporter).
 //! * `otel` — export the runtime's spans over OTLP ([`telemetry::otel`]).
 //! * `mcp` — the `mcp` module: MCP servers (stdio or streamable HTTP) as tool providers, through
 //!   rmcp. Part of `full`, not of the default.
-//! * `postgres` — the PostgreSQL store with its response cache and the record of registered
-//!   workflows (the workflows themselves, and their Restate engine, are the `thinkers-workflows`
-//!   crate).
 //! * `redis` — admission budgets shared across processes through Redis.
 //! * `full` — everything.
+//!
+//! The durable record (SQLite or PostgreSQL, through sqlx) is the `thinkers-store` crate: its
+//! `RuntimeBuilderExt::database` gives a [`Runtime`] a store.
 
 // Every public item of the library carries rustdoc: the workspace warns, the library refuses.
 #![deny(missing_docs)]
@@ -72,9 +71,8 @@ pub mod onecall;
 pub mod ops;
 pub mod runtime;
 pub mod service_tools;
-pub mod store;
 pub mod telemetry;
-#[cfg(all(test, any(feature = "postgres", feature = "redis")))]
+#[cfg(all(test, feature = "redis"))]
 mod test_services;
 pub mod thinker;
 

@@ -1,18 +1,22 @@
 //! [`Runtime`]: a dispatcher wired for model work in one call.
 //!
 //! It loads the catalog, configures one admission budget per entry from the entry's limits,
-//! registers the [`ModelServices`] (router, HTTP client, token counter), and records to a SQLite
-//! file (or to a given recorder). Everything it builds is reachable, so a program can also wire
-//! the pieces itself.
+//! registers the [`ModelServices`] (router, HTTP client, token counter), and records to a
+//! [`RuntimeStore`] when one is given (the `thinkers-store` crate: SQLite or PostgreSQL), or to a
+//! given recorder. Everything it builds is reachable, so a program can also wire the pieces
+//! itself.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::Result;
-use crate::conversation::{ConversationService, MemoryConversationStore};
+use futures::future::BoxFuture;
+
+use crate::conversation::{ConversationService, ConversationStore, MemoryConversationStore};
 use crate::dispatch::{BudgetStore, DispatchConfig, Dispatcher, MemoryBudgets, Services};
-use crate::job::Job;
+use crate::job::{Job, JobId};
 use crate::llm::{ModelClient, ModelServices};
 use crate::model::{Catalog, Envelope, ModelRouter, Picker};
 use crate::ops::{CostLedger, LedgerRecorder};
@@ -35,9 +39,39 @@ pub struct Runtime {
     recorder: Arc<dyn Recorder>,
     conversations: Arc<ConversationService>,
     ledger: Arc<CostLedger>,
-    #[cfg(feature = "sqlite")]
-    store: Option<crate::store::Store>,
+    store: Option<Arc<dyn RuntimeStore>>,
 }
+
+/// A database a [`Runtime`] keeps its record in: the `thinkers-store` crate's `Store` (SQLite or
+/// PostgreSQL) implements it, and its `RuntimeBuilderExt::database` hands one to
+/// [`RuntimeBuilder::store`]. With a store, the runtime's recorder, durable conversations,
+/// durable steps, approvals and the response cache of durable runs all live in it.
+pub trait RuntimeStore: std::any::Any + Send + Sync {
+    /// A recorder writing to this store; `durable_calls` says whether a model call's row is
+    /// committed before the call's answer is handed on.
+    fn recorder(&self, durable_calls: bool) -> Result<Arc<dyn Recorder>>;
+
+    /// Durable conversations in this store.
+    fn conversations(&self) -> Arc<dyn ConversationStore>;
+
+    /// The journal of durable steps and the approvals in this store (see [`crate::durable`]).
+    fn steps(&self) -> Arc<dyn crate::durable::StepStore>;
+
+    /// The response cache in this store, for the model calls of durable runs only (see
+    /// [`crate::llm::ResponseCacheService::for_durable_runs`]).
+    fn durable_response_cache(&self) -> crate::llm::ResponseCacheService;
+
+    /// Keep the report of the benchmark job `job` of `workflow` (see [`crate::benchmark`]).
+    fn save_benchmark_report(
+        &self,
+        workflow: JobId,
+        job: JobId,
+        report: serde_json::Value,
+    ) -> BoxFuture<'_, Result<()>>;
+}
+
+/// Opens a runtime's store when the runtime is built.
+type StoreOpener = BoxFuture<'static, Result<Arc<dyn RuntimeStore>>>;
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -54,7 +88,7 @@ pub struct RuntimeBuilder {
     envelope: Envelope,
     picker: Option<Box<dyn Picker>>,
     recorder: Option<Arc<dyn Recorder>>,
-    db: Option<String>,
+    store: Option<StoreOpener>,
     durable_calls: bool,
     budgets: Option<Arc<dyn BudgetStore>>,
     config: DispatchConfig,
@@ -80,7 +114,7 @@ impl Runtime {
             envelope: Envelope::unrestricted(),
             picker: None,
             recorder: None,
-            db: None,
+            store: None,
             durable_calls: true,
             budgets: None,
             config: DispatchConfig::default(),
@@ -128,15 +162,9 @@ impl Runtime {
         &self.ledger
     }
 
-    /// The SQLite store, when the runtime records to one.
-    #[cfg(feature = "sqlite")]
-    pub fn store(&self) -> Option<&crate::store::SqliteStore> {
-        self.store.as_ref().and_then(crate::store::Store::as_sqlite)
-    }
-
-    /// The store the runtime records to, whichever the backend.
-    #[cfg(feature = "sqlite")]
-    pub fn open_store(&self) -> Option<&crate::store::Store> {
+    /// The store the runtime records to, when it was given one (the `thinkers-store` crate's
+    /// `RuntimeExt` names it by its type).
+    pub fn record_store(&self) -> Option<&Arc<dyn RuntimeStore>> {
         self.store.as_ref()
     }
 
@@ -167,8 +195,8 @@ impl Runtime {
                 crate::Error::invalid_input(
                     "database",
                     None,
-                    "this runtime keeps no store, so it has no approvals; open one with \
-                     RuntimeBuilder::database",
+                    "this runtime keeps no store, so it has no approvals; give it one with \
+                     RuntimeBuilder::store (thinkers-store's RuntimeBuilderExt::database)",
                 )
             })
     }
@@ -334,10 +362,14 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Record to this SQLite file or URL (for example `thinkers.db` or `sqlite::memory:`), or,
-    /// with the `postgres` feature, to a `postgres://` URL.
-    pub fn database(mut self, path_or_url: impl Into<String>) -> Self {
-        self.db = Some(path_or_url.into());
+    /// Keep the record in the store `open` yields, opened by [`Self::build`] (an error it
+    /// returns is the build's). The `thinkers-store` crate's `RuntimeBuilderExt::database`
+    /// calls this with a SQLite file or URL, or a `postgres://` URL.
+    pub fn store<F>(mut self, open: F) -> Self
+    where
+        F: Future<Output = Result<Arc<dyn RuntimeStore>>> + Send + 'static,
+    {
+        self.store = Some(Box::pin(open));
         self
     }
 
@@ -402,7 +434,7 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Build the runtime. Opens the database when one was given: the recorder (unless one was
+    /// Build the runtime. Opens the store when one was given: the recorder (unless one was
     /// given) and the durable conversations both use it.
     pub async fn build(self) -> Result<Runtime> {
         if self.catalog.needs_sim() {
@@ -436,54 +468,35 @@ impl RuntimeBuilder {
             None => ModelClient::new()?,
         };
         let models = Arc::new(ModelServices::with_client(router, client));
-        #[cfg(feature = "sqlite")]
-        let store = match &self.db {
-            Some(db) => Some(crate::store::open(db).await?),
+        let store = match self.store {
+            Some(open) => Some(open.await?),
             None => None,
         };
-        #[cfg(not(feature = "sqlite"))]
-        if let Some(db) = &self.db {
-            return Err(crate::Error::invalid_input(
-                "database",
-                Some(db.clone()),
-                "this build has no database support (enable the `sqlite` feature)",
-            ));
-        }
-        let recorder: Arc<dyn Recorder> = match self.recorder {
-            Some(r) => r,
-            #[cfg(feature = "sqlite")]
-            None if store.is_some() => match &store {
-                Some(s) => s.recorder_with(self.durable_calls)?,
-                None => Arc::new(NoopRecorder),
-            },
-            None => Arc::new(NoopRecorder),
+        let recorder: Arc<dyn Recorder> = match (self.recorder, &store) {
+            (Some(r), _) => r,
+            (None, Some(s)) => s.recorder(self.durable_calls)?,
+            (None, None) => Arc::new(NoopRecorder),
         };
         // Every row also feeds the cost ledger, which keeps only the workflows it watches.
         let ledger = Arc::new(CostLedger::new());
         let recorder: Arc<dyn Recorder> =
             Arc::new(LedgerRecorder::new(recorder, CostLedger::clone(&ledger)));
-        let conversations = Arc::new(match self.conversations {
-            Some(c) => c,
-            #[cfg(feature = "sqlite")]
-            None if store.is_some() => match &store {
-                Some(s) => ConversationService::new(s.conversations()),
-                None => ConversationService::new(Arc::new(MemoryConversationStore::new())),
-            },
-            None => ConversationService::new(Arc::new(MemoryConversationStore::new())),
+        let conversations = Arc::new(match (self.conversations, &store) {
+            (Some(c), _) => c,
+            (None, Some(s)) => ConversationService::new(s.conversations()),
+            (None, None) => ConversationService::new(Arc::new(MemoryConversationStore::new())),
         });
         // The caller's services last, so one of theirs replaces a default of the same type.
-        #[cfg_attr(not(feature = "sqlite"), allow(unused_mut))]
         let mut dispatcher = Dispatcher::builder()
             .budgets(budgets)
             .recorder(recorder.clone())
             .service(models.clone())
             .service(conversations.clone())
             .service(ledger.clone());
-        #[cfg(feature = "sqlite")]
         if let Some(s) = &store {
             // The store itself too: a benchmark keeps its report there.
             dispatcher = dispatcher
-                .service(Arc::new(s.clone()))
+                .service(Arc::new(Arc::clone(s)))
                 .service(Arc::new(crate::durable::DurableSteps::new(s.steps())))
                 .service(Arc::new(s.durable_response_cache()));
         }
@@ -500,7 +513,6 @@ impl RuntimeBuilder {
             recorder,
             conversations,
             ledger,
-            #[cfg(feature = "sqlite")]
             store,
         })
     }

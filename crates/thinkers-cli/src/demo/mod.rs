@@ -21,6 +21,7 @@ pub(crate) use thinker_stage::explainer;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use thinkers_store::{RuntimeBuilderExt as _, RuntimeExt as _};
 
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -30,8 +31,8 @@ use thinkers::model::Catalog;
 use thinkers::ops::Trajectory;
 use thinkers::ops::cost::{self, GroupBy};
 use thinkers::record::{LlmRun, now_ms};
-use thinkers::store::{LlmRunFilter, SqliteStore};
 use thinkers_sim::SimConfig;
+use thinkers_store::{LlmRunFilter, SqliteStore};
 
 use crate::simctl;
 

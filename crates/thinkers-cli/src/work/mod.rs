@@ -10,11 +10,12 @@ pub(crate) use workflows::registry;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use thinkers_store::RuntimeBuilderExt as _;
 
 use anyhow::{Context as _, bail};
 use thinkers::Runtime;
 use thinkers::dispatch::RedisBudgets;
-use thinkers::store::{LlmRunFilter, PgStore};
+use thinkers_store::{LlmRunFilter, PgStore};
 use thinkers_workflows::restate::{RestateEngine, RestateIngress};
 use thinkers_workflows::{WorkflowId, WorkflowState, Workflows};
 
@@ -193,7 +194,7 @@ pub(crate) async fn status(args: StatusArgs) -> anyhow::Result<()> {
     let (store, workflows) = args.db.open().await?;
     let s = workflows.status(id).await?;
     let calls = match s.run {
-        Some(run) => thinkers::store::Store::Postgres(store.clone())
+        Some(run) => thinkers_store::Store::Postgres(store.clone())
             .records()
             .llm_runs(LlmRunFilter::new().workflow(run))
             .await?

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context as _;
 use thinkers::Runtime;
-use thinkers::store::PgStore;
+use thinkers_store::PgStore;
 use thinkers_workflows::restate::{RestateEngine, reuse_port_listener};
 use tokio_util::sync::CancellationToken;
 

@@ -10,10 +10,11 @@
 use std::collections::HashSet;
 use std::process::Command;
 use std::time::Duration;
+use thinkers_store::RuntimeBuilderExt as _;
 
 use serde_json::{Value, json};
 use thinkers::job::doer;
-use thinkers::store::SqliteStore;
+use thinkers_store::SqliteStore;
 
 use crate::support::browser::{browser, screenshot_path};
 use crate::support::host::{http, serve};
@@ -45,7 +46,7 @@ async fn the_explorer_shows_the_demo_database_in_headless_chromium() {
     let store = SqliteStore::open(db.to_str().unwrap()).await.unwrap();
     let recorded = store.list_workflows(1000).await.unwrap();
     assert!(recorded.len() > 3, "the demo recorded {recorded:?}");
-    let opened = thinkers::store::Store::Sqlite(store.clone());
+    let opened = thinkers_store::Store::Sqlite(store.clone());
     let benches = opened.benchmark_reports(None, 10).await.unwrap();
     assert_eq!(benches.len(), 1, "the demo's benchmark report is stored");
     let bench = &benches[0];
@@ -208,7 +209,7 @@ async fn the_explorer_shows_the_demo_database_in_headless_chromium() {
         )
         .await;
     let called: HashSet<String> = store
-        .llm_runs(&thinkers::store::LlmRunFilter::new())
+        .llm_runs(&thinkers_store::LlmRunFilter::new())
         .await
         .unwrap()
         .into_iter()

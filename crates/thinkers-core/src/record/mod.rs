@@ -7,7 +7,7 @@
 //! batches on its own task. [`Recorder::flush`] waits until everything queued so far is durable.
 //!
 //! Implementations: [`NoopRecorder`] (recording off), [`MemoryRecorder`] (tests, in-process
-//! inspection) and the SQLite recorder in `thinkers::store`.
+//! inspection) and the SQLite recorder in `thinkers_store`.
 
 mod job_record;
 mod limit;

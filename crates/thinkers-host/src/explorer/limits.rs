@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use super::super::ChatHost;
 use super::super::api::ApiError;
 use thinkers::record::{LimitEvent, LimitEventKind, LlmRun};
-use thinkers::store::LlmRunFilter;
+use thinkers_store::LlmRunFilter;
 
 /// The most throttles and rate events listed per entry (the latest); counts cover all.
 const LISTED: usize = 200;

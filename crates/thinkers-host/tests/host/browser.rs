@@ -7,6 +7,7 @@
 //! `THINKERS_CHROMIUM` and `THINKERS_CHROMEDRIVER`; without them this test says so and skips.
 
 use serde_json::json;
+use thinkers_store::RuntimeBuilderExt as _;
 
 use crate::support::{PARIS, host, sim};
 use crate::webdriver::{browser, screenshot_path};

@@ -8,9 +8,10 @@ use thinkers::durable::ApprovalPolicy;
 use thinkers::job::JobId;
 use thinkers::model::{Catalog, Grade, ModelDependent as _, OutputSize};
 use thinkers::record::{JobEnd, JobStart, JobStatus, LlmRun, Recorder as _, now_ms};
-use thinkers::store::SqliteRecorder;
 use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput, ThinkerJob};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall, SimConfig};
+use thinkers_store::SqliteRecorder;
+use thinkers_store::{RuntimeBuilderExt as _, RuntimeExt as _};
 
 use crate::support::{Lookup, host_with};
 

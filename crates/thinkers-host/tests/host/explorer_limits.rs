@@ -5,6 +5,7 @@
 //! utilisation of the recorded calls against it.
 
 use std::time::Duration;
+use thinkers_store::RuntimeBuilderExt as _;
 
 use futures::future::join_all;
 use serde_json::Value;

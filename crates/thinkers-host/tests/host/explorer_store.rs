@@ -7,7 +7,7 @@ use thinkers::benchmark::BenchmarkReport;
 use thinkers::job::JobId;
 use thinkers::model::Grade;
 use thinkers::record::{JobEnd, JobStart, JobStatus};
-use thinkers::store::{Store, WorkflowQuery};
+use thinkers_store::{Store, WorkflowQuery};
 
 /// Five workflows (classes a, b, a, b, a; the last two still running), each with one child.
 async fn record(store: &Store) -> Vec<JobId> {
@@ -144,7 +144,7 @@ async fn check(store: &Store) {
 #[tokio::test]
 async fn the_explorer_queries_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    let store = thinkers::store::open(dir.path().join("x.db").to_str().unwrap())
+    let store = thinkers_store::open(dir.path().join("x.db").to_str().unwrap())
         .await
         .unwrap();
     check(&store).await;
@@ -155,6 +155,6 @@ async fn the_explorer_queries_on_postgres() {
     let Some(url) = crate::pg::fresh_schema_url().await.unwrap() else {
         return;
     };
-    let store = thinkers::store::open(&url).await.unwrap();
+    let store = thinkers_store::open(&url).await.unwrap();
     check(&store).await;
 }

@@ -20,7 +20,7 @@ mod explorer_limits;
 mod explorer_store;
 mod names;
 #[allow(dead_code)]
-#[path = "../../../thinkers/tests/conversations/pg.rs"]
+#[path = "../../../thinkers-store/tests/conversations/pg.rs"]
 mod pg;
 mod scaleout;
 mod support;

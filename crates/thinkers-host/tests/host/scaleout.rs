@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 use std::time::Duration;
+use thinkers_store::{RuntimeBuilderExt as _, RuntimeExt as _};
 
 use anyhow::{Context as _, Result};
 use serde_json::Value;
@@ -13,9 +14,9 @@ use thinkers::dispatch::DispatchConfig;
 use thinkers::model::Catalog;
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::record::JobStatus;
-use thinkers::store::{LlmRunFilter, Store};
 use thinkers_host::{ChatHost, HostConfig, RunningHost};
 use thinkers_sim::{Sim, SimConfig};
+use thinkers_store::{LlmRunFilter, Store};
 
 use crate::support::{create_chat, events_until_answer, factory, history, post_text};
 

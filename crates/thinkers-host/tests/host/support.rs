@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+use thinkers_store::RuntimeBuilderExt as _;
 
 use eventsource_stream::Eventsource;
 use futures::StreamExt;

@@ -53,7 +53,7 @@ use crate::WorkflowRegistry;
 use thinkers::durable::DurableSteps;
 use thinkers::llm::ResponseCacheService;
 use thinkers::runtime::Runtime;
-use thinkers::store::{PgSteps, PgStore};
+use thinkers_store::{PgSteps, PgStore};
 
 /// The Restate service's name (the path segment of its ingress URLs).
 pub const SERVICE: &str = "ThinkersWorkflow";

@@ -26,7 +26,7 @@ use super::journal::{self, Journal};
 use crate::{WorkflowId, WorkflowRegistry};
 use thinkers::Error;
 use thinkers::runtime::Runtime;
-use thinkers::store::PgStore;
+use thinkers_store::PgStore;
 
 /// What `submit` sends to the `run` handler.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -268,16 +268,18 @@ impl<S: BenchmarkSubject> Benchmark<S> {
             report.table()
         );
         match serde_json::to_value(&report) {
-            Ok(json) => cx.set_metadata(REPORT, json),
+            Ok(json) => {
+                cx.set_metadata(REPORT, json.clone());
+                let store = cx.services().get::<Arc<dyn crate::runtime::RuntimeStore>>();
+                if let Some(store) = store
+                    && let Err(e) = store
+                        .save_benchmark_report(cx.workflow(), cx.id(), json)
+                        .await
+                {
+                    tracing::warn!(error = %e, "the benchmark report could not be stored");
+                }
+            }
             Err(e) => tracing::warn!(error = %e, "the benchmark report could not be published"),
-        }
-        #[cfg(feature = "sqlite")]
-        if let Some(store) = cx.services().get::<crate::store::Store>()
-            && let Err(e) = store
-                .save_benchmark_report(cx.workflow(), cx.id(), &report)
-                .await
-        {
-            tracing::warn!(error = %e, "the benchmark report could not be stored");
         }
         self.report.set(report);
         reference

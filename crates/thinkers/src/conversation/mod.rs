@@ -12,7 +12,8 @@
 //!   durable ones to a [`ConversationStore`]), compacts them and renders transcripts.
 //! * [`ConversationStore`] keeps durable conversations under optimistic versioning: a save based
 //!   on a stale version fails with a [`VersionConflict`] and writes nothing.
-//!   [`MemoryConversationStore`] is in memory; the SQLite store lives in [`crate::store`].
+//!   [`MemoryConversationStore`] is in memory; the SQLite and PostgreSQL ones
+//!   are the `thinkers-store` crate's.
 //! * A turn that gave no answer leaves a marker saying why (text starting [`NO_ANSWER_PREFIX`]); a model reads only
 //!   that the turn failed.
 //! * Compaction ([`Compactor`]) folds older turns into one summary written by a [`Summarizer`],
@@ -48,7 +49,8 @@ pub use objective::{Objective, Slot};
 pub use service::{CompactionSink, ConversationService};
 pub use sizing::{RequestSizer, WireSizer};
 pub use stamps::{DEFAULT_COMFORT_WINDOW, DEFAULT_COMPACTION_TRIGGER, Stamps};
-#[cfg(feature = "sqlite")]
-pub(crate) use store::unknown_conversation;
-pub use store::{ConversationStore, VERSION_PARAMETER, VersionConflict, is_version_conflict};
+pub use store::{
+    ConversationStore, VERSION_PARAMETER, VersionConflict, is_version_conflict,
+    unknown_conversation,
+};
 pub use summarizer::{FnSummarizer, Summarizer, summarizer_fn};

@@ -5,8 +5,8 @@
 //! write fails with a [`VersionConflict`] and changes nothing, so nothing already stored is lost.
 //! The loser reloads, applies its change again and retries.
 //!
-//! Implementations: [`super::MemoryConversationStore`] and, behind the `sqlite` feature,
-//! `store::SqliteConversationStore`.
+//! Implementations: [`super::MemoryConversationStore`], and the `thinkers-store` crate's
+//! `SqliteConversationStore` and `PgConversationStore`.
 
 use std::sync::Arc;
 
@@ -138,8 +138,8 @@ pub fn is_version_conflict(err: &Error) -> bool {
     VersionConflict::find(err).is_some()
 }
 
-/// The error for an id under which nothing is stored.
-pub(crate) fn unknown_conversation(id: &ConversationId) -> Error {
+/// The error for an id under which nothing is stored: a correctable `InvalidInput` naming it.
+pub fn unknown_conversation(id: &ConversationId) -> Error {
     Error::invalid_input(
         "conversation_id",
         Some(id.to_string()),

@@ -29,7 +29,7 @@
 //!   marks the run's workflow `queued` once no call of the run is still pending.
 //!
 //! The journal and the approvals live in the run's store ([`StepStore`], implemented by
-//! `store::SqliteSteps` and `store::PgSteps`), registered on the dispatcher as [`DurableSteps`].
+//! `thinkers_store::SqliteSteps` and `thinkers_store::PgSteps`), registered on the dispatcher as [`DurableSteps`].
 //! A chat turn journals its calls too, under its conversation ([`META_JOURNAL_RUN`]): a step that
 //! stopped for a person keeps its calls, and the decision continues the same turn.
 //!
@@ -386,7 +386,6 @@ pub(crate) fn denial_text(reason: Option<&str>) -> String {
 
 /// The error for an approval id that is not in the store: a correctable `InvalidInput` on
 /// `approval`, naming the id.
-#[cfg(feature = "sqlite")]
 pub fn unknown_approval(id: &str) -> crate::Error {
     crate::Error::invalid_input(
         "approval",
@@ -395,9 +394,9 @@ pub fn unknown_approval(id: &str) -> crate::Error {
     )
 }
 
-/// An error for a decision on an approval already decided the other way.
-#[cfg(feature = "sqlite")]
-pub(crate) fn already_decided(approval: &Approval) -> crate::Error {
+/// The error for a decision on an approval already decided the other way: a correctable
+/// `InvalidInput` on `approval`, naming the id and how it was decided.
+pub fn already_decided(approval: &Approval) -> crate::Error {
     crate::Error::invalid_input(
         "approval",
         Some(approval.id.clone()),

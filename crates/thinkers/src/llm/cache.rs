@@ -10,7 +10,7 @@
 //!
 //! The cache is optional. A dispatcher finds it as the [`ResponseCacheService`] service; without
 //! one, every call goes to the provider. The PostgreSQL and SQLite stores provide one each
-//! (`store::PgResponseCache`, `store::SqliteResponseCache`), which a runtime with a store
+//! (`thinkers_store::PgResponseCache`, `thinkers_store::SqliteResponseCache`), which a runtime with a store
 //! registers for the calls of durable runs only ([`ResponseCacheService::for_durable_runs`]).
 //!
 //! A call answered from the cache is still recorded as a model call (its usage as the provider

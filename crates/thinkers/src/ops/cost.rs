@@ -330,7 +330,7 @@ impl SubtreeCost {
 
 /// Sum the calls made by `ancestor` and by every job below it, found by following the parent
 /// links of `jobs` downwards (pass at least the jobs of the ancestor's workflow, for example
-/// from [`crate::store::RecordStore::workflow_jobs`]). Calls of jobs outside the subtree are
+/// from the `thinkers-store` crate's `RecordStore::workflow_jobs`). Calls of jobs outside the subtree are
 /// ignored; currencies stay separate. An ancestor absent from `jobs` still counts its own calls.
 pub fn rollup_by_ancestor(jobs: &[JobRecord], runs: &[LlmRun], ancestor: JobId) -> SubtreeCost {
     let mut children: HashMap<JobId, Vec<&JobRecord>> = HashMap::new();

@@ -1,8 +1,8 @@
 //! Operations: what the recorded history says about sizing, spend and latency.
 //!
 //! Everything here works on rows already fetched from a store (through
-//! [`crate::store::RecordStore`] or the SQLite store's queries), so the same reports run on
-//! SQLite, a future PostgreSQL store or rows held in memory:
+//! the `thinkers-store` crate's `RecordStore`), so the same reports run on SQLite, PostgreSQL
+//! or rows held in memory:
 //!
 //! * [`sizing`] — per job class, how much answer the model calls really produced, which output
 //!   rung the class declared, and the rung the history recommends;

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use thinkers_store::RuntimeBuilderExt as _;
 
 use serde_json::json;
 use thinkers::Runtime;
@@ -14,9 +15,9 @@ use thinkers::llm::ModelClient;
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, ModelDependent};
 use thinkers::ops::Trajectory;
-use thinkers::store::SqliteStore;
 use thinkers::thinker::{Thinker, ThinkerInput};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall, Sim, SimConfig};
+use thinkers_store::SqliteStore;
 
 use crate::support::{Definition, Delete, Lookup, Summary, decl};
 

@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::time::Duration;
+use thinkers_store::RuntimeBuilderExt as _;
 
 use thinkers::dispatch::Limits;
 use thinkers::job::{Job, JobContext, Requirements, Resources, doer};
@@ -247,11 +248,10 @@ fn hour_long() -> impl Job<Output = ()> {
 /// A program that ends without `shutdown()` (its `main` returns and tokio stops) still leaves a
 /// complete record: dropping the runtime writes every queued row before the tokio runtime that
 /// ran the writer goes away.
-#[cfg(feature = "sqlite")]
 #[test]
 fn a_runtime_dropped_without_shutdown_leaves_a_complete_record() {
     use thinkers::model::Catalog;
-    use thinkers::store::SqliteStore;
+    use thinkers_store::SqliteStore;
 
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("record.db").to_string_lossy().into_owned();
@@ -297,7 +297,6 @@ fn a_runtime_dropped_without_shutdown_leaves_a_complete_record() {
 
 /// A runtime built on a current-thread tokio runtime and dropped outside it cannot wait for its
 /// writer (nothing drives that runtime): the drop returns at once instead of hanging.
-#[cfg(feature = "sqlite")]
 #[test]
 fn a_runtime_of_a_current_thread_tokio_runtime_dropped_outside_it_does_not_hang() {
     let dir = tempfile::tempdir().unwrap();

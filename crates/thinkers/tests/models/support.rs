@@ -6,6 +6,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use thinkers_store::RuntimeBuilderExt as _;
 
 use thinkers::Runtime;
 use thinkers::conversation::Message;

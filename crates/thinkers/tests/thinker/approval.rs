@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use thinkers_store::{RuntimeBuilderExt as _, RuntimeExt as _};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

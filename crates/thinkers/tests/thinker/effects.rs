@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use thinkers_store::RuntimeBuilderExt as _;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

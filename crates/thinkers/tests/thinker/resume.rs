@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 use std::process::Command;
+use thinkers_store::{RuntimeBuilderExt as _, RuntimeExt as _};
 
 use anyhow::{Context as _, Result, bail};
 use schemars::JsonSchema;
@@ -355,9 +356,9 @@ async fn the_compaction_summary_of_a_pinned_thinker_runs_on_its_pin() -> Result<
         !store.compactions(workflow).await?.is_empty(),
         "a compaction ran"
     );
-    let runs = thinkers::store::RecordStore::llm_runs(
+    let runs = thinkers_store::RecordStore::llm_runs(
         store,
-        thinkers::store::LlmRunFilter::new().workflow(workflow),
+        thinkers_store::LlmRunFilter::new().workflow(workflow),
     )
     .await?;
     let summaries: Vec<&str> = runs

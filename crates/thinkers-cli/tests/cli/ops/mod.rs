@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 
 use thinkers::job::JobId;
 use thinkers::record::{JobEnd, JobStart, JobStatus, LlmRun, Recorder as _, now_ms};
-use thinkers::store::{SqliteRecorder, SqliteStore};
+use thinkers_store::{SqliteRecorder, SqliteStore};
 
 mod logs;
 

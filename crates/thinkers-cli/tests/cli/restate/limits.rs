@@ -76,7 +76,7 @@ async fn three_service_processes_share_one_tpm_limit_through_redis() -> Result<(
     restate.register(&addr).await?;
     // More work than one window admits: ~110 tokens per call settle, so ~1,400 calls fill it
     // (48 × 50 = 2,400 calls).
-    let store = thinkers::store::PgStore::open(&db).await?;
+    let store = thinkers_store::PgStore::open(&db).await?;
     let record = thinkers_workflows::Workflows::new(&store);
     let ingress = thinkers_workflows::restate::RestateIngress::new(&restate.ingress);
     // Every running invocation is journal traffic for the server, and 48 keep the budget busy. `THINKERS_RESTATE_WORKFLOWS` runs

@@ -11,7 +11,7 @@ pub(crate) mod errands;
 pub(crate) mod host;
 // The crate `thinkers`'s conversation tests share this file; `pg_conversations` is theirs alone.
 #[allow(dead_code)]
-#[path = "../../../../thinkers/tests/conversations/pg.rs"]
+#[path = "../../../../thinkers-store/tests/conversations/pg.rs"]
 pub(crate) mod pg;
 pub(crate) mod restate;
 
