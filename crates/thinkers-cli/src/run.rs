@@ -5,10 +5,10 @@
 //! running the same command again resumes it from the journal.
 
 use std::path::PathBuf;
-use thinkers_store::RuntimeBuilderExt as _;
 
 use anyhow::Context as _;
 use thinkers::Runtime;
+use thinkers_store::RuntimeBuilderExt as _;
 
 use crate::{lifecycle, simctl, work};
 

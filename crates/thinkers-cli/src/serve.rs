@@ -6,7 +6,6 @@
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use thinkers_store::{RuntimeBuilderExt as _, RuntimeExt as _};
 
 use anyhow::Context as _;
 use thinkers::Runtime;
@@ -16,6 +15,7 @@ use thinkers::thinker::{ChatThinker, ThinkerDeclaration};
 use thinkers_host::{ChatHost, HostConfig, HostToken};
 use thinkers_sim::{Sim, SimConfig};
 use thinkers_store::Store;
+use thinkers_store::{RuntimeBuilderExt as _, RuntimeExt as _};
 
 /// What a chat is told unless `--objective` says otherwise.
 pub(crate) const DEFAULT_OBJECTIVE: &str =

@@ -70,7 +70,6 @@ pub use running::RunningHost;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, PoisonError};
-use thinkers_store::RuntimeExt as _;
 
 use serde::Serialize;
 use tokio::net::TcpListener;
@@ -83,6 +82,7 @@ use thinkers::dispatch::Dispatcher;
 use thinkers::runtime::Runtime;
 use thinkers::thinker::{ChatThinker, Delivery};
 use thinkers::{Error, Result};
+use thinkers_store::RuntimeExt as _;
 use thinkers_store::{ChatRecord, ChatStore};
 
 /// The answer recorded in place of a turn the host did not finish: it was stopped (SIGTERM,

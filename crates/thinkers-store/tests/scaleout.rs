@@ -8,7 +8,6 @@ mod pg;
 
 use std::sync::Arc;
 use std::time::Duration;
-use thinkers_store::{RuntimeBuilderExt as _, RuntimeExt as _};
 
 use anyhow::Result;
 use thinkers::Runtime;
@@ -19,7 +18,7 @@ use thinkers::llm::{ChatRequest, LlmCall};
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, Grade, OutputSize};
 use thinkers_sim::{Sim, SimConfig};
-use thinkers_store::{LlmRunFilter, Store};
+use thinkers_store::{LlmRunFilter, RuntimeBuilderExt as _, RuntimeExt as _, Store};
 
 const ENTRY: &str = "sim-small-a";
 const CALLS_PER_WORKER: usize = 15;

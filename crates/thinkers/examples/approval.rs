@@ -10,7 +10,6 @@ use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use thinkers_store::RuntimeBuilderExt as _;
 
 use anyhow::{Result, bail};
 use schemars::JsonSchema;
@@ -22,6 +21,7 @@ use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput, ThinkerJob};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers::{Error, Runtime};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall, SimConfig};
+use thinkers_store::RuntimeBuilderExt as _;
 
 #[path = "support/mod.rs"]
 mod support;

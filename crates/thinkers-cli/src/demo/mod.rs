@@ -21,7 +21,6 @@ pub(crate) use thinker_stage::explainer;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use thinkers_store::{RuntimeBuilderExt as _, RuntimeExt as _};
 
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -33,6 +32,7 @@ use thinkers::ops::cost::{self, GroupBy};
 use thinkers::record::{LlmRun, now_ms};
 use thinkers_sim::SimConfig;
 use thinkers_store::{LlmRunFilter, SqliteStore};
+use thinkers_store::{RuntimeBuilderExt as _, RuntimeExt as _};
 
 use crate::simctl;
 

@@ -10,11 +10,11 @@ pub(crate) use workflows::registry;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use thinkers_store::RuntimeBuilderExt as _;
 
 use anyhow::{Context as _, bail};
 use thinkers::Runtime;
 use thinkers::dispatch::RedisBudgets;
+use thinkers_store::RuntimeBuilderExt as _;
 use thinkers_store::{LlmRunFilter, PgStore};
 use thinkers_workflows::restate::{RestateEngine, RestateIngress};
 use thinkers_workflows::{WorkflowId, WorkflowState, Workflows};

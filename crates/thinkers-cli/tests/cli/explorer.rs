@@ -10,10 +10,10 @@
 use std::collections::HashSet;
 use std::process::Command;
 use std::time::Duration;
-use thinkers_store::RuntimeBuilderExt as _;
 
 use serde_json::{Value, json};
 use thinkers::job::doer;
+use thinkers_store::RuntimeBuilderExt as _;
 use thinkers_store::SqliteStore;
 
 use crate::support::browser::{browser, screenshot_path};

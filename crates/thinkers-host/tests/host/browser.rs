@@ -7,10 +7,10 @@
 //! `THINKERS_CHROMIUM` and `THINKERS_CHROMEDRIVER`; without them this test says so and skips.
 
 use serde_json::json;
-use thinkers_store::RuntimeBuilderExt as _;
 
 use crate::support::{PARIS, host, sim};
 use crate::webdriver::{browser, screenshot_path};
+use thinkers_store::RuntimeBuilderExt as _;
 
 #[tokio::test]
 async fn the_page_streams_an_answer_in_headless_chromium() {

@@ -5,7 +5,6 @@
 //! utilisation of the recorded calls against it.
 
 use std::time::Duration;
-use thinkers_store::RuntimeBuilderExt as _;
 
 use futures::future::join_all;
 use serde_json::Value;
@@ -14,6 +13,7 @@ use thinkers::dispatch::DispatchConfig;
 use thinkers::llm::{ChatRequest, LlmCall};
 use thinkers::model::{Catalog, Grade, OutputSize, SIM_DEFAULT_KEY};
 use thinkers_sim::{Sim, SimConfig};
+use thinkers_store::RuntimeBuilderExt as _;
 
 use crate::support::host_with;
 

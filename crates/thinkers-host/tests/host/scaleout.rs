@@ -5,7 +5,6 @@
 
 use std::net::SocketAddr;
 use std::time::Duration;
-use thinkers_store::{RuntimeBuilderExt as _, RuntimeExt as _};
 
 use anyhow::{Context as _, Result};
 use serde_json::Value;
@@ -17,6 +16,7 @@ use thinkers::record::JobStatus;
 use thinkers_host::{ChatHost, HostConfig, RunningHost};
 use thinkers_sim::{Sim, SimConfig};
 use thinkers_store::{LlmRunFilter, Store};
+use thinkers_store::{RuntimeBuilderExt as _, RuntimeExt as _};
 
 use crate::support::{create_chat, events_until_answer, factory, history, post_text};
 

@@ -6,7 +6,6 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use thinkers_store::RuntimeBuilderExt as _;
 
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
@@ -21,6 +20,7 @@ use thinkers::thinker::{ChatThinker, ThinkerDeclaration};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers_host::{ChatHost, HostConfig, RunningHost};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, Sim, SimConfig};
+use thinkers_store::RuntimeBuilderExt as _;
 
 /// What the sim answers to a question about the capital of France.
 pub const PARIS: &str = "Paris is the capital of France.";

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 use std::time::Duration;
-use thinkers_store::RuntimeBuilderExt as _;
 
 use serde_json::json;
 use thinkers::Runtime;
@@ -17,6 +16,7 @@ use thinkers::model::{Catalog, ModelDependent};
 use thinkers::ops::Trajectory;
 use thinkers::thinker::{Thinker, ThinkerInput};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall, Sim, SimConfig};
+use thinkers_store::RuntimeBuilderExt as _;
 use thinkers_store::SqliteStore;
 
 use crate::support::{Definition, Delete, Lookup, Summary, decl};

@@ -2,12 +2,12 @@
 
 use std::borrow::Cow;
 use std::time::Duration;
-use thinkers_store::RuntimeBuilderExt as _;
 
 use thinkers::dispatch::Limits;
 use thinkers::job::{Job, JobContext, Requirements, Resources, doer};
 use thinkers::record::JobStatus;
 use thinkers::{Error, ErrorKind, Result};
+use thinkers_store::RuntimeBuilderExt as _;
 use tokio::time::Instant;
 
 use crate::support::{SeatJob, dispatcher, dispatcher_with};

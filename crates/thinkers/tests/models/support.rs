@@ -6,7 +6,6 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use thinkers_store::RuntimeBuilderExt as _;
 
 use thinkers::Runtime;
 use thinkers::conversation::Message;
@@ -14,6 +13,7 @@ use thinkers::dispatch::DispatchConfig;
 use thinkers::llm::{ChatRequest, LlmCall, ModelClient};
 use thinkers::model::{Catalog, Grade, OutputSize};
 use thinkers_sim::{Sim, SimConfig, SimModel};
+use thinkers_store::RuntimeBuilderExt as _;
 
 #[path = "../common/offline.rs"]
 mod offline;

@@ -6,7 +6,6 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use thinkers_store::{RuntimeBuilderExt as _, RuntimeExt as _};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -18,6 +17,7 @@ use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers::{Error, ErrorKind, Runtime};
 use thinkers_sim::{MatchOn, Script, ScriptAnswer, ScriptRule, ScriptToolCall, Sim, SimConfig};
+use thinkers_store::{RuntimeBuilderExt as _, RuntimeExt as _};
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Report {

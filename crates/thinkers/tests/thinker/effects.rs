@@ -15,7 +15,6 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use thinkers_store::RuntimeBuilderExt as _;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -26,6 +25,7 @@ use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers::{Error, ErrorKind, Runtime};
 use thinkers_sim::{MatchOn, Script, ScriptAnswer, ScriptRule, ScriptToolCall, Sim, SimConfig};
+use thinkers_store::RuntimeBuilderExt as _;
 
 /// Set in the child: the directory holding the database and the marker.
 const CHILD: &str = "THINKERS_EFFECT_CHILD";

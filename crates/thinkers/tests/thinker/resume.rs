@@ -5,7 +5,6 @@
 
 use std::borrow::Cow;
 use std::process::Command;
-use thinkers_store::{RuntimeBuilderExt as _, RuntimeExt as _};
 
 use anyhow::{Context as _, Result, bail};
 use schemars::JsonSchema;
@@ -19,6 +18,7 @@ use thinkers::model::{Catalog, Grade, ModelDependent, OutputSize};
 use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerHooks, ThinkerInput, ThinkerOutput};
 use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::{MatchOn, Script, ScriptAnswer, ScriptRule, Sim, SimConfig};
+use thinkers_store::{RuntimeBuilderExt as _, RuntimeExt as _};
 
 use crate::support::{Lookup, LookupInput};
 
