@@ -19,8 +19,8 @@
 //! ([`ops`]): which output size each job class should declare, and what each class, entry or
 //! workflow spent.
 //!
-//! Built-in service tools live in [`service_tools`] (`web_fetch`, `pubmed_fetch`, `epo_claims`); with the
-//! `mcp` feature, the tools of any MCP server become tool providers (module `mcp`). A deployment's
+//! Built-in service tools (`web_fetch`, `pubmed_fetch`, `epo_claims`) are the `thinkers-tools`
+//! crate; with the `mcp` feature, the tools of any MCP server become tool providers (module `mcp`). A deployment's
 //! tools and skills can be gathered in a [`hub::ToolHub`], from which thinkers discover tools
 //! (`request_tools`), load skills (`request_skill`) and delegate (`sub_thinker`).
 //!
@@ -70,7 +70,6 @@ pub mod model;
 pub mod onecall;
 pub mod ops;
 pub mod runtime;
-pub mod service_tools;
 pub mod telemetry;
 #[cfg(all(test, feature = "redis"))]
 mod test_services;

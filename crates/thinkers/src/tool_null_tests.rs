@@ -1,7 +1,7 @@
 //! `null` for an optional argument or answer field means the field is absent: OpenAI strict
 //! mode makes every optional property required and nullable, so a model answering in strict mode
 //! writes `null` for what it leaves out. One test per built-in tool (every optional argument
-//! `null`), and the two answer boundaries.
+//! `null`), and the two answer boundaries. The service tools' own are in `thinkers-tools`.
 
 use std::fmt::Debug;
 
@@ -14,7 +14,6 @@ use crate::benchmark::JudgeInput;
 use crate::hub::CatalogEntry;
 use crate::onecall::AnswerShape as OneCallShape;
 use crate::onecall::tools::{QuickQuestionInput, SummarizationInput, ViolationInput};
-use crate::service_tools::{EpoClaimsInput, PubmedFetchInput, WebFetchInput};
 use crate::thinker::{AnswerShape, Judgement, SubThinkerInput};
 use crate::tool::decode_arguments;
 
@@ -65,14 +64,6 @@ fn sub_thinker() {
 }
 
 #[test]
-fn epo_claims() {
-    assert_eq!(
-        nulls_decode_as_absent::<EpoClaimsInput>(&json!({"publication_number": "EP1000000"})),
-        ["language"]
-    );
-}
-
-#[test]
 fn quick_llm_question() {
     assert_eq!(
         nulls_decode_as_absent::<QuickQuestionInput>(
@@ -94,10 +85,6 @@ fn summarization() {
 fn tools_without_optional_arguments() {
     // Nothing to make null: these assert that it stays so (a new optional argument lands in a
     // test of its own).
-    assert!(
-        nulls_decode_as_absent::<WebFetchInput>(&json!({"url": "https://x.invalid/"})).is_empty()
-    );
-    assert!(nulls_decode_as_absent::<PubmedFetchInput>(&json!({"pmids": ["1"]})).is_empty());
     assert!(
         nulls_decode_as_absent::<ViolationInput>(&json!({"text": "t", "rule": "r"})).is_empty()
     );

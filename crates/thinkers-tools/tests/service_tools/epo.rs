@@ -2,8 +2,8 @@
 
 use serde_json::json;
 use thinkers::Dispatcher;
-use thinkers::service_tools::{Claim, EpoClaims, EpoClaimsConfig, EpoCredentials, PatentClaims};
 use thinkers::tool::{ToolCallContext, ToolProvider, TypedToolProvider};
+use thinkers_tools::{Claim, EpoClaims, EpoClaimsConfig, EpoCredentials, PatentClaims};
 
 use crate::fakes::{EPO_KEY, EPO_SECRET, EpoFake};
 use crate::support::{assert_invalid, call};

@@ -116,7 +116,7 @@ pub(crate) fn title(html: &str) -> Option<String> {
     tokenizer.end();
     let sink = tokenizer.sink;
     let title = sink.title.into_inner()?;
-    let title = crate::service_tools::xml::collapse_whitespace(&title);
+    let title = crate::xml::collapse_whitespace(&title);
     (!title.is_empty()).then_some(title)
 }
 
@@ -233,7 +233,7 @@ mod tests {
     #[test]
     fn a_page_within_the_bounds_reads_as_html2text_reads_it() {
         let pages = [
-            include_str!("../../../tests/fixtures/web/article.html"),
+            include_str!("../../tests/fixtures/web/article.html"),
             "<table><tr><td>a<td>b<tr><td>c</table><p>after",
             "<p><b>bold<p>still bold</b> plain<ul><li>x<li>y</ul>",
             "<div><span>open <a href=/x>link <a href=/y>next</div><pre>  kept  </pre>",

@@ -6,8 +6,8 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use thinkers::service_tools::{Refused, WebFetch, WebFetchConfig};
 use thinkers::{Dispatcher, Error};
+use thinkers_tools::{Refused, WebFetch, WebFetchConfig};
 
 use crate::support::{assert_invalid, call};
 

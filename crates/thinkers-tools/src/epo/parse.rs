@@ -1,7 +1,7 @@
 //! Reading an OPS `claims` answer into numbered claims, per language.
 
 use super::Claim;
-use crate::service_tools::xml::{self, Element, XmlError};
+use crate::xml::{self, Element, XmlError};
 
 /// The claims of one language.
 #[derive(Debug, Clone, PartialEq)]

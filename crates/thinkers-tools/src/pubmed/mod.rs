@@ -30,11 +30,11 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::http;
-use crate::dispatch::{Limits, Rate};
-use crate::error::{FailureClass, ServiceFailure, ServiceStep};
-use crate::job::Requirements;
-use crate::tool::{Tool, ToolContext};
-use crate::{Error, Result};
+use thinkers::dispatch::{Limits, Rate};
+use thinkers::error::{FailureClass, ServiceFailure, ServiceStep};
+use thinkers::job::Requirements;
+use thinkers::tool::{Tool, ToolContext};
+use thinkers::{Error, Result};
 
 /// The admission budget every `pubmed_fetch` call takes a slot of.
 pub const PUBMED_BUDGET: &str = "service:pubmed";

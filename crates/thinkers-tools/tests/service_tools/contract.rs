@@ -14,11 +14,11 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use serde_json::json;
-use thinkers::service_tools::{
+use thinkers::{Dispatcher, Error};
+use thinkers_tools::{
     AddressPolicy, EpoClaims, EpoClaimsConfig, EpoCredentials, PubmedConfig, PubmedFetch, WebFetch,
     WebFetchConfig,
 };
-use thinkers::{Dispatcher, Error};
 
 use crate::fakes::{EPO_KEY, EPO_SECRET, EpoFake, PubmedFake};
 use crate::support::{

@@ -12,8 +12,8 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Response, StatusCode};
 
-use crate::error::{FailureClass, ServiceFailure, ServiceStep, StatusFailure};
-use crate::{Error, Result};
+use thinkers::error::{FailureClass, ServiceFailure, ServiceStep, StatusFailure};
+use thinkers::{Error, Result};
 
 /// A transport or status failure of reqwest, classified for [`ServiceStep`]: a timeout, a refused
 /// connection or a body cut short is I/O; a 4xx other than 401, 403, 408 and 429 is correctable;

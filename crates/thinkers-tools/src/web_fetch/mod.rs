@@ -46,11 +46,11 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::http;
-use crate::dispatch::Limits;
-use crate::error::ServiceStep;
-use crate::job::Requirements;
-use crate::tool::{Tool, ToolContext};
-use crate::{Error, Result};
+use thinkers::dispatch::Limits;
+use thinkers::error::ServiceStep;
+use thinkers::job::Requirements;
+use thinkers::tool::{Tool, ToolContext};
+use thinkers::{Error, Result};
 
 /// How `web_fetch` behaves. The defaults suit a model reading pages on the public web.
 #[derive(Debug, Clone)]

@@ -46,7 +46,7 @@ use std::sync::Arc;
 use ipnet::IpNet;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
-use crate::{Error, Result};
+use thinkers::{Error, Result};
 
 /// Ranges that are never fetched unless allowlisted, with the name a refusal gives. The first
 /// range that holds an address names it, so specific ranges come before the ranges holding them.

@@ -11,8 +11,8 @@ use axum::http::header;
 use axum::response::Redirect;
 use axum::routing::get;
 use serde_json::json;
-use thinkers::service_tools::{AddressPolicy, WebFetch, WebFetchConfig, WebPage};
 use thinkers::{Dispatcher, Error};
+use thinkers_tools::{AddressPolicy, WebFetch, WebFetchConfig, WebPage};
 use tokio::net::TcpListener;
 
 use crate::support::{Fake, Hits, assert_external, assert_invalid, call, fixture};
@@ -222,7 +222,7 @@ async fn private_ranges_are_refused_without_a_packet() {
             Error::InvalidInput { source, .. } => {
                 let refused = source
                     .as_ref()
-                    .and_then(|s| s.downcast_ref::<thinkers::service_tools::Refused>())
+                    .and_then(|s| s.downcast_ref::<thinkers_tools::Refused>())
                     .expect("the refusal is the source");
                 assert_eq!(refused.address.to_string(), url_host(url), "{url}");
             }

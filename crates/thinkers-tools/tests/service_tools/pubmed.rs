@@ -4,10 +4,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use thinkers::Dispatcher;
-use thinkers::service_tools::{
-    PUBMED_BUDGET, PubmedArticle, PubmedArticles, PubmedConfig, PubmedFetch,
-};
 use thinkers::tool::{ToolCallContext, ToolProvider, TypedToolProvider};
+use thinkers_tools::{PUBMED_BUDGET, PubmedArticle, PubmedArticles, PubmedConfig, PubmedFetch};
 
 use crate::fakes::PubmedFake;
 use crate::support::call;

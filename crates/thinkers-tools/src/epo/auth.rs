@@ -13,8 +13,8 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::EpoCredentials;
-use crate::service_tools::http;
-use crate::{Error, Result};
+use crate::http;
+use thinkers::{Error, Result};
 
 /// A token is renewed this long before the expiry the service announced.
 const EXPIRY_MARGIN: Duration = Duration::from_secs(60);

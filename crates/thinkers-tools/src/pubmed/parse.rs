@@ -1,7 +1,7 @@
 //! Reading an efetch `PubmedArticleSet` document into [`PubmedArticle`]s.
 
 use super::PubmedArticle;
-use crate::service_tools::xml::{self, Element, XmlError};
+use crate::xml::{self, Element, XmlError};
 
 /// Every article (journal articles and book records) in an efetch answer, in document order.
 pub(crate) fn articles(doc: &str) -> Result<Vec<PubmedArticle>, XmlError> {
