@@ -20,9 +20,6 @@ mod support;
 // Each example file also holds a `main` (and its own copy of the support module) that only
 // `cargo run --example` uses.
 #[allow(dead_code)]
-#[path = "../examples/approval.rs"]
-mod approval;
-#[allow(dead_code)]
 #[path = "../examples/as_tool.rs"]
 mod as_tool;
 #[allow(dead_code)]
@@ -352,7 +349,10 @@ fn every_rust_block_of_the_guide_is_an_excerpt_of_an_example() {
     let examples: Vec<String> = std::fs::read_dir(root.join("examples"))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .chain([root.join("examples/support/mod.rs")])
+        .chain([
+            root.join("examples/support/mod.rs"),
+            root.join("../thinkers-store/examples/approval.rs"),
+        ])
         .filter(|p| p.extension().is_some_and(|x| x == "rs"))
         .map(|p| std::fs::read_to_string(p).unwrap())
         .collect();
@@ -415,23 +415,6 @@ async fn chat_example_streams_two_turns_of_one_conversation() {
         "{last}"
     );
     assert_eq!(jobs_of(&env.rec, "chat").len(), 2, "one job per turn");
-}
-
-#[tokio::test]
-async fn approval_example_waits_for_a_person_and_refunds_once() {
-    let env = support::offline(approval::tune).await.unwrap();
-    let sim = env.sim.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let catalog = thinkers::model::Catalog::bundled().with_sim_url(&sim.base_url());
-    let out = approval::run(catalog, &dir.path().join("approval.db"))
-        .await
-        .unwrap();
-    assert_eq!(out.waited_on, "refund");
-    assert_eq!(out.answer, "Refunded 250 on order 1234.");
-    assert_eq!(out.refunds, 1, "the refund ran once, after the approval");
-    // Two model calls in all: the turn that asked for the refund (answered from the response
-    // cache when the run went on) and the answer.
-    assert_eq!(sim.requests().len(), 2);
 }
 
 /// A sim serving one OpenAI model named as the smallest example names it, with one tool round.

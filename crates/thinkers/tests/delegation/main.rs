@@ -1,7 +1,8 @@
 //! Delegation and discovery: the tool hub and skills, `request_tools`, `request_skill`,
 //! `sub_thinker` and thinkers or doers offered as tools (`as_tool`) — the rules driven by
-//! scripted turns through a real dispatcher, and one run end to end over real HTTP against
-//! thinkers-sim, recorded to SQLite and rendered as a trace.
+//! scripted turns through a real dispatcher. The run end to end over real HTTP against
+//! thinkers-sim, recorded to SQLite and rendered as a trace, is `thinkers-store`'s `delegation`
+//! test binary.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -12,7 +13,6 @@
 
 mod as_tool;
 mod catalog;
-mod e2e;
 mod scope;
 mod skills;
 mod sub;

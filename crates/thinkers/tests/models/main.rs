@@ -2,8 +2,8 @@
 //! thinkers-sim, for both dialects and the text-tool fallback, with every fault mapped, and the
 //! correction of an answer to a response schema (`correction`).
 //!
-//! The faults real servers show (issue 28), one module per point: `secrets` (3: no API key in
-//! any text), `waits` (4: server-requested waits), `streams` (5: idle timeout, retry before
+//! The faults real servers show (issue 28), one module per point (`secrets`, 3: no API key in
+//! any text or stored row, is `thinkers-store`'s `record` test binary), `waits` (4: server-requested waits), `streams` (5: idle timeout, retry before
 //! content), `naming` (6-8: one bounded wait, errors that name provider, entry and path, empty
 //! keys), `empty` (9: empty answers, unparseable bodies), `fuzz` (12: no input panics);
 //! `responses`: the OpenAI Responses dialect and Azure OpenAI (issue 33); `gemini`: the Gemini
@@ -33,7 +33,6 @@ mod malformed;
 mod naming;
 mod outages;
 mod responses;
-mod secrets;
 mod spend;
 mod streams;
 mod support;

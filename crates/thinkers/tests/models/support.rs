@@ -7,13 +7,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use thinkers::Runtime;
 use thinkers::conversation::Message;
 use thinkers::dispatch::DispatchConfig;
 use thinkers::llm::{ChatRequest, LlmCall, ModelClient};
 use thinkers::model::{Catalog, Grade, OutputSize};
+use thinkers::{Runtime, RuntimeBuilder};
 use thinkers_sim::{Sim, SimConfig, SimModel};
-use thinkers_store::RuntimeBuilderExt as _;
 
 #[path = "../common/offline.rs"]
 mod offline;
@@ -148,23 +147,26 @@ pub fn quick_retries() -> DispatchConfig {
     }
 }
 
+/// A last change to a test runtime's builder: the store crate's tests give it a store.
+pub type Tweak = Box<dyn FnOnce(RuntimeBuilder) -> RuntimeBuilder>;
+
 /// A fault sim and a runtime over the fault catalog whose key is read from `key_env`
-/// (`THINKERS_SIM_KEY`, which needs no setting, unless a test holds a canary), with an optional
-/// SQLite store at `database`.
-pub async fn faulty(t: &Timeouts, key_env: &str, database: Option<&str>) -> Faulty {
+/// (`THINKERS_SIM_KEY`, which needs no setting, unless a test holds a canary), changed by
+/// `tweak` when one is given.
+pub async fn faulty(t: &Timeouts, key_env: &str, tweak: Option<Tweak>) -> Faulty {
     let sim = fault_sim().await;
     let toml = fault_catalog_toml(&sim.openai_base_url(), &sim.base_url(), key_env);
-    let rt = runtime(&toml, t, database).await;
+    let rt = runtime(&toml, t, tweak).await;
     Faulty { sim, rt }
 }
 
-pub async fn runtime(toml: &str, t: &Timeouts, database: Option<&str>) -> Runtime {
+pub async fn runtime(toml: &str, t: &Timeouts, tweak: Option<Tweak>) -> Runtime {
     let catalog = Catalog::from_toml_str(toml, "faults.toml").unwrap();
     let mut b = Runtime::builder(catalog)
         .client(client(t))
         .config(quick_retries());
-    if let Some(db) = database {
-        b = b.database(db);
+    if let Some(tweak) = tweak {
+        b = tweak(b);
     }
     b.build().await.unwrap()
 }

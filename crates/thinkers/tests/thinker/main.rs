@@ -11,17 +11,14 @@
 )]
 
 mod answer;
-mod approval;
 mod bedrock;
 mod e2e;
-mod effects;
 mod gemini;
 mod made_up;
 mod pins;
 mod read_only;
 mod redeclared;
 mod responses;
-mod resume;
 mod scripted;
 mod stamps;
 mod support;

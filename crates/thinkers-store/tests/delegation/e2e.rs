@@ -211,7 +211,7 @@ async fn run(entry: &str) {
     println!("{entry}:\n{rendered}");
 }
 
-#[path = "../common/offline.rs"]
+#[path = "../../../thinkers/tests/common/offline.rs"]
 mod offline;
 
 /// Unscripted, the sim calls the doors with arguments it samples from their schemas: on each

@@ -10,6 +10,8 @@ use thinkers::thinker::Delivery;
 use thinkers::thinker::{ChatThinker, ThinkerDeclaration};
 use thinkers_sim::{FaultKind, FaultRule, Sim};
 
+use thinkers_store::RuntimeBuilderExt as _;
+
 use crate::support::{
     Faulty, LogBuffer, Timeouts, call, entry, error_texts, faulty, in_child, model, streamed,
 };
@@ -83,7 +85,13 @@ impl<'a> Leaks<'a> {
 async fn store_setup(var: &str) -> (Faulty, tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
-    let f = faulty(&Timeouts::default(), var, Some(db.to_str().unwrap())).await;
+    let path = db.to_str().unwrap().to_owned();
+    let f = faulty(
+        &Timeouts::default(),
+        var,
+        Some(Box::new(move |b| b.database(path))),
+    )
+    .await;
     (f, dir, db)
 }
 

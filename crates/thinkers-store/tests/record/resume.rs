@@ -20,7 +20,7 @@ use thinkers::tool::{Tool, ToolContext};
 use thinkers_sim::{MatchOn, Script, ScriptAnswer, ScriptRule, Sim, SimConfig};
 use thinkers_store::{RuntimeBuilderExt as _, RuntimeExt as _};
 
-use crate::support::{Lookup, LookupInput};
+use crate::glossary::{Lookup, LookupInput};
 
 /// Set to a database path, it turns [`child_thinker`] from a no-op into the first process.
 const CHILD_DB: &str = "THINKERS_THINKER_CHILD_DB";

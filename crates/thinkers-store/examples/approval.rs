@@ -4,7 +4,7 @@
 //! the journal and the response cache: the refund runs once and the model's first turn is not
 //! asked again.
 //!
-//! Run it with `cargo run -p thinkers --example approval`.
+//! Run it with `cargo run -p thinkers-store --example approval`.
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -23,7 +23,7 @@ use thinkers::{Error, Runtime};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall, SimConfig};
 use thinkers_store::RuntimeBuilderExt as _;
 
-#[path = "support/mod.rs"]
+#[path = "../../thinkers/examples/support/mod.rs"]
 mod support;
 
 /// A refund.

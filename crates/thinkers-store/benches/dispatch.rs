@@ -1,7 +1,7 @@
 //! Dispatcher overhead: CPU time per no-op job (submit to completion) with 1 and with 10,000 jobs
 //! in flight, with the recorder off and with the SQLite recorder on, and memory per pending job.
 //!
-//! Run with `cargo bench -p thinkers --bench dispatch`. Figures are printed; the targets are
+//! Run with `cargo bench -p thinkers-store --bench dispatch`. Figures are printed; the targets are
 //! under 10 µs CPU per no-op job with the recorder off, under 50 µs with it on, and under 4 KiB
 //! per pending job.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
