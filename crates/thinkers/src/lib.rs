@@ -20,8 +20,8 @@
 //! workflow spent.
 //!
 //! Built-in service tools (`web_fetch`, `pubmed_fetch`, `epo_claims`) are the `thinkers-tools`
-//! crate; with the `mcp` feature, the tools of any MCP server become tool providers (module `mcp`). A deployment's
-//! tools and skills can be gathered in a [`hub::ToolHub`], from which thinkers discover tools
+//! crate; the `thinkers-mcp` crate makes the tools of any MCP server tool providers. A
+//! deployment's tools and skills can be gathered in a [`hub::ToolHub`], from which thinkers discover tools
 //! (`request_tools`), load skills (`request_skill`) and delegate (`sub_thinker`).
 //!
 //! ## A first doer
@@ -47,8 +47,6 @@
 //! * `test-utils` — test doubles for downstream tests ([`thinker::ScriptedTurns`]; with `otel`,
 //!   the SDK's in-memory span exporter).
 //! * `otel` — export the runtime's spans over OTLP ([`telemetry::otel`]).
-//! * `mcp` — the `mcp` module: MCP servers (stdio or streamable HTTP) as tool providers, through
-//!   rmcp. Part of `full`, not of the default.
 //! * `redis` — admission budgets shared across processes through Redis.
 //! * `full` — everything.
 //!
@@ -64,8 +62,6 @@ pub mod dispatch;
 pub mod durable;
 pub mod hub;
 pub mod llm;
-#[cfg(feature = "mcp")]
-pub mod mcp;
 pub mod model;
 pub mod onecall;
 pub mod ops;

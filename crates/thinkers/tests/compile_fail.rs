@@ -9,8 +9,8 @@
 //!   the dispatcher acquires, and nobody outside its kernel makes a `Permit`, the `Resources`
 //!   that `converse_bound` needs or a `JobContext` (`send_without_permit`,
 //!   `acquire_outside_dispatcher`, `resources_outside_dispatcher`, `resources_forged`,
-//!   `context_forged`); an MCP tool is called only as an admitted job
-//!   (`compile_fail_mcp/mcp_call_outside_admission`, with the `mcp` feature);
+//!   `context_forged`); an MCP tool is called only as an admitted job (`thinkers-mcp`'s
+//!   `tests/compile_fail/mcp_call_outside_admission`);
 //! * no door takes a scope wider than the parent's: the one that takes any scope is the
 //!   kernel's (`scope_widened`); `FanOut::narrowed` refuses a widening at run time;
 //! * a `#[thinkers::tool]` fn without a doc comment, which is the description the model reads
@@ -23,6 +23,4 @@
 fn contracts_the_type_system_enforces() {
     let cases = trybuild::TestCases::new();
     cases.compile_fail("tests/compile_fail/*.rs");
-    #[cfg(feature = "mcp")]
-    cases.compile_fail("tests/compile_fail_mcp/*.rs");
 }

@@ -34,10 +34,6 @@ mod delegation;
 #[allow(dead_code)]
 #[path = "../examples/doer.rs"]
 mod doer;
-#[cfg(feature = "mcp")]
-#[allow(dead_code)]
-#[path = "../examples/mcp.rs"]
-mod mcp;
 #[allow(dead_code)]
 #[path = "../examples/read_only.rs"]
 mod read_only;
@@ -315,23 +311,6 @@ async fn delegation_example_discovers_a_tool_and_a_skill_through_the_hub() {
     assert_eq!(tool.start.parent, Some(root.start.id));
 }
 
-#[cfg(feature = "mcp")]
-#[tokio::test]
-async fn mcp_example_calls_the_servers_echo_tool() {
-    let env = support::offline(mcp::tune).await.unwrap();
-    let Some(out) = mcp::run(&env.rt).await.unwrap() else {
-        return; // `server_command` printed the skip loudly.
-    };
-    assert!(!out.answer.is_empty());
-    assert!(
-        out.transcript.contains("[tool call echo"),
-        "{}",
-        out.transcript
-    );
-    assert!(out.transcript.contains("Echo: "), "{}", out.transcript);
-    assert_eq!(env.sim.unwrap().requests().len(), 2);
-}
-
 /// The lines of `text`, trimmed, without blank ones.
 fn code_lines(text: &str) -> Vec<&str> {
     text.lines()
@@ -352,6 +331,7 @@ fn every_rust_block_of_the_guide_is_an_excerpt_of_an_example() {
         .chain([
             root.join("examples/support/mod.rs"),
             root.join("../thinkers-store/examples/approval.rs"),
+            root.join("../thinkers-mcp/examples/mcp.rs"),
         ])
         .filter(|p| p.extension().is_some_and(|x| x == "rs"))
         .map(|p| std::fs::read_to_string(p).unwrap())

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use thinkers::job::ScopeGuard;
-use thinkers::mcp::{McpServer, McpToolset};
 use thinkers::tool::{ToolCallContext, ToolProvider, admit_call};
 use thinkers::{Dispatcher, Error, ErrorKind};
+use thinkers_mcp::{McpServer, McpToolset};
 
 use crate::support::{assert_external, assert_invalid, closed_port};
 

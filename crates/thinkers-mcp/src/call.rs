@@ -8,11 +8,11 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ErrorCode
 use serde_json::Value;
 
 use super::server::Connection;
-use crate::dispatch::Limits;
-use crate::error::{FailureClass, ServiceFailure, ServiceStep};
-use crate::job::{BoxJob, Job, JobContext, Requirements, Resources};
-use crate::tool::{ToolCallContext, ToolOutput, ToolProvider};
-use crate::{Error, Result};
+use thinkers::dispatch::Limits;
+use thinkers::error::{FailureClass, ServiceFailure, ServiceStep};
+use thinkers::job::{BoxJob, Job, JobContext, Requirements, Resources};
+use thinkers::tool::{ToolCallContext, ToolOutput, ToolProvider};
+use thinkers::{Error, Result};
 
 /// The step every call failure names.
 const STEP: &str = "tools/call";
@@ -91,7 +91,7 @@ impl ToolProvider for McpTool {
             // writes one for what it leaves out) is sent as its absence, which the server's
             // schema allows.
             arguments: as_object(
-                crate::schema::nulls_as_absent(arguments, &self.schema).into_owned(),
+                thinkers_core::schema::nulls_as_absent(arguments, &self.schema).into_owned(),
             )?,
         }))
     }
@@ -128,7 +128,7 @@ impl Job for McpCallJob {
     /// example to bound concurrent calls to a fragile server). Refused under a read-only scope:
     /// no MCP tool is read-only.
     fn requirements(&mut self, req: &mut Requirements, cx: &JobContext) -> Result<()> {
-        crate::tool::admit_tool(&self.name, false, cx.scope())?;
+        thinkers::tool::admit_tool(&self.name, false, cx.scope())?;
         req.resource(
             format!("mcp:{}", self.connection.server),
             Some(Limits::default()),

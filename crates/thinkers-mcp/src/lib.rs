@@ -1,4 +1,4 @@
-//! MCP servers as tool providers (feature `mcp`).
+//! MCP servers as tool providers for thinkers, through rmcp.
 //!
 //! [`McpToolset::connect`] starts or reaches one MCP server ([`McpServer::stdio`] spawns a
 //! command and speaks JSON-RPC over its stdin/stdout; [`McpServer::http`] speaks streamable HTTP
@@ -12,7 +12,7 @@
 //! says. MCP's tool annotations (`readOnlyHint` and the like) are hints a server volunteers about
 //! itself; the protocol gives a client no way to establish them, and the server is exactly the
 //! party the read-only binding protects against. So a read-only scope refuses every MCP tool (see
-//! [`crate::tool::admit_call`]). The hint is still readable, for display, as
+//! [`thinkers::tool::admit_call`]). The hint is still readable, for display, as
 //! [`McpTool::read_only_hint`].
 //!
 //! **Names.** Tool names on the wire of thinkers are snake_case, so a server's `getTinyImage` or
@@ -32,6 +32,9 @@
 //!   text of a single text block as a JSON string, or an array of the blocks (text blocks as
 //!   strings, others as their MCP JSON). The typed value is rmcp's `CallToolResult`.
 
+// Every public item carries rustdoc: the workspace warns, the library refuses.
+#![deny(missing_docs)]
+
 mod call;
 mod server;
 
@@ -39,9 +42,9 @@ pub use call::McpTool;
 pub use server::{McpServer, McpToolset};
 
 #[cfg(doc)]
-use crate::Error;
+use thinkers::Error;
 #[cfg(doc)]
-use crate::tool::{ToolOutput, ToolProvider};
+use thinkers::tool::{ToolOutput, ToolProvider};
 
 /// A tool name as snake_case: `getTinyImage` → `get_tiny_image`, `get-sum` → `get_sum`.
 pub fn snake_case(name: &str) -> String {
@@ -92,6 +95,6 @@ mod tests {
         assert_eq!(snake_case("a.b/c"), "a_b_c");
         assert_eq!(snake_case("2fa"), "t_2fa");
         assert_eq!(snake_case("---"), "tool");
-        assert!(crate::tool::is_snake_case(&snake_case("Weird Name!")));
+        assert!(thinkers::tool::is_snake_case(&snake_case("Weird Name!")));
     }
 }

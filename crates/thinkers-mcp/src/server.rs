@@ -12,8 +12,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::call::McpTool;
 use super::snake_case;
-use crate::tool::ToolProvider;
-use crate::{Error, Result};
+use thinkers::tool::ToolProvider;
+use thinkers::{Error, Result};
 
 /// How to reach one MCP server.
 #[derive(Debug, Clone)]

@@ -1,8 +1,7 @@
-//! MCP servers as tool providers (feature `mcp`), against a real MCP server: the toolset's calls,
+//! MCP servers as tool providers, against a real MCP server: the toolset's calls,
 //! its failures as typed errors, and a thinker that is offered its tools under a read-only scope.
 //!
 //! One test binary of topic modules, so it links once.
-#![cfg(feature = "mcp")]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -11,6 +10,7 @@
     unreachable_pub
 )]
 
+mod example;
 mod mcp;
 mod mcp_thinker;
 /// The service tools' test helpers (error assertions, a closed port), shared rather than copied.

@@ -7,15 +7,15 @@ use std::time::Duration;
 
 use serde_json::json;
 use thinkers::job::ScopeGuard;
-use thinkers::mcp::{McpServer, McpToolset};
 use thinkers::model::{Depth, Grade, ModelDependent, OutputSize};
 use thinkers::record::JobStatus;
 use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
+use thinkers_mcp::{McpServer, McpToolset};
 use thinkers_sim::{Script, ScriptAnswer, ScriptRule, ScriptToolCall};
 
 use crate::mcp::everything;
 
-#[path = "../common/offline.rs"]
+#[path = "../../../thinkers/tests/common/offline.rs"]
 mod offline;
 
 async fn echo_toolset() -> Option<McpToolset> {

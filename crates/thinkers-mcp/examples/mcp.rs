@@ -2,21 +2,21 @@
 //! lends its `echo` tool to a thinker, which calls it and answers with what it returned. MCP
 //! tools are never read-only, whatever the server hints.
 //!
-//! Needs the `mcp` feature and the server's command line in `THINKERS_MCP_EVERYTHING`
+//! Needs the server's command line in `THINKERS_MCP_EVERYTHING`
 //! (`scripts/install-mcp-test-server.sh` prints it):
 //!
 //! ```sh
 //! export THINKERS_MCP_EVERYTHING="$(bash scripts/install-mcp-test-server.sh | tail -n1)"
-//! cargo run -p thinkers --features mcp --example mcp
+//! cargo run -p thinkers-mcp --example mcp
 //! ```
 
 use anyhow::{Context, Result};
 use thinkers::Runtime;
-use thinkers::mcp::{McpServer, McpToolset};
 use thinkers::model::{Depth, Grade, OutputSize};
 use thinkers::thinker::{Thinker, ThinkerDeclaration, ThinkerInput};
+use thinkers_mcp::{McpServer, McpToolset};
 
-#[path = "support/mod.rs"]
+#[path = "../../thinkers/examples/support/mod.rs"]
 mod support;
 
 /// The variable holding the server's command line.
