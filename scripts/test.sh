@@ -11,6 +11,9 @@ log() { printf '\n==> %s\n' "$*"; }
 # whole suite: rustfmt's layout, and clippy with every warning an error (the workspace lints in
 # Cargo.toml deny unwrap/expect/panic in library code).
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# One build from scratch gains nothing from incremental compilation, whose caches would take
+# about 4 GB of the target directory's disk; a developer who reruns the suite can set it to 1.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 if ! cargo clippy --version >/dev/null 2>&1 || ! cargo fmt --version >/dev/null 2>&1; then
     log "installing the clippy and rustfmt components"
     rustup component add clippy rustfmt
