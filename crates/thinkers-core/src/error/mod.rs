@@ -122,7 +122,7 @@ impl ErrorKind {
         ERROR_TABLE[self as usize].2
     }
     /// A one-line lead a model reads before the detail.
-    pub fn model_lead(self) -> &'static str {
+    pub(crate) fn model_lead(self) -> &'static str {
         ERROR_TABLE[self as usize].3
     }
 }

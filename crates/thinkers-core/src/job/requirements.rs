@@ -51,7 +51,7 @@ impl Seat {
     }
 
     /// Tokens this seat reserves.
-    pub fn total_tokens(&self) -> u64 {
+    pub(crate) fn total_tokens(&self) -> u64 {
         self.input_tokens + self.output_tokens + self.reasoning_tokens
     }
 }
@@ -73,7 +73,7 @@ impl SeatUse {
     };
 
     /// Input and output together.
-    pub fn total(self) -> u64 {
+    pub(crate) fn total(self) -> u64 {
         self.input.saturating_add(self.output)
     }
 }
@@ -95,7 +95,7 @@ pub enum Requirement {
 
 impl Requirement {
     /// What this requirement asks of its budget.
-    pub fn ask(&self) -> Ask {
+    pub(crate) fn ask(&self) -> Ask {
         match self {
             Self::Seat(seat) => Ask {
                 budget: seat.budget.clone(),

@@ -3,7 +3,7 @@
 //! A [`ScopeGuard`] is sealed onto a job at the submission door and copied onto every child the
 //! job submits, so a whole subtree runs in it without any class arranging it. A child may be
 //! submitted in a *narrower* scope (an added axis, read-only switched on) but never a wider one:
-//! [`ScopeGuard::narrow_to`] refuses changing or dropping an axis and switching read-only off.
+//! narrowing (at the submission door) refuses changing or dropping an axis and switching read-only off.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -54,7 +54,7 @@ impl ScopeGuard {
 
     /// Check that `child` is this scope or narrower and return it; a widening is refused with an
     /// error naming the axis or the flag.
-    pub fn narrow_to(&self, child: Self) -> Result<Self> {
+    pub(crate) fn narrow_to(&self, child: Self) -> Result<Self> {
         if self.read_only && !child.read_only {
             return Err(Error::invalid_input(
                 "scope.read_only",

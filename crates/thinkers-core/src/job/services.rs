@@ -24,7 +24,7 @@ impl Services {
     }
 
     /// Register every service of `other`, replacing services of the same types.
-    pub fn extend(&mut self, other: Self) {
+    pub(crate) fn extend(&mut self, other: Self) {
         self.map.extend(other.map);
     }
 

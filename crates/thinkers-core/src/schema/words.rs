@@ -282,7 +282,7 @@ impl<'a> SchemaWords<'a> {
     }
 
     /// A schema node in words, singular (`a string`) or plural (`strings`).
-    pub fn phrase(&self, node: &Value, plural: bool, depth: usize) -> String {
+    pub(crate) fn phrase(&self, node: &Value, plural: bool, depth: usize) -> String {
         let title = node
             .get("$ref")
             .and_then(Value::as_str)

@@ -61,7 +61,7 @@ impl Depth {
 
     /// The shallower of two depths.
     #[must_use]
-    pub fn min(self, other: Self) -> Self {
+    pub(crate) fn min(self, other: Self) -> Self {
         Ord::min(self, other)
     }
 

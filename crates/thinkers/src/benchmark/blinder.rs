@@ -118,7 +118,7 @@ impl Blinder {
 
     /// Hide every name the catalog knows (entry ids, provider model names, provider keys), and
     /// the built-in [`SELF_NAMES`].
-    pub fn for_catalog(catalog: &Catalog) -> Self {
+    pub(crate) fn for_catalog(catalog: &Catalog) -> Self {
         let mut names: Vec<String> = catalog
             .entries()
             .iter()
@@ -139,7 +139,8 @@ impl Blinder {
     /// Also hide `name` wherever it occurs, as catalog names are (for an identifier). Names
     /// shorter than three characters are ignored, since they would erase ordinary words.
     #[must_use]
-    pub fn hide(mut self, name: &str) -> Self {
+    #[cfg(test)]
+    pub(crate) fn hide(mut self, name: &str) -> Self {
         self.add_name(name);
         self
     }
@@ -167,12 +168,13 @@ impl Blinder {
     }
 
     /// The self-names hidden, built-in ones first.
-    pub fn self_names(&self) -> &[String] {
+    #[cfg(test)]
+    pub(crate) fn self_names(&self) -> &[String] {
         &self.self_names
     }
 
     /// `text` with every hidden name replaced by [`HIDDEN`].
-    pub fn scrub(&self, text: &str) -> String {
+    pub(crate) fn scrub(&self, text: &str) -> String {
         let mut out = text.to_owned();
         for name in &self.names {
             out = replace_ascii_case_insensitive(&out, name, HIDDEN);

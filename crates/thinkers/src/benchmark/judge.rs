@@ -16,11 +16,11 @@ use crate::model::{Depth, Grade, OutputSize};
 use crate::onecall::ModelTool;
 
 /// Most accuracy points a run can earn.
-pub const MAX_ACCURACY: u8 = 7;
+pub(crate) const MAX_ACCURACY: u8 = 7;
 /// Most points for shown work.
-pub const MAX_WORK: u8 = 3;
+pub(crate) const MAX_WORK: u8 = 3;
 /// The fewest accuracy points a misused tool takes away.
-pub const MISUSED_TOOL_PENALTY: u8 = 3;
+pub(crate) const MISUSED_TOOL_PENALTY: u8 = 3;
 /// One run as the judge sees it, already blinded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RunSheet {

@@ -39,10 +39,12 @@ mod run;
 mod subject;
 
 pub use blinder::{Blinder, HIDDEN, SELF_NAMES};
-pub use judge::{
-    JudgeInput, JudgeTool, JudgeVerdict, MAX_ACCURACY, MAX_WORK, MISUSED_TOOL_PENALTY, RunSheet,
-};
-pub use report::{BenchmarkReport, CSV_HEADER, ModelMeans, RunRole, RunRow};
+pub use judge::JudgeInput;
+pub use judge::JudgeTool;
+pub use judge::JudgeVerdict;
+pub use judge::RunSheet;
+pub use report::ModelMeans;
+pub use report::{BenchmarkReport, RunRole, RunRow};
 pub use subject::{BenchmarkSubject, OneCallSubject, RankingSubject, RunEvidence};
 
 use std::borrow::Cow;
@@ -55,10 +57,10 @@ pub const REPORT: &str = "benchmark.report";
 
 /// A code-computed score of a candidate's answer against the reference's: `(reference,
 /// candidate) → score`.
-pub type Scorer<O> = Arc<dyn Fn(&O, &O) -> f64 + Send + Sync>;
+pub(crate) type Scorer<O> = Arc<dyn Fn(&O, &O) -> f64 + Send + Sync>;
 
 /// Sees the benchmark's progress (the CLI draws a bar per run from it).
-pub type ProgressHook = Arc<dyn Fn(&BenchmarkEvent) + Send + Sync>;
+pub(crate) type ProgressHook = Arc<dyn Fn(&BenchmarkEvent) + Send + Sync>;
 
 /// One step of a benchmark's progress. Runs are numbered as rows: 0 is the reference, then the
 /// candidates in submission order.
@@ -198,7 +200,7 @@ impl<S: BenchmarkSubject> Benchmark<S> {
 
 /// The entries a benchmark of `grade` races by default: the open entries of the rung inside the
 /// envelope whose provider's API key is available, in catalog order.
-pub fn open_candidates(router: &ModelRouter, grade: Grade) -> Vec<String> {
+pub(crate) fn open_candidates(router: &ModelRouter, grade: Grade) -> Vec<String> {
     router
         .candidates(grade)
         .into_iter()

@@ -265,7 +265,7 @@ impl BenchmarkReport {
 /// (entries without prices), so a row with any has a cost of at least `cost`. `input_tokens`
 /// counts all input; `cache_read_tokens` and `cache_write_tokens` are the parts of it read from
 /// and written to the providers' prompt caches.
-pub const CSV_HEADER: [&str; 23] = [
+pub(crate) const CSV_HEADER: [&str; 23] = [
     "role",
     "model",
     "run",

@@ -40,7 +40,7 @@ use crate::llm::ChatRequest;
 pub const DEFAULT_KEEP_RECENT: usize = 4;
 
 /// The most tokens a summary is asked for by default.
-pub const DEFAULT_MAX_SUMMARY_TOKENS: u32 = 4_096;
+pub(crate) const DEFAULT_MAX_SUMMARY_TOKENS: u32 = 4_096;
 
 /// The smallest summary worth asking for: a foldable prefix under twice this is left as it is.
 pub(crate) const MIN_FOLD_SUMMARY_TOKENS: u64 = 32;
@@ -111,7 +111,7 @@ impl Compactor {
 
     /// The summary size asked for under `threshold`: an eighth of it, at most the configured
     /// maximum.
-    pub fn summary_tokens(&self, threshold: u64) -> u32 {
+    pub(crate) fn summary_tokens(&self, threshold: u64) -> u32 {
         let eighth = u32::try_from(threshold / 8).unwrap_or(u32::MAX);
         eighth.clamp(1, self.max_summary_tokens)
     }
@@ -217,13 +217,13 @@ impl Compactor {
 }
 
 /// The message that stands for the folded turns.
-pub fn summary_message(summary: &str) -> Message {
+pub(crate) fn summary_message(summary: &str) -> Message {
     Message::user_text(format!("{SUMMARY_HEADER}\n{summary}"))
 }
 
 /// Where a kept tail may start: every index `c` in `1..=len - keep_recent` such that no tool call
 /// before `c` is answered at or after `c`. Ascending.
-pub fn cut_points(messages: &[Message], keep_recent: usize) -> Vec<usize> {
+pub(crate) fn cut_points(messages: &[Message], keep_recent: usize) -> Vec<usize> {
     let Some(last) = messages.len().checked_sub(keep_recent.max(1)) else {
         return Vec::new();
     };

@@ -131,7 +131,7 @@ impl Conversation {
 
     /// The messages as a shared list: what a request rendered from this conversation carries,
     /// without copying them.
-    pub fn shared_messages(&self) -> Arc<Vec<Message>> {
+    pub(crate) fn shared_messages(&self) -> Arc<Vec<Message>> {
         Arc::clone(&self.messages)
     }
 
@@ -176,12 +176,6 @@ impl Conversation {
         &self.state
     }
 
-    /// The state, to change it.
-    pub fn state_mut(&mut self) -> &mut ConversationState {
-        self.head_changed = true;
-        &mut self.state
-    }
-
     /// One state value.
     pub fn state_value(&self, key: &str) -> Option<&Value> {
         self.state.get(key)
@@ -216,19 +210,19 @@ impl Conversation {
     }
 
     /// Whether the objective, the stamps or the state changed since the last load or save.
-    pub fn head_changed(&self) -> bool {
+    pub(crate) fn head_changed(&self) -> bool {
         self.head_changed
     }
 
     /// The messages added since the last load or save, when that is the only change to the
     /// messages (so a save can be an append); `None` after a rollback, a compaction or an
     /// in-place edit.
-    pub fn appended(&self) -> Option<&[Message]> {
+    pub(crate) fn appended(&self) -> Option<&[Message]> {
         (self.unchanged == self.stored_len).then(|| &self.messages[self.stored_len..])
     }
 
     /// Whether anything differs from the stored copy.
-    pub fn has_unsaved_changes(&self) -> bool {
+    pub(crate) fn has_unsaved_changes(&self) -> bool {
         self.version == 0
             || self.head_changed
             || self.unchanged != self.stored_len

@@ -37,20 +37,18 @@ pub(crate) mod transcript;
 /// puts them on the wire).
 use crate::llm::message;
 pub use crate::llm::message::{ContentBlock, MediaSource, Message, Role};
-pub use compaction::{
-    CompactionRecord, Compactor, DEFAULT_KEEP_RECENT, DEFAULT_MAX_SUMMARY_TOKENS, SUMMARY_HEADER,
-    cut_points, summary_message,
-};
+pub use compaction::{CompactionRecord, Compactor, DEFAULT_KEEP_RECENT, SUMMARY_HEADER};
 pub use data::{Conversation, ConversationState};
 pub use id::{ConversationId, MAX_ID_LEN};
 pub use memory::MemoryConversationStore;
 pub use no_answer::{FAILED_TURN_FOR_MODEL, NO_ANSWER_PREFIX};
 pub use objective::{Objective, Slot};
-pub use service::{CompactionSink, ConversationService};
+pub use service::ConversationService;
 pub use sizing::{RequestSizer, WireSizer};
 pub use stamps::{DEFAULT_COMFORT_WINDOW, DEFAULT_COMPACTION_TRIGGER, Stamps};
 pub use store::{
     ConversationStore, VERSION_PARAMETER, VersionConflict, is_version_conflict,
     unknown_conversation,
 };
-pub use summarizer::{FnSummarizer, Summarizer, summarizer_fn};
+pub use summarizer::FnSummarizer;
+pub use summarizer::{Summarizer, summarizer_fn};

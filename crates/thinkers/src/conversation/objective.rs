@@ -34,7 +34,7 @@ impl Objective {
     /// The preamble of the skills loaded into the conversation.
     pub const SKILLS: &'static str = "skills";
     /// Background material the model should read: facts, documents, the user's profile.
-    pub const CONTEXT: &'static str = "context";
+    pub(crate) const CONTEXT: &'static str = "context";
 
     /// The well-known slots, in the order they render. Stable material leads.
     pub const WELL_KNOWN: [&'static str; 4] =
@@ -46,7 +46,8 @@ impl Objective {
     }
 
     /// An objective whose task slot holds `task`.
-    pub fn with_task(task: impl Into<String>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_task(task: impl Into<String>) -> Self {
         let mut o = Self::new();
         o.put(Self::TASK, task);
         o
@@ -99,7 +100,7 @@ impl Objective {
 
     /// The system content as if slot `name` held `text` (written in place, or added), without
     /// changing this objective: how a thinker adds the guidance it derives at render time.
-    pub fn render_replacing(&self, name: &str, text: &str) -> String {
+    pub(crate) fn render_replacing(&self, name: &str, text: &str) -> String {
         self.render_with(Some((name, text)))
     }
 

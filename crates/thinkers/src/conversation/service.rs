@@ -18,7 +18,7 @@ use super::summarizer::Summarizer;
 use crate::{Error, Result};
 
 /// Receives every compaction record; the runtime routes it to its recorder.
-pub type CompactionSink = Arc<dyn Fn(&CompactionRecord) + Send + Sync>;
+pub(crate) type CompactionSink = Arc<dyn Fn(&CompactionRecord) + Send + Sync>;
 
 /// Obtains, resumes, saves, compacts and discards conversations. Cheap to clone; clones share
 /// the store, the temporary conversations and the compactor.
@@ -138,11 +138,6 @@ impl ConversationService {
         self.store.delete(id).await
     }
 
-    /// Whether this service has a compactor of its own.
-    pub fn has_compactor(&self) -> bool {
-        self.compactor.is_some()
-    }
-
     /// Compact `conversation` when its request, measured by `sizer`, is over its threshold (see
     /// [`Compactor::compact_if_needed`]); the record also goes to the sink. The conversation is
     /// not saved here. Over the threshold with no summariser configured is an
@@ -159,7 +154,7 @@ impl ConversationService {
 
     /// As [`Self::compact_if_needed`], compacting with `fallback` when this service has no
     /// compactor of its own (a thinker passes one that runs the summarization tool as its child).
-    pub async fn compact_with_fallback(
+    pub(crate) async fn compact_with_fallback(
         &self,
         conversation: &mut Conversation,
         sizer: &dyn RequestSizer,

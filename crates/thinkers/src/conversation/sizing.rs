@@ -50,21 +50,21 @@ impl WireSizer {
 
     /// Count these tools in every request, as the call will offer them.
     #[must_use]
-    pub fn with_tools(mut self, tools: Vec<ToolSpec>) -> Self {
+    pub(crate) fn with_tools(mut self, tools: Vec<ToolSpec>) -> Self {
         self.tools = tools;
         self
     }
 
     /// Count this answer shape in every request.
     #[must_use]
-    pub fn with_response(mut self, response: ResponseSchema) -> Self {
+    pub(crate) fn with_response(mut self, response: ResponseSchema) -> Self {
         self.response = Some(response);
         self
     }
 
     /// Scale counts by the calibration factor the counter learned for this catalog entry.
     #[must_use]
-    pub fn with_entry(mut self, entry_id: impl Into<String>) -> Self {
+    pub(crate) fn with_entry(mut self, entry_id: impl Into<String>) -> Self {
         self.entry = Some(entry_id.into());
         self
     }

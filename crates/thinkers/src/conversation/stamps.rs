@@ -74,7 +74,7 @@ impl Stamps {
     }
 
     /// Check the overrides: a positive comfort window and a trigger in `(0, 1]`.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         if self.comfort_window == 0 {
             return Err(Error::invalid_input(
                 "comfort_window",
@@ -95,7 +95,7 @@ impl Stamps {
 
     /// The effective window: the comfort window, or the serving entry's context window when
     /// that is smaller (`None` when no entry is known yet).
-    pub fn effective_window(&self, entry_context_window: Option<u32>) -> u32 {
+    pub(crate) fn effective_window(&self, entry_context_window: Option<u32>) -> u32 {
         match entry_context_window {
             Some(entry) if entry > 0 => self.comfort_window.min(entry),
             _ => self.comfort_window,

@@ -16,4 +16,5 @@ pub use thinkers_core::dispatch::*;
 pub use crate::job::{JobHandle, Limits, Rate, Services};
 #[cfg(feature = "redis")]
 pub use redis_budgets::{DEFAULT_LEASE_TTL, RedisBudgets};
-pub use spend::{CapOn, CapScope, MemorySpend, SpendCap, SpendCaps, SpendStore};
+pub use spend::CapOn;
+pub use spend::{CapScope, MemorySpend, SpendCap, SpendCaps, SpendStore};

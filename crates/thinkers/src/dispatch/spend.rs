@@ -87,14 +87,14 @@ impl SpendCap {
     /// This cap, counting only the calls to the entries of the catalog provider `name`; its
     /// sums are kept apart from those of the same cap on every call.
     #[must_use]
-    pub fn on_provider(mut self, name: &str) -> Self {
+    pub(crate) fn on_provider(mut self, name: &str) -> Self {
         self.on = CapOn::Provider(name.to_owned());
         self
     }
 
     /// This cap, counting only the calls to the catalog entry `id`.
     #[must_use]
-    pub fn on_entry(mut self, id: &str) -> Self {
+    pub(crate) fn on_entry(mut self, id: &str) -> Self {
         self.on = CapOn::Entry(id.to_owned());
         self
     }
@@ -105,7 +105,7 @@ impl SpendCap {
     }
 
     /// Which calls it counts.
-    pub fn on(&self) -> &CapOn {
+    pub(crate) fn on(&self) -> &CapOn {
         &self.on
     }
 
@@ -254,7 +254,7 @@ impl SpendCaps {
     /// that would be passed refuses the call ([`Error::SpendCapReached`]), and so does a cap in
     /// another currency or over an unpriced entry (it could not bound the call); what was held
     /// on other caps goes back.
-    pub async fn hold(
+    pub(crate) async fn hold(
         self: &Arc<Self>,
         cx: &JobContext,
         entry: &str,
@@ -314,7 +314,7 @@ fn nanos(amount: f64) -> u64 {
 /// A call's holds on its caps. [`SpendHold::settle`] replaces them by the call's cost; dropped
 /// unsettled (the call ended without an answer), they go back.
 #[must_use = "a hold goes back when dropped; settle it with the call's cost"]
-pub struct SpendHold {
+pub(crate) struct SpendHold {
     caps: Arc<SpendCaps>,
     held: Vec<(String, u64)>,
 }
@@ -330,7 +330,7 @@ impl std::fmt::Debug for SpendHold {
 impl SpendHold {
     /// The call cost `cost` (`None`: unknown, the worst case held stays spent). Awaited, so the
     /// next call's hold sees it.
-    pub async fn settle(mut self, cost: Option<f64>) {
+    pub(crate) async fn settle(mut self, cost: Option<f64>) {
         for (key, held) in std::mem::take(&mut self.held) {
             let cost = cost.map_or(held, nanos);
             self.caps.store.settle(&key, held, cost).await;

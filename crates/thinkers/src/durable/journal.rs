@@ -61,7 +61,7 @@ impl<J: Job> Job for DurableRun<J> {
 /// The run key of the durable run (or chat turn) `cx` belongs to (its workflow's id when it
 /// belongs to none)
 /// and `cx`'s place in it.
-pub fn run_key_of(cx: &JobContext) -> (String, String) {
+pub(crate) fn run_key_of(cx: &JobContext) -> (String, String) {
     let (mut run, mut place) = cx.place_under(META_DURABLE_RUN);
     if run.is_none() {
         (run, place) = cx.place_under(super::META_JOURNAL_RUN);

@@ -46,7 +46,8 @@
 mod journal;
 mod policy;
 
-pub use journal::{DurableRun, run_key_of};
+pub use journal::DurableRun;
+pub(crate) use journal::run_key_of;
 pub(crate) use journal::{Journaled, PausedCall, arguments_hash};
 pub use policy::ApprovalPolicy;
 
@@ -68,7 +69,7 @@ pub const META_DURABLE_RUN: &str = "durable_run";
 pub const META_JOURNAL_RUN: &str = "journal_run";
 
 /// The metadata key under which a tool job that waited for a person records the decision.
-pub const META_APPROVAL: &str = "approval";
+pub(crate) const META_APPROVAL: &str = "approval";
 
 /// Where one tool call sits in a durable run.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

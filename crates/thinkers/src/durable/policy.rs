@@ -60,7 +60,7 @@ impl ApprovalPolicy {
     }
 
     /// Whether a call of `tool` (read-only or not) with `arguments` needs approval.
-    pub fn requires(&self, tool: &str, arguments: &Value, read_only: bool) -> bool {
+    pub(crate) fn requires(&self, tool: &str, arguments: &Value, read_only: bool) -> bool {
         self.tools.contains(tool)
             || (self.side_effects && !read_only)
             || self

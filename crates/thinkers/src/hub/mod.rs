@@ -49,9 +49,9 @@ impl Grant {
 }
 
 /// A rule over tools requested in a scope.
-pub type ToolRule = Arc<dyn Fn(&dyn ToolProvider, &ScopeGuard) -> Grant + Send + Sync>;
+pub(crate) type ToolRule = Arc<dyn Fn(&dyn ToolProvider, &ScopeGuard) -> Grant + Send + Sync>;
 /// A rule over skills requested in a scope.
-pub type SkillRule = Arc<dyn Fn(&Skill, &ScopeGuard) -> Grant + Send + Sync>;
+pub(crate) type SkillRule = Arc<dyn Fn(&Skill, &ScopeGuard) -> Grant + Send + Sync>;
 
 /// Which names of the hub a thinker is compatible with.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,7 +65,7 @@ pub enum Compatible {
 
 impl Compatible {
     /// Compatible with exactly these names.
-    pub fn only<I, S>(names: I) -> Self
+    pub(crate) fn only<I, S>(names: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
@@ -74,7 +74,7 @@ impl Compatible {
     }
 
     /// Whether `name` is compatible.
-    pub fn allows(&self, name: &str) -> bool {
+    pub(crate) fn allows(&self, name: &str) -> bool {
         match self {
             Self::All => true,
             Self::Only(names) => names.contains(name),
@@ -193,7 +193,8 @@ impl ToolHub {
     }
 
     /// Every tool name, in registration order.
-    pub fn tool_names(&self) -> Vec<String> {
+    #[cfg(test)]
+    pub(crate) fn tool_names(&self) -> Vec<String> {
         self.read()
             .tools
             .iter()
@@ -246,7 +247,7 @@ impl ToolHub {
     }
 
     /// The tools a thinker compatible with `compatible` may request, by name.
-    pub fn tool_catalog(&self, compatible: &Compatible) -> Vec<CatalogEntry> {
+    pub(crate) fn tool_catalog(&self, compatible: &Compatible) -> Vec<CatalogEntry> {
         let mut out: Vec<CatalogEntry> = self
             .read()
             .tools
@@ -262,7 +263,7 @@ impl ToolHub {
     }
 
     /// The skills a thinker compatible with `compatible` may request, by name.
-    pub fn skill_catalog(&self, compatible: &Compatible) -> Vec<CatalogEntry> {
+    pub(crate) fn skill_catalog(&self, compatible: &Compatible) -> Vec<CatalogEntry> {
         let mut out: Vec<CatalogEntry> = self
             .read()
             .skills
@@ -278,7 +279,7 @@ impl ToolHub {
     }
 
     /// Run the tool admission for each name in `scope`: the provider, or why it was refused.
-    pub fn request_tools(
+    pub(crate) fn request_tools(
         &self,
         names: &[String],
         scope: &ScopeGuard,
@@ -301,7 +302,7 @@ impl ToolHub {
     }
 
     /// Run the skill admission for each name in `scope`: the skill, or why it was refused.
-    pub fn request_skills(
+    pub(crate) fn request_skills(
         &self,
         names: &[String],
         scope: &ScopeGuard,

@@ -145,7 +145,7 @@ impl ResponseCacheService {
     }
 
     /// The cache.
-    pub fn cache(&self) -> &Arc<dyn ResponseCache> {
+    pub(crate) fn cache(&self) -> &Arc<dyn ResponseCache> {
         &self.cache
     }
 }

@@ -211,11 +211,6 @@ impl LlmCall {
     pub fn request(&self) -> &ChatRequest {
         &self.request
     }
-
-    /// Mutable access to the request, for callers that grow it between attempts.
-    pub fn request_mut(&mut self) -> &mut ChatRequest {
-        &mut self.request
-    }
 }
 
 impl ModelDependent for LlmCall {
@@ -331,7 +326,7 @@ impl BoundSeat {
         &self.0.entry
     }
     /// The exact body that will be sent.
-    pub fn encoded(&self) -> &EncodedRequest {
+    pub(crate) fn encoded(&self) -> &EncodedRequest {
         &self.0.encoded
     }
 }

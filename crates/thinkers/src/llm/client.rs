@@ -54,7 +54,8 @@ use crate::llm::{gemini, headers};
 use crate::telemetry::Payload;
 use crate::{Error, Result};
 
-pub use super::client_builder::{ClientLimits, ModelClientBuilder};
+pub use super::client_builder::ClientLimits;
+pub use super::client_builder::ModelClientBuilder;
 
 /// The connect timeout of every request.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -72,7 +73,7 @@ pub(super) const WHO: &str = "model client";
 
 /// What one call produced.
 #[derive(Debug, Clone)]
-pub struct SendOutcome {
+pub(crate) struct SendOutcome {
     /// The decoded answer.
     pub response: ChatResponse,
     /// What the provider's rate-limit headers said, if it sent any.

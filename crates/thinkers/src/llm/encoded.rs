@@ -74,7 +74,7 @@ impl Header {
     }
 
     /// Whether the value is a secret.
-    pub fn is_secret(&self) -> bool {
+    pub(crate) fn is_secret(&self) -> bool {
         self.secret
     }
 

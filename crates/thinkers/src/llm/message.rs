@@ -161,7 +161,7 @@ impl ContentBlock {
     }
 
     /// The text, if this is a text block.
-    pub fn as_text(&self) -> Option<&str> {
+    pub(crate) fn as_text(&self) -> Option<&str> {
         match self {
             Self::Text { text } => Some(text),
             _ => None,

@@ -70,19 +70,22 @@ mod tests;
 pub use bedrock::AwsSigning;
 pub use cache::{CacheKey, CacheUse, ResponseCache, ResponseCacheService};
 pub use call::{BoundSeat, DeltaSink, LlmCall, LlmOutcome, converse_bound, require_seat};
+pub use client::ClientLimits;
+pub(crate) use client::SendOutcome;
 pub use client::{
-    CONNECT_TIMEOUT, ClientLimits, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RETRY_WAIT,
-    DEFAULT_REQUEST_TIMEOUT, DEFAULT_STREAM_IDLE_TIMEOUT, ModelClient, ModelClientBuilder,
-    SendOptions, SendOutcome,
+    CONNECT_TIMEOUT, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RETRY_WAIT, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_STREAM_IDLE_TIMEOUT, ModelClient, ModelClientBuilder, SendOptions,
 };
 pub(crate) use codec::encode;
 #[cfg(test)]
 pub(crate) use codec::{StreamDecoder, decode};
 pub use encoded::{DecodePlan, EncodedRequest, Header};
 pub use request::{ChatRequest, Reasoning, ResponseSchema, ToolChoice, ToolSpec};
-pub use response::{ChatResponse, StopReason, StreamDelta, TokenLogprob, ToolCallView, Usage};
+pub use response::TokenLogprob;
+pub use response::ToolCallView;
+pub use response::{ChatResponse, StopReason, StreamDelta, Usage};
 pub use services::ModelServices;
-pub use target::{
-    ApiKey, Auth, AzureApi, CacheTtl, Dialect, PromptCache, StructuredOutput, WireTarget,
-};
+pub use target::Auth;
+pub use target::AzureApi;
+pub use target::{ApiKey, CacheTtl, Dialect, PromptCache, StructuredOutput, WireTarget};
 pub use tokens::{TokenCounter, Tokenizer};

@@ -73,7 +73,7 @@ pub struct ChatRequest {
     pub logprobs: Option<u8>,
     /// The `prompt_cache_key` sent to OpenAI (Chat and Responses) when the target caches
     /// prompts: requests sharing a key and a prefix are routed to the same cache. `None` (the
-    /// usual case) derives it from the request's start ([`ChatRequest::derived_cache_key`]), so
+    /// usual case) derives it from the request's start (`ChatRequest::derived_cache_key`), so
     /// every turn of a conversation shares one. A key set here must be as deterministic as the
     /// rest of the body (a replayed workflow must render the same bytes for the response cache
     /// to answer it) and never a secret. Other dialects ignore it.
@@ -104,7 +104,7 @@ impl ChatRequest {
     /// same cache, so runs of one agent reuse each other's cached prefix instead of each warming
     /// its own. The parts are the request's own content, so a replay renders the same key; the
     /// hash shows nothing of them.
-    pub fn derived_cache_key(&self) -> String {
+    pub(crate) fn derived_cache_key(&self) -> String {
         use sha2::{Digest, Sha256};
         use std::fmt::Write as _;
         if let Some(key) = &self.cache_key {
@@ -132,7 +132,7 @@ impl ChatRequest {
 
     /// How many tool calls the conversation already holds (the text-tool fallback mints the
     /// next ids after them, so ids stay unique within a conversation).
-    pub fn tool_calls_so_far(&self) -> usize {
+    pub(crate) fn tool_calls_so_far(&self) -> usize {
         self.messages
             .iter()
             .flat_map(|m| &m.content)

@@ -81,7 +81,7 @@ impl Usage {
     /// What the call used of its seat as the provider counts it toward its limits: the output,
     /// and the input less the cache reads when the provider leaves them out of its input limits
     /// (`cache_reads_count` false, as Anthropic does).
-    pub fn seat_use(&self, cache_reads_count: bool) -> crate::job::SeatUse {
+    pub(crate) fn seat_use(&self, cache_reads_count: bool) -> crate::job::SeatUse {
         let reads = if cache_reads_count {
             0
         } else {
@@ -146,7 +146,7 @@ impl ChatResponse {
     }
 
     /// Whether the model called any tool.
-    pub fn has_tool_calls(&self) -> bool {
+    pub(crate) fn has_tool_calls(&self) -> bool {
         self.content
             .iter()
             .any(|b| matches!(b, ContentBlock::ToolCall { .. }))
@@ -158,14 +158,14 @@ impl ChatResponse {
     }
 
     /// The answer as an assistant turn, without copying its content.
-    pub fn into_message(self) -> Message {
+    pub(crate) fn into_message(self) -> Message {
         Message::new(Role::Assistant, self.content)
     }
 }
 
 impl<'a> ToolCallView<'a> {
     /// The tool calls among `content`, in order.
-    pub fn all(content: &'a [ContentBlock]) -> Vec<Self> {
+    pub(crate) fn all(content: &'a [ContentBlock]) -> Vec<Self> {
         content
             .iter()
             .filter_map(|b| match b {

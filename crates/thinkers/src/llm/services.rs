@@ -34,7 +34,7 @@ impl ModelServices {
     }
 
     /// Services over a router and a given client.
-    pub fn with_client(router: ModelRouter, client: ModelClient) -> Self {
+    pub(crate) fn with_client(router: ModelRouter, client: ModelClient) -> Self {
         let counter = TokenCounter::new();
         for entry in router.catalog().entries() {
             if let Ok(p) = router.catalog().provider(entry.provider()) {
@@ -62,7 +62,7 @@ impl ModelServices {
     }
 
     /// The token counter (with per-entry calibration).
-    pub fn counter(&self) -> &TokenCounter {
+    pub(crate) fn counter(&self) -> &TokenCounter {
         &self.counter
     }
 
@@ -77,7 +77,7 @@ impl ModelServices {
     }
 
     /// The same counter, shared (for a [`crate::conversation::WireSizer`]).
-    pub fn shared_counter(&self) -> Arc<TokenCounter> {
+    pub(crate) fn shared_counter(&self) -> Arc<TokenCounter> {
         Arc::clone(&self.counter)
     }
 

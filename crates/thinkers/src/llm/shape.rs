@@ -21,7 +21,7 @@ use crate::schema::words::{Misfit, SchemaWords, is_object, join_and};
 use crate::{Error, Result};
 
 /// The parameter name an answer is known by in errors.
-pub const ANSWER_PARAMETER: &str = "answer";
+pub(crate) const ANSWER_PARAMETER: &str = "answer";
 
 /// The declared type of an answer: its name and its JSON Schema.
 #[derive(Debug, Clone)]
@@ -39,7 +39,7 @@ pub struct AnswerRefusal {
 
 impl AnswerRefusal {
     /// What was wrong, composed from the schema (never quoting the answer).
-    pub fn problem(&self) -> &str {
+    pub(crate) fn problem(&self) -> &str {
         &self.problem
     }
 
@@ -74,7 +74,7 @@ impl AnswerShape {
 
     /// The shape a response schema declares for an answer without a Rust type: named by the
     /// schema's title, else by `name` (the response contract's name).
-    pub fn from_schema(name: &str, schema: std::sync::Arc<Value>) -> Self {
+    pub(crate) fn from_schema(name: &str, schema: std::sync::Arc<Value>) -> Self {
         let type_name = schema
             .get("title")
             .and_then(Value::as_str)
@@ -112,23 +112,23 @@ impl AnswerShape {
     }
 
     /// The declared type's name.
-    pub fn type_name(&self) -> &str {
+    pub(crate) fn type_name(&self) -> &str {
         &self.type_name
     }
 
     /// The declared type's JSON Schema (the response contract sent to the model).
-    pub fn schema(&self) -> &Value {
+    pub(crate) fn schema(&self) -> &Value {
         &self.schema
     }
 
     /// The same schema, shared (a request carries it without copying it).
-    pub fn shared_schema(&self) -> std::sync::Arc<Value> {
+    pub(crate) fn shared_schema(&self) -> std::sync::Arc<Value> {
         std::sync::Arc::clone(&self.schema)
     }
 
     /// The declared shape in words, for example ``a JSON object of type `Verdict` with the
     /// fields `ok` (true or false) and `why` (a string)``.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         self.words().describe(&self.type_name)
     }
 
@@ -138,7 +138,7 @@ impl AnswerShape {
 
     /// The text of a correction turn for a refused answer: what was wrong and what is expected,
     /// in terms of the schema.
-    pub fn correction_for_misfit(&self, refusal: &AnswerRefusal) -> String {
+    pub(crate) fn correction_for_misfit(&self, refusal: &AnswerRefusal) -> String {
         format!(
             "Your previous answer could not be used: {}.\nThe answer must be {}.\nReply with \
              only the corrected JSON, nothing else.",
@@ -149,7 +149,7 @@ impl AnswerShape {
 
     /// The text of a correction turn for a well-shaped answer that failed a semantic check; the
     /// check's `reason` is written by the tool's author.
-    pub fn correction_for_invalid(&self, reason: &str) -> String {
+    pub(crate) fn correction_for_invalid(&self, reason: &str) -> String {
         format!(
             "Your previous answer has the right shape but was not accepted: {reason}.\nThe answer \
              must be {}.\nReply with only the corrected JSON, nothing else.",
@@ -158,7 +158,7 @@ impl AnswerShape {
     }
 
     /// Convert answer text into the declared type (see the module docs).
-    pub fn decode<T: DeserializeOwned>(&self, text: &str) -> Result<T, AnswerRefusal> {
+    pub(crate) fn decode<T: DeserializeOwned>(&self, text: &str) -> Result<T, AnswerRefusal> {
         let body = answer_text(text);
         if body.is_empty() {
             return Err(AnswerRefusal {

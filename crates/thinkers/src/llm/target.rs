@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-pub use crate::model::{ApiKey, Auth, AzureApi, CacheTtl, Dialect, PromptCache, StructuredOutput};
+pub use crate::model::Auth;
+pub use crate::model::AzureApi;
+pub use crate::model::{ApiKey, CacheTtl, Dialect, PromptCache, StructuredOutput};
 
 use crate::llm::encoded::Header;
 
@@ -66,49 +68,49 @@ impl WireTarget {
 
     /// The same target asking (or not) for prompt caching.
     #[must_use]
-    pub fn with_prompt_cache(mut self, cache: PromptCache) -> Self {
+    pub(crate) fn with_prompt_cache(mut self, cache: PromptCache) -> Self {
         self.prompt_cache = cache;
         self
     }
 
     /// The same target with a key.
     #[must_use]
-    pub fn with_key(mut self, key: ApiKey) -> Self {
+    pub(crate) fn with_key(mut self, key: ApiKey) -> Self {
         self.api_key = Some(key);
         self
     }
 
     /// The same target with native tools on or off.
     #[must_use]
-    pub fn with_native_tools(mut self, native: bool) -> Self {
+    pub(crate) fn with_native_tools(mut self, native: bool) -> Self {
         self.native_tools = native;
         self
     }
 
     /// The same target with thinking on or off.
     #[must_use]
-    pub fn with_thinking(mut self, thinking: bool) -> Self {
+    pub(crate) fn with_thinking(mut self, thinking: bool) -> Self {
         self.thinking = thinking;
         self
     }
 
     /// The same target asking for structured answers this way.
     #[must_use]
-    pub fn with_structured_output(mut self, mode: StructuredOutput) -> Self {
+    pub(crate) fn with_structured_output(mut self, mode: StructuredOutput) -> Self {
         self.structured_output = mode;
         self
     }
 
     /// The same target, able (or not) to stream answers that may call a tool.
     #[must_use]
-    pub fn with_stream_tools(mut self, stream_tools: bool) -> Self {
+    pub(crate) fn with_stream_tools(mut self, stream_tools: bool) -> Self {
         self.stream_tools = stream_tools;
         self
     }
 
     /// The same target on an Azure OpenAI resource, its key in `auth`.
     #[must_use]
-    pub fn with_azure(mut self, azure: Option<AzureApi>, auth: Auth) -> Self {
+    pub(crate) fn with_azure(mut self, azure: Option<AzureApi>, auth: Auth) -> Self {
         self.azure = azure;
         self.auth = auth;
         self
@@ -116,7 +118,7 @@ impl WireTarget {
 
     /// The same target, signing its requests with these AWS credentials.
     #[must_use]
-    pub fn with_aws_signing(mut self, signing: super::AwsSigning) -> Self {
+    pub(crate) fn with_aws_signing(mut self, signing: super::AwsSigning) -> Self {
         self.aws = Some(Arc::new(signing));
         self
     }

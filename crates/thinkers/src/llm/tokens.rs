@@ -100,7 +100,7 @@ impl TokenCounter {
     }
 
     /// The length estimate of bytes: `⌈len / 4⌉`.
-    pub fn count_bytes(&self, bytes: &[u8]) -> u64 {
+    pub(crate) fn count_bytes(&self, bytes: &[u8]) -> u64 {
         bytes.len().div_ceil(BYTES_PER_TOKEN) as u64
     }
 
@@ -132,7 +132,8 @@ impl TokenCounter {
     }
 
     /// The entry's current mean factor (1.0 for an entry never registered nor calibrated).
-    pub fn factor(&self, entry_id: &str) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn factor(&self, entry_id: &str) -> f64 {
         self.calibration(entry_id).factor
     }
 

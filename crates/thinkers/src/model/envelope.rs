@@ -116,12 +116,13 @@ impl Envelope {
     }
 
     /// Whether the envelope permits every entry.
-    pub fn is_unrestricted(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_unrestricted(&self) -> bool {
         self.allowed_providers.is_none() && self.required_tags.is_empty()
     }
 
     /// Check one entry; the violation names the entry and the first rule it breaks.
-    pub fn permits(&self, entry: &Entry) -> Result<(), EnvelopeViolation> {
+    pub(crate) fn permits(&self, entry: &Entry) -> Result<(), EnvelopeViolation> {
         let violation = |rule| EnvelopeViolation {
             entry: entry.id().to_owned(),
             rule,

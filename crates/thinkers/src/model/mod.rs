@@ -27,14 +27,18 @@ mod router;
 mod thinker_depth;
 
 pub use crate::seat::{Depth, Grade, OutputSize, ParseNameError};
+pub use catalog::Auth;
+pub use catalog::AzureApi;
 pub(crate) use catalog::BedrockCaching;
 pub use catalog::{
-    ApiKey, Auth, AwsSettings, AzureApi, CacheTtl, Catalog, CatalogBuilder, CatalogError, Dialect,
-    EFFORT_TOKENS, Entry, KeySource, Pricing, PromptCache, Provider, Reasoning, SIM_DEFAULT_KEY,
-    SIM_KEY_ENV, SIM_PLACEHOLDER, StructuredOutput, Tokenizer, effort_tokens,
+    ApiKey, AwsSettings, CacheTtl, Catalog, CatalogBuilder, CatalogError, Dialect, EFFORT_TOKENS,
+    Entry, KeySource, Pricing, PromptCache, Provider, Reasoning, SIM_DEFAULT_KEY, SIM_KEY_ENV,
+    SIM_PLACEHOLDER, StructuredOutput, Tokenizer, effort_tokens,
 };
 pub use dependent::ModelDependent;
-pub use envelope::{Envelope, EnvelopeRule, EnvelopeViolation};
+pub use envelope::Envelope;
+pub use envelope::EnvelopeRule;
+pub use envelope::EnvelopeViolation;
 pub use picker::{HeadroomPicker, Picker, cheaper_first, resolve_ceiling};
 pub use router::{ModelRouter, RouteError};
 pub use thinker_depth::META_THINKER_DEPTH;

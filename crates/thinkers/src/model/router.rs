@@ -107,7 +107,7 @@ impl ModelRouter {
     }
 
     /// A router with the default [`HeadroomPicker`].
-    pub fn with_headroom_picker(catalog: Catalog, envelope: Envelope) -> Self {
+    pub(crate) fn with_headroom_picker(catalog: Catalog, envelope: Envelope) -> Self {
         Self::new(catalog, envelope, Box::new(HeadroomPicker))
     }
 
@@ -127,7 +127,7 @@ impl ModelRouter {
     }
 
     /// `grade` with `Ceiling` resolved to a rung.
-    pub fn rung(&self, grade: Grade) -> Grade {
+    pub(crate) fn rung(&self, grade: Grade) -> Grade {
         grade.or_ceiling(self.ceiling)
     }
 
@@ -157,7 +157,7 @@ impl ModelRouter {
     }
 
     /// [`ModelRouter::resolve`] with the typed reason.
-    pub fn route(
+    pub(crate) fn route(
         &self,
         grade: Grade,
         pin: Option<&str>,
@@ -202,7 +202,7 @@ impl ModelRouter {
     }
 
     /// Register every entry's limits with the budget store, under [`Entry::budget_name`].
-    pub fn configure_budgets(&self, store: &dyn BudgetStore) {
+    pub(crate) fn configure_budgets(&self, store: &dyn BudgetStore) {
         for entry in self.catalog.entries() {
             store.configure(&entry.budget_name(), entry.limits());
         }

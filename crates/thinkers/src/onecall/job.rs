@@ -191,11 +191,6 @@ impl<T: ModelTool> ModelToolJob<T> {
         &self.input
     }
 
-    /// The output size booked per attempt.
-    pub fn output_size(&self) -> OutputSize {
-        self.output
-    }
-
     /// The conversation, once the first attempt has built it.
     pub fn request(&self) -> Option<&ChatRequest> {
         self.request.as_ref()

@@ -41,7 +41,7 @@ mod seam;
 pub mod tools;
 
 pub use crate::llm::correction::MAX_CORRECTIONS;
-pub use crate::llm::shape::{ANSWER_PARAMETER, AnswerRefusal, AnswerShape};
+pub use crate::llm::shape::{AnswerRefusal, AnswerShape};
 pub use job::ModelToolJob;
 pub use provider::ModelToolProvider;
 pub use seam::{AnswerRequest, Answerer, Exchange, ExchangeHook};

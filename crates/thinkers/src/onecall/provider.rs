@@ -83,7 +83,7 @@ impl<T: ModelTool> ModelToolProvider<T> {
     }
 
     /// The typed job for one call with an already decoded input.
-    pub fn job(&self, input: T::Input, cx: &ToolCallContext) -> Result<ModelToolJob<T>> {
+    pub(crate) fn job(&self, input: T::Input, cx: &ToolCallContext) -> Result<ModelToolJob<T>> {
         let mut job = ModelToolJob::assemble(self.tool.clone(), input, cx, self.shape.clone())?;
         if let Some(pin) = &self.pin {
             job.pin_model(pin.clone());

@@ -63,7 +63,7 @@ impl SubtreeTotals {
     }
 
     /// The entry that served most calls (the first in id order on a tie), if any call was made.
-    pub fn main_entry(&self) -> Option<&str> {
+    pub(crate) fn main_entry(&self) -> Option<&str> {
         let mut best: Option<(&str, u64)> = None;
         for (entry, n) in &self.entries {
             if best.is_none_or(|(_, m)| *n > m) {
@@ -130,17 +130,18 @@ impl CostLedger {
     }
 
     /// Whether any watch is open on any workflow.
-    pub fn is_watching_any(&self) -> bool {
+    pub(crate) fn is_watching_any(&self) -> bool {
         self.open.load(Ordering::SeqCst) > 0
     }
 
     /// Whether any watch is open on `workflow`.
-    pub fn is_watching(&self, workflow: JobId) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_watching(&self, workflow: JobId) -> bool {
         self.lock().watched.contains_key(&workflow)
     }
 
     /// The totals of the calls made by `root` and every job below it (kept while watched).
-    pub fn subtree(&self, root: JobId) -> SubtreeTotals {
+    pub(crate) fn subtree(&self, root: JobId) -> SubtreeTotals {
         let s = self.lock();
         let mut totals = SubtreeTotals::default();
         // Whether a job lies under `root`, memoised along each walk up the lineage.

@@ -24,7 +24,8 @@ pub mod sizing;
 mod stats;
 pub mod trajectory;
 
-pub use cost::{CostReport, CostRow, GroupBy, Latency, SubtreeCost, rollup_by_ancestor};
+pub use cost::SubtreeCost;
+pub use cost::{CostReport, CostRow, GroupBy, Latency, rollup_by_ancestor};
 pub use ledger::{CostLedger, LedgerRecorder, LedgerWatch, SubtreeTotals};
 pub use since::parse_since;
 pub use sizing::{ClassSizing, Declared, SizeChange, SizingReport};

@@ -77,7 +77,7 @@ impl Drop for OtelGuard {
 /// The full URL spans are posted to: `endpoint` itself when it already ends in `/v1/traces`,
 /// else the collector base URL with that path appended (`http://localhost:4318` →
 /// `http://localhost:4318/v1/traces`).
-pub fn traces_url(endpoint: &str) -> String {
+pub(crate) fn traces_url(endpoint: &str) -> String {
     let base = endpoint.trim().trim_end_matches('/');
     if base.ends_with(TRACES_PATH) {
         base.to_owned()

@@ -54,7 +54,7 @@ its steps, citing the tool results used.";
 
 /// What the boundary made of one final answer.
 #[derive(Debug)]
-pub enum Judgement<A> {
+pub(crate) enum Judgement<A> {
     /// The model gave no answer yet (nothing, null, or no `answer` field).
     NoAnswer,
     /// A typed answer.
@@ -74,7 +74,7 @@ pub enum Judgement<A> {
 /// The declared answer type of a thinker, as a schema and a decoder. Cheap to create and to
 /// clone: what it knows of a type is derived once per process and shared.
 #[derive(Debug)]
-pub struct AnswerShape<A> {
+pub(crate) struct AnswerShape<A> {
     data: Arc<ShapeData>,
     _answer: PhantomData<fn() -> A>,
 }
@@ -197,7 +197,7 @@ impl Kind {
 
 impl<A: DeserializeOwned + JsonSchema + 'static> AnswerShape<A> {
     /// The shape of `A`, derived once per process.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             data: crate::schema::per_type::<A, ShapeData>(ShapeData::of::<A>),
             _answer: PhantomData,
@@ -261,7 +261,7 @@ impl<A: DeserializeOwned + JsonSchema + 'static> Default for AnswerShape<A> {
 
 impl<A: DeserializeOwned> AnswerShape<A> {
     /// The declared type's name, as the schema titles it.
-    pub fn type_name(&self) -> &str {
+    pub(crate) fn type_name(&self) -> &str {
         self.data.core.type_name()
     }
 
@@ -269,7 +269,7 @@ impl<A: DeserializeOwned> AnswerShape<A> {
     /// [`Verdict`](OutputSize::Verdict) for a boolean, a number or a string held to a list of
     /// values; [`Compact`](OutputSize::Compact) for an object; [`Standard`](OutputSize::Standard)
     /// for free text, a list, or a shape that names no type.
-    pub fn default_output(&self) -> OutputSize {
+    pub(crate) fn default_output(&self) -> OutputSize {
         let schema = self.data.core.schema();
         match self.data.kind {
             Kind::Boolean | Kind::Number | Kind::Integer => OutputSize::Verdict,
@@ -283,13 +283,8 @@ impl<A: DeserializeOwned> AnswerShape<A> {
     }
 
     /// Whether the answer schema names artifact refs (so the `@` legend is rendered).
-    pub fn uses_refs(&self) -> bool {
+    pub(crate) fn uses_refs(&self) -> bool {
         self.data.uses_refs
-    }
-
-    /// Whether the answer type carries its own `reasoning` property.
-    pub fn has_reasoning(&self) -> bool {
-        self.data.reasoning != OwnReasoning::None
     }
 
     /// Whether native thinking leaves the answer's own reasoning out of the schema: a prose or
@@ -300,21 +295,21 @@ impl<A: DeserializeOwned> AnswerShape<A> {
 
     /// Whether the answer is asked for as text: the type's schema is a plain string (a
     /// `String`), so the request carries no answer schema and the model's text is the answer.
-    pub fn is_text(&self) -> bool {
+    pub(crate) fn is_text(&self) -> bool {
         self.data.text
     }
 
     /// The answer schema a request carries: none for a text answer ([`AnswerShape::is_text`]),
     /// else the type's own schema as [`AnswerShape::bare_request_schema`] makes it (no field the
     /// type lacks; under `native_thinking` without the reasoning the thinking block supplies).
-    pub fn request_schema(&self, native_thinking: bool) -> Option<ResponseSchema> {
+    pub(crate) fn request_schema(&self, native_thinking: bool) -> Option<ResponseSchema> {
         (!self.data.text).then(|| self.bare_request_schema(native_thinking))
     }
 
     /// Judge one final answer: the text the model wrote and, under native thinking, the text of
     /// its thinking block. A text answer is the text itself (see [`AnswerShape::is_text`]);
     /// a typed one is judged as [`AnswerShape::judge_bare`] judges it.
-    pub fn judge(&self, text: &str, thinking: Option<&str>) -> Judgement<A> {
+    pub(crate) fn judge(&self, text: &str, thinking: Option<&str>) -> Judgement<A> {
         if !self.data.text {
             return self.judge_bare(text, thinking);
         }
@@ -328,7 +323,7 @@ impl<A: DeserializeOwned> AnswerShape<A> {
     /// Whether the bare answer travels inside a one-field object `{"answer": …}`: providers'
     /// structured-answer modes need an object at the root, so a declared type that is not an
     /// object (a string, an enum, a list) is wrapped. An object type is asked for as itself.
-    pub fn bare_is_wrapped(&self) -> bool {
+    pub(crate) fn bare_is_wrapped(&self) -> bool {
         self.data.kind != Kind::Object
     }
 
@@ -337,7 +332,7 @@ impl<A: DeserializeOwned> AnswerShape<A> {
     /// the type has one, is left out under `native_thinking` (filled from the thinking block)
     /// and described as [`REASONING_DESCRIPTION`] otherwise. A non-object type is wrapped (see
     /// [`AnswerShape::bare_is_wrapped`]); nothing else is added.
-    pub fn bare_request_schema(&self, native_thinking: bool) -> ResponseSchema {
+    pub(crate) fn bare_request_schema(&self, native_thinking: bool) -> ResponseSchema {
         let schema = self.data.bare[usize::from(native_thinking)]
             .get_or_init(|| Arc::new(self.bare_schema(native_thinking)));
         ResponseSchema {
@@ -389,7 +384,7 @@ impl<A: DeserializeOwned> AnswerShape<A> {
     /// field (`{"answer": null}` is then no answer yet).
     /// The reasoning returned is the thinking block's under native thinking, else the answer's
     /// own `reasoning` field, else empty.
-    pub fn judge_bare(&self, text: &str, thinking: Option<&str>) -> Judgement<A> {
+    pub(crate) fn judge_bare(&self, text: &str, thinking: Option<&str>) -> Judgement<A> {
         let trimmed = answer_text(text);
         if trimmed.is_empty() {
             return Judgement::NoAnswer;

@@ -421,7 +421,7 @@ fn a_fenced_answer_is_unwrapped_once() {
 /// the thinking block, its first paragraph the approach and the rest the steps.
 #[test]
 fn the_sub_answer_asks_for_structured_reasoning_or_fills_it_from_the_thinking_block() {
-    use crate::thinker::{AnalysisReasoning, SubThinkerAnswer};
+    use crate::thinker::{AnalysisReasoning, subthinker::SubThinkerAnswer};
     let shape = AnswerShape::<SubThinkerAnswer>::new();
     let asked = shape.request_schema(false).unwrap().schema;
     let reasoning = &asked["properties"]["reasoning"];

@@ -74,7 +74,7 @@ impl ThinkerDeclaration {
     /// ([`ModelDependent::set_grade`](crate::model::ModelDependent::set_grade)), it also serves
     /// the conversation an earlier run obtained: the next run stamps it over that conversation's
     /// grade.
-    pub fn set_grade(&mut self, grade: Grade) {
+    pub(crate) fn set_grade(&mut self, grade: Grade) {
         self.grade = grade;
     }
 

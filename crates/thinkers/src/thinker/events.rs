@@ -47,7 +47,7 @@ impl ContentStream {
     }
 
     /// Publish an event (dropped when nobody listens).
-    pub fn publish(&self, event: ContentStreamEvent) {
+    pub(crate) fn publish(&self, event: ContentStreamEvent) {
         let _ = self.sender.send(event);
     }
 }

@@ -83,14 +83,14 @@ use turn_loop::{conversing, finish, reactive_phase, tool_round};
 pub(crate) use answer::{AnswerShape, Judgement};
 pub use artifacts::{Artifact, ArtifactRef, Artifacts};
 pub use as_tool::{DoerToolExt, JobTool};
-pub use chat::{ChatArtifact, ChatEvent, ChatEvents, ChatThinker};
-pub use decision::{
-    Choice, Confidence, DecisionJob, DecisionOption, DecisionThinker, Ranking, Scored,
-};
+pub use chat::ChatArtifact;
+pub use chat::{ChatEvent, ChatEvents, ChatThinker};
+pub use decision::DecisionJob;
+pub use decision::Scored;
+pub use decision::{Choice, Confidence, DecisionOption, DecisionThinker, Ranking};
 pub use declaration::{META_THINKER_DEPTH, ThinkerDeclaration, ThinkerInput};
-pub use doors::{
-    DoorOutcome, REQUEST_SKILL, REQUEST_TOOLS, RefusedName, STATE_GRANTED_TOOLS, STATE_SKILLS,
-};
+pub use doors::RefusedName;
+pub use doors::{DoorOutcome, REQUEST_SKILL, REQUEST_TOOLS, STATE_GRANTED_TOOLS, STATE_SKILLS};
 pub use events::{ContentStream, ContentStreamEvent, META_CONTENT};
 pub use guardrail::{Guardrail, Verdict};
 pub use reactive::{
@@ -102,9 +102,7 @@ pub use reasoning::AnalysisReasoning;
 pub use scripted::ScriptedTurns;
 pub use single::{Thinker, ThinkerJob, ThinkerOutput};
 pub use state::{RefusedCall, ThinkerObserver, ThinkerState, Withheld};
-pub use subthinker::{
-    SUB_THINKER, SubThinkerAnswer, SubThinkerHooks, SubThinkerInput, SubThinkerOutput,
-};
+pub use subthinker::{SUB_THINKER, SubThinkerInput, SubThinkerOutput};
 pub use toolless::{
     GuardrailRefusal, MAX_GUARDRAIL_CORRECTIONS, SystemPrompt, ToollessJob, ToollessThinker,
 };

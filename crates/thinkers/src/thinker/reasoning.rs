@@ -22,7 +22,7 @@ impl AnalysisReasoning {
     /// Reasoning written as prose (a thinking block): its first paragraph is the approach and
     /// each later non-empty paragraph a step. Prose with one paragraph is an approach without
     /// steps.
-    pub fn from_text(text: &str) -> Self {
+    pub(crate) fn from_text(text: &str) -> Self {
         let mut paragraphs = text
             .split("\n\n")
             .map(str::trim)
@@ -35,7 +35,7 @@ impl AnalysisReasoning {
     }
 
     /// The reasoning as prose: the approach, then the steps numbered.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         let mut text = self.approach.clone();
         for (i, step) in self.steps.iter().enumerate() {
             if !text.is_empty() {

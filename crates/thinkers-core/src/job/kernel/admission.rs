@@ -180,7 +180,7 @@ impl Admission {
 
     /// Serve a budget's waiters after capacity may have come back (a release, a settlement or a
     /// limits change): each head that now fits is admitted and woken (see `Queue::serve`).
-    pub fn wake(&self, budget: &str) {
+    pub(crate) fn wake(&self, budget: &str) {
         let q = self
             .inner
             .queues
@@ -373,13 +373,8 @@ impl std::fmt::Debug for Permit {
 
 impl Permit {
     /// What was admitted.
-    pub fn requirements(&self) -> &[Requirement] {
+    pub(crate) fn requirements(&self) -> &[Requirement] {
         &self.requirements
-    }
-
-    /// The leases held, one per requirement.
-    pub fn leases(&self) -> impl Iterator<Item = &Lease> {
-        self.leases.iter().map(|(_, l)| l)
     }
 
     /// Reconcile the seat's reservation with the tokens it really used, then release.

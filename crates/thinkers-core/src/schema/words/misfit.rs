@@ -86,7 +86,7 @@ impl Misfit {
     }
 
     /// What is wrong, without the place: `must be an integer`, `is required and missing; …`.
-    pub fn predicate(&self) -> String {
+    pub(crate) fn predicate(&self) -> String {
         match &self.what {
             What::Missing { expected: Some(e) } => {
                 format!("is required and missing; it must be {e}")

@@ -151,11 +151,6 @@ impl RedisBudgets {
         Ok(Self { inner })
     }
 
-    /// The time a concurrency lease survives without a heartbeat.
-    pub fn lease_ttl(&self) -> Duration {
-        self.inner.ttl
-    }
-
     /// How many concurrency slots of `budget` are held now, by any process (leases that have
     /// not expired, judged by the Redis server's clock). What an operator reads to see that
     /// nothing is reserved, for example while a run waits for a person.

@@ -57,14 +57,9 @@ impl AwsSigning {
         }
     }
 
-    /// The region requests are signed for.
-    pub fn region(&self) -> &str {
-        &self.region
-    }
-
     /// Read the region and the credentials a `bedrock-converse` provider names, now. A missing
     /// region or credential is an error naming the provider and the variable (nothing is sent).
-    pub fn from_provider(provider: &Provider) -> Result<Self> {
+    pub(crate) fn from_provider(provider: &Provider) -> Result<Self> {
         let default = AwsSettings::default();
         let aws = provider.aws.as_ref().unwrap_or(&default);
         let missing = |what: String| Error::external(provider.name.clone(), "authentication", what);

@@ -15,11 +15,11 @@
 use serde::Serialize;
 
 /// The default variable of the access key id.
-pub const AWS_ACCESS_KEY_ENV: &str = "AWS_ACCESS_KEY_ID";
+pub(crate) const AWS_ACCESS_KEY_ENV: &str = "AWS_ACCESS_KEY_ID";
 /// The default variable of the secret access key.
-pub const AWS_SECRET_KEY_ENV: &str = "AWS_SECRET_ACCESS_KEY";
+pub(crate) const AWS_SECRET_KEY_ENV: &str = "AWS_SECRET_ACCESS_KEY";
 /// The default variable of the (optional) session token.
-pub const AWS_SESSION_TOKEN_ENV: &str = "AWS_SESSION_TOKEN";
+pub(crate) const AWS_SESSION_TOKEN_ENV: &str = "AWS_SESSION_TOKEN";
 
 /// Where a `bedrock-converse` provider's region and credentials come from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -48,7 +48,7 @@ impl Default for AwsSettings {
 impl AwsSettings {
     /// The region to sign for: the catalog's, else `AWS_REGION`, else `AWS_DEFAULT_REGION`,
     /// else the one in a `bedrock-runtime.{region}.amazonaws.com` base URL.
-    pub fn region(&self, base_url: &str) -> Option<String> {
+    pub(crate) fn region(&self, base_url: &str) -> Option<String> {
         let env = |var: &str| {
             std::env::var(var)
                 .ok()

@@ -43,10 +43,10 @@ pub enum AzureApi {
 
 impl AzureApi {
     /// The names `azure` takes in catalogs.
-    pub const NAMES: &'static [&'static str] = &["deployment", "v1"];
+    pub(crate) const NAMES: &'static [&'static str] = &["deployment", "v1"];
 
     /// The `api-version` query value, if any.
-    pub fn api_version(&self) -> Option<&str> {
+    pub(crate) fn api_version(&self) -> Option<&str> {
         match self {
             Self::Deployment { api_version } => Some(api_version),
             Self::V1 { api_version } => api_version.as_deref(),
@@ -55,7 +55,7 @@ impl AzureApi {
 
     /// The URL of an OpenAI endpoint (`chat/completions`, `responses`) for model (deployment)
     /// `deployment` on the resource at `endpoint` (no trailing slash).
-    pub fn url(&self, endpoint: &str, path: &str, deployment: &str) -> String {
+    pub(crate) fn url(&self, endpoint: &str, path: &str, deployment: &str) -> String {
         let mut url = match self {
             Self::Deployment { .. } if path == "responses" => {
                 format!("{endpoint}/openai/responses")
@@ -86,7 +86,7 @@ pub enum Auth {
 
 impl Auth {
     /// The names `auth` takes in catalogs.
-    pub const NAMES: &'static [&'static str] = &["bearer", "api-key"];
+    pub(crate) const NAMES: &'static [&'static str] = &["bearer", "api-key"];
 
     /// The name used in catalogs.
     pub fn as_str(self) -> &'static str {

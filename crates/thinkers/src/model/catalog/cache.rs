@@ -25,7 +25,7 @@ pub enum CacheTtl {
 
 impl CacheTtl {
     /// The names catalogs use.
-    pub const NAMES: [&'static str; 2] = ["5m", "1h"];
+    pub(crate) const NAMES: [&'static str; 2] = ["5m", "1h"];
 
     /// The name catalogs and the wire use.
     pub fn as_str(self) -> &'static str {
@@ -36,7 +36,7 @@ impl CacheTtl {
     }
 
     /// How long a cached prefix lasts after its last use.
-    pub fn duration(self) -> std::time::Duration {
+    pub(crate) fn duration(self) -> std::time::Duration {
         match self {
             Self::FiveMinutes => std::time::Duration::from_secs(300),
             Self::OneHour => std::time::Duration::from_secs(3600),
@@ -54,7 +54,7 @@ impl CacheTtl {
 
     /// What a cache write costs, as a multiple of the input price, when the catalog gives no
     /// `price_cache_write` for an Anthropic entry (as Anthropic prices them).
-    pub fn write_multiplier(self) -> f64 {
+    pub(crate) fn write_multiplier(self) -> f64 {
         match self {
             Self::FiveMinutes => 1.25,
             Self::OneHour => 2.0,
@@ -86,7 +86,7 @@ impl Default for PromptCache {
 
 impl PromptCache {
     /// Whether caching is asked for.
-    pub fn is_on(self) -> bool {
+    pub(crate) fn is_on(self) -> bool {
         matches!(self, Self::On(_))
     }
 }

@@ -25,7 +25,7 @@ pub struct Pricing {
     pub cached: f64,
     /// Per million input tokens written to the provider's prompt cache (`price_cache_write`).
     /// When the catalog gives none: for an Anthropic entry 1.25x the input price with the
-    /// five-minute TTL and 2x with the hour ([`super::CacheTtl::write_multiplier`]), as Anthropic
+    /// five-minute TTL and 2x with the hour (`CacheTtl::write_multiplier`), as Anthropic
     /// prices writes; for the other dialects the input price (OpenAI, Gemini and Bedrock's
     /// non-Anthropic models charge nothing extra to write).
     pub cache_write: f64,
@@ -205,7 +205,7 @@ impl Entry {
 
     /// How its requests are counted for admission: the length estimate (the default) or an
     /// exact tokenizer (`tokenizer` in the catalog; see [`crate::llm::tokens`]).
-    pub fn tokenizer(&self) -> Tokenizer {
+    pub(crate) fn tokenizer(&self) -> Tokenizer {
         self.tokenizer
     }
 
@@ -231,7 +231,7 @@ impl Entry {
     }
 
     /// How it turns depth into reasoning.
-    pub fn reasoning(&self) -> &Reasoning {
+    pub(crate) fn reasoning(&self) -> &Reasoning {
         &self.reasoning
     }
 
@@ -252,17 +252,18 @@ impl Entry {
 
     /// Its compliance tags, for example `region = "eu"`, checked by the
     /// [`crate::model::Envelope`].
-    pub fn compliance(&self) -> &BTreeMap<String, String> {
+    #[cfg(test)]
+    pub(crate) fn compliance(&self) -> &BTreeMap<String, String> {
         &self.compliance
     }
 
     /// One compliance tag.
-    pub fn tag(&self, name: &str) -> Option<&str> {
+    pub(crate) fn tag(&self, name: &str) -> Option<&str> {
         self.compliance.get(name).map(String::as_str)
     }
 
     /// The entry's own budget for a named rung, when the catalog overrides it.
-    pub fn output_budget(&self, size: OutputSize) -> Option<u32> {
+    pub(crate) fn output_budget(&self, size: OutputSize) -> Option<u32> {
         let index = OutputSize::RUNGS.iter().position(|r| *r == size)?;
         self.output_budgets.get(index).copied().flatten()
     }
@@ -300,7 +301,7 @@ impl Entry {
     }
 
     /// The provider effort name for `depth`, when the entry declares effort names.
-    pub fn reasoning_effort(&self, depth: Depth) -> Option<&str> {
+    pub(crate) fn reasoning_effort(&self, depth: Depth) -> Option<&str> {
         match &self.reasoning {
             Reasoning::Effort(map) => map.get(&depth).map(String::as_str),
             Reasoning::None | Reasoning::Tokens(_) => None,
@@ -313,12 +314,12 @@ impl Entry {
     }
 
     /// The id, shared.
-    pub fn shared_id(&self) -> Arc<str> {
+    pub(crate) fn shared_id(&self) -> Arc<str> {
         Arc::clone(&self.id)
     }
 
     /// The model name, shared.
-    pub fn shared_model(&self) -> Arc<str> {
+    pub(crate) fn shared_model(&self) -> Arc<str> {
         Arc::clone(&self.model)
     }
 
@@ -355,13 +356,13 @@ impl Entry {
     /// The most a call of `input` counted tokens and an output budget of `output` can cost: the
     /// whole output budget, and the input at the input price or, where a cache write costs
     /// more, all of it written to the cache. `None` for an entry without prices.
-    pub fn worst_cost(&self, input: u64, output: u64) -> Option<f64> {
+    pub(crate) fn worst_cost(&self, input: u64, output: u64) -> Option<f64> {
         let p = self.pricing.as_ref()?;
         Some(p.cost(input, 0, 0, output).max(p.cost(0, 0, input, output)))
     }
 
     /// Whether its requests ask the provider to cache their prefix, and for how long.
-    pub fn prompt_cache(&self) -> PromptCache {
+    pub(crate) fn prompt_cache(&self) -> PromptCache {
         self.prompt_cache
     }
 
@@ -369,13 +370,13 @@ impl Entry {
     /// `cache_reads_count` in the catalog; by default not on the Anthropic dialect (Anthropic
     /// leaves them out of its input-tokens-per-minute limit for current models), yes elsewhere.
     /// When not, a call's input settles on the budget without its cache reads.
-    pub fn cache_reads_count(&self) -> bool {
+    pub(crate) fn cache_reads_count(&self) -> bool {
         self.cache_reads_count
     }
 
     /// Input plus output price per million tokens: the picker's cost tie-break; `None` for an
     /// entry without prices.
-    pub fn list_price(&self) -> Option<f64> {
+    pub(crate) fn list_price(&self) -> Option<f64> {
         self.pricing.as_ref().map(|p| p.input + p.output)
     }
 }

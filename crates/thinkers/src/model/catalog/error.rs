@@ -149,7 +149,8 @@ fn show_value(value: Option<&str>) -> String {
 
 impl CatalogError {
     /// The kind of problem, for an invalid value.
-    pub fn problem(&self) -> Option<Problem> {
+    #[cfg(test)]
+    pub(crate) fn problem(&self) -> Option<Problem> {
         match self {
             Self::Invalid(invalid) => Some(invalid.problem),
             Self::Io { .. } | Self::Syntax { .. } | Self::Built(_) => None,

@@ -13,7 +13,7 @@ impl ApiKey {
     }
 
     /// The secret itself, for the one place that puts it in a header.
-    pub fn expose_secret(&self) -> &str {
+    pub(crate) fn expose_secret(&self) -> &str {
         &self.0
     }
 }

@@ -30,13 +30,16 @@ mod tokenizer;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub use aws::{AWS_ACCESS_KEY_ENV, AWS_SECRET_KEY_ENV, AWS_SESSION_TOKEN_ENV, AwsSettings};
-pub use azure::{Auth, AzureApi};
+pub use aws::AwsSettings;
+pub use azure::Auth;
+pub use azure::AzureApi;
 pub use builder::{CatalogBuilder, DEFAULT_CONTEXT_WINDOW, DEFAULT_OUTPUT_CEILING};
 pub(crate) use cache::BedrockCaching;
 pub use cache::{CacheTtl, PromptCache};
 pub use entry::{EFFORT_TOKENS, Entry, Pricing, Reasoning, effort_tokens};
-pub use error::{CatalogError, InvalidValue, Location, Problem};
+pub use error::InvalidValue;
+pub use error::Problem;
+pub use error::{CatalogError, Location};
 pub use keys::ApiKey;
 pub use provider::{
     Dialect, KeySource, Provider, SIM_DEFAULT_KEY, SIM_KEY_ENV, SIM_PLACEHOLDER, StructuredOutput,
@@ -90,7 +93,7 @@ impl Catalog {
 
     /// The catalog shipped with the crate: entries on every rung served by the simulated
     /// provider, through providers whose base URLs hold [`SIM_PLACEHOLDER`] until
-    /// [`Catalog::bind_sim`] is called. Their key variable is [`SIM_KEY_ENV`], which defaults
+    /// [`Catalog::with_sim_url`] is called. Their key variable is [`SIM_KEY_ENV`], which defaults
     /// to [`SIM_DEFAULT_KEY`].
     pub fn bundled() -> Self {
         match Self::from_toml_str(BUNDLED_TOML, BUNDLED_NAME) {
@@ -105,7 +108,7 @@ impl Catalog {
     }
 
     /// A catalog with no providers and no entries.
-    pub fn empty(source_name: &str) -> Self {
+    pub(crate) fn empty(source_name: &str) -> Self {
         Self {
             source: source_name.to_owned(),
             providers: BTreeMap::new(),
@@ -116,21 +119,23 @@ impl Catalog {
 
     /// Point every provider whose base URL holds [`SIM_PLACEHOLDER`] at a running simulated
     /// provider (for example `http://127.0.0.1:43123`; a trailing slash is ignored).
-    pub fn bind_sim(&mut self, base_url: &str) {
+    pub(crate) fn bind_sim(&mut self, base_url: &str) {
         let base = base_url.trim_end_matches('/');
         for provider in self.providers.values_mut() {
             provider.base_url = provider.base_url.replace(SIM_PLACEHOLDER, base);
         }
     }
 
-    /// This catalog bound to a running simulated provider; see [`Catalog::bind_sim`].
+    /// This catalog with every provider whose base URL holds [`SIM_PLACEHOLDER`] pointed at a
+    /// running simulated provider (for example `http://127.0.0.1:43123`; a trailing slash is
+    /// ignored).
     #[must_use]
     pub fn with_sim_url(mut self, base_url: &str) -> Self {
         self.bind_sim(base_url);
         self
     }
 
-    /// Whether some provider still waits for [`Catalog::bind_sim`].
+    /// Whether some provider still waits for [`Catalog::with_sim_url`].
     pub fn needs_sim(&self) -> bool {
         self.providers.values().any(Provider::needs_sim)
     }

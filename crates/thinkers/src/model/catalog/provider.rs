@@ -10,7 +10,7 @@ use crate::Result;
 use crate::error::Error;
 use crate::model::ParseNameError;
 
-/// The placeholder in a provider's base URL that [`super::Catalog::bind_sim`] replaces with the
+/// The placeholder in a provider's base URL that [`super::Catalog::with_sim_url`] replaces with the
 /// running simulated provider's base URL.
 pub const SIM_PLACEHOLDER: &str = "{sim}";
 
@@ -70,7 +70,7 @@ impl Dialect {
     }
 
     /// Whether a provider of this dialect must name an API-key environment variable.
-    pub fn requires_key(self) -> bool {
+    pub(crate) fn requires_key(self) -> bool {
         // Bedrock signs with AWS credentials; an API key is its alternative, not a requirement.
         !matches!(self, Self::OpenAiCompatible | Self::BedrockConverse)
     }
@@ -233,7 +233,7 @@ pub struct Provider {
 }
 
 impl Provider {
-    /// Whether the base URL still waits for [`super::Catalog::bind_sim`].
+    /// Whether the base URL still waits for [`super::Catalog::with_sim_url`].
     pub fn needs_sim(&self) -> bool {
         self.base_url.contains(SIM_PLACEHOLDER)
     }

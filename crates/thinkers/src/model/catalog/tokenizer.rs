@@ -13,7 +13,7 @@ pub enum Tokenizer {
 
 impl Tokenizer {
     /// The catalog names: `estimate`, `o200k_base`.
-    pub const NAMES: &[&str] = &["estimate", "o200k_base"];
+    pub(crate) const NAMES: &[&str] = &["estimate", "o200k_base"];
 
     /// The tokenizer a catalog name stands for.
     pub fn from_name(name: &str) -> Option<Self> {

@@ -19,6 +19,8 @@ mod analyze_violation;
 mod quick_question;
 mod summarization;
 
-pub use analyze_violation::{AnalyzeViolation, Severity, ViolationAnalysis, ViolationInput};
+pub use analyze_violation::ViolationInput;
+pub use analyze_violation::{AnalyzeViolation, Severity, ViolationAnalysis};
 pub use quick_question::{QuickAnswer, QuickQuestion, QuickQuestionInput};
-pub use summarization::{JobSummarizer, Summarization, SummarizationInput, Summary};
+pub(crate) use summarization::JobSummarizer;
+pub use summarization::{Summarization, SummarizationInput, Summary};

@@ -129,14 +129,14 @@ impl ModelTool for Summarization {
 /// admitted, recorded and priced like any call, on that job's branch of the trajectory). A
 /// pinned summariser runs every summary on its pin, as a pinned thinker's turns do.
 #[derive(Debug, Clone)]
-pub struct JobSummarizer {
+pub(crate) struct JobSummarizer {
     cx: crate::job::JobContext,
     pin: Option<Arc<str>>,
 }
 
 impl JobSummarizer {
     /// A summariser whose runs are children of the job running in `cx`.
-    pub fn new(cx: crate::job::JobContext) -> Self {
+    pub(crate) fn new(cx: crate::job::JobContext) -> Self {
         Self { cx, pin: None }
     }
 
@@ -144,7 +144,7 @@ impl JobSummarizer {
     /// pinned to an entry passes its pin, so its whole conversation, compaction included, is
     /// served by that entry.
     #[must_use]
-    pub fn pinned(mut self, entry: impl Into<Arc<str>>) -> Self {
+    pub(crate) fn pinned(mut self, entry: impl Into<Arc<str>>) -> Self {
         self.pin = Some(entry.into());
         self
     }

@@ -74,7 +74,7 @@ pub struct SubThinkerInput {
 
 /// The final answer a sub-thinker's model gives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct SubThinkerAnswer {
+pub(crate) struct SubThinkerAnswer {
     /// What was found or done, for the agent that asked.
     pub summary: String,
     /// The justification of the summary: the approach and the steps a reader can check. Under
@@ -99,7 +99,7 @@ pub struct SubThinkerOutput {
 
 /// Hooks of a sub-thinker: it delegates further only at [`Depth::Thorough`].
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SubThinkerHooks;
+pub(crate) struct SubThinkerHooks;
 
 impl ThinkerHooks for SubThinkerHooks {
     fn delegation_threshold(&self) -> Depth {

@@ -140,7 +140,7 @@ impl ChatEvents {
     }
 
     /// Report an event.
-    pub fn publish(&self, event: ChatEvent) {
+    pub(crate) fn publish(&self, event: ChatEvent) {
         (self.sink)(event);
     }
 }

@@ -169,11 +169,6 @@ where
         &self.core.declaration
     }
 
-    /// The shape of the answer type (its schema and decoder).
-    pub fn answer_shape(&self) -> &AnswerShape<A> {
-        &self.shape
-    }
-
     /// A shared view of the state of the run asked last (ask, follow-up or resume), readable
     /// after it ran. Taken before the first `ask`, it reads the run that `ask` makes.
     pub fn observer(&self) -> ThinkerObserver {

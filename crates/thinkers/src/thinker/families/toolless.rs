@@ -69,7 +69,7 @@ impl SystemPrompt {
     }
 
     /// The text, owned.
-    pub fn into_string(self) -> String {
+    pub(crate) fn into_string(self) -> String {
         self.0
     }
 }
@@ -242,11 +242,6 @@ where
     /// The declaration in force.
     pub fn declaration(&self) -> &ThinkerDeclaration {
         &self.core.declaration
-    }
-
-    /// The shape of the answer type (its schema and decoder).
-    pub fn answer_shape(&self) -> &AnswerShape<O> {
-        &self.shape
     }
 
     /// A shared view of the last run's conversation and reasoning, and of the artifacts: every
