@@ -34,9 +34,9 @@ fi
 # rebuild here; --allow-dirty: a working tree with edits packages too).
 log "cargo package --workspace --no-verify --locked --allow-dirty"
 cargo package --workspace --no-verify --locked --allow-dirty
-log "the batteries stay in their crates: sqlx only in thinkers-store, the HTML and XML parsers only in thinkers-tools, rmcp only in thinkers-mcp, axum only in thinkers-host, restate-sdk only in thinkers-workflows (cargo tree)"
-if cargo tree -p thinkers -p thinkers-core -e normal --all-features --prefix none --locked | grep -E '^(sqlx|html5ever|html2text|quick-xml|rmcp|axum|restate-sdk)[ -]'; then
-    echo "ERROR: thinkers or thinkers-core depends on the crate(s) above; the store belongs in thinkers-store, the service tools in thinkers-tools, MCP in thinkers-mcp, the chat host in thinkers-host, the workflow engine in thinkers-workflows" >&2
+log "the batteries stay in their crates: sqlx only in thinkers-store, the HTML and XML parsers only in thinkers-tools, rmcp only in thinkers-mcp, redis only in thinkers-redis, axum only in thinkers-host, restate-sdk only in thinkers-workflows (cargo tree)"
+if cargo tree -p thinkers -p thinkers-core -e normal --all-features --prefix none --locked | grep -E '^(sqlx|html5ever|html2text|quick-xml|rmcp|redis|axum|restate-sdk)[ -]'; then
+    echo "ERROR: thinkers or thinkers-core depends on the crate(s) above; the store belongs in thinkers-store, the service tools in thinkers-tools, MCP in thinkers-mcp, shared budgets in thinkers-redis, the chat host in thinkers-host, the workflow engine in thinkers-workflows" >&2
     exit 1
 fi
 log "no import cycle between top-level modules (scripts/module-cycles.py)"

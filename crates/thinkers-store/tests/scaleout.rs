@@ -12,11 +12,12 @@ use std::time::Duration;
 use anyhow::Result;
 use thinkers::Runtime;
 use thinkers::conversation::Message;
-use thinkers::dispatch::{BudgetStore, RedisBudgets};
+use thinkers::dispatch::BudgetStore;
 use thinkers::job::Seat;
 use thinkers::llm::{ChatRequest, LlmCall};
 use thinkers::model::catalog::BUNDLED_TOML;
 use thinkers::model::{Catalog, Grade, OutputSize};
+use thinkers_redis::RedisBudgets;
 use thinkers_sim::{Sim, SimConfig};
 use thinkers_store::{LlmRunFilter, RuntimeBuilderExt as _, RuntimeExt as _, Store};
 

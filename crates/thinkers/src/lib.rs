@@ -47,11 +47,11 @@
 //! * `test-utils` — test doubles for downstream tests ([`thinker::ScriptedTurns`]; with `otel`,
 //!   the SDK's in-memory span exporter).
 //! * `otel` — export the runtime's spans over OTLP ([`telemetry::otel`]).
-//! * `redis` — admission budgets shared across processes through Redis.
 //! * `full` — everything.
 //!
 //! The durable record (SQLite or PostgreSQL, through sqlx) is the `thinkers-store` crate: its
-//! `RuntimeBuilderExt::database` gives a [`Runtime`] a store.
+//! `RuntimeBuilderExt::database` gives a [`Runtime`] a store. Admission budgets and spending caps
+//! shared across processes through Redis are the `thinkers-redis` crate.
 
 // Every public item of the library carries rustdoc: the workspace warns, the library refuses.
 #![deny(missing_docs)]
@@ -67,8 +67,6 @@ pub mod onecall;
 pub mod ops;
 pub mod runtime;
 pub mod telemetry;
-#[cfg(all(test, feature = "redis"))]
-mod test_services;
 pub mod thinker;
 
 /// The job and tool contracts, errors, scope and the record rows, from the `thinkers-core` crate

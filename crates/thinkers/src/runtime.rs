@@ -391,7 +391,7 @@ impl RuntimeBuilder {
     }
 
     /// Keep the spending caps' sums in this store (default: in-process; a
-    /// [`crate::dispatch::RedisBudgets`] shares them between processes).
+    /// `thinkers_redis::RedisBudgets` shares them between processes).
     pub fn spend_store(mut self, store: Arc<dyn crate::dispatch::SpendStore>) -> Self {
         self.spend_store = Some(store);
         self

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use thinkers::Runtime;
-use thinkers::dispatch::RedisBudgets;
+use thinkers_redis::RedisBudgets;
 use thinkers_store::RuntimeBuilderExt as _;
 use thinkers_store::{LlmRunFilter, PgStore};
 use thinkers_workflows::restate::{RestateEngine, RestateIngress};
@@ -157,13 +157,10 @@ pub(crate) async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
         .service(Arc::new(engine.steps(&store)))
         .service(Arc::new(engine.response_cache()));
     if let Some(url) = &args.redis {
-        let budgets = RedisBudgets::connect_with(
-            url,
-            &args.redis_prefix,
-            thinkers::dispatch::DEFAULT_LEASE_TTL,
-        )
-        .await
-        .with_context(|| format!("connecting to Redis at {url}"))?;
+        let budgets =
+            RedisBudgets::connect_with(url, &args.redis_prefix, thinkers_redis::DEFAULT_LEASE_TTL)
+                .await
+                .with_context(|| format!("connecting to Redis at {url}"))?;
         builder = builder.budgets(Arc::new(budgets));
     }
     // Not registered with `lifecycle`: on a stop signal the service stops, and its runtime is

@@ -4,17 +4,13 @@
 //! `thinkers-core`'s, re-exported here whole: it is the only code that makes a
 //! [`crate::job::JobContext`] or [`crate::job::Resources`], so neither can be built around it
 //! (see [`Dispatcher`] and `tests/compile_fail/`). This module adds what needs the runtime's
-//! services: spending caps ([`SpendCaps`]) and, with the `redis` feature, budgets shared between
-//! processes ([`RedisBudgets`], behind the kernel's [`BudgetStore`]).
+//! services: spending caps ([`SpendCaps`]). Budgets shared between processes implement the kernel's
+//! [`BudgetStore`] (and [`SpendStore`] for the caps' sums) in their own crate: `thinkers-redis`.
 
-#[cfg(feature = "redis")]
-mod redis_budgets;
 pub(crate) mod spend;
 
 pub use thinkers_core::dispatch::*;
 
 pub use crate::job::{JobHandle, Limits, Rate, Services};
-#[cfg(feature = "redis")]
-pub use redis_budgets::{DEFAULT_LEASE_TTL, RedisBudgets};
 pub use spend::CapOn;
-pub use spend::{CapScope, MemorySpend, SpendCap, SpendCaps, SpendStore};
+pub use spend::{CapScope, Held, MemorySpend, SpendCap, SpendCaps, SpendStore};

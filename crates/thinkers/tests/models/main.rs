@@ -34,6 +34,7 @@ mod naming;
 mod outages;
 mod responses;
 mod spend;
+mod spend_support;
 mod streams;
 mod support;
 mod unreported;

@@ -18,7 +18,7 @@ async fn three_service_processes_share_one_tpm_limit_through_redis() -> Result<(
         .ok()
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| "redis://127.0.0.1:6379".to_owned());
-    thinkers::dispatch::RedisBudgets::connect(&redis)
+    thinkers_redis::RedisBudgets::connect(&redis)
         .await
         .with_context(|| format!("Redis at {redis}"))?;
     // Workflows wait for admission far longer than 3 s here; the server may let them.

@@ -1,17 +1,17 @@
-//! [`RedisBudgets`] (feature `redis`): a [`BudgetStore`] kept in Redis, so every process that
-//! uses one catalog entry draws on one set of limits.
+//! [`RedisBudgets`]: a [`BudgetStore`] kept in Redis, so every process that uses one catalog
+//! entry draws on one set of limits.
 //!
-//! Every decision is one Lua script run atomically on the server ([`scripts`]): refill the
+//! Every decision is one Lua script run atomically on the server (`scripts.rs`): refill the
 //! buckets, check the pause, the concurrency and both rates, and book the grant. The buckets are
-//! the in-process store's ([`super::bucket`]: the same sizing, the same learning from headers and
-//! throttles, shared by every process), judged by the Redis server's clock so machines with
-//! drifting clocks agree.
+//! the in-process store's ([`thinkers::dispatch::bucket`]: the same sizing, the same learning
+//! from headers and throttles, shared by every process), judged by the Redis server's clock so
+//! machines with drifting clocks agree.
 //!
 //! Concurrency is held as leases with an expiry. A background task of each store extends the
 //! leases its process still holds every third of the lease time; a process that dies stops
 //! extending them and its slots come free at most one lease time later.
 //!
-//! Differences from [`super::MemoryBudgets`], because the trait's bookkeeping methods are
+//! Differences from [`thinkers::dispatch::MemoryBudgets`], because the trait's bookkeeping methods are
 //! synchronous and must not block on the network:
 //!
 //! * `settle`, `release`, `pause` and `observe` are sent to Redis on a spawned task; a pause also
@@ -35,11 +35,11 @@ use futures::future::BoxFuture;
 use redis::aio::MultiplexedConnection;
 use tokio::time::Instant;
 
-use super::budget::Probe;
-use super::{Axis, BudgetStore, Lease, Limits, Rate, RateObservation, Reservation};
-use crate::job::{Ask, SeatUse};
-use crate::{Error, Result};
 use scripts::SCRIPTS;
+use thinkers::dispatch::budget::Probe;
+use thinkers::dispatch::{Axis, BudgetStore, Lease, Limits, Rate, RateObservation, Reservation};
+use thinkers::job::{Ask, SeatUse};
+use thinkers::{Error, Result};
 
 /// How long a concurrency lease lives without a heartbeat, unless configured otherwise.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
@@ -439,7 +439,7 @@ impl BudgetStore for RedisBudgets {
     }
 
     fn pause(&self, budget: &str, wait: Duration) {
-        let until = crate::dispatch::bucket::later(Instant::now(), wait);
+        let until = thinkers::dispatch::bucket::later(Instant::now(), wait);
         if let Some(l) = self.inner.lock().get_mut(budget) {
             if l.paused_until.is_none_or(|p| p < until) {
                 l.paused_until = Some(until);
@@ -500,5 +500,7 @@ impl BudgetStore for RedisBudgets {
     }
 }
 
+#[cfg(test)]
+mod test_services;
 #[cfg(test)]
 mod tests;

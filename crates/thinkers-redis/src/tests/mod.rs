@@ -9,9 +9,9 @@ use anyhow::{Context as _, Result, bail};
 use tokio::time::Instant;
 
 use super::*;
-use crate::dispatch::{AxisObservation, Rate};
-use crate::job::SeatUse;
 use crate::test_services::redis_url;
+use thinkers::dispatch::{AxisObservation, Rate};
+use thinkers::job::SeatUse;
 
 /// A fresh key prefix, so tests running at once never share budgets.
 fn prefix() -> String {

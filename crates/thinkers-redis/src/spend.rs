@@ -7,8 +7,8 @@ use futures::future::BoxFuture;
 use redis::Script;
 
 use super::{RedisBudgets, redis_error};
-use crate::dispatch::spend::{Held, SpendStore};
-use crate::{Error, Result};
+use thinkers::dispatch::{Held, SpendStore};
+use thinkers::{Error, Result};
 
 /// How long a cap's sum is kept after its last use: past a day key's day, and long enough for
 /// any run.

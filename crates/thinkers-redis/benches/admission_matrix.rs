@@ -21,12 +21,12 @@
 //! Redis URL with `THINKERS_TEST_REDIS_URL`; `THINKERS_MATRIX_TRACE=1` prints, each second of a
 //! one-process cell, the 429s so far, the tokens the sim settled that second and each paced
 //! axis's rate and its source. Run with
-//! `cargo bench -p thinkers --features redis --bench admission_matrix`.
+//! `cargo bench -p thinkers-redis --bench admission_matrix`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-#[path = "common/mod.rs"]
+#[path = "../../thinkers/benches/common/mod.rs"]
 mod common;
-#[path = "common/thinkers.rs"]
+#[path = "../../thinkers/benches/common/thinkers.rs"]
 mod thinkers_bench;
 
 use std::sync::Arc;
@@ -34,9 +34,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use thinkers::Runtime;
-use thinkers::dispatch::{BudgetStore, MemoryBudgets, RedisBudgets};
+use thinkers::dispatch::{BudgetStore, MemoryBudgets};
 use thinkers::model::Depth;
 use thinkers::thinker::ThinkerInput;
+use thinkers_redis::RedisBudgets;
 use thinkers_sim::LimitShape;
 
 const TPM: u64 = 150_000;

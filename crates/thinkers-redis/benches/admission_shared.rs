@@ -3,15 +3,16 @@
 //! round trip) and 8 concurrent reservers.
 //!
 //! Needs Redis (`THINKERS_TEST_REDIS_URL`, default `redis://127.0.0.1:6379`). Run with
-//! `cargo bench -p thinkers --features redis --bench admission_shared`, or in the test profile
-//! with `cargo test -p thinkers --features redis --bench admission_shared`. Figures are printed.
+//! `cargo bench -p thinkers-redis --bench admission_shared`, or in the test profile
+//! with `cargo test -p thinkers-redis --bench admission_shared`. Figures are printed.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use thinkers::dispatch::{BudgetStore, Limits, MemoryBudgets, Rate, RedisBudgets, Reservation};
+use thinkers::dispatch::{BudgetStore, Limits, MemoryBudgets, Rate, Reservation};
 use thinkers::job::Ask;
+use thinkers_redis::RedisBudgets;
 
 const DECISIONS: usize = 2_000;
 

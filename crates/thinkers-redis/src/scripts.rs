@@ -19,14 +19,14 @@
 //! set of concurrency holders scored by lease expiry), `P:held:s` (hash holder → slots),
 //! `P:pause` (pause end, ms) and `P:seq` (the lease id counter, kept a day after its last use).
 //!
-//! The pacing arithmetic is [`crate::dispatch::bucket`]'s, in milliseconds, with the same
+//! The pacing arithmetic is [`thinkers::dispatch::bucket`]'s, in milliseconds, with the same
 //! constants (formatted into the prelude from the Rust ones).
 
 use std::sync::LazyLock;
 
 use redis::Script;
 
-use crate::dispatch::bucket::{
+use thinkers::dispatch::bucket::{
     ASSUMED_WINDOW, LARGEST_CUT, LONGEST_WINDOW, MAX_WAIT, MIN_WINDOW, RECOVERY, THROTTLE_DECREASE,
     USE_SMOOTHING,
 };

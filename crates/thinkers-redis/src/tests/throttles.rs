@@ -146,7 +146,7 @@ async fn a_second_throttle_counts_what_went_through_from_the_end_of_the_first() 
     let span = resumed.elapsed().as_secs_f64() + 0.2;
     let second = learned_rate(&prefix, "req", Some(first / 1000.0)).await? * 1000.0;
     // It paces a margin below what went through.
-    let through = sent / span * crate::dispatch::bucket::THROTTLE_DECREASE;
+    let through = sent / span * thinkers::dispatch::bucket::THROTTLE_DECREASE;
     assert!(
         (second / through - 1.0).abs() < 0.25,
         "learned {second} a second, {sent} went through in {span} s (first {first})"
